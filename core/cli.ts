@@ -1,0 +1,108 @@
+#!/usr/bin/env node
+import { readFileSync, realpathSync } from 'node:fs'
+import { join } from 'node:path'
+import { pathToFileURL } from 'node:url'
+import { parseArgs } from 'node:util'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from './app.js'
+import { ConfigError, loadConfig, type ConfigFlags } from './config.js'
+import { PACKAGE_ROOT } from './paths.js'
+import { PluginLoadError } from './plugin-loader.js'
+
+const USAGE = `usage: llamagate <command> [flags]
+
+commands:
+  serve     start the server
+            --host HOST      address to listen on (default 127.0.0.1)
+            --port PORT      port to listen on (default 11435)
+            --config FILE    config file (default: $LLAMAGATE_CONFIG, else the shipped config.yaml)
+            --models DIR     models folder
+  help      show this text
+  version   print the version
+`
+
+/** How long a shutdown may take before the process gives up waiting and exits anyway. */
+const SHUTDOWN_GRACE_MS = 20_000
+
+export async function main (argv: string[]): Promise<number> {
+  const [command, ...rest] = argv
+  switch (command) {
+    case 'serve': return serve(rest)
+    case 'version': case '--version': case '-v':
+      process.stdout.write(`${version()}\n`)
+      return 0
+    case undefined: case 'help': case '--help': case '-h':
+      process.stdout.write(USAGE)
+      return command === undefined ? 2 : 0
+    default:
+      process.stderr.write(`llamagate: unknown command "${command}"\n\n${USAGE}`)
+      return 2
+  }
+}
+
+async function serve (args: string[]): Promise<number> {
+  let flags: ConfigFlags
+  try {
+    flags = parseArgs({
+      args,
+      options: { host: { type: 'string' }, port: { type: 'string' }, config: { type: 'string' }, models: { type: 'string' } },
+      strict: true,
+    }).values
+  } catch (err) {
+    process.stderr.write(`llamagate serve: ${(err as Error).message}\n\n${USAGE}`)
+    return 2
+  }
+  let app: FastifyInstance
+  try {
+    app = await buildApp(loadConfig(flags))
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof PluginLoadError) {
+      process.stderr.write(`llamagate: ${err.message}\n`)
+      return 2
+    }
+    throw err
+  }
+  installShutdown(app)
+  const { host, port, configFile } = app.config
+  const address = await app.listen({ host, port })
+  app.log.info(`llamagate ${version()} listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
+  return new Promise<number>(() => {}) // runs until a signal ends the process
+}
+
+/** Closing the app stops every child process its plugins started; only then does the process exit. */
+function installShutdown (app: FastifyInstance): void {
+  let closing = false
+  const shutdown = (reason: string, code: number): void => {
+    if (closing) {
+      app.log.warn(`${reason} while shutting down: still waiting for running models to stop`)
+      return
+    }
+    closing = true
+    app.log.info(`${reason}: shutting down`)
+    setTimeout(() => {
+      app.log.error(`shutdown took over ${SHUTDOWN_GRACE_MS / 1000}s; exiting anyway`)
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS).unref()
+    app.close().then(() => process.exit(code), (err) => {
+      app.log.error({ err }, 'error while shutting down')
+      process.exit(1)
+    })
+  }
+  process.on('SIGINT', () => shutdown('SIGINT', 0))
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0))
+  process.on('uncaughtException', (err) => { app.log.fatal({ err }, 'uncaught exception'); shutdown('uncaught exception', 1) })
+  process.on('unhandledRejection', (err) => { app.log.fatal({ err }, 'unhandled rejection'); shutdown('unhandled rejection', 1) })
+}
+
+function version (): string {
+  return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version
+}
+
+// Run only as the program, not when imported by a test.
+// (npm's bin link is a symlink, hence realpath.)
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  main(process.argv.slice(2)).then((code) => { if (code !== 0) process.exit(code) }, (err) => {
+    process.stderr.write(`llamagate: ${(err as Error).stack ?? String(err)}\n`)
+    process.exit(1)
+  })
+}

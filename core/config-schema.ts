@@ -1,0 +1,74 @@
+import { Type, type Static } from 'typebox'
+import { OptionsSchema } from './options-schema.js'
+
+const Duration = Type.Union([Type.Number(), Type.String()], {
+  description: 'a duration: seconds as a number, or a string such as "5m", "90s", "1h30m"',
+})
+const Size = Type.Union([Type.Integer({ minimum: 1 }), Type.String()], {
+  description: 'a size: bytes as an integer, or a string such as "16MiB"',
+})
+const BACKENDS = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu'] as const
+const Backend = Type.Union(BACKENDS.map((b) => Type.Literal(b)))
+const RuntimeBuild = Type.Object({ bin: Type.String({ minLength: 1 }) }, { additionalProperties: false })
+
+const PluginEntry = Type.Object({
+  path: Type.String({ minLength: 1, description: 'a file path (relative to the config file) or a package name' }),
+  options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+}, { additionalProperties: false })
+
+/** Every key of config.yaml, with the shipped defaults. `additionalProperties: false` catches typos. */
+export const ConfigSchema = Type.Object({
+  host: Type.String({ minLength: 1, default: '127.0.0.1' }),
+  port: Type.Integer({ minimum: 0, maximum: 65535, default: 11435 }),
+  data_dir: Type.String({ minLength: 1, default: '~/.llamagate' }),
+  models_dir: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+  log_level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
+  keep_alive: Type.Union([Duration], { default: '5m' }),
+  stream_format: Type.Union([Type.Literal('sse'), Type.Literal('ndjson')], { default: 'sse' }),
+  default_options: Type.Object(OptionsSchema.properties, {
+    default: {
+      temperature: 0.7, top_p: 0.9, top_k: 40, max_tokens: 2048, seed: -1, num_ctx: 4096,
+      num_parallel: 4, cache_type_k: 'f16', cache_type_v: 'f16', dtype: 'f16',
+    },
+  }),
+  models: Type.Record(Type.String(), Type.Object({ options: Type.Optional(OptionsSchema) }, { additionalProperties: false }), { default: {} }),
+  limits: Type.Object({
+    body_size: Type.Union([Size], { default: '16MiB' }),
+    queue_length: Type.Integer({ minimum: 0, default: 64 }),
+    max_loaded_models: Type.Integer({ minimum: 1, default: 3 }),
+    load_timeout: Type.Union([Duration], { default: '5m' }),
+  }, { additionalProperties: false, default: {} }),
+  runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
+  runtimes: Type.Object({
+    cuda: Type.Optional(RuntimeBuild), rocm: Type.Optional(RuntimeBuild), metal: Type.Optional(RuntimeBuild),
+    vulkan: Type.Optional(RuntimeBuild), cpu: Type.Optional(RuntimeBuild),
+  }, { additionalProperties: false, default: {} }),
+  llama_cpp_src: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+  conversion: Type.Object({
+    python: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
+    timeout: Type.Union([Duration], { default: '30m' }),
+  }, { additionalProperties: false, default: {} }),
+  hub: Type.Object({
+    endpoint: Type.String({ pattern: '^https?://', default: 'https://huggingface.co' }),
+    token: Type.Union([Type.String(), Type.Null()], { default: null }),
+  }, { additionalProperties: false, default: {} }),
+  auth: Type.Object({
+    api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+  }, { additionalProperties: false, default: {} }),
+  cors: Type.Object({
+    origins: Type.Array(Type.String({ minLength: 1 }), {
+      default: [
+        'http://localhost', 'http://localhost:*', 'https://localhost', 'https://localhost:*',
+        'http://127.0.0.1', 'http://127.0.0.1:*', 'https://127.0.0.1', 'https://127.0.0.1:*',
+        'http://[::1]', 'http://[::1]:*', 'app://*', 'file://*', 'tauri://*', 'vscode-webview://*',
+      ],
+    }),
+  }, { additionalProperties: false, default: {} }),
+  allowed_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+  plugins: Type.Array(PluginEntry, { default: [] }),
+}, { additionalProperties: false })
+
+/** The config as written (after defaults); see `Config` for the resolved form the app uses. */
+export type RawConfig = Static<typeof ConfigSchema>
+export type Backend = (typeof BACKENDS)[number]
+export { BACKENDS }

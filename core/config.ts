@@ -1,0 +1,301 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { dirname } from 'node:path'
+import { Ajv, type ErrorObject } from 'ajv'
+import { parse as parseYaml, YAMLParseError } from 'yaml'
+import { ConfigSchema, type Backend, type RawConfig } from './config-schema.js'
+import type { Options } from './options-schema.js'
+import { resolvePath, SHIPPED_CONFIG } from './paths.js'
+import { parseDuration, parseSize } from './units.js'
+
+/** The resolved configuration the app runs with: durations in ms, sizes in bytes, paths absolute. */
+export interface Config {
+  host: string
+  port: number
+  dataDir: string
+  modelsDir: string
+  logLevel: RawConfig['log_level']
+  keepAliveMs: number
+  streamFormat: 'sse' | 'ndjson'
+  defaultOptions: Options
+  models: Record<string, { options?: Options }>
+  limits: { bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number }
+  runtime: 'auto' | Backend
+  runtimes: Partial<Record<Backend, { bin: string }>>
+  llamaCppSrc: string | null
+  conversion: { python: string | null, timeoutMs: number }
+  hub: { endpoint: string, token: string | null }
+  auth: { apiKeys: string[] }
+  cors: { origins: string[] }
+  allowedHosts: string[]
+  plugins: Array<{ path: string, options: Record<string, unknown> }>
+  /** The config file that was read, or null when none was. */
+  configFile: string | null
+}
+
+/** Values given on the command line; they win over everything else. */
+export interface ConfigFlags { host?: string, port?: string, config?: string, models?: string }
+
+/** A config that cannot be used. `message` lists every problem, one per line, for a person to read. */
+export class ConfigError extends Error {
+  constructor (readonly problems: string[]) {
+    super('invalid configuration:\n  ' + problems.join('\n  '))
+    this.name = 'ConfigError'
+  }
+}
+
+type Layer = { source: string, values: Record<string, unknown> }
+
+// Environment variables and the config key each sets. Values arrive as text; `parse` turns them into
+// what the schema expects, and the schema check then names the variable if the value is wrong.
+const ENV_KEYS: Array<{ name: string, key: string[], parse?: (v: string) => unknown }> = [
+  { name: 'LLAMAGATE_HOST', key: ['host'] },
+  { name: 'LLAMAGATE_PORT', key: ['port'], parse: numberOrText },
+  { name: 'LLAMAGATE_HOME', key: ['data_dir'] },
+  { name: 'LLAMAGATE_MODELS', key: ['models_dir'] },
+  { name: 'LLAMAGATE_KEEP_ALIVE', key: ['keep_alive'] },
+  { name: 'LLAMAGATE_LOG_LEVEL', key: ['log_level'] },
+  { name: 'LLAMAGATE_STREAM_FORMAT', key: ['stream_format'] },
+  { name: 'LLAMAGATE_RUNTIME', key: ['runtime'] },
+  { name: 'LLAMAGATE_MAX_LOADED_MODELS', key: ['limits', 'max_loaded_models'], parse: numberOrText },
+  { name: 'LLAMAGATE_MAX_QUEUE', key: ['limits', 'queue_length'], parse: numberOrText },
+  { name: 'LLAMAGATE_API_KEYS', key: ['auth', 'api_keys'], parse: list },
+  { name: 'LLAMAGATE_ALLOWED_HOSTS', key: ['allowed_hosts'], parse: list },
+  { name: 'LLAMA_CPP_SRC', key: ['llama_cpp_src'] },
+  { name: 'HF_ENDPOINT', key: ['hub', 'endpoint'] },
+  { name: 'HF_TOKEN', key: ['hub', 'token'] },
+]
+
+/**
+ * Loads the configuration. Precedence: built-in defaults < config file < environment < command flags.
+ * The file is `flags.config`, else `$LLAMAGATE_CONFIG`, else the config.yaml shipped with the package.
+ * `LLAMAGATE_ORIGINS` adds CORS origins to the configured list rather than replacing it.
+ * @throws ConfigError naming the key, the value, where it came from and what is allowed.
+ */
+export function loadConfig (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const explicitFile = flags.config ?? env.LLAMAGATE_CONFIG
+  const file = explicitFile !== undefined ? resolvePath(explicitFile, process.cwd()) : SHIPPED_CONFIG
+  const layers: Layer[] = []
+  let configFile: string | null = null
+  if (existsSync(file)) {
+    layers.push({ source: file, values: readConfigFile(file) })
+    configFile = file
+  } else if (explicitFile !== undefined) {
+    throw new ConfigError([`config file ${file} does not exist`])
+  }
+  layers.push(envLayer(env))
+  layers.push(flagLayer(flags))
+  return resolveConfig(layers, configFile)
+}
+
+/** Builds a Config from layers of raw values, later layers winning. Exported for tests and tools. */
+export function resolveConfig (layers: Layer[], configFile: string | null = null): Config {
+  const merged = structuredClone(DEFAULTS) as Record<string, unknown>
+  const sources = new Map<string, string>()
+  for (const layer of layers) mergeInto(merged, layer.values, [], layer.source, sources)
+  const extraOrigins = layers.find((l) => l.source === 'environment')?.values.__extra_origins
+  delete merged.__extra_origins
+  if (!validate(merged)) throw new ConfigError(describeErrors(validate.errors ?? [], merged, sources))
+  const raw = merged as RawConfig
+  if (Array.isArray(extraOrigins)) raw.cors.origins.push(...(extraOrigins as string[]))
+  return toConfig(raw, configFile, sources)
+}
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
+const validate = ajv.compile<RawConfig>(ConfigSchema)
+// The defaults come from the schema itself, so config.yaml, the schema and the code cannot disagree.
+const DEFAULTS: RawConfig = (() => {
+  const value = {}
+  validate(value)
+  return value as RawConfig
+})()
+
+function readConfigFile (file: string): Record<string, unknown> {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    throw new ConfigError([`cannot read config file ${file}: ${(err as Error).message}`])
+  }
+  let parsed: unknown
+  try {
+    parsed = parseYaml(text)
+  } catch (err) {
+    const where = err instanceof YAMLParseError && err.linePos ? ` (line ${err.linePos[0].line})` : ''
+    throw new ConfigError([`${file}${where} is not valid YAML: ${(err as Error).message.split('\n')[0]}`])
+  }
+  if (parsed === null || parsed === undefined) return {}
+  if (typeof parsed !== 'object' || Array.isArray(parsed)) {
+    throw new ConfigError([`${file} must hold a mapping of keys to values, not ${Array.isArray(parsed) ? 'a list' : typeof parsed}`])
+  }
+  return parsed as Record<string, unknown>
+}
+
+function envLayer (env: NodeJS.ProcessEnv): Layer {
+  const values: Record<string, unknown> = {}
+  for (const { name, key, parse } of ENV_KEYS) {
+    const text = env[name]
+    if (text === undefined || text === '') continue
+    setPath(values, key, parse ? parse(text) : text)
+  }
+  if (env.LLAMAGATE_ORIGINS) values.__extra_origins = list(env.LLAMAGATE_ORIGINS)
+  return { source: 'environment', values }
+}
+
+function flagLayer (flags: ConfigFlags): Layer {
+  const values: Record<string, unknown> = {}
+  if (flags.host !== undefined) values.host = flags.host
+  if (flags.port !== undefined) values.port = numberOrText(flags.port)
+  if (flags.models !== undefined) values.models_dir = flags.models
+  return { source: 'command line', values }
+}
+
+function mergeInto (target: Record<string, unknown>, source: Record<string, unknown>, path: string[],
+  label: string, sources: Map<string, string>): void {
+  for (const [key, value] of Object.entries(source)) {
+    const here = [...path, key]
+    const current = target[key]
+    if (isPlainObject(value) && isPlainObject(current) && key !== '__extra_origins') {
+      mergeInto(current, value, here, label, sources)
+    } else {
+      target[key] = value
+      sources.set(here.join('.'), label === 'environment' ? envName(here) : label)
+    }
+  }
+}
+
+function envName (path: string[]): string {
+  return ENV_KEYS.find((e) => e.key.join('.') === path.join('.'))?.name ?? 'environment'
+}
+
+function describeErrors (errors: ErrorObject[], value: unknown, sources: Map<string, string>): string[] {
+  const seen = new Set<string>()
+  const problems: string[] = []
+  for (const error of errors) {
+    // A union reports one error per branch; the branch errors say little, the union says what is allowed.
+    if (error.keyword === 'anyOf' || error.keyword === 'const') {
+      const parent = errors.find((e) => e.keyword === 'anyOf' && e.instancePath === error.instancePath)
+      if (parent && error !== parent) continue
+    }
+    const path = error.instancePath.split('/').slice(1).map(decodeURIComponent)
+    let key = path.join('.')
+    let problem: string
+    if (error.keyword === 'additionalProperties') {
+      const extra = String(error.params.additionalProperty)
+      key = [...path, extra].join('.')
+      const allowed = Object.keys(schemaAt(path)?.properties ?? {})
+      problem = `${key} is not a known key; allowed keys here: ${allowed.join(', ')}`
+    } else {
+      const shown = JSON.stringify(valueAt(value, path))
+      problem = `${key || '(top level)'} = ${shown} is not allowed: ${explain(error, path)}`
+    }
+    if (seen.has(problem)) continue
+    seen.add(problem)
+    const source = sourceOf(path, sources)
+    problems.push(source ? `${problem} (from ${source})` : problem)
+  }
+  return problems
+}
+
+function explain (error: ErrorObject, path: string[]): string {
+  const schema = schemaAt(path)
+  if (error.keyword === 'anyOf' && schema) {
+    const literals = (schema.anyOf ?? []).map((s: { const?: unknown }) => s.const).filter((c: unknown) => c !== undefined)
+    if (literals.length > 0) return `must be one of ${literals.map((l: unknown) => JSON.stringify(l)).join(', ')}`
+    if (schema.description) return `must be ${schema.description}`
+  }
+  return `${error.message ?? 'invalid value'}`
+}
+
+function schemaAt (path: string[]): any {
+  let schema: any = ConfigSchema
+  for (const part of path) {
+    if (!schema) return undefined
+    if (schema.properties?.[part]) schema = schema.properties[part]
+    else if (schema.items && /^\d+$/.test(part)) schema = schema.items
+    else if (schema.patternProperties) schema = Object.values(schema.patternProperties)[0]
+    else if (typeof schema.additionalProperties === 'object') schema = schema.additionalProperties
+    else return undefined
+  }
+  return schema
+}
+
+function sourceOf (path: string[], sources: Map<string, string>): string | undefined {
+  for (let n = path.length; n > 0; n--) {
+    const source = sources.get(path.slice(0, n).join('.'))
+    if (source) return source
+  }
+  return undefined
+}
+
+function toConfig (raw: RawConfig, configFile: string | null, sources: Map<string, string>): Config {
+  const base = configFile ? dirname(configFile) : process.cwd()
+  const problems: string[] = []
+  const duration = (key: string, value: unknown): number => {
+    const ms = parseDuration(value)
+    if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
+    return ms ?? 0
+  }
+  const bodySize = parseSize(raw.limits.body_size)
+  if (bodySize === null || bodySize < 1) problems.push(`limits.body_size = ${JSON.stringify(raw.limits.body_size)} is not allowed: must be a size such as 1048576 or "16MiB"`)
+  const dataDir = resolvePath(raw.data_dir, base)
+  const config: Config = {
+    host: raw.host,
+    port: raw.port,
+    dataDir,
+    modelsDir: raw.models_dir ? resolvePath(raw.models_dir, base) : resolvePath('models', dataDir),
+    logLevel: raw.log_level,
+    keepAliveMs: duration('keep_alive', raw.keep_alive),
+    streamFormat: raw.stream_format,
+    defaultOptions: raw.default_options,
+    models: raw.models,
+    limits: {
+      bodySize: bodySize ?? 0,
+      queueLength: raw.limits.queue_length,
+      maxLoadedModels: raw.limits.max_loaded_models,
+      loadTimeoutMs: duration('limits.load_timeout', raw.limits.load_timeout),
+    },
+    runtime: raw.runtime,
+    runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
+    llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
+    conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout) },
+    hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token },
+    auth: { apiKeys: raw.auth.api_keys },
+    cors: { origins: raw.cors.origins },
+    allowedHosts: raw.allowed_hosts,
+    // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
+    plugins: raw.plugins.map((p) => ({
+      path: /^(\.{1,2}\/|\/|~\/)/.test(p.path) ? resolvePath(p.path, base) : p.path,
+      options: p.options ?? {},
+    })),
+    configFile,
+  }
+  if (problems.length > 0) throw new ConfigError(problems)
+  return config
+}
+
+function setPath (target: Record<string, unknown>, path: string[], value: unknown): void {
+  let node = target
+  for (const part of path.slice(0, -1)) {
+    if (!isPlainObject(node[part])) node[part] = {}
+    node = node[part] as Record<string, unknown>
+  }
+  node[path[path.length - 1]!] = value
+}
+
+function valueAt (value: unknown, path: string[]): unknown {
+  let node = value
+  for (const part of path) node = isPlainObject(node) || Array.isArray(node) ? (node as any)[part] : undefined
+  return node
+}
+
+function isPlainObject (value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value)
+}
+
+function numberOrText (text: string): unknown {
+  return /^-?\d+$/.test(text.trim()) ? Number(text) : text
+}
+
+function list (text: string): string[] {
+  return text.split(',').map((s) => s.trim()).filter((s) => s !== '')
+}

@@ -1,0 +1,68 @@
+// Errors that mean something to a client. Each carries its HTTP status; the error handler turns them into
+// the native `{"error": "..."}` or OpenAI's `{"error": {...}}` shape. Anything else is a bug and answers 500.
+
+export class GatewayError extends Error {
+  /** HTTP status to answer with. */
+  readonly statusCode: number
+  /** A machine-readable code for the OpenAI shape (`model_not_found`, ...). */
+  readonly code: string | null
+  /** Extra response headers, such as `Retry-After`. */
+  readonly headers: Record<string, string>
+
+  constructor (statusCode: number, message: string, options: { code?: string, headers?: Record<string, string>, cause?: unknown } = {}) {
+    super(message, { cause: options.cause })
+    this.name = new.target.name
+    this.statusCode = statusCode
+    this.code = options.code ?? null
+    this.headers = options.headers ?? {}
+  }
+}
+
+export class BadRequestError extends GatewayError {
+  constructor (message: string, code?: string) { super(400, message, { code }) }
+}
+
+export class InvalidModelNameError extends GatewayError {
+  constructor (name: string) { super(400, `invalid model name ${JSON.stringify(name)}: expected <owner>/<name>, each part 1-96 characters of A-Z a-z 0-9 . _ -`, { code: 'invalid_model_name' }) }
+}
+
+export class UnauthorizedError extends GatewayError {
+  constructor (message: string) { super(401, message, { code: 'invalid_api_key', headers: { 'WWW-Authenticate': 'Bearer' } }) }
+}
+
+export class ForbiddenError extends GatewayError {
+  constructor (message: string, code?: string) { super(403, message, { code }) }
+}
+
+export class ModelNotFoundError extends GatewayError {
+  constructor (readonly model: string) { super(404, `model "${model}" not found, pull it first`, { code: 'model_not_found' }) }
+}
+
+export class NotFoundError extends GatewayError {
+  constructor (message: string) { super(404, message, { code: 'not_found' }) }
+}
+
+export class ConflictError extends GatewayError {
+  constructor (message: string) { super(409, message, { code: 'conflict' }) }
+}
+
+/** The request queue of a model is full: the client should come back shortly. */
+export class QueueFullError extends GatewayError {
+  constructor (model: string, retryAfterSeconds = 1) {
+    super(503, `server busy: the request queue for "${model}" is full, try again shortly`, {
+      code: 'queue_full', headers: { 'Retry-After': String(retryAfterSeconds) },
+    })
+  }
+}
+
+/** The inference runtime failed to start or died; the message carries the reason from its log. */
+export class RuntimeError extends GatewayError {
+  constructor (message: string, readonly logTail: string[] = [], code = 'runtime_error') {
+    super(502, message, { code })
+  }
+}
+
+/** The server is shutting down or a model is being unloaded under a request. */
+export class UnavailableError extends GatewayError {
+  constructor (message: string, code = 'unavailable') { super(503, message, { code }) }
+}

@@ -1,0 +1,111 @@
+import type { ServerResponse } from 'node:http'
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { errorBodyFor } from './error-shapes.js'
+import { toErrorReply } from './error-handler.js'
+
+export type StreamFormat = 'sse' | 'ndjson'
+
+const CONTENT_TYPES: Record<StreamFormat, string> = {
+  sse: 'text/event-stream; charset=utf-8',
+  ndjson: 'application/x-ndjson; charset=utf-8',
+}
+
+/**
+ * The format a native stream answers in (contract: Streams): NDJSON when the client asks for it, or asks
+ * for JSON without SSE (what the Ollama clients send); SSE when it asks for SSE; else the configured default.
+ */
+export function negotiateStreamFormat (accept: string | undefined, fallback: StreamFormat): StreamFormat {
+  if (!accept) return fallback
+  if (accept.includes('text/event-stream')) return 'sse'
+  if (accept.includes('application/x-ndjson') || accept.includes('application/json')) return 'ndjson'
+  return fallback
+}
+
+/**
+ * One writer for every streamed answer: SSE (`data: <json>\n\n`) or NDJSON (`<json>\n`).
+ *
+ * Headers go out when the stream opens (the first event, or `open()`), so that anything failing before
+ * that still gets a real HTTP status from the error handler. After that, a failure is a last error event
+ * and the end of the stream: nothing is silently cut.
+ */
+export class EventStream {
+  private readonly raw: ServerResponse
+  private readonly controller = new AbortController()
+  private opened = false
+  private ended = false
+
+  constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, readonly format: StreamFormat) {
+    this.raw = reply.raw
+    // 'close' fires when the response is finished or the connection is gone; only the second is an abort.
+    this.raw.once('close', () => {
+      if (!this.raw.writableFinished) this.controller.abort(new Error('client disconnected'))
+    })
+  }
+
+  /** Aborted when the client goes away: pass it to whatever produces the events. */
+  get signal (): AbortSignal { return this.controller.signal }
+
+  get isOpen (): boolean { return this.opened }
+
+  /** Sends the headers now (a client sees the stream start before the first event). */
+  open (): void {
+    if (this.opened) return
+    this.opened = true
+    this.reply.hijack()
+    this.raw.writeHead(200, {
+      ...(this.reply.getHeaders() as Record<string, string>),
+      'Content-Type': CONTENT_TYPES[this.format],
+      'Cache-Control': 'no-cache',
+      Connection: 'keep-alive',
+      'X-Accel-Buffering': 'no',
+    })
+    this.raw.flushHeaders()
+  }
+
+  /** Writes one event. Returns false when the socket is backed up: await `drained()` before the next. */
+  send (event: unknown): boolean {
+    return this.sendJson(JSON.stringify(event))
+  }
+
+  /** Writes one event that is already JSON text (the hot path avoids a parse/stringify round trip). */
+  sendJson (json: string): boolean {
+    if (!this.opened) this.open()
+    if (this.ended || this.raw.destroyed) return true
+    return this.raw.write(this.format === 'sse' ? `data: ${json}\n\n` : `${json}\n`)
+  }
+
+  /** Writes an SSE line whose data is not JSON (OpenAI's `[DONE]`). NDJSON has no such thing. */
+  sendLiteral (data: string): void {
+    if (!this.opened) this.open()
+    if (this.format === 'sse' && !this.ended && !this.raw.destroyed) this.raw.write(`data: ${data}\n\n`)
+  }
+
+  /** Resolves when the socket can take more, or the client is gone. */
+  drained (): Promise<void> {
+    if (this.raw.destroyed || !this.raw.writableNeedDrain) return Promise.resolve()
+    return new Promise((resolve) => {
+      const done = (): void => { this.raw.off('drain', done); this.raw.off('close', done); resolve() }
+      this.raw.once('drain', done)
+      this.raw.once('close', done)
+    })
+  }
+
+  end (): void {
+    if (this.ended) return
+    if (!this.opened) this.open()
+    this.ended = true
+    this.raw.end()
+  }
+
+  /**
+   * Ends the stream with an error event in the surface's shape. Before the stream opened there is still
+   * time for a proper status: the error is rethrown for the error handler.
+   */
+  fail (err: unknown): void {
+    if (!this.opened) throw err
+    if (this.ended) return
+    const reply = toErrorReply(err, this.request.log)
+    this.sendJson(JSON.stringify(errorBodyFor(this.request.url, reply)))
+    this.end()
+  }
+}

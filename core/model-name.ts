@@ -1,0 +1,36 @@
+import { InvalidModelNameError } from './errors.js'
+
+/** A parsed `<owner>/<name>[:tag]`. */
+export interface ModelName {
+  owner: string
+  name: string
+  /** The GGUF quantization or file name after `:`, if any (`Q4_K_M`, `foo.Q8_0.gguf`). */
+  tag: string | null
+  /** `<owner>/<name>`: the repository, and the key of the local model. */
+  id: string
+}
+
+const PART = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,95}$/
+// A tag selects a quant label or a file name; it never holds a path separator.
+const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/
+
+/**
+ * Checks a model name before anything touches the disk or the network (contract: Names). Each part is
+ * 1-96 characters of `A-Z a-z 0-9 . _ -`, not starting with `.` or `-`, never containing `..`; so no
+ * name can be a path that climbs out of the models folder.
+ * @throws InvalidModelNameError
+ */
+export function parseModelName (text: unknown): ModelName {
+  if (typeof text !== 'string') throw new InvalidModelNameError(String(text))
+  const colon = text.indexOf(':')
+  const repo = colon === -1 ? text : text.slice(0, colon)
+  const tag = colon === -1 ? null : text.slice(colon + 1)
+  const parts = repo.split('/')
+  if (parts.length !== 2) throw new InvalidModelNameError(text)
+  const [owner, name] = parts as [string, string]
+  for (const part of [owner, name]) {
+    if (!PART.test(part) || part.includes('..')) throw new InvalidModelNameError(text)
+  }
+  if (tag !== null && (!TAG.test(tag) || tag.includes('..'))) throw new InvalidModelNameError(text)
+  return { owner, name, tag, id: `${owner}/${name}` }
+}

@@ -1,0 +1,40 @@
+// Durations and sizes as people write them in config files and requests.
+
+const DURATION_UNITS: Record<string, number> = {
+  ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000,
+}
+
+/**
+ * Parses a duration the way Ollama reads `keep_alive`: a number is seconds, a string is a Go-style
+ * duration (`"5m"`, `"1h30m"`, `"500ms"`, `"-1m"`). A bare numeric string is accepted as seconds too,
+ * since YAML and environment variables make every number a string.
+ * Returns milliseconds (negative means "forever"), or `null` when the text is not a duration.
+ */
+export function parseDuration(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isFinite(value) ? value * 1000 : null
+  if (typeof value !== 'string') return null
+  const text = value.trim()
+  if (text === '') return null
+  if (/^-?\d+(\.\d+)?$/.test(text)) return Number(text) * 1000
+  const match = /^(-?)((?:\d+(?:\.\d+)?(?:ns|us|µs|ms|s|m|h))+)$/.exec(text)
+  if (!match) return null
+  let total = 0
+  for (const part of match[2]!.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) {
+    total += Number(part[1]) * DURATION_UNITS[part[2]!]!
+  }
+  return match[1] === '-' ? -total : total
+}
+
+const SIZE_UNITS: Record<string, number> = {
+  '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3,
+}
+
+/** Parses a byte size: an integer, or a number with a unit (`16MiB`, `1.5 GB`). `null` when invalid. */
+export function parseSize(value: unknown): number | null {
+  if (typeof value === 'number') return Number.isInteger(value) && value >= 0 ? value : null
+  if (typeof value !== 'string') return null
+  const match = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(value)
+  const unit = match ? SIZE_UNITS[match[2]!.toLowerCase()] : undefined
+  if (!match || unit === undefined) return null
+  return Math.round(Number(match[1]) * unit)
+}

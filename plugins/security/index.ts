@@ -1,0 +1,47 @@
+import cors from '@fastify/cors'
+import fp from 'fastify-plugin'
+import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
+import { ApiKeys } from './api-keys.js'
+import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
+
+// Reachable without a key, so that load balancers and supervisors can probe the server.
+const PUBLIC_PATHS = new Set(['/api/health'])
+
+/**
+ * Safe defaults for a server on a workstation: a DNS-rebinding guard when bound to loopback, browser
+ * origins limited to a list, and optional API keys.
+ */
+export default fp(async (app) => {
+  const { host, allowedHosts, cors: { origins }, auth } = app.config
+  const guardHost = isLoopbackHost(host)
+  const keys = new ApiKeys(auth.apiKeys)
+  const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
+
+  app.addHook('onRequest', async (request) => {
+    // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
+    // rebinding); a loopback server only answers to loopback names and the ones an admin allowed.
+    const hostHeader = request.headers.host
+    if (guardHost && hostHeader) {
+      const name = hostOfHeader(hostHeader)
+      if (!isLoopbackHost(name) && name !== host && !allowedHosts.some((p) => matchesPattern(name, p))) {
+        throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${host}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
+      }
+    }
+    // Without CORS headers a browser would only hide the answer, not stop a simple POST: refuse it outright.
+    const origin = request.headers.origin
+    if (origin && !originAllowed(origin)) {
+      throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
+    }
+    if (keys.enabled && request.method !== 'OPTIONS' && !PUBLIC_PATHS.has(request.url.split('?')[0]!)) {
+      if (!keys.accepts(request.headers.authorization)) {
+        throw new UnauthorizedError(request.headers.authorization ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>"')
+      }
+    }
+  })
+
+  await app.register(cors, {
+    origin: (origin, callback) => callback(null, origin === undefined || originAllowed(origin)),
+    methods: ['GET', 'HEAD', 'POST', 'DELETE', 'OPTIONS'],
+    maxAge: 600,
+  })
+}, { name: 'security', fastify: '5.x' })

@@ -1,0 +1,31 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../core/app.js'
+import { resolveConfig, type Config } from '../../core/config.js'
+
+type Test = { teardown: (fn: () => unknown) => void }
+
+/** A fresh temporary folder, removed when the test ends. */
+export async function tempDir (t: Test, prefix = 'llamagate-test-'): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/**
+ * A config as a test wants it: a temporary data folder (so models and state never leak between tests),
+ * silent logs, and the given raw config keys on top (the same keys as config.yaml).
+ */
+export async function testConfig (t: Test, values: Record<string, unknown> = {}): Promise<Config> {
+  const dataDir = await tempDir(t)
+  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', ...values } }])
+}
+
+/** The whole app on a temporary data folder, closed when the test ends. Drive it with `app.inject`. */
+export async function build (t: Test, values: Record<string, unknown> = {}): Promise<FastifyInstance> {
+  const app = await buildApp(await testConfig(t, values))
+  t.teardown(() => app.close())
+  return app
+}
