@@ -199,11 +199,17 @@ function describeErrors (errors: ErrorObject[], value: unknown, sources: Map<str
 function explain (error: ErrorObject, path: string[]): string {
   const schema = schemaAt(path)
   if (error.keyword === 'anyOf' && schema) {
-    const literals = (schema.anyOf ?? []).map((s: { const?: unknown }) => s.const).filter((c: unknown) => c !== undefined)
+    const literals = literalsOf(schema)
     if (literals.length > 0) return `must be one of ${literals.map((l: unknown) => JSON.stringify(l)).join(', ')}`
     if (schema.description) return `must be ${schema.description}`
   }
   return `${error.message ?? 'invalid value'}`
+}
+
+// The allowed values of a union of literals, through nested unions.
+function literalsOf (schema: any): unknown[] {
+  if (schema.const !== undefined) return [schema.const]
+  return (schema.anyOf ?? []).flatMap(literalsOf)
 }
 
 function schemaAt (path: string[]): any {

@@ -1,0 +1,50 @@
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { tempDir } from '../helpers/app.js'
+import { processesWithMark, runCli, startServe } from '../helpers/serve-process.js'
+
+t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0 and no process left', async (t) => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+    const dir = await tempDir(t)
+    const serve = await startServe(['--port', '0', '--models', join(dir, 'models')], { LLAMAGATE_HOME: dir, LLAMAGATE_LOG_LEVEL: 'info' })
+    t.teardown(() => { serve.child.kill('SIGKILL') })
+    t.match(serve.output(), /listening on http:\/\/127\.0\.0\.1:\d+ \(config: .*config\.yaml; /, 'one line with the address, the config file and the runtime')
+    const health = await fetch(`${serve.address}/api/health`)
+    t.equal(health.status, 200)
+    t.same(await health.json(), { status: 'ok' })
+    serve.child.kill(signal)
+    const { code } = await serve.exited
+    t.equal(code, 0, `exit code 0 after ${signal}`)
+    t.match(serve.output(), new RegExp(`${signal}: shutting down`))
+    t.same(await processesWithMark(serve.mark), [], 'no process of this server is left')
+    await t.rejects(fetch(`${serve.address}/api/health`), 'the port is closed')
+  }
+})
+
+t.test('serve: a bad config file stops the start with a clear message, not a stack trace', async (t) => {
+  const dir = await tempDir(t)
+  const file = join(dir, 'config.yaml')
+  await writeFile(file, 'port: 99999\nlimits:\n  queue_lenght: 5\n')
+  const result = await runCli(['serve', '--config', file])
+  t.equal(result.code, 2)
+  t.match(result.stderr, /port = 99999 is not allowed: must be <= 65535/)
+  t.match(result.stderr, /limits\.queue_lenght is not a known key; allowed keys here: body_size, queue_length/)
+  t.notMatch(result.stderr, /\n\s+at /)
+})
+
+t.test('serve: bad flags and unknown commands are refused with usage', async (t) => {
+  const badFlag = await runCli(['serve', '--prot', '1'])
+  t.equal(badFlag.code, 2)
+  t.match(badFlag.stderr, /Unknown option '--prot'/)
+  t.match(badFlag.stderr, /usage: llamagate/)
+  const badPort = await runCli(['serve', '--port', 'x'])
+  t.equal(badPort.code, 2)
+  t.match(badPort.stderr, /port = "x" is not allowed.*from command line/)
+  const unknown = await runCli(['frobnicate'])
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /unknown command "frobnicate"/)
+  const version = await runCli(['version'])
+  t.equal(version.code, 0)
+  t.match(version.stdout, /^\d+\.\d+\.\d+/)
+})

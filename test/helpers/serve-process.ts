@@ -1,0 +1,74 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { readdir, readFile } from 'node:fs/promises'
+import { randomUUID } from 'node:crypto'
+import { join } from 'node:path'
+import { PACKAGE_ROOT } from '../../core/paths.js'
+
+export const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
+
+export interface ServeProcess {
+  child: ChildProcess
+  /** `http://127.0.0.1:<port>` once listening. */
+  address: string
+  /** Marks this process and everything it starts (an environment variable children inherit). */
+  mark: string
+  output: () => string
+  /** Resolves with the exit code and signal. */
+  exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
+}
+
+/** Starts `llamagate serve` as a real process (the built CLI) and waits for its listening line. */
+export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  const mark = randomUUID()
+  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+    env: { ...process.env, ...env, LLAMAGATE_TEST_MARK: mark },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  let output = ''
+  child.stdout!.on('data', (d) => { output += d })
+  child.stderr!.on('data', (d) => { output += d })
+  const exited = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => {
+    child.once('exit', (code, signal) => resolve({ code, signal }))
+  })
+  const address = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`serve did not start within ${timeoutMs} ms:\n${output}`)), timeoutMs)
+    const check = (): void => {
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(output)
+      if (match) { clearTimeout(timer); resolve(match[1]!) }
+    }
+    child.stdout!.on('data', check)
+    child.stderr!.on('data', check)
+    exited.then(({ code }) => { clearTimeout(timer); reject(new Error(`serve exited with ${code} before listening:\n${output}`)) })
+  })
+  return { child, address, mark, output: () => output, exited }
+}
+
+/** Runs `llamagate <args>` to completion. */
+export async function runCli (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  let stdout = ''
+  let stderr = ''
+  child.stdout.on('data', (d) => { stdout += d })
+  child.stderr.on('data', (d) => { stderr += d })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, stdout, stderr }
+}
+
+/** Pids of live processes that carry the mark in their environment (a process and all it started). */
+export async function processesWithMark (mark: string): Promise<number[]> {
+  const found: number[] = []
+  for (const entry of await readdir('/proc')) {
+    if (!/^\d+$/.test(entry)) continue
+    try {
+      const environ = await readFile(`/proc/${entry}/environ`, 'latin1')
+      const stat = await readFile(`/proc/${entry}/stat`, 'latin1')
+      // A zombie has exited already; it only waits for its parent to collect it.
+      if (environ.includes(`LLAMAGATE_TEST_MARK=${mark}`) && !/\) Z /.test(stat)) found.push(Number(entry))
+    } catch {
+      // The process ended while we looked, or is not ours to read.
+    }
+  }
+  return found
+}
