@@ -74,6 +74,13 @@ export class EventStream {
     return this.raw.write(this.format === 'sse' ? `data: ${json}\n\n` : `${json}\n`)
   }
 
+  /** Writes bytes that are already whole events in this stream's format (a runtime's stream passed through). */
+  writeRaw (chunk: Buffer): boolean {
+    if (!this.opened) this.open()
+    if (this.ended || this.raw.destroyed) return true
+    return this.raw.write(chunk)
+  }
+
   /** Writes an SSE line whose data is not JSON (OpenAI's `[DONE]`). NDJSON has no such thing. */
   sendLiteral (data: string): void {
     if (!this.opened) this.open()

@@ -30,8 +30,23 @@ export const OptionsSchema = Type.Object({
   cache_type_k: Type.Optional(KvCacheType),
   cache_type_v: Type.Optional(KvCacheType),
   dtype: Type.Optional(Dtype),
+  // Ollama's sampling options, which llama-server takes under the same names (num_predict is max_tokens).
+  num_predict: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Literal(-1), Type.Literal(-2)])),
+  min_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  typical_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  repeat_penalty: Type.Optional(Type.Number({ minimum: 0 })),
+  repeat_last_n: Type.Optional(Type.Integer({ minimum: -1 })),
+  presence_penalty: Type.Optional(Type.Number()),
+  frequency_penalty: Type.Optional(Type.Number()),
+  stop: Type.Optional(Type.Union([Type.String(), Type.Array(Type.String())])),
+  num_keep: Type.Optional(Type.Integer({ minimum: -1 })),
+  // llama-server's: keep generating past end-of-sequence (benchmarks that need a fixed token count).
+  ignore_eos: Type.Optional(Type.Boolean()),
 })
 export type Options = Static<typeof OptionsSchema>
+
+/** Every option key the gateway understands; others are ignored and logged (contract: Errors). */
+export const KNOWN_OPTIONS: readonly string[] = Object.keys(OptionsSchema.properties)
 
 /** Options that shape the runtime process: a change needs a new instance (contract: Options). */
 export const LOAD_TIME_OPTIONS = ['num_ctx', 'num_parallel', 'n_gpu_layers', 'cache_type_k', 'cache_type_v', 'dtype'] as const

@@ -1,0 +1,41 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { parseKeepAlive } from '../../core/keep-alive.js'
+import { parseModelName } from '../../core/model-name.js'
+import { normalizeRequestOptions, responseFormat } from '../inference/runtime-params.js'
+import { runNative } from './native-run.js'
+import { GenerateBody } from './schemas.js'
+
+const generate: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/api/generate', { schema: { body: GenerateBody } }, async (request, reply) => {
+    const body = request.body
+    parseModelName(body.model)
+    const prompt = body.prompt ?? ''
+    if (prompt === '') {
+      // Ollama's forms: an empty prompt loads the model; with keep_alive 0 it unloads it.
+      const keepAliveMs = parseKeepAlive(body.keep_alive)
+      const model = app.store.get(body.model).name
+      if (keepAliveMs === 0) await app.scheduler.expire(model)
+      else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
+      return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
+    }
+    const format = responseFormat(body.format)
+    // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
+    const templated = body.raw !== true
+    return runNative(app.scheduler, request, reply, {
+      kind: 'generate',
+      model: body.model,
+      endpoint: templated ? 'chat' : 'completion',
+      stream: body.stream ?? true,
+      options: body.options,
+      keepAlive: body.keep_alive,
+      body: templated
+        ? {
+            messages: [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }],
+            ...(format ? { response_format: format } : {}),
+          }
+        : { prompt, ...(format ? { json_schema: format.type === 'json_object' ? { type: 'object' } : (format.json_schema as { schema: unknown }).schema } : {}) },
+    })
+  })
+}
+
+export default generate

@@ -1,0 +1,140 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { RuntimeError } from '../../core/errors.js'
+import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { parseKeepAlive } from '../../core/keep-alive.js'
+import { KNOWN_OPTIONS } from '../../core/options-schema.js'
+import { unknownOptionKeys } from '../../core/request-options.js'
+import { clientGone } from '../inference/client-signal.js'
+import { postToRuntime, readText } from '../inference/runtime-client.js'
+import { upstreamFailure } from '../inference/upstream-failure.js'
+import { normalizeRequestOptions, runtimeSampling } from '../inference/runtime-params.js'
+import { sseData } from '../inference/sse-events.js'
+import type { Scheduler } from '../scheduler/scheduler.js'
+import { doneReason, ollamaStats, type RuntimeTimings } from './stats.js'
+
+/** One native generation: which runtime endpoint it uses and what the request asked for. */
+export interface NativeRun {
+  kind: 'chat' | 'generate'
+  model: string
+  /** `chat` → llama-server's /v1/chat/completions (its Jinja template); `completion` → /completion (raw prompt). */
+  endpoint: 'chat' | 'completion'
+  /** The runtime request without sampling options and `stream`. */
+  body: Record<string, unknown>
+  stream: boolean
+  options: Record<string, unknown> | undefined
+  keepAlive: unknown
+}
+
+interface ToolCallDelta { index?: number, id?: string, function?: { name?: string, arguments?: string } }
+interface ToolCall { id?: string, name: string, arguments: string }
+
+/** A fragment of the runtime's answer, whichever endpoint it came from. */
+interface Fragment { text: string, toolCalls?: ToolCallDelta[], finishReason?: string | null, timings?: RuntimeTimings, error?: unknown }
+
+const EMPTY = ''
+
+function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
+  if (event.error) return { text: EMPTY, error: event.error }
+  if (endpoint === 'completion') {
+    return { text: event.content ?? EMPTY, finishReason: event.stop ? (event.stop_type === 'limit' ? 'length' : 'stop') : undefined, timings: event.timings }
+  }
+  const choice = event.choices?.[0]
+  const delta = choice?.delta ?? choice?.message
+  return { text: delta?.content ?? EMPTY, toolCalls: delta?.tool_calls, finishReason: choice?.finish_reason, timings: event.timings }
+}
+
+/** Tool-call fragments arrive in pieces; Ollama clients expect whole calls with parsed arguments. */
+function collectToolCalls (calls: ToolCall[], deltas: ToolCallDelta[] | undefined): void {
+  for (const delta of deltas ?? []) {
+    const at = delta.index ?? calls.length
+    const call = calls[at] ?? (calls[at] = { name: '', arguments: '' })
+    if (delta.id) call.id = delta.id
+    if (delta.function?.name) call.name += delta.function.name
+    if (delta.function?.arguments) call.arguments += delta.function.arguments
+  }
+}
+
+function ollamaToolCalls (calls: ToolCall[]): unknown[] {
+  return calls.map((c, index) => {
+    let args: unknown = c.arguments
+    try { args = c.arguments === '' ? {} : JSON.parse(c.arguments) } catch { /* keep the text the model wrote */ }
+    return { ...(c.id ? { id: c.id } : {}), function: { index, name: c.name, arguments: args } }
+  })
+}
+
+/**
+ * Runs a native chat or generate request: takes a slot (loading the model if needed), sends the request to
+ * the runtime, and answers in Ollama's shapes, streamed or whole. Anything failing before the first event
+ * gets a real HTTP status; after it, a last error event.
+ */
+export async function runNative (scheduler: Scheduler, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
+  const startedNs = process.hrtime.bigint()
+  const options = normalizeRequestOptions(run.options)
+  const unknown = unknownOptionKeys(options, KNOWN_OPTIONS)
+  if (unknown.length > 0) request.log.warn({ unknown }, 'ignoring unknown options')
+  const keepAliveMs = parseKeepAlive(run.keepAlive)
+  const stream = run.stream ? new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, request.server.config.streamFormat)) : null
+  const lease = await scheduler.acquire(run.model, { options, keepAliveMs, signal: stream?.signal ?? clientGone(reply) })
+  const modelJson = JSON.stringify(lease.model.name)
+  const textKey = run.kind === 'chat' ? 'message' : 'response'
+  try {
+    const body = await postToRuntime(lease, run.endpoint === 'chat' ? '/v1/chat/completions' : '/completion', {
+      ...run.body, ...runtimeSampling(lease.sampling, run.endpoint), stream: run.stream,
+    })
+    const calls: ToolCall[] = []
+    if (stream === null) {
+      const fragment = fragmentOf(run.endpoint, JSON.parse(await readText(body)))
+      if (fragment.error) throw runtimeFailure(fragment.error)
+      collectToolCalls(calls, fragment.toolCalls)
+      const text = run.kind === 'chat'
+        ? { message: { role: 'assistant', content: fragment.text, ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
+        : { response: fragment.text }
+      return {
+        model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
+        done_reason: doneReason(fragment.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, fragment.timings),
+      }
+    }
+    stream.open()
+    let last: Fragment = { text: EMPTY }
+    for await (const data of sseData(body)) {
+      if (data === '[DONE]') break
+      const fragment = fragmentOf(run.endpoint, JSON.parse(data))
+      if (fragment.error) throw runtimeFailure(fragment.error)
+      collectToolCalls(calls, fragment.toolCalls)
+      if (fragment.text !== EMPTY) {
+        const text = run.kind === 'chat'
+          ? `{"role":"assistant","content":${JSON.stringify(fragment.text)}}`
+          : JSON.stringify(fragment.text)
+        const ok = stream.sendJson(`{"model":${modelJson},"created_at":"${new Date().toISOString()}","${textKey}":${text},"done":false}`)
+        if (!ok) await stream.drained()
+      }
+      if (fragment.finishReason || fragment.timings) last = fragment
+    }
+    if (lease.signal.aborted) throw lease.signal.reason
+    if (calls.length > 0) {
+      stream.send({ model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', tool_calls: ollamaToolCalls(calls) }, done: false })
+    }
+    // The last event: SSE as rest-interface §4.1 (no message), NDJSON as Ollama (an empty message).
+    const tail = run.kind === 'chat'
+      ? (stream.format === 'ndjson' ? { message: { role: 'assistant', content: '' } } : {})
+      : { response: '' }
+    stream.send({
+      model: lease.model.name, created_at: new Date().toISOString(), ...tail, done: true,
+      done_reason: doneReason(last.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, last.timings),
+    })
+    stream.end()
+    return reply
+  } catch (err) {
+    const reason = await upstreamFailure(lease, err)
+    if (stream === null) throw reason
+    stream.fail(reason)
+    return reply
+  } finally {
+    lease.release()
+  }
+}
+
+function runtimeFailure (error: unknown): RuntimeError {
+  const message = typeof error === 'string' ? error : (error as { message?: string })?.message ?? JSON.stringify(error)
+  return new RuntimeError(`the runtime failed: ${message}`)
+}

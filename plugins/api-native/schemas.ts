@@ -1,0 +1,44 @@
+import { Type } from 'typebox'
+import { OptionsSchema } from '../../core/options-schema.js'
+
+const Role = Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')])
+
+export const NativeMessage = Type.Object({
+  role: Type.Optional(Role),
+  content: Type.Optional(Type.String()),
+  images: Type.Optional(Type.Array(Type.String())),
+  tool_calls: Type.Optional(Type.Array(Type.Object({
+    function: Type.Object({ name: Type.String(), arguments: Type.Union([Type.Record(Type.String(), Type.Unknown()), Type.String()]) }),
+  }))),
+  tool_name: Type.Optional(Type.String()),
+  tool_call_id: Type.Optional(Type.String()),
+})
+
+const KeepAlive = Type.Union([Type.Number(), Type.String()])
+// "json", or a JSON schema (an object)
+const Format = Type.Union([Type.Literal('json'), Type.Literal(''), Type.Object({})])
+const Tool = Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String() }) })
+
+export const ChatBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  messages: Type.Optional(Type.Array(NativeMessage)),
+  stream: Type.Optional(Type.Boolean()),
+  options: Type.Optional(OptionsSchema),
+  format: Type.Optional(Format),
+  tools: Type.Optional(Type.Array(Tool)),
+  keep_alive: Type.Optional(KeepAlive),
+})
+
+export const GenerateBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  prompt: Type.Optional(Type.String()),
+  system: Type.Optional(Type.String()),
+  raw: Type.Optional(Type.Boolean()),
+  stream: Type.Optional(Type.Boolean()),
+  options: Type.Optional(OptionsSchema),
+  format: Type.Optional(Format),
+  keep_alive: Type.Optional(KeepAlive),
+  images: Type.Optional(Type.Array(Type.String())),
+})
+
+export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })

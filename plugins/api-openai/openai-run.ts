@@ -1,0 +1,65 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { EventStream } from '../../core/event-stream.js'
+import { parseKeepAlive } from '../../core/keep-alive.js'
+import { parseModelName } from '../../core/model-name.js'
+import { clientGone } from '../inference/client-signal.js'
+import { postToRuntime, readText } from '../inference/runtime-client.js'
+import { upstreamFailure } from '../inference/upstream-failure.js'
+import { runtimeSampling } from '../inference/runtime-params.js'
+import type { Scheduler } from '../scheduler/scheduler.js'
+
+// The OpenAI fields that are sampling options; when given at the top level they win over `options`.
+const TOP_LEVEL_SAMPLING = ['temperature', 'top_p', 'max_tokens', 'seed', 'stop', 'presence_penalty', 'frequency_penalty'] as const
+const DONE_TAIL = Buffer.from('data: [DONE]\n\n')
+const EVENT_END = Buffer.from('\n\n')
+
+/**
+ * Runs an OpenAI request (chat or text completion) against llama-server's own OpenAI endpoint. llama-server
+ * already answers in OpenAI's shapes, with the model name we gave it as alias, so streamed bytes are passed
+ * through as they come: no parsing, no re-encoding on the hot path. What the gateway adds is the options
+ * layering, the slot, and an error event when the runtime stops mid-stream.
+ */
+export async function runOpenAi (scheduler: Scheduler, request: FastifyRequest, reply: FastifyReply, path: string,
+  body: Record<string, unknown> & { model: string, stream?: boolean, options?: Record<string, unknown> }): Promise<unknown> {
+  parseModelName(body.model)
+  const { options, keep_alive: keepAlive, max_completion_tokens: maxCompletionTokens, ...openai } = body
+  // OpenAI's top-level fields win over the same settings in `options` (contract: Options).
+  const requestOptions: Record<string, unknown> = { ...options }
+  for (const key of TOP_LEVEL_SAMPLING) {
+    if (openai[key] !== undefined && openai[key] !== null) requestOptions[key] = openai[key]
+    delete openai[key]
+  }
+  if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
+  const streaming = body.stream === true
+  const stream = streaming ? new EventStream(request, reply, 'sse') : null
+  let endsEvent = true
+  const lease = await scheduler.acquire(body.model, { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) })
+  try {
+    const upstream = await postToRuntime(lease, path, { ...openai, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming })
+    if (stream === null) {
+      reply.type('application/json; charset=utf-8')
+      return await readText(upstream)
+    }
+    stream.open()
+    // The last bytes seen, to tell a finished stream ([DONE]) from one the runtime cut.
+    let tail: Buffer = Buffer.alloc(0)
+    for await (const chunk of upstream as AsyncIterable<Buffer>) {
+      if (!stream.writeRaw(chunk)) await stream.drained()
+      tail = chunk.length >= DONE_TAIL.length ? chunk : Buffer.concat([tail, chunk]).subarray(-DONE_TAIL.length)
+      endsEvent = tail.length >= 2 && tail[tail.length - 1] === 0x0a && tail[tail.length - 2] === 0x0a
+    }
+    if (lease.signal.aborted) throw lease.signal.reason
+    if (!tail.subarray(-DONE_TAIL.length).equals(DONE_TAIL)) throw new Error('the runtime ended the stream early')
+    stream.end()
+    return reply
+  } catch (err) {
+    const reason = await upstreamFailure(lease, err)
+    if (stream === null) throw reason
+    // A runtime that died mid-event left half an event: close it so that the error event reads cleanly.
+    if (stream.isOpen && !endsEvent) stream.writeRaw(EVENT_END)
+    stream.fail(reason)
+    return reply
+  } finally {
+    lease.release()
+  }
+}

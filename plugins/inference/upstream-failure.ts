@@ -1,0 +1,21 @@
+import { GatewayError, RuntimeError } from '../../core/errors.js'
+import type { Lease } from '../scheduler/scheduler.js'
+
+// How long to wait for the supervisor to report a process exit after the connection to it broke.
+const EXIT_NOTICE_MS = 1000
+
+/**
+ * The error to report for a request whose runtime connection failed. A runtime that died closes the socket
+ * a moment before its exit is reported; waiting that moment gives the client the real reason (killed by
+ * SIGKILL, its last log lines) instead of "other side closed".
+ */
+export async function upstreamFailure (lease: Lease, err: unknown): Promise<unknown> {
+  if (lease.signal.aborted) return lease.signal.reason
+  if (err instanceof GatewayError) return err
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, EXIT_NOTICE_MS)
+    lease.signal.addEventListener('abort', () => { clearTimeout(timer); resolve() }, { once: true })
+  })
+  if (lease.signal.aborted) return lease.signal.reason
+  return new RuntimeError(`lost the connection to the runtime of model "${lease.model.name}": ${(err as Error).message}`)
+}

@@ -1,0 +1,32 @@
+import fp from 'fastify-plugin'
+import { Scheduler } from './scheduler.js'
+import { runtimeAdapter, storeAdapter } from './adapters.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Owns every running model instance: load, slots, keep-alive, eviction, unload. */
+    scheduler: Scheduler
+  }
+}
+
+export default fp(async (app) => {
+  const { config } = app
+  const scheduler = new Scheduler({
+    store: storeAdapter(app.store),
+    runtimes: runtimeAdapter(app.runtimes, app.log),
+    settings: {
+      keepAliveMs: config.keepAliveMs < 0 ? Infinity : config.keepAliveMs,
+      maxLoadedModels: config.limits.maxLoadedModels,
+      queueLength: config.limits.queueLength,
+      loadTimeoutMs: config.limits.loadTimeoutMs,
+      defaultOptions: config.defaultOptions,
+      modelOptions: config.models,
+    },
+    log: app.log,
+  })
+  app.decorate('scheduler', scheduler)
+  // Deleting a loaded model unloads it first.
+  app.store.onBeforeDelete((id) => scheduler.stop(id))
+  // No llama-server may outlive the gateway.
+  app.addHook('onClose', () => scheduler.unloadAll())
+}, { name: 'scheduler', dependencies: ['storage', 'runtimes'] })

@@ -1,0 +1,64 @@
+// What the scheduler needs of its collaborators, stated narrowly so that tests can hand it real services or
+// small stand-ins, and so that the store and runtimes can change without touching the scheduler.
+
+import type { Options } from '../../core/options-schema.js'
+
+/** The part of a stored model the scheduler reads. */
+export interface SchedulableModel {
+  /** `<owner>/<name>`, as stored (its canonical case). */
+  name: string
+  format: string
+  size: number
+  digest?: string
+  details?: Record<string, unknown>
+  /** What the GGUF says about its shape, when known: used to estimate the KV cache. */
+  gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null } | null
+}
+
+export interface SchedulerStore {
+  /** @throws ModelNotFoundError */
+  get(name: string): SchedulableModel
+  /** The GGUF file to load for a dtype, or null when a SafeTensors model has no such variant yet. */
+  ggufPath(model: SchedulableModel, dtype?: string): string | null
+}
+
+/** Makes a missing GGUF variant of a SafeTensors model (the converter), if one is configured. */
+export type EnsureVariant = (model: SchedulableModel, dtype: string, signal?: AbortSignal) => Promise<void>
+
+/** A running llama-server, as the supervisor in runtimes/ provides it. */
+export interface RuntimeProcess {
+  start(signal?: AbortSignal): Promise<void>
+  stop(graceMs?: number): Promise<void>
+  onExit(listener: (info: { code: number | null, signal: string | null, expected: boolean, logTail: string[] }) => void): void
+  logTail(): string[]
+  readonly baseUrl: string
+  readonly pid: number | undefined
+}
+
+export interface RuntimeSpawnOptions {
+  modelPath: string
+  alias: string
+  ctxSize: number
+  parallel: number
+  nGpuLayers?: number
+  cacheTypeK?: string
+  cacheTypeV?: string
+}
+
+export interface SchedulerRuntimes {
+  /** The backend name of the build in use (`cpu`, `cuda`, ...), or null when there is none. */
+  backend(): string | null
+  /** Bytes free for models right now on the chosen backend's memory. */
+  freeMemory(): Promise<number>
+  /** Starts nothing yet: returns a process to be started. @throws RuntimeError when no build exists */
+  create(options: RuntimeSpawnOptions): RuntimeProcess
+}
+
+export interface SchedulerSettings {
+  keepAliveMs: number
+  maxLoadedModels: number
+  queueLength: number
+  loadTimeoutMs: number
+  defaultOptions: Options
+  modelOptions: Record<string, { options?: Options }>
+}

@@ -1,0 +1,318 @@
+import { Pool } from 'undici'
+import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
+import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
+import { Instance } from './instance.js'
+import { estimateInstanceBytes } from './memory-estimate.js'
+import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+
+export interface Logger { info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void, error(o: unknown, m?: string): void }
+
+/** A slot on a loaded instance, held for one request. */
+export interface Lease {
+  readonly model: SchedulableModel
+  readonly instance: Instance
+  /** Connections to the runtime. */
+  readonly pool: Pool
+  /** Aborted when the client goes away or the instance is stopped or dies (the reason says which). */
+  readonly signal: AbortSignal
+  /** Time spent waiting for a load and a slot. */
+  readonly loadDurationMs: number
+  /** Sampling options for the runtime (defaults < per-model < request). */
+  readonly sampling: ResolvedOptions['sampling']
+  /** Gives the slot back; idempotent. */
+  release(): void
+}
+
+export interface AcquireRequest {
+  /** The request's `options` object. */
+  options?: Record<string, unknown>
+  /** The request's keep_alive in ms (Infinity = forever), if it set one. */
+  keepAliveMs?: number
+  /** Aborted when the client disconnects. */
+  signal?: AbortSignal
+}
+
+// Start failures of a model delay its next start: 1 s, 2 s, 4 s ... up to a minute.
+const BACKOFF_BASE_MS = 1000
+const BACKOFF_MAX_MS = 60_000
+const BUSY_STOP_GRACE_MS = 500
+
+/**
+ * Owns every running model instance: loads on first use (one load shared by concurrent requests), hands out
+ * slots in arrival order, unloads on keep-alive, evicts the least recently used idle instance to make room,
+ * and never cuts a running generation to make room for another model.
+ */
+export class Scheduler {
+  private readonly instances: Instance[] = []
+  private readonly failures = new Map<string, { count: number, retryAt: number, message: string }>()
+  /** Woken whenever room may have appeared (an unload, an instance going idle). */
+  private roomWaiters: Array<() => void> = []
+  private closing = false
+
+  constructor (private readonly deps: {
+    store: SchedulerStore
+    runtimes: SchedulerRuntimes
+    settings: SchedulerSettings
+    ensureVariant?: EnsureVariant
+    log: Logger
+  }) {}
+
+  /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
+  async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
+    const started = Date.now()
+    const { store, settings } = this.deps
+    const model = store.get(name)
+    const resolved = resolveOptions(settings.defaultOptions, settings.modelOptions[model.name]?.options, request.options)
+    for (;;) {
+      if (this.closing) throw new UnavailableError('the server is shutting down')
+      request.signal?.throwIfAborted()
+      const instance = this.findInstance(model, resolved) ?? this.startInstance(model, resolved, request.keepAliveMs)
+      await instance.loaded
+      const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
+      if (!granted) {
+        // The instance went away while we waited. After a crash the next request starts a fresh one; after a
+        // stop (or shutdown) the waiting requests end with the reason.
+        const reason: unknown = instance.controller.signal.reason
+        if (reason instanceof RuntimeError) continue
+        throw reason ?? new UnavailableError(`model "${model.name}" was unloaded`)
+      }
+      instance.clearTimer()
+      instance.expiresAt = null
+      if (request.keepAliveMs !== undefined) instance.keepAliveMs = request.keepAliveMs
+      return this.lease(instance, resolved, Date.now() - started, request.signal)
+    }
+  }
+
+  /** Loads a model without taking a slot (Ollama's empty-prompt load). */
+  async load (name: string, request: AcquireRequest = {}): Promise<void> {
+    const lease = await this.acquire(name, request)
+    lease.release()
+  }
+
+  /** Unloads every instance of a model at once; requests in flight on it end with an error. Idempotent. */
+  async stop (name: string): Promise<void> {
+    const model = this.deps.store.get(name)
+    await Promise.all(this.instances.filter((i) => i.model.name === model.name)
+      .map((i) => this.unload(i, new UnavailableError(`model "${model.name}" was stopped`, 'model_stopped'))))
+  }
+
+  /**
+   * Ollama's `keep_alive: 0` with nothing to generate: unload the model once its requests are done (idle
+   * instances go now). Unlike stop, nothing in flight is cut.
+   */
+  async expire (name: string): Promise<void> {
+    const model = this.deps.store.get(name)
+    const instances = this.instances.filter((i) => i.model.name === model.name)
+    for (const instance of instances) instance.keepAliveMs = 0
+    await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))
+  }
+
+  /** Stops everything: the app is closing. */
+  async unloadAll (): Promise<void> {
+    this.closing = true
+    await Promise.all([...this.instances].map((i) => this.unload(i, new UnavailableError('the server is shutting down'))))
+  }
+
+  /** The instances, for /api/ps. */
+  list (): readonly Instance[] {
+    return this.instances
+  }
+
+  private findInstance (model: SchedulableModel, resolved: ResolvedOptions): Instance | undefined {
+    const candidates = this.instances.filter((i) => i.model.name === model.name && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
+    // The one with the shortest line, so that requests spread over equivalent instances.
+    return candidates.sort((a, b) => (a.active + a.waiters.length) - (b.active + b.waiters.length))[0]
+  }
+
+  private startInstance (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined): Instance {
+    const load = resolved.load
+    const ctxSize = load.num_ctx * load.num_parallel
+    const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
+      keepAliveMs ?? this.deps.settings.keepAliveMs)
+    // Instances of this model with other options finish what they have, then go.
+    for (const old of this.instances) {
+      if (old.model.name === model.name && old.accepting) {
+        old.draining = true
+        if (old.idle && old.state === 'loaded') void this.unload(old, new UnavailableError('replaced'))
+      }
+    }
+    this.instances.push(instance)
+    instance.loaded = this.bringUp(instance, ctxSize).catch((err) => {
+      this.remove(instance)
+      throw err
+    })
+    return instance
+  }
+
+  private async bringUp (instance: Instance, ctxSize: number): Promise<void> {
+    const { model, options } = instance
+    const failure = this.failures.get(model.name)
+    if (failure && failure.retryAt > Date.now()) {
+      throw new RuntimeError(`model "${model.name}" failed to start ${failure.count} time(s); next try in ${Math.ceil((failure.retryAt - Date.now()) / 1000)} s. Last error: ${failure.message}`, [], 'runtime_backoff')
+    }
+    await this.makeRoom(instance)
+    let path = this.deps.store.ggufPath(model, options.dtype)
+    if (path === null && this.deps.ensureVariant) {
+      await this.deps.ensureVariant(model, options.dtype)
+      path = this.deps.store.ggufPath(this.deps.store.get(model.name), options.dtype)
+    }
+    if (path === null) {
+      throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
+    }
+    const process = this.deps.runtimes.create({
+      modelPath: path,
+      alias: model.name,
+      ctxSize,
+      parallel: options.num_parallel,
+      nGpuLayers: options.n_gpu_layers,
+      cacheTypeK: options.cache_type_k,
+      cacheTypeV: options.cache_type_v,
+    })
+    instance.process = process
+    process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
+    try {
+      await process.start()
+    } catch (err) {
+      this.recordFailure(model.name, err)
+      throw err
+    }
+    if (instance.state === 'unloading') return // stopped while it loaded
+    this.failures.delete(model.name)
+    // llama-server closes idle keep-alive connections after 5 s; ours close sooner, so that no request is
+    // ever sent on a socket the runtime is about to close.
+    instance.pool = new Pool(process.baseUrl, { connections: options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000 })
+    instance.state = 'loaded'
+    instance.loadedAt = Date.now()
+    this.deps.log.info({ model: model.name, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+  }
+
+  /**
+   * Waits until the instance may load: fewer than max_loaded_models others, and its estimated size within
+   * the free memory. Idle instances are unloaded least recently used first; busy ones are waited for, up to
+   * the load timeout. When nothing else is loaded, the load goes ahead and llama-server decides.
+   */
+  private async makeRoom (instance: Instance): Promise<void> {
+    const { settings, runtimes, log } = this.deps
+    const deadline = Date.now() + settings.loadTimeoutMs
+    for (;;) {
+      // Loads wait their turn: one that has not started yet does not count against an earlier one.
+      const mine = this.instances.indexOf(instance)
+      const others = this.instances.filter((i, at) => i !== instance && (at < mine || i.process !== null))
+      const free = await runtimes.freeMemory()
+      const countOk = others.length < settings.maxLoadedModels
+      const memoryOk = instance.estimatedBytes <= free
+      if (countOk && (memoryOk || others.length === 0)) {
+        if (!memoryOk) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+        return
+      }
+      const victim = others.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
+      if (victim) {
+        log.info({ model: victim.model.name, for: instance.model.name }, 'unloading the least recently used idle model to make room')
+        await this.unload(victim, new UnavailableError('evicted'))
+        continue
+      }
+      const left = deadline - Date.now()
+      if (left <= 0) {
+        throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) loaded and busy (limits.max_loaded_models is ${settings.maxLoadedModels}); waited ${Math.round(settings.loadTimeoutMs / 1000)} s`, 'no_room')
+      }
+      await this.waitForRoom(left)
+    }
+  }
+
+  private waitForRoom (timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs)
+      function done (): void { clearTimeout(timer); resolve() }
+      this.roomWaiters.push(done)
+    })
+  }
+
+  private wakeRoomWaiters (): void {
+    for (const wake of this.roomWaiters.splice(0)) wake()
+  }
+
+  private async waitInLine (instance: Instance, signal?: AbortSignal): Promise<boolean> {
+    if (instance.waiters.length >= this.deps.settings.queueLength) throw new QueueFullError(instance.model.name)
+    return instance.enqueue(signal)
+  }
+
+  private lease (instance: Instance, resolved: ResolvedOptions, loadDurationMs: number, clientSignal?: AbortSignal): Lease {
+    let released = false
+    const signals = [instance.controller.signal, clientSignal].filter((s): s is AbortSignal => s !== undefined)
+    return {
+      model: instance.model,
+      instance,
+      pool: instance.pool!,
+      signal: signals.length === 1 ? signals[0]! : AbortSignal.any(signals),
+      loadDurationMs,
+      sampling: resolved.sampling,
+      release: () => {
+        if (released) return
+        released = true
+        this.release(instance)
+      },
+    }
+  }
+
+  private release (instance: Instance): void {
+    instance.lastUsed = Date.now()
+    instance.handOver()
+    if (!instance.idle || instance.state !== 'loaded') return
+    if (instance.draining || instance.keepAliveMs === 0) {
+      void this.unload(instance, new UnavailableError('keep_alive expired'))
+      return
+    }
+    if (instance.keepAliveMs !== Infinity) {
+      instance.expiresAt = Date.now() + instance.keepAliveMs
+      instance.timer = setTimeout(() => { void this.unload(instance, new UnavailableError('keep_alive expired')) }, instance.keepAliveMs)
+      instance.timer.unref()
+    }
+    this.wakeRoomWaiters()
+  }
+
+  private async unload (instance: Instance, reason: Error): Promise<void> {
+    if (instance.state === 'unloading') return
+    // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we
+    // are cutting anyway need not be waited for.
+    const graceMs = instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined
+    instance.state = 'unloading'
+    instance.clearTimer()
+    instance.controller.abort(reason)
+    instance.dismissWaiters()
+    try {
+      await instance.process?.stop(graceMs)
+    } finally {
+      await instance.pool?.destroy().catch(() => {})
+      this.remove(instance)
+      this.deps.log.info({ model: instance.model.name, reason: reason.message }, 'model unloaded')
+    }
+  }
+
+  private onCrash (instance: Instance, code: number | null, signal: string | null, logTail: string[]): void {
+    if (instance.state !== 'loaded') return // a failed start is reported by start() itself
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
+    const last = logTail.filter((l) => l.trim() !== '').slice(-3).join(' | ')
+    const error = new RuntimeError(`the runtime of model "${instance.model.name}" ${how}${last ? `: ${last}` : ''}`, logTail, 'runtime_died')
+    this.deps.log.error({ model: instance.model.name, code, signal, logTail: logTail.slice(-10) }, 'runtime died')
+    instance.state = 'unloading'
+    instance.clearTimer()
+    instance.controller.abort(error)
+    instance.dismissWaiters()
+    void instance.pool?.destroy().catch(() => {})
+    this.remove(instance)
+  }
+
+  private recordFailure (name: string, err: unknown): void {
+    const count = (this.failures.get(name)?.count ?? 0) + 1
+    const delay = Math.min(BACKOFF_BASE_MS * 2 ** (count - 1), BACKOFF_MAX_MS)
+    this.failures.set(name, { count, retryAt: Date.now() + delay, message: (err as Error).message })
+  }
+
+  private remove (instance: Instance): void {
+    const at = this.instances.indexOf(instance)
+    if (at !== -1) this.instances.splice(at, 1)
+    if (instance.state !== 'unloading') instance.state = 'unloading'
+    instance.dismissWaiters()
+    this.wakeRoomWaiters()
+  }
+}

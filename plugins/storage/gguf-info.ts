@@ -1,0 +1,33 @@
+import { GGMLFileQuantizationType, gguf } from '@huggingface/gguf'
+import type { GgufInfo } from './manifest.js'
+
+/** Reads what /api/show and the scheduler need from a GGUF's header, with @huggingface/gguf. */
+export async function readGgufInfo (path: string): Promise<GgufInfo> {
+  const { metadata, parameterCount } = await gguf(path, { allowLocalFile: true, computeParametersCount: true })
+  const meta = metadata as Record<string, unknown>
+  const arch = typeof meta['general.architecture'] === 'string' ? meta['general.architecture'] as string : null
+  const num = (key: string): number | null => {
+    const value = meta[arch ? `${arch}.${key}` : key]
+    return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : null
+  }
+  const fileType = meta['general.file_type']
+  return {
+    architecture: arch,
+    parameter_count: parameterCount ?? null,
+    context_length: num('context_length'),
+    file_type: typeof fileType === 'number' ? (GGMLFileQuantizationType[fileType] ?? String(fileType)) : null,
+    block_count: num('block_count'),
+    embedding_length: num('embedding_length'),
+    head_count: num('attention.head_count'),
+    head_count_kv: num('attention.head_count_kv'),
+    chat_template: typeof meta['tokenizer.chat_template'] === 'string' ? meta['tokenizer.chat_template'] as string : null,
+  }
+}
+
+/** `7.6B`, `135M`, as Ollama writes parameter sizes. */
+export function formatParameterCount (count: number | null): string | null {
+  if (count === null) return null
+  if (count >= 1e9) return `${(count / 1e9).toFixed(1)}B`
+  if (count >= 1e6) return `${(count / 1e6).toFixed(count >= 1e8 ? 0 : 1)}M`
+  return `${(count / 1e3).toFixed(1)}K`
+}

@@ -1,0 +1,76 @@
+import { createHash } from 'node:crypto'
+import { open, readFile, rename, unlink } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+
+export const MANIFEST = 'manifest.json'
+
+/** What the GGUF says about itself, read once when the model is committed. */
+export interface GgufInfo {
+  architecture: string | null
+  parameter_count: number | null
+  context_length: number | null
+  file_type: string | null
+  block_count: number | null
+  embedding_length: number | null
+  head_count: number | null
+  head_count_kv: number | null
+  chat_template: string | null
+}
+
+export interface ManifestFile { name: string, size: number, sha256: string | null }
+export interface Variant { dtype: string, file: string, size: number, sha256: string | null }
+
+/** The one description of a model on disk. Written last and atomically: a model without one is not whole. */
+export interface Manifest {
+  version: 1
+  name: string
+  format: 'gguf' | 'safetensors'
+  source: { type: 'hub' | 'import', repository?: string, commit?: string, path?: string, link?: 'hardlink' | 'symlink' | 'copy' }
+  files: ManifestFile[]
+  /** The GGUF to load (the first part of a split GGUF); null for SafeTensors models. */
+  primary: string | null
+  /** GGUF files made from a SafeTensors model, by dtype. */
+  variants: Variant[]
+  gguf: GgufInfo | null
+  modified_at: string
+}
+
+/** Writes `manifest.json` so that a crash leaves the old one or the new one, never half of either. */
+export async function writeManifest (dir: string, manifest: Manifest): Promise<string> {
+  const text = JSON.stringify(manifest, null, 2)
+  const target = join(dir, MANIFEST)
+  const temporary = `${target}.tmp-${process.pid}-${Date.now()}`
+  const file = await open(temporary, 'w')
+  try {
+    await file.writeFile(text)
+    await file.sync()
+  } finally {
+    await file.close()
+  }
+  await rename(temporary, target)
+  // The rename is durable only once the folder's entry is on disk.
+  const folder = await open(dirname(target), 'r')
+  try { await folder.sync() } finally { await folder.close() }
+  return createHash('sha256').update(text).digest('hex')
+}
+
+export async function readManifest (dir: string): Promise<{ manifest: Manifest, digest: string } | null> {
+  let text: string
+  try {
+    text = await readFile(join(dir, MANIFEST), 'utf8')
+  } catch {
+    return null
+  }
+  try {
+    const manifest = JSON.parse(text) as Manifest
+    if (manifest.version !== 1 || typeof manifest.name !== 'string') return null
+    return { manifest, digest: createHash('sha256').update(text).digest('hex') }
+  } catch {
+    return null
+  }
+}
+
+/** Removes what a killed writer of the manifest left behind. */
+export async function removeTemporaryManifests (dir: string, entries: string[]): Promise<void> {
+  await Promise.all(entries.filter((e) => e.startsWith(`${MANIFEST}.tmp-`)).map((e) => unlink(join(dir, e)).catch(() => {})))
+}

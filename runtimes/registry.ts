@@ -1,0 +1,133 @@
+import { existsSync, readdirSync } from 'node:fs'
+import { delimiter, join } from 'node:path'
+import type { Config } from '../core/config.js'
+import { BACKENDS } from '../core/config-schema.js'
+import { cpu } from './cpu.js'
+import { cuda } from './cuda.js'
+import { inspectBuild } from './inspect-build.js'
+import { metal } from './metal.js'
+import { rocm } from './rocm.js'
+import type { Backend, BackendModule, Device, RuntimeBuild } from './types.js'
+import { vulkan } from './vulkan.js'
+
+/** Best first. */
+const PREFERENCE: Backend[] = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu']
+const MODULES: Record<Backend, BackendModule> = { cuda, rocm, metal, vulkan, cpu }
+
+export interface Logger { info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void }
+
+/** Where the build script installs runtimes: `<dataDir>/runtimes/llama.cpp-<tag>/<backend>/bin`. */
+export function builtRuntimesDir (dataDir: string): string {
+  return join(dataDir, 'runtimes')
+}
+
+/**
+ * The hardware found and the llama.cpp builds found, and the build chosen for them with the reason. Builds
+ * come from config.yaml first, then `llama-server` on PATH, then the ones the build script made.
+ */
+export class RuntimeRegistry {
+  private constructor (
+    readonly devices: Device[],
+    readonly builds: RuntimeBuild[],
+    readonly rejected: Array<{ binDir: string, error: string }>,
+    readonly chosen: RuntimeBuild | null,
+    readonly reason: string,
+    readonly warning: string | null,
+    private readonly env: NodeJS.ProcessEnv,
+  ) {}
+
+  static async create (opts: { config: Config, log?: Logger, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
+    const { config, log } = opts
+    const env = opts.env ?? process.env
+    const devices = (await Promise.all(PREFERENCE.map((b) => MODULES[b].detect(env)))).flat()
+    const { builds, rejected } = await findBuilds(config, env)
+    for (const r of rejected) log?.warn({ bin: r.binDir, error: r.error }, 'ignoring a llama.cpp build that does not run')
+    const { chosen, reason, warning } = choose(config.runtime, devices, builds)
+    if (warning) log?.warn(warning)
+    return new RuntimeRegistry(devices, builds, rejected, chosen, reason, warning, env)
+  }
+
+  /** Bytes free for models right now: the chosen GPU backend's free memory, or the machine's. */
+  async freeMemory (): Promise<number> {
+    const backend = this.chosen?.backend ?? 'cpu'
+    const devices = await MODULES[backend].detect(this.env)
+    const free = devices.reduce((sum, d) => sum + d.freeBytes, 0)
+    // Vulkan does not report memory; then only the model count limits loads.
+    return free > 0 ? free : Number.MAX_SAFE_INTEGER
+  }
+
+  /** One line for the start-up log. */
+  summary (): string {
+    if (!this.chosen) return `runtime: none (${this.reason})`
+    const c = this.chosen
+    return `runtime: ${c.backend} (llama.cpp ${c.version}${c.commit ? ` ${c.commit}` : ''}, ${c.source}, ${c.binDir}) — ${this.reason}`
+  }
+
+  /** The body of GET /api/runtimes. */
+  describe (): unknown {
+    return {
+      chosen: this.chosen,
+      reason: this.reason,
+      warning: this.warning,
+      devices: this.devices,
+      builds: this.builds,
+      rejected: this.rejected,
+    }
+  }
+}
+
+async function findBuilds (config: Config, env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
+  const candidates: Array<{ binDir: string, source: RuntimeBuild['source'], backend: Backend | null }> = []
+  for (const backend of BACKENDS) {
+    const entry = config.runtimes[backend]
+    if (entry) candidates.push({ binDir: entry.bin, source: 'config', backend })
+  }
+  for (const dir of (env.PATH ?? '').split(delimiter)) {
+    if (dir && existsSync(join(dir, 'llama-server'))) { candidates.push({ binDir: dir, source: 'path', backend: null }); break }
+  }
+  const root = builtRuntimesDir(config.dataDir)
+  // Newest llama.cpp first (the folder names carry the version tag).
+  const versions = existsSync(root) ? readdirSync(root).sort().reverse() : []
+  for (const version of versions) {
+    for (const backend of BACKENDS) {
+      const binDir = join(root, version, backend, 'bin')
+      if (existsSync(join(binDir, 'llama-server'))) candidates.push({ binDir, source: 'built', backend })
+    }
+  }
+  const builds: RuntimeBuild[] = []
+  const rejected: Array<{ binDir: string, error: string }> = []
+  for (const candidate of candidates) {
+    const result = await inspectBuild(candidate.binDir, candidate.source, candidate.backend, env)
+    if ('error' in result) rejected.push({ binDir: candidate.binDir, error: result.error })
+    else builds.push(result)
+  }
+  return { builds, rejected }
+}
+
+const HOW_TO_BUILD = 'build one with "npm run runtime:build -- --backend <cuda|rocm|metal|cpu>", or name one under runtimes in config.yaml'
+
+/** The best build whose hardware is present, or the forced one. Exported for tests. */
+export function choose (forced: Config['runtime'], devices: Device[], builds: RuntimeBuild[]): { chosen: RuntimeBuild | null, reason: string, warning: string | null } {
+  const present = new Set(devices.map((d) => d.backend))
+  if (forced !== 'auto') {
+    const build = builds.find((b) => b.backend === forced) ?? null
+    return build
+      ? { chosen: build, reason: `forced by config (runtime: ${forced})`, warning: forced !== 'cpu' && !present.has(forced) ? `runtime ${forced} is forced but no ${forced} device was detected` : null }
+      : { chosen: null, reason: `runtime ${forced} is forced by config but no ${forced} build was found; ${HOW_TO_BUILD}`, warning: null }
+  }
+  for (const backend of PREFERENCE) {
+    if (!present.has(backend)) continue
+    const build = builds.find((b) => b.backend === backend)
+    if (!build) continue
+    const gpus = devices.filter((d) => d.backend !== 'cpu')
+    const missing = gpus.filter((d) => PREFERENCE.indexOf(d.backend) < PREFERENCE.indexOf(backend))
+    const warning = missing.length > 0
+      ? `${missing[0]!.backend} device found (${missing[0]!.name}) but no ${missing[0]!.backend} build: running on ${backend}. To use the GPU: npm run runtime:build -- --backend ${missing[0]!.backend}`
+      : null
+    const reason = backend === 'cpu'
+      ? (gpus.length === 0 ? 'no GPU found' : `no build for the GPU found (${gpus.map((g) => g.backend).join(', ')})`)
+      : `${devices.filter((d) => d.backend === backend).length} ${backend} device(s) found`
+    return { chosen: build, reason, warning }
+  }
+  return { chosen: null, reason: `no llama.cpp build found; ${HOW_TO_BUILD}`, warning: null }
+}

@@ -1,0 +1,27 @@
+import type { Backend } from '../core/config-schema.js'
+
+export type { Backend }
+
+/** A device a backend can run models on, with its memory in bytes. */
+export interface Device { backend: Backend, index: number, name: string, totalBytes: number, freeBytes: number }
+
+/** What a backend module knows: how to find its hardware. */
+export interface BackendModule {
+  backend: Backend
+  /** Devices present; empty when the hardware (or its probe) is not there. */
+  detect(env: NodeJS.ProcessEnv): Promise<Device[]>
+}
+
+/** A llama.cpp build that was checked by running it. */
+export interface RuntimeBuild {
+  backend: Backend
+  binDir: string
+  serverPath: string
+  quantizePath: string | null
+  /** As `llama-server --version` prints it (`0.5.0-dev`). */
+  version: string
+  commit: string | null
+  source: 'config' | 'path' | 'built'
+  /** Read from `--help`, not assumed from a release. */
+  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean }
+}

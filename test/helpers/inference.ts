@@ -1,0 +1,60 @@
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../core/app.js'
+import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { testConfig, tempDir } from './app.js'
+import { cpuRuntime } from './runtime.js'
+
+type Test = Parameters<typeof tempDir>[0]
+
+export interface InferenceServer {
+  app: FastifyInstance
+  /** `http://127.0.0.1:<port>` */
+  url: string
+}
+
+/**
+ * The whole gateway on a real socket, with the real CPU llama-server and tiny models imported under the
+ * given names (each with its own seed, so they differ). Closed, with every runtime stopped, when the test ends.
+ */
+export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'], values: Record<string, unknown> = {}): Promise<InferenceServer> {
+  const runtime = await cpuRuntime()
+  const files = await tempDir(t, 'llamagate-models-')
+  const config = await testConfig(t, {
+    runtime: 'cpu',
+    runtimes: { cpu: { bin: runtime.binDir } },
+    ...values,
+    // ignore_eos: a random-weights model may end early; tests count tokens.
+    default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 32, ignore_eos: true, ...(values.default_options as object) },
+  })
+  const app = await buildApp(config)
+  t.teardown(() => app.close())
+  let seed = 1
+  for (const name of names) {
+    const file = join(files, `${name.replace('/', '--')}.gguf`)
+    await writeTinyGguf({ file, seed: seed++, name })
+    await app.store.import(name, file)
+  }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url }
+}
+
+/** POSTs JSON and returns the response. */
+export function post (url: string, body: unknown, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal })
+}
+
+/** Reads an SSE response into the parsed `data` of each event (`[DONE]` kept as a string). */
+export async function sseEvents (res: Response): Promise<unknown[]> {
+  const text = await res.text()
+  return text.split('\n\n').filter((e) => e.trim() !== '').map((e) => {
+    if (!e.startsWith('data: ')) throw new Error(`not an SSE data event: ${JSON.stringify(e)}`)
+    const data = e.slice(6)
+    return data === '[DONE]' ? data : JSON.parse(data)
+  })
+}
+
+/** Reads an NDJSON response into objects. */
+export async function ndjsonEvents (res: Response): Promise<unknown[]> {
+  return (await res.text()).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
+}

@@ -1,0 +1,113 @@
+import t, { type Test } from 'tap'
+import { ndjsonEvents, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+
+const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
+const STATS = ['total_duration', 'load_duration', 'prompt_eval_count', 'prompt_eval_duration', 'eval_count', 'eval_duration']
+
+function checkStats (t: Test, event: Record<string, unknown>, expectTokens: number): void {
+  for (const key of STATS) t.type(event[key], 'number', `${key} is a number`)
+  t.equal(event.eval_count, expectTokens, 'eval_count is the number of tokens generated')
+  t.ok((event.prompt_eval_count as number) > 0, 'the prompt was counted')
+  t.ok((event.total_duration as number) >= (event.eval_duration as number), 'total covers generation')
+  t.match(event.done_reason, /^(stop|length)$/)
+}
+
+t.test('/api/chat streams SSE events of the documented shape', async (t) => {
+  const { url } = await serveTinyModels(t)
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hello' }], options: { max_tokens: 8, seed: 42 } })
+  t.equal(res.status, 200)
+  t.match(res.headers.get('content-type'), /^text\/event-stream/)
+  const events = await sseEvents(res) as Array<Record<string, any>>
+  const last = events.at(-1)!
+  const fragments = events.slice(0, -1)
+  t.ok(fragments.length > 0, 'at least one fragment')
+  for (const e of fragments) {
+    t.same(Object.keys(e).sort(), ['created_at', 'done', 'message', 'model'])
+    t.equal(e.model, 'acme/tiny')
+    t.equal(e.done, false)
+    t.match(e.created_at, ISO_MS)
+    t.equal(e.message.role, 'assistant')
+    t.type(e.message.content, 'string')
+  }
+  t.equal(last.done, true)
+  t.equal(last.model, 'acme/tiny')
+  t.match(last.created_at, ISO_MS)
+  t.notOk('message' in last, 'the SSE final event has no message (rest-interface 4.1)')
+  t.equal(last.done_reason, 'length')
+  checkStats(t, last, 8)
+})
+
+t.test('/api/chat answers NDJSON with Ollama final shape when asked', async (t) => {
+  const { url } = await serveTinyModels(t)
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 5 } }, { accept: 'application/x-ndjson' })
+  t.match(res.headers.get('content-type'), /^application\/x-ndjson/)
+  const events = await ndjsonEvents(res) as Array<Record<string, any>>
+  const last = events.at(-1)!
+  t.equal(last.done, true)
+  t.same(last.message, { role: 'assistant', content: '' }, 'Ollama clients get an empty message on the final chunk')
+  checkStats(t, last, 5)
+})
+
+t.test('/api/chat with stream false answers once; multi-turn conversations work', async (t) => {
+  const { url } = await serveTinyModels(t)
+  const first = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'one' }], options: { max_tokens: 6, seed: 1 } })
+  t.equal(first.status, 200)
+  t.match(first.headers.get('content-type'), /application\/json/)
+  const answer = await first.json() as Record<string, any>
+  t.equal(answer.model, 'acme/tiny')
+  t.equal(answer.done, true)
+  t.equal(answer.message.role, 'assistant')
+  t.ok(answer.message.content.length > 0)
+  checkStats(t, answer, 6)
+  const second = await post(`${url}/api/chat`, {
+    model: 'acme/tiny', stream: false, options: { max_tokens: 6, seed: 1 },
+    messages: [{ role: 'user', content: 'one' }, answer.message, { role: 'user', content: 'two' }],
+  })
+  const reply = await second.json() as Record<string, any>
+  t.equal(second.status, 200)
+  t.ok(reply.prompt_eval_count > answer.prompt_eval_count, 'the longer history was all sent')
+})
+
+t.test('the same seed gives the same answer, streamed or not', async (t) => {
+  const { url } = await serveTinyModels(t)
+  const body = { model: 'acme/tiny', messages: [{ role: 'user', content: 'same' }], options: { max_tokens: 10, seed: 7, temperature: 0.8 } }
+  const whole = await (await post(`${url}/api/chat`, { ...body, stream: false })).json() as Record<string, any>
+  const events = await sseEvents(await post(`${url}/api/chat`, body)) as Array<Record<string, any>>
+  const streamed = events.filter((e) => !e.done).map((e) => e.message.content).join('')
+  t.equal(streamed, whole.message.content)
+})
+
+t.test('/api/generate streams response fragments and a final event', async (t) => {
+  const { url } = await serveTinyModels(t)
+  for (const raw of [false, true]) {
+    const res = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'Once upon', raw, options: { max_tokens: 7 } })
+    t.equal(res.status, 200)
+    const events = await sseEvents(res) as Array<Record<string, any>>
+    const last = events.at(-1)!
+    for (const e of events.slice(0, -1)) {
+      t.same(Object.keys(e).sort(), ['created_at', 'done', 'model', 'response'])
+      t.equal(e.done, false)
+    }
+    t.equal(last.response, '')
+    t.equal(last.done, true)
+    checkStats(t, last, 7)
+  }
+  const whole = await (await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'Once upon', stream: false, options: { max_tokens: 4 } })).json() as Record<string, any>
+  t.equal(whole.done, true)
+  t.type(whole.response, 'string')
+  t.ok(whole.response.length > 0)
+  checkStats(t, whole, 4)
+})
+
+t.test('empty messages / prompt load the model; with keep_alive 0 they unload it', async (t) => {
+  const { url } = await serveTinyModels(t)
+  const load = await (await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [] })).json() as Record<string, any>
+  t.equal(load.done_reason, 'load')
+  let ps = await (await fetch(`${url}/api/ps`)).json() as { models: Array<Record<string, any>> }
+  t.equal(ps.models.length, 1)
+  t.equal(ps.models[0]!.state, 'loaded')
+  const unload = await (await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: '', keep_alive: 0 })).json() as Record<string, any>
+  t.equal(unload.done_reason, 'unload')
+  ps = await (await fetch(`${url}/api/ps`)).json() as { models: Array<Record<string, any>> }
+  t.same(ps.models, [])
+})

@@ -1,0 +1,188 @@
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+
+type Ps = { models: Array<Record<string, any>> }
+const ps = async (url: string): Promise<Ps> => (await fetch(`${url}/api/ps`)).json() as Promise<Ps>
+
+function alive (pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch { return false }
+}
+
+async function until (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
+    await sleep(25)
+  }
+}
+
+/** Reads a streamed response until its first data event, then returns the reader to continue. */
+async function firstEvent (res: Response): Promise<{ text: string, rest: () => Promise<string> }> {
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  while (!text.includes('\n\n')) {
+    const { value, done } = await reader.read()
+    if (done) break
+    text += decoder.decode(value, { stream: true })
+  }
+  return {
+    text,
+    rest: async () => {
+      let more = ''
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return more
+        more += decoder.decode(value, { stream: true })
+      }
+    },
+  }
+}
+
+t.test('16 concurrent streams on num_parallel 2 all complete, served in order of arrival', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 2 } })
+  await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [] }) // loaded before the race starts
+  const firstTokenAt: number[] = []
+  const runs = []
+  for (let i = 0; i < 16; i++) {
+    runs.push((async () => {
+      const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: `n${i}` }], options: { max_tokens: 24 } })
+      const first = await firstEvent(res)
+      firstTokenAt[i] = performance.now()
+      const all = first.text + await first.rest()
+      return all
+    })())
+    await sleep(15) // a defined order of arrival
+  }
+  const bodies = await Promise.all(runs)
+  for (const [i, body] of bodies.entries()) {
+    const last = JSON.parse(body.trim().split('\n\n').at(-1)!.slice(6))
+    t.equal(last.done, true, `stream ${i} completed`)
+    t.equal(last.eval_count, 24, `stream ${i} generated all its tokens`)
+  }
+  // With two slots, request i can only start once one of the two before it in line has finished.
+  for (let i = 2; i < 16; i++) {
+    t.ok(firstTokenAt[i]! >= Math.min(firstTokenAt[i - 1]!, firstTokenAt[i - 2]!), `request ${i} did not start before the ones ahead of it`)
+  }
+})
+
+t.test('a full queue answers 503 with Retry-After', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 1, num_ctx: 2048 }, limits: { queue_length: 1 } })
+  const long = { model: 'acme/tiny', messages: [{ role: 'user', content: 'long' }], options: { max_tokens: 1500 } }
+  const running = await post(`${url}/api/chat`, long)
+  const first = await firstEvent(running) // holds the only slot
+  const queued = post(`${url}/api/chat`, { ...long, options: { max_tokens: 2 } }) // waits in the one queue place
+  await sleep(200)
+  const refused = await post(`${url}/api/chat`, long)
+  t.equal(refused.status, 503)
+  t.equal(refused.headers.get('retry-after'), '1')
+  t.match((await refused.json() as { error: string }).error, /request queue for "acme\/tiny" is full/)
+  const refusedV1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] })
+  t.equal(refusedV1.status, 503)
+  t.equal((await refusedV1.json() as any).error.type, 'server_error')
+  await first.rest()
+  t.equal((await queued).status, 200, 'the queued request was served')
+})
+
+t.test('a client that disconnects frees its slot at once', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 1, num_ctx: 4096 } })
+  const controller = new AbortController()
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 4000 } }, {}, controller.signal)
+  await firstEvent(res)
+  controller.abort()
+  const started = performance.now()
+  const next = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'next' }], options: { max_tokens: 3 } })
+  await firstEvent(next)
+  const waited = performance.now() - started
+  t.ok(waited < 1000, `the next request started generating within 1 s (took ${Math.round(waited)} ms)`)
+})
+
+t.test('a runtime killed mid-stream ends the stream with an error event; the next request works', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 4096 } })
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4000 } })
+  const first = await firstEvent(res)
+  const pid = (await ps(url)).models[0]!.pid as number
+  process.kill(pid, 'SIGKILL')
+  const rest = await first.rest()
+  const last = JSON.parse(rest.trim().split('\n\n').at(-1)!.slice(6))
+  t.match(last.error, /runtime of model "acme\/tiny" was killed by SIGKILL/)
+  await until('the dead instance is dropped', async () => (await ps(url)).models.length === 0)
+  const next = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'again' }], options: { max_tokens: 3 } })
+  t.equal(next.status, 200)
+  t.equal((await next.json() as any).eval_count, 3)
+  const v1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: 'x' }], max_tokens: 4000 })
+  const firstV1 = await firstEvent(v1)
+  process.kill((await ps(url)).models[0]!.pid, 'SIGKILL')
+  const restV1 = firstV1.text + await firstV1.rest()
+  const lastV1 = JSON.parse(restV1.trim().split('\n\n').at(-1)!.slice(6))
+  t.match(lastV1.error.message, /killed by SIGKILL/, 'OpenAI shape on /v1')
+  t.notMatch(restV1, /\[DONE\]/)
+})
+
+t.test('keep_alive: 0 unloads after the request; 1 s unloads on time', async (t) => {
+  const { url } = await serveTinyModels(t)
+  await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, keep_alive: 0, options: { max_tokens: 2 } })
+  await until('unloaded after keep_alive 0', async () => (await ps(url)).models.length === 0, 3000)
+  t.pass('keep_alive 0 unloaded the model')
+  await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, keep_alive: '1s', options: { max_tokens: 2 } })
+  const loaded = (await ps(url)).models[0]!
+  const expires = Date.parse(loaded.expires_at)
+  t.ok(Math.abs(expires - (Date.now() + 1000)) < 500, 'expires_at is about a second away')
+  const pid = loaded.pid as number
+  await sleep(500)
+  t.equal((await ps(url)).models.length, 1, 'still loaded before its time')
+  await until('unloaded after 1 s', async () => (await ps(url)).models.length === 0, 3000)
+  await until('the process is gone', () => !alive(pid), 3000)
+  t.pass('unloaded on time and the process exited')
+})
+
+t.test('/api/stop during a stream ends it with an error event and unloads', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 4096 } })
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4000 } })
+  const first = await firstEvent(res)
+  const pid = (await ps(url)).models[0]!.pid as number
+  const stop = await post(`${url}/api/stop`, { model: 'acme/tiny' })
+  t.same(await stop.json(), { status: 'stopped' })
+  const last = JSON.parse((first.text + await first.rest()).trim().split('\n\n').at(-1)!.slice(6))
+  t.match(last.error, /model "acme\/tiny" was stopped/)
+  t.same((await ps(url)).models, [])
+  t.notOk(alive(pid), 'the runtime process is gone')
+  const again = await post(`${url}/api/stop`, { model: 'acme/tiny' })
+  t.same(await again.json(), { status: 'stopped' }, 'stopping an unloaded model is fine')
+  const unknown = await post(`${url}/api/stop`, { model: 'acme/nope' })
+  t.equal(unknown.status, 404)
+})
+
+t.test('a request with another num_ctx gets a new instance once the old one drains', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 512 } })
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 400 } })
+  const first = await firstEvent(res)
+  const oldPid = (await ps(url)).models[0]!.pid
+  const other = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'y' }], options: { num_ctx: 1024, max_tokens: 2 } })
+  t.equal(other.status, 200)
+  const rest = await first.rest()
+  t.match(rest, /"done":true/, 'the first request finished on its own instance, not cut')
+  await until('only the new instance is left', async () => (await ps(url)).models.length === 1 && (await ps(url)).models[0]!.pid !== oldPid)
+  t.equal((await ps(url)).models[0]!.context_length, 1024)
+})
+
+t.test('a third model past max_loaded_models 2 evicts the least recently used idle one', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b', 'acme/c'], { limits: { max_loaded_models: 2 } })
+  for (const model of ['acme/a', 'acme/b']) await post(`${url}/api/chat`, { model, messages: [] })
+  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [{ role: 'user', content: 'use a again' }], options: { max_tokens: 2 } })
+  await post(`${url}/api/chat`, { model: 'acme/c', messages: [] })
+  const names = (await ps(url)).models.map((m) => m.name).sort()
+  t.same(names, ['acme/a', 'acme/c'], 'b, the least recently used, was unloaded')
+})
+
+t.test('a busy model is never cut to make room: the new load waits', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 }, default_options: { num_ctx: 4096 } })
+  const res = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 1500 } })
+  const first = await firstEvent(res)
+  const waiting = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'y' }], options: { max_tokens: 2 } })
+  const rest = await first.rest()
+  t.match(rest, /"done":true/, 'the running generation finished')
+  t.notMatch(rest, /"error"/)
+  t.equal((await waiting).status, 200, 'the other model loaded after')
+})
