@@ -1,11 +1,13 @@
 #!/usr/bin/env node
 import { readFileSync, realpathSync } from 'node:fs'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type ConfigFlags } from './config.js'
+import { GatewayError } from './errors.js'
+import { ModelStore } from '../plugins/storage/model-store.js'
 import { PACKAGE_ROOT } from './paths.js'
 import { PluginLoadError } from './plugin-loader.js'
 
@@ -17,6 +19,8 @@ commands:
             --port PORT      port to listen on (default 11435)
             --config FILE    config file (default: $LLAMAGATE_CONFIG, else the shipped config.yaml)
             --models DIR     models folder
+  import    register a GGUF already on disk, linked rather than copied
+            llamagate import <owner>/<name> <file.gguf> [--config FILE] [--models DIR]
   help      show this text
   version   print the version
 `
@@ -28,6 +32,7 @@ export async function main (argv: string[]): Promise<number> {
   const [command, ...rest] = argv
   switch (command) {
     case 'serve': return serve(rest)
+    case 'import': return importModel(rest)
     case 'version': case '--version': case '-v':
       process.stdout.write(`${version()}\n`)
       return 0
@@ -67,6 +72,35 @@ async function serve (args: string[]): Promise<number> {
   const address = await app.listen({ host, port })
   app.log.info(`llamagate ${version()} listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
   return new Promise<number>(() => {}) // runs until a signal ends the process
+}
+
+async function importModel (args: string[]): Promise<number> {
+  let parsed
+  try {
+    parsed = parseArgs({ args, options: { config: { type: 'string' }, models: { type: 'string' } }, allowPositionals: true, strict: true })
+  } catch (err) {
+    process.stderr.write(`llamagate import: ${(err as Error).message}\n\n${USAGE}`)
+    return 2
+  }
+  const [name, file] = parsed.positionals
+  if (!name || !file || parsed.positionals.length !== 2) {
+    process.stderr.write(`llamagate import: expected <owner>/<name> <file.gguf>\n\n${USAGE}`)
+    return 2
+  }
+  try {
+    const config = loadConfig(parsed.values)
+    const store = new ModelStore(config.modelsDir)
+    await store.init()
+    const record = await store.import(name, resolve(file))
+    process.stdout.write(`imported ${record.name} (${record.size} bytes, ${record.manifest.source.link}) into ${record.dir}\n`)
+    return 0
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof GatewayError) {
+      process.stderr.write(`llamagate import: ${err.message}\n`)
+      return err instanceof ConfigError ? 2 : 1
+    }
+    throw err
+  }
 }
 
 /** Closing the app stops every child process its plugins started; only then does the process exit. */

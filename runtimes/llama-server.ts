@@ -108,6 +108,8 @@ export class LlamaServer {
     })
     this.exited = child.then((result) => {
       if (pending) this.keepLine(pending)
+      // A process that never ran (missing binary, no permission) has no log: say what the system said.
+      if (result.exitCode === undefined && result.signal === undefined) this.keepLine(`error: ${result.originalMessage ?? result.shortMessage}`)
       live.delete(this)
       const signalName = result.signal ?? null
       const info: ExitInfo = { code: result.exitCode ?? null, signal: signalName, expected: this.stopRequested, logTail: this.logTail() }

@@ -6,8 +6,17 @@ import { execa } from 'execa'
  */
 export async function runProbe (command: string, args: string[], env: NodeJS.ProcessEnv, timeoutMs = 3000): Promise<string | null> {
   try {
-    const result = await execa(command, args, { env, extendEnv: false, timeout: timeoutMs, reject: false, stdin: 'ignore', forceKillAfterDelay: 500 })
-    if (result.exitCode !== 0 || result.timedOut) return null
+    // Its own process group: a hung probe's children (a wrapper script's `sleep`, a stuck driver call) would
+    // otherwise keep its output open after the probe itself was killed.
+    const child = execa(command, args, { env, extendEnv: false, reject: false, stdin: 'ignore', detached: true })
+    let timedOut = false
+    const timer = setTimeout(() => {
+      timedOut = true
+      try { process.kill(-child.pid!, 'SIGKILL') } catch { /* already gone */ }
+    }, timeoutMs)
+    const result = await child
+    clearTimeout(timer)
+    if (timedOut || result.exitCode !== 0) return null
     return result.stdout
   } catch {
     return null

@@ -1,7 +1,9 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
+import { cpuRuntime } from '../helpers/runtime.js'
 import { processesWithMark, runCli, startServe } from '../helpers/serve-process.js'
 
 t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0 and no process left', async (t) => {
@@ -20,6 +22,27 @@ t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0
     t.same(await processesWithMark(serve.mark), [], 'no process of this server is left')
     await t.rejects(fetch(`${serve.address}/api/health`), 'the port is closed')
   }
+})
+
+t.test('serve: a server with a loaded model stops it on SIGTERM; no llama-server survives', async (t) => {
+  const dir = await tempDir(t)
+  const runtime = await cpuRuntime()
+  const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `data_dir: ${dir}\nport: 0\nlog_level: info\nruntimes:\n  cpu: { bin: ${runtime.binDir} }\ndefault_options: { num_ctx: 256, num_parallel: 1 }\n`)
+  const imported = await runCli(['import', 'acme/tiny', model, '--config', config])
+  t.equal(imported.code, 0, imported.stderr)
+  t.match(imported.stdout, /imported acme\/tiny/)
+  const serve = await startServe(['--config', config])
+  t.teardown(() => { serve.child.kill('SIGKILL') })
+  t.match(serve.output(), /runtime: cpu \(llama\.cpp /, 'the start line names the runtime')
+  const res = await fetch(`${serve.address}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 2 } }) })
+  t.equal(res.status, 200)
+  const running = await processesWithMark(serve.mark)
+  t.ok(running.length >= 2, 'the server and its llama-server are running')
+  serve.child.kill('SIGTERM')
+  t.equal((await serve.exited).code, 0)
+  t.same(await processesWithMark(serve.mark), [], 'no llama-server survives the gateway')
 })
 
 t.test('serve: a bad config file stops the start with a clear message, not a stack trace', async (t) => {

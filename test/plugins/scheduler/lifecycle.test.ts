@@ -186,3 +186,23 @@ t.test('a busy model is never cut to make room: the new load waits', async (t) =
   t.notMatch(rest, /"error"/)
   t.equal((await waiting).status, 200, 'the other model loaded after')
 })
+
+t.test('a model that fails to start: 502 with the runtime\'s words, then a growing delay, not a tight loop', async (t) => {
+  const { app, url } = await serveTinyModels(t)
+  const { truncate } = await import('node:fs/promises')
+  const record = app.store.get('acme/tiny')
+  const path = app.store.ggufPath(record)!
+  // A header that reads fine with tensor data cut short: the import accepts it, llama-server does not.
+  await truncate(path, Math.floor(record.size / 2))
+  const first = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] })
+  t.equal(first.status, 502)
+  const firstError = (await first.json() as { error: string }).error
+  t.match(firstError, /model "acme\/tiny" failed to start: llama-server exited during start-up/)
+  t.match(firstError, /load|tensor|file/i, 'with llama-server\'s reason')
+  const second = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] })
+  t.equal(second.status, 502)
+  const body = await second.json() as any
+  t.match(body.error.message, /failed to start 1 time\(s\); next try in 1 s/)
+  t.equal(body.error.type, 'server_error')
+  t.same((await ps(url)).models, [], 'nothing is left loading')
+})

@@ -1,0 +1,25 @@
+import { realpathSync } from 'node:fs'
+import { pathToFileURL } from 'node:url'
+import { loadConfig } from '../core/config.js'
+import { RuntimeRegistry } from '../runtimes/registry.js'
+import { buildRuntime } from './build-runtime.js'
+
+/**
+ * Makes sure a CPU llama-server exists (what `npm test` and `npm start` need on a fresh machine): a no-op
+ * when the registry finds one, else one build, kept under the data folder for every later run.
+ */
+async function main (): Promise<void> {
+  const config = loadConfig()
+  const registry = await RuntimeRegistry.create({ config })
+  const cpuBuild = registry.builds.find((b) => b.backend === 'cpu')
+  if (cpuBuild) {
+    process.stdout.write(`[runtime] using llama.cpp ${cpuBuild.version} (${cpuBuild.source}) at ${cpuBuild.binDir}\n`)
+    return
+  }
+  process.stdout.write('[runtime] no CPU llama-server found: building one from source (once)\n')
+  await buildRuntime({ backend: 'cpu', dataDir: config.dataDir, source: config.llamaCppSrc })
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  main().catch((err) => { process.stderr.write(`[runtime] ${(err as Error).message}\n`); process.exit(1) })
+}

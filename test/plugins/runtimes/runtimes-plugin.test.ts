@@ -1,0 +1,48 @@
+import { join } from 'node:path'
+import t from 'tap'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { build, tempDir } from '../../helpers/app.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+
+function alive (pid: number): boolean {
+  try { process.kill(pid, 0); return true } catch { return false }
+}
+
+t.test('GET /api/runtimes lists hardware, builds, the chosen one and why', async (t) => {
+  const runtime = await cpuRuntime()
+  const app = await build(t, { runtimes: { cpu: { bin: runtime.binDir } } })
+  const body = (await app.inject({ method: 'GET', url: '/api/runtimes' })).json()
+  t.equal(body.chosen.backend, 'cpu')
+  t.equal(body.chosen.binDir, runtime.binDir)
+  t.match(body.chosen.version, /^\d+\.\d+/)
+  t.type(body.chosen.quantizePath, 'string')
+  t.type(body.reason, 'string')
+  t.ok(body.devices.some((d: any) => d.backend === 'cpu' && d.totalBytes > 0))
+  t.ok(body.builds.length >= 1)
+  t.match(app.startupNotes.join(' '), /^runtime: cpu \(llama\.cpp /)
+})
+
+t.test('without any build the app still starts, and a load says how to get one', async (t) => {
+  const app = await build(t, { runtime: 'cpu' })
+  t.equal(app.runtimes.chosen, null)
+  const file = (await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf') })).file
+  await app.store.import('acme/tiny', file)
+  const res = await app.inject({ method: 'POST', url: '/api/chat', payload: { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] } })
+  t.equal(res.statusCode, 502)
+  t.match(res.json().error, /no llama\.cpp runtime is available: runtime cpu is forced by config but no cpu build was found; build one with "npm run runtime:build/)
+})
+
+t.test('closing the app leaves no llama-server running', async (t) => {
+  const runtime = await cpuRuntime()
+  const app = await build(t, { runtimes: { cpu: { bin: runtime.binDir } }, default_options: { num_ctx: 256, num_parallel: 1 } })
+  let seed = 1
+  for (const name of ['acme/a', 'acme/b']) {
+    await app.store.import(name, (await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed: seed++ })).file)
+    await app.scheduler.load(name)
+  }
+  const pids = app.scheduler.list().map((i) => i.process!.pid!)
+  t.equal(pids.length, 2)
+  for (const pid of pids) t.ok(alive(pid))
+  await app.close()
+  for (const pid of pids) t.notOk(alive(pid), `llama-server ${pid} is gone`)
+})

@@ -1,0 +1,92 @@
+import { writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { RuntimeError } from '../../core/errors.js'
+import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
+import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { tempDir } from '../helpers/app.js'
+import { cpuRuntime } from '../helpers/runtime.js'
+
+function alive (pid: number | undefined): boolean {
+  if (pid === undefined) return false
+  try { process.kill(pid, 0); return true } catch { return false }
+}
+
+async function tinyModel (t: Test): Promise<string> {
+  const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })
+  return file
+}
+
+t.test('start, ready on /health, one completion, stop', async (t) => {
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+  t.teardown(() => server.stop())
+  t.equal(server.state, 'stopped')
+  await server.start()
+  t.equal(server.state, 'ready')
+  t.ok(alive(server.pid))
+  t.match(server.args().join(' '), /--host 127\.0\.0\.1 --port \d+ --alias acme\/tiny --ctx-size 512 --parallel 1 .*--jinja --no-webui/)
+  const health = await fetch(`${server.baseUrl}/health`)
+  t.equal(health.status, 200)
+  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
+  const body = await res.json() as { content: string, tokens_predicted: number }
+  t.equal(body.tokens_predicted, 8)
+  const pid = server.pid
+  await server.stop()
+  t.equal(server.state, 'stopped')
+  t.notOk(alive(pid), 'the process is gone')
+  await server.stop() // idempotent
+})
+
+t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (t) => {
+  const file = join(await tempDir(t), 'corrupt.gguf')
+  await writeFile(file, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xff)]))
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: file, alias: 'acme/corrupt', ctxSize: 512, parallel: 1 })
+  const err = await t.rejects(server.start())
+  t.type(err, RuntimeError)
+  t.match((err as Error).message, /model "acme\/corrupt" failed to start: llama-server exited during start-up \(exit code 1\)/)
+  t.match((err as Error).message, /failed to load model|error loading model/i, 'the runtime\'s own reason')
+  t.ok((err as RuntimeError).logTail.length > 0)
+})
+
+t.test('a missing binary: the start fails saying so', async (t) => {
+  const build = { ...await cpuRuntime(), serverPath: '/nonexistent/llama-server' }
+  const server = new LlamaServer({ build, modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+  const err = await t.rejects(server.start())
+  t.type(err, RuntimeError)
+  t.match((err as Error).message, /ENOENT|not found|no such file/i)
+})
+
+t.test('a port already taken: the start fails with the runtime\'s bind error', async (t) => {
+  const blocker = createServer()
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => blocker.close())
+  const port = (blocker.address() as { port: number }).port
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, port })
+  const err = await t.rejects(server.start())
+  t.match((err as Error).message, /bind|address already in use/i)
+})
+
+t.test('a process killed from outside is noticed within a second', async (t) => {
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+  t.teardown(() => server.stop())
+  await server.start()
+  const exited = new Promise<ExitInfo>((resolve) => server.onExit(resolve))
+  const killedAt = Date.now()
+  process.kill(server.pid!, 'SIGKILL')
+  const info = await exited
+  t.ok(Date.now() - killedAt < 1000, `noticed in ${Date.now() - killedAt} ms`)
+  t.equal(info.signal, 'SIGKILL')
+  t.equal(info.expected, false, 'nobody asked it to stop')
+  t.equal(server.state, 'stopped')
+})
+
+t.test('stopAll stops every process started', async (t) => {
+  const build = await cpuRuntime()
+  const model = await tinyModel(t)
+  const servers = [0, 1].map(() => new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 }))
+  await Promise.all(servers.map((s) => s.start()))
+  const pids = servers.map((s) => s.pid)
+  await LlamaServer.stopAll()
+  for (const pid of pids) t.notOk(alive(pid), `process ${pid} is gone`)
+})
