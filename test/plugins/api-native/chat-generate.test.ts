@@ -68,13 +68,16 @@ t.test('/api/chat with stream false answers once; multi-turn conversations work'
   t.ok(reply.prompt_eval_count > answer.prompt_eval_count, 'the longer history was all sent')
 })
 
-t.test('the same seed gives the same answer, streamed or not', async (t) => {
-  const { url } = await serveTinyModels(t)
-  const body = { model: 'acme/tiny', messages: [{ role: 'user', content: 'same' }], options: { max_tokens: 10, seed: 7, temperature: 0.8 } }
+t.test('streamed fragments never split a character: they add up to the unstreamed answer', async (t) => {
+  // The random-weights model emits byte tokens that form multi-byte characters over several tokens; a
+  // character split across events would turn into two U+FFFD halves in the stream but not in the whole.
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 1024 } })
+  const body = { model: 'acme/tiny', messages: [{ role: 'user', content: 'same' }], options: { max_tokens: 400, seed: 7, temperature: 1.5 } }
   const whole = await (await post(`${url}/api/chat`, { ...body, stream: false })).json() as Record<string, any>
   const events = await sseEvents(await post(`${url}/api/chat`, body)) as Array<Record<string, any>>
   const streamed = events.filter((e) => !e.done).map((e) => e.message.content).join('')
   t.equal(streamed, whole.message.content)
+  t.match(whole.message.content, /[^\x00-\x7f\ufffd]/, 'the answer holds multi-byte characters, so the check means something')
 })
 
 t.test('/api/generate streams response fragments and a final event', async (t) => {

@@ -1,0 +1,203 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { cpus, tmpdir, totalmem } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { loadConfig } from '../core/config.js'
+import { PACKAGE_ROOT } from '../core/paths.js'
+import { freePort } from '../runtimes/free-port.js'
+import { LlamaServer } from '../runtimes/llama-server.js'
+import { RuntimeRegistry } from '../runtimes/registry.js'
+import type { RuntimeBuild } from '../runtimes/types.js'
+import { benchTags } from './bench-tags.js'
+import { runLoad, streamOnce, type LoadResult } from './bench-load.js'
+import { percentile } from './stats.js'
+import { writeTinyGguf } from './tiny-model.js'
+import { Pool } from 'undici'
+
+/**
+ * `npm run bench`: the same streamed /v1/chat/completions load through llama-server itself (direct),
+ * llama-server's router mode, and llamagate, side by side in one run on one model, with ratios.
+ * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
+ */
+
+const SETUPS = ['direct', 'router', 'llamagate'] as const
+type Setup = (typeof SETUPS)[number]
+interface Target { setup: Setup, url: string, model: string }
+
+const MODEL = 'bench/tiny'
+const PARALLEL = 8
+const CTX_PER_SLOT = 512
+
+function say (line: string): void { process.stdout.write(`${line}\n`) }
+
+async function waitHealthy (url: string, timeoutMs = 120_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    try { if ((await fetch(`${url}/health`)).status === 200) return } catch { /* starting */ }
+    if (Date.now() > deadline) throw new Error(`${url} did not become healthy`)
+    await new Promise((r) => setTimeout(r, 50))
+  }
+}
+
+function procStat (pid: number): Promise<{ cpuMs: number, rssBytes: number, peakRssBytes: number }> {
+  return Promise.all([readFile(`/proc/${pid}/stat`, 'utf8'), readFile(`/proc/${pid}/status`, 'utf8')]).then(([stat, status]) => {
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+    const ticks = Number(fields[11]) + Number(fields[12]) // utime + stime, in 1/100 s
+    const kb = (key: string): number => Number(new RegExp(`${key}:\\s+(\\d+)`).exec(status)?.[1] ?? 0) * 1024
+    return { cpuMs: ticks * 10, rssBytes: kb('VmRSS'), peakRssBytes: kb('VmHWM') }
+  })
+}
+
+async function startRouter (build: RuntimeBuild, modelsDir: string): Promise<{ child: ChildProcess, url: string, model: string }> {
+  const port = await freePort()
+  const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', '1', '--host', '127.0.0.1', '--port', String(port),
+    '--ctx-size', String(CTX_PER_SLOT * PARALLEL), '--parallel', String(PARALLEL), '--jinja', '--no-webui'], { stdio: 'ignore', detached: true })
+  const url = `http://127.0.0.1:${port}`
+  await waitHealthy(url)
+  const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
+  return { child, url, model: models.data[0]!.id }
+}
+
+async function startGateway (dir: string, binDir: string, modelFile: string): Promise<{ child: ChildProcess, url: string }> {
+  await mkdir(dir, { recursive: true })
+  const config = join(dir, 'llamagate.yaml')
+  await writeFile(config, [
+    `data_dir: ${join(dir, 'gateway')}`, 'port: 0', 'log_level: info', 'keep_alive: -1',
+    `runtimes:\n  cpu: { bin: ${binDir} }`, 'runtime: cpu',
+    `default_options: { num_ctx: ${CTX_PER_SLOT}, num_parallel: ${PARALLEL} }`, 'limits: { queue_length: 1000 }',
+  ].join('\n'))
+  const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
+  const imported = spawn(process.execPath, [cli, 'import', MODEL, modelFile, '--config', config], { stdio: 'inherit' })
+  await new Promise((resolve) => imported.once('exit', resolve))
+  const child = spawn(process.execPath, [cli, 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (d) => {
+      out += d
+      const match = /listening on (http:\/\/[^\s"]+)/.exec(out)
+      if (match) resolve(match[1]!)
+    })
+    child.once('exit', () => reject(new Error(`llamagate exited: ${out}`)))
+  })
+  return { child, url }
+}
+
+async function coldStart (target: Target, unload: () => Promise<void>): Promise<number> {
+  const times: number[] = []
+  const pool = new Pool(target.url, { connections: 1 })
+  for (let i = 0; i < 3; i++) {
+    await unload()
+    const result = await streamOnce(pool, target.model, 4, i)
+    times.push(result.ttftMs)
+  }
+  await pool.close()
+  return percentile(times, 50)
+}
+
+async function main (): Promise<void> {
+  const { values } = parseArgs({ options: { large: { type: 'boolean', default: false }, reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } })
+  const reps = Number(values.reps)
+  const maxTokens = Number(values.tokens)
+  const registry = await RuntimeRegistry.create({ config: loadConfig() })
+  const build = registry.builds.find((b) => b.backend === 'cpu')
+  if (!build) throw new Error('no CPU llama-server: run npm run runtime:build first')
+  const dir = await mkdtemp(join(tmpdir(), 'llamagate-bench-'))
+  const children: ChildProcess[] = []
+  const report: Record<string, unknown> = {
+    machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
+    llama_cpp: `${build.version} ${build.commit ?? ''}`.trim(),
+    settings: { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, reps },
+    models: [] as unknown[],
+  }
+  try {
+    const models = [{ label: 'tiny', nEmbd: 64, nLayer: 2, nFf: 128 }, ...(values.large ? [{ label: 'large', nEmbd: 1024, nLayer: 8, nFf: 4096 }] : [])]
+    for (const spec of models) {
+      const modelsDir = join(dir, `models-${spec.label}`)
+      await mkdir(modelsDir, { recursive: true })
+      const { file, bytes } = await writeTinyGguf({ file: join(modelsDir, `${spec.label}.gguf`), nEmbd: spec.nEmbd, nLayer: spec.nLayer, nFf: spec.nFf, nHead: spec.nEmbd >= 1024 ? 16 : 4, name: spec.label })
+      say(`\n== model ${spec.label}: ${(bytes / 2 ** 20).toFixed(1)} MiB`)
+      const direct = new LlamaServer({ build, modelPath: file, alias: MODEL, ctxSize: CTX_PER_SLOT * PARALLEL, parallel: PARALLEL })
+      await direct.start()
+      const router = await startRouter(build, modelsDir)
+      children.push(router.child)
+      const gateway = await startGateway(join(dir, spec.label), build.binDir, file)
+      children.push(gateway.child)
+      const targets: Target[] = [
+        { setup: 'direct', url: direct.baseUrl, model: MODEL },
+        { setup: 'router', url: router.url, model: router.model },
+        { setup: 'llamagate', url: gateway.url, model: MODEL },
+      ]
+      for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
+      const rows: Array<{ setup: Setup } & LoadResult> = []
+      const gatewayCpu: Record<number, number> = {}
+      for (const concurrency of [1, 8, 32]) {
+        const rounds = concurrency === 1 ? 8 : concurrency === 8 ? 3 : 2
+        const before = await procStat(gateway.child.pid!)
+        for (let rep = 0; rep < reps; rep++) {
+          // Rotate the order, so that no setup always runs first on a warm (or hot) machine.
+          for (let k = 0; k < targets.length; k++) {
+            const target = targets[(rep + k) % targets.length]!
+            rows.push({ setup: target.setup, ...await runLoad(target.url, target.model, concurrency, rounds, maxTokens) })
+          }
+        }
+        gatewayCpu[concurrency] = (await procStat(gateway.child.pid!)).cpuMs - before.cpuMs
+      }
+      const gatewayMemory = await procStat(gateway.child.pid!)
+      const summary = [1, 8, 32].map((concurrency) => {
+        const of = (setup: Setup) => rows.filter((r) => r.setup === setup && r.concurrency === concurrency)
+        const med = (setup: Setup, key: keyof LoadResult) => percentile(of(setup).map((r) => r[key] as number), 50)
+        const entry: Record<string, unknown> = { concurrency, gateway_cpu_ms: gatewayCpu[concurrency] }
+        for (const setup of SETUPS) {
+          entry[setup] = { aggregate_tps: med(setup, 'aggregateTps'), per_stream_tps: med(setup, 'perStreamTps'), ttft_p50_ms: med(setup, 'ttftP50'), ttft_p99_ms: med(setup, 'ttftP99'), failed: of(setup).reduce((s, r) => s + r.failed, 0), retried: of(setup).reduce((s, r) => s + r.retried, 0) }
+        }
+        entry.ratio_vs_direct = med('llamagate', 'aggregateTps') / med('direct', 'aggregateTps')
+        entry.ratio_vs_router = med('llamagate', 'aggregateTps') / med('router', 'aggregateTps')
+        entry.added_ttft_p50_ms = med('llamagate', 'ttftP50') - med('direct', 'ttftP50')
+        return entry
+      })
+      const cold = {
+        llamagate_ms: await coldStart(targets[2]!, async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) }),
+        router_ms: await coldStart(targets[1]!, async () => {
+          await fetch(`${router.url}/models/unload`, { method: 'POST', body: JSON.stringify({ model: router.model }) })
+          for (let i = 0; i < 200; i++) {
+            const list = await (await fetch(`${router.url}/models`)).json() as { data: Array<{ id: string, status?: { value: string } }> }
+            if (list.data.find((m) => m.id === router.model)?.status?.value !== 'loaded') break
+            await new Promise((r) => setTimeout(r, 25))
+          }
+        }),
+      }
+      ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
+      printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
+      await direct.stop()
+      for (const child of [router.child, gateway.child]) child.kill('SIGTERM')
+      await new Promise((r) => setTimeout(r, 1500))
+    }
+    const tags = await benchTags()
+    report.tags_1000 = tags
+    say(`\n/api/tags with 1,000 models: p50 ${tags.p50_ms.toFixed(2)} ms, p99 ${tags.p99_ms.toFixed(2)} ms`)
+    await writeFile(join(PACKAGE_ROOT, 'docs/benchmarks.json'), JSON.stringify({ date: new Date().toISOString(), ...report }, null, 2) + '\n')
+    say('\nwrote docs/benchmarks.json')
+  } finally {
+    for (const child of children) { try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') } }
+    await LlamaServer.stopAll()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number }, peakRss: number): void {
+  const f = (n: number, d = 1) => n.toFixed(d).padStart(8)
+  say(`\n${label}: aggregate tok/s | TTFT p50 ms | TTFT p99 ms  (medians of the repetitions)`)
+  say('conc  setup        agg tok/s  stream t/s  ttft p50  ttft p99')
+  for (const row of summary) {
+    for (const setup of SETUPS) {
+      const r = row[setup]
+      say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
+    }
+    say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms`)
+  }
+  say(`cold start (unloaded → first token, median of 3): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
+  say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
+}
+
+main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1) })

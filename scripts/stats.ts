@@ -1,0 +1,6 @@
+/** The p-th percentile (nearest rank) of some numbers. */
+export function percentile (values: number[], p: number): number {
+  if (values.length === 0) return NaN
+  const sorted = [...values].sort((a, b) => a - b)
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!
+}
