@@ -30,7 +30,8 @@ export type ServerState = 'stopped' | 'starting' | 'ready' | 'stopping'
 export interface ExitInfo { code: number | null, signal: string | null, expected: boolean, logTail: string[] }
 
 const LOG_LINES = 50
-const POLL_MS = 25
+// Small models load in tens of milliseconds: a coarse poll would dominate the cold start.
+const POLL_MS = 5
 const STOP_GRACE_MS = 5000
 
 // Every process started and not yet exited, so that nothing is left behind when the gateway goes.

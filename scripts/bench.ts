@@ -96,7 +96,7 @@ async function coldStart (target: Target, unload: () => Promise<void>): Promise<
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { large: { type: 'boolean', default: false }, reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } })
+  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } })
   const reps = Number(values.reps)
   const maxTokens = Number(values.tokens)
   const registry = await RuntimeRegistry.create({ config: loadConfig() })
@@ -131,7 +131,8 @@ async function main (): Promise<void> {
       for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
       const rows: Array<{ setup: Setup } & LoadResult> = []
       const gatewayCpu: Record<number, number> = {}
-      for (const concurrency of [1, 8, 32]) {
+      const levels = values.concurrency.split(',').map(Number)
+      for (const concurrency of levels) {
         const rounds = concurrency === 1 ? 8 : concurrency === 8 ? 3 : 2
         const before = await procStat(gateway.child.pid!)
         for (let rep = 0; rep < reps; rep++) {
@@ -144,7 +145,7 @@ async function main (): Promise<void> {
         gatewayCpu[concurrency] = (await procStat(gateway.child.pid!)).cpuMs - before.cpuMs
       }
       const gatewayMemory = await procStat(gateway.child.pid!)
-      const summary = [1, 8, 32].map((concurrency) => {
+      const summary = levels.map((concurrency) => {
         const of = (setup: Setup) => rows.filter((r) => r.setup === setup && r.concurrency === concurrency)
         const med = (setup: Setup, key: keyof LoadResult) => percentile(of(setup).map((r) => r[key] as number), 50)
         const entry: Record<string, unknown> = { concurrency, gateway_cpu_ms: gatewayCpu[concurrency] }
