@@ -1,8 +1,10 @@
 import type { FastifyPluginAsync } from 'fastify'
 import apiNative from './api-native/index.js'
 import apiOpenai from './api-openai/index.js'
+import download from './download/index.js'
 import health from './health/index.js'
 import modelsApi from './models-api/index.js'
+import pullApi from './pull-api/index.js'
 import runtimes from './runtimes/index.js'
 import scheduler from './scheduler/index.js'
 import security from './security/index.js'
@@ -16,9 +18,11 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   security,
   health,
   storage,
+  download,
   runtimes,
   scheduler,
   modelsApi,
   apiNative,
   apiOpenai,
+  pullApi,
 ]

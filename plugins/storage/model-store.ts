@@ -195,6 +195,8 @@ export class ModelStore {
 
   /** Unloads (through the listeners), then removes the model's folder. @throws ModelNotFoundError, ConflictError */
   async delete (name: string): Promise<void> {
+    // A model being pulled for the first time is not listed yet, but deleting it is still a conflict.
+    if (this.isBusy(name)) throw new ConflictError(`model "${parseModelName(name).id}" is being pulled or written; try again when that has finished`)
     const record = this.get(name)
     if (this.isBusy(record.name)) throw new ConflictError(`model "${record.name}" is being pulled or written; try again when that has finished`)
     for (const listener of this.beforeDelete) await listener(record.name)

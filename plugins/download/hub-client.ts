@@ -1,0 +1,117 @@
+import { hubErrorFrom, HubError } from './hub-error.js'
+import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
+
+/** A file of a repository at a commit, as the tree endpoint lists it. */
+export interface HubFile { path: string, size: number, sha256: string | null }
+
+export interface HubClientOptions {
+  /** @default 'https://huggingface.co' */
+  endpoint: string
+  token: string | null
+  /** @default globalThis.fetch */
+  fetch?: typeof fetch
+}
+
+/**
+ * The hub's HTTP protocol, written after huggingface_hub and huggingface.js (see shared/spec/hub-protocol.md).
+ * Written by hand rather than with @huggingface/hub because a pull needs what that library does not give:
+ * the token kept from redirects to other hosts, Range requests for resuming across restarts, and the
+ * hub's RateLimit headers honoured on every call.
+ */
+export class HubClient {
+  readonly endpoint: string
+  private readonly origin: string
+  private readonly fetch: typeof fetch
+
+  constructor (private readonly options: HubClientOptions) {
+    this.endpoint = options.endpoint.replace(/\/+$/, '')
+    this.origin = new URL(this.endpoint).origin
+    this.fetch = options.fetch ?? globalThis.fetch
+  }
+
+  /** The commit the default branch points at. */
+  async resolveCommit (repo: string, signal?: AbortSignal): Promise<string> {
+    const response = await this.api(`${this.endpoint}/api/models/${repo}/revision/main`, repo, signal)
+    const info = await response.json() as { sha?: string }
+    if (!info.sha || !/^[0-9a-f]{40}$/.test(info.sha)) throw new HubError(502, `the hub gave no commit for ${repo}`)
+    return info.sha
+  }
+
+  /** Every file of the repository at `commit`, following the tree's `Link` pages. */
+  async listFiles (repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
+    const files: HubFile[] = []
+    let url: string | null = `${this.endpoint}/api/models/${repo}/tree/${commit}?recursive=true&expand=false`
+    while (url) {
+      const response = await this.api(url, repo, signal)
+      const entries = await response.json() as Array<{ type: string, path: string, size: number, lfs?: { oid: string } }>
+      for (const e of entries) if (e.type === 'file') files.push({ path: e.path, size: e.size, sha256: e.lfs?.oid ?? null })
+      url = /<(https?:\/\/[^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1] ?? null
+    }
+    return files
+  }
+
+  /**
+   * Starts the download of a file, from `offset` on. Redirects are followed by hand so that the token goes
+   * to the hub only, never to the CDN a redirect points at. Resolves with the body's response: 206 when the
+   * range was honoured, 200 when the whole file comes (the caller starts over).
+   */
+  async openFile (repo: string, commit: string, path: string, offset: number, signal?: AbortSignal): Promise<Response> {
+    let url = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
+    for (let attempt = 1; ; attempt++) {
+      let response: Response
+      try {
+        for (let hops = 0; ; hops++) {
+          const target = new URL(url)
+          const headers: Record<string, string> = {}
+          if (offset > 0) headers.range = `bytes=${offset}-`
+          if (this.options.token && target.origin === this.origin) headers.authorization = `Bearer ${this.options.token}`
+          response = await this.fetch(url, { headers, redirect: 'manual', signal })
+          const location = response.headers.get('location')
+          if (response.status >= 300 && response.status < 400 && location && hops < 5) {
+            await response.body?.cancel()
+            url = new URL(location, url).href
+            continue
+          }
+          break
+        }
+      } catch (err) {
+        if (signal?.aborted || attempt >= MAX_ATTEMPTS) throw err
+        await wait(retryDelayMs(attempt), signal)
+        continue
+      }
+      if (response!.ok) return response!
+      if (isRetryableStatus(response!.status) && attempt < MAX_ATTEMPTS) {
+        await response!.body?.cancel()
+        await wait(retryDelayMs(attempt, response!.headers), signal)
+        url = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
+        continue
+      }
+      throw await hubErrorFrom(response!, repo, this.endpoint, this.options.token !== null)
+    }
+  }
+
+  /** A GET on the hub's API with retries; non-OK answers become HubErrors. */
+  private async api (url: string, repo: string, signal?: AbortSignal): Promise<Response> {
+    for (let attempt = 1; ; attempt++) {
+      let response: Response
+      try {
+        response = await this.fetch(url, {
+          headers: { accept: 'application/json', ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
+          signal,
+        })
+      } catch (err) {
+        if (signal?.aborted) throw err
+        if (attempt >= MAX_ATTEMPTS) throw new HubError(502, `cannot reach the hub at ${this.endpoint}: ${(err as Error).message}`)
+        await wait(retryDelayMs(attempt), signal)
+        continue
+      }
+      if (response.ok) return response
+      if (isRetryableStatus(response.status) && attempt < MAX_ATTEMPTS) {
+        await response.body?.cancel()
+        await wait(retryDelayMs(attempt, response.headers), signal)
+        continue
+      }
+      throw await hubErrorFrom(response, repo, this.endpoint, this.options.token !== null)
+    }
+  }
+}

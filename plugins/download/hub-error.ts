@@ -1,0 +1,29 @@
+import { GatewayError } from '../../core/errors.js'
+
+/** A hub answer that ends a pull, with a message that tells a person what to do. */
+export class HubError extends GatewayError {
+  constructor (statusCode: number, message: string, readonly requestId: string | null = null) {
+    super(statusCode, message, { code: 'hub_error' })
+  }
+}
+
+/** Maps the hub's error headers (X-Error-Code, X-Error-Message) to a clear error for `<repo>`. */
+export async function hubErrorFrom (response: Response, repo: string, endpoint: string, authenticated: boolean): Promise<HubError> {
+  const code = response.headers.get('x-error-code')
+  const requestId = response.headers.get('x-request-id')
+  let detail = response.headers.get('x-error-message') ?? ''
+  try {
+    const body = await response.json() as { error?: unknown }
+    if (!detail && typeof body.error === 'string') detail = body.error
+  } catch { /* no JSON body */ }
+  const status = response.status
+  if (code === 'GatedRepo') {
+    return new HubError(403, `${repo} is a gated repository: accept its licence at ${endpoint}/${repo}${authenticated ? ' with the account of your HF_TOKEN' : ' and set HF_TOKEN'}`, requestId)
+  }
+  if (code === 'RepoNotFound' || status === 404 || (status === 401 && !/invalid credentials/i.test(detail))) {
+    return new HubError(404, `repository ${repo} was not found on ${endpoint}${authenticated ? '' : ' (if it is private, set HF_TOKEN)'}`, requestId)
+  }
+  if (status === 401) return new HubError(401, `the hub refused HF_TOKEN: ${detail || 'invalid credentials'}`, requestId)
+  if (status === 429) return new HubError(503, `the hub's rate limit was reached for ${repo}; try again later (setting HF_TOKEN raises the limit)`, requestId)
+  return new HubError(502, `the hub answered ${status} for ${repo}${detail ? `: ${detail}` : ''}`, requestId)
+}

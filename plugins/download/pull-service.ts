@@ -1,0 +1,130 @@
+import { statfs, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { GatewayError } from '../../core/errors.js'
+import { parseModelName } from '../../core/model-name.js'
+import type { ModelStore } from '../storage/model-store.js'
+import { downloadFile, type FileProgress } from './download-file.js'
+import { planFiles } from './file-plan.js'
+import type { HubClient } from './hub-client.js'
+
+/** One event of a pull stream (rest-interface §2.6, contract: Pull). */
+export interface PullEvent { status: string, digest?: string, total?: number, completed?: number }
+type Listener = (event: PullEvent) => void
+
+const PROGRESS_INTERVAL_MS = 100
+
+/** A pull in progress, shared by every request for the same model. */
+class PullJob {
+  readonly listeners = new Set<Listener>()
+  readonly controller = new AbortController()
+  /** What a late subscriber needs to catch up: the first event and the latest progress. */
+  readonly replay: PullEvent[] = []
+  done!: Promise<void>
+
+  emit (event: PullEvent): void {
+    if (event.status.startsWith('downloading ')) {
+      const at = this.replay.findIndex((e) => e.status === event.status)
+      if (at === -1) this.replay.push(event)
+      else this.replay[at] = event
+    } else {
+      this.replay.push(event)
+    }
+    for (const listener of this.listeners) listener(event)
+  }
+}
+
+/**
+ * Brings `<owner>/<name>[:tag]` from the hub onto the disk: plans the files, downloads them resumably and
+ * verified under the store's writer lock, and commits the model. Two pulls of one model share the job; the
+ * job stops when its last listener leaves (the partial data stays for next time).
+ */
+export class PullService {
+  private readonly jobs = new Map<string, PullJob>()
+
+  constructor (private readonly deps: { store: ModelStore, client: HubClient }) {}
+
+  /** Resolves when the model is whole; events go to `listener`. Leaving (signal) cancels if nobody else waits. */
+  async pull (name: string, listener: Listener, signal?: AbortSignal): Promise<void> {
+    const { id, tag } = parseModelName(name)
+    const key = `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`
+    let job = this.jobs.get(key)
+    if (job) {
+      for (const event of job.replay) listener(event)
+    } else {
+      job = new PullJob()
+      this.jobs.set(key, job)
+      const started = job
+      job.done = this.run(started, id, tag).finally(() => this.jobs.delete(key))
+    }
+    job.listeners.add(listener)
+    const leave = (): void => {
+      job!.listeners.delete(listener)
+      if (job!.listeners.size === 0) job!.controller.abort(new Error('every client of this pull went away'))
+    }
+    signal?.addEventListener('abort', leave, { once: true })
+    try {
+      await job.done
+    } finally {
+      signal?.removeEventListener('abort', leave)
+      job.listeners.delete(listener)
+    }
+  }
+
+  private async run (job: PullJob, id: string, tag: string | null): Promise<void> {
+    const { store, client } = this.deps
+    const signal = job.controller.signal
+    const writer = await store.openWriter(id)
+    try {
+      job.emit({ status: `pulling ${id}` })
+      const commit = await client.resolveCommit(id, signal)
+      const plan = planFiles(id, await client.listFiles(id, commit, signal), tag)
+      const unchanged = new Set((writer.existing?.files ?? [])
+        .filter((old) => plan.files.some((f) => f.path === old.name && f.sha256 !== null && f.sha256 === old.sha256 && f.size === old.size))
+        .map((f) => f.name))
+      const needed = plan.files.filter((f) => !unchanged.has(f.path)).reduce((sum, f) => sum + f.size, 0)
+      const fs = await statfs(writer.dir)
+      if (needed > fs.bavail * fs.bsize) {
+        throw new GatewayError(507, `not enough disk space for ${id}: it needs ${(needed / 2 ** 30).toFixed(2)} GiB, ${(fs.bavail * fs.bsize / 2 ** 30).toFixed(2)} GiB are free in ${writer.dir}`, { code: 'disk_full' })
+      }
+      for (const file of plan.files) {
+        const status = `downloading ${file.path}`
+        if (unchanged.has(file.path)) {
+          job.emit({ status, digest: file.path, total: file.size, completed: file.size })
+          continue
+        }
+        let last = 0
+        let lastCompleted = -1
+        const onProgress = (p: FileProgress): void => {
+          const now = Date.now()
+          // The first event, the last, and at most one every 100 ms between.
+          if (lastCompleted !== -1 && p.completed !== p.total && now - last < PROGRESS_INTERVAL_MS) return
+          if (p.completed === lastCompleted) return
+          last = now
+          lastCompleted = p.completed
+          job.emit({ status, digest: file.path, total: p.total, completed: p.completed })
+        }
+        await downloadFile({ client, repo: id, commit, file, dir: writer.dir, signal, onProgress })
+      }
+      await writer.commit({
+        name: id,
+        format: plan.format,
+        source: { type: 'hub', repository: id, commit },
+        files: plan.files.map((f) => ({ name: f.path, size: f.size, sha256: f.sha256 })),
+        primary: plan.primary,
+      })
+      // Files of an earlier version that the new manifest no longer names.
+      for (const old of writer.existing?.files ?? []) {
+        if (!plan.files.some((f) => f.path === old.name)) await rm(join(writer.dir, old.name), { force: true })
+      }
+      job.emit({ status: 'success' })
+    } finally {
+      await writer.release()
+    }
+  }
+
+  /** True while a pull of the model runs in this process. */
+  isPulling (name: string): boolean {
+    const id = parseModelName(name).id.toLowerCase()
+    return [...this.jobs.keys()].some((k) => k.startsWith(`${id}:`))
+  }
+}

@@ -1,0 +1,35 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import fp from 'fastify-plugin'
+import { Type } from 'typebox'
+import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { parseModelName } from '../../core/model-name.js'
+import { clientGone } from '../inference/client-signal.js'
+
+const PullBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  stream: Type.Optional(Type.Boolean()),
+  // Ollama's client sends it; there is nothing insecure to allow here.
+  insecure: Type.Optional(Type.Boolean()),
+})
+
+const pull: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/api/pull', { schema: { body: PullBody } }, async (request, reply) => {
+    const { model } = request.body
+    parseModelName(model)
+    if (request.body.stream === false) {
+      await app.puller.pull(model, () => {}, clientGone(reply))
+      return { status: 'success' }
+    }
+    const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
+    stream.open()
+    try {
+      await app.puller.pull(model, (event) => { stream.send(event) }, stream.signal)
+      stream.end()
+    } catch (err) {
+      stream.fail(err)
+    }
+    return reply
+  })
+}
+
+export default fp(async (app) => { await app.register(pull) }, { name: 'pull-api', dependencies: ['download'] })

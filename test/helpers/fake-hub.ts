@@ -1,0 +1,168 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import type { AddressInfo } from 'node:net'
+
+/** A file of a fake repository; LFS files are served from the CDN with their SHA-256. */
+export interface FakeFile { path: string, content: Buffer, lfs?: boolean }
+export interface FakeRepo { files: FakeFile[], gated?: boolean, private?: boolean, commit?: string }
+
+/** Faults to switch on per test. */
+export interface FakeHubFaults {
+  /** CDN: close the connection after this many body bytes, this many times. */
+  dropAfterBytes?: number
+  drops?: number
+  /** CDN: send this many bytes, then stall until the client goes away. */
+  stallAfterBytes?: number
+  /** CDN: answer ranges with the whole file (200). */
+  ignoreRange?: boolean
+  /** Hub: answer the next N requests 429 with RateLimit headers. */
+  rateLimited?: number
+  /** CDN: serve these SHA-256s with wrong bytes (same length). */
+  corrupt?: Set<string>
+  /** CDN: answer 400 to any request carrying Authorization. */
+  rejectAuthOnCdn?: boolean
+  /** Tree entries per page. */
+  pageSize?: number
+  /** Extra tree entries, listed but not served (to test path checks). */
+  extraTreeEntries?: Array<{ type: string, path: string, size: number, oid: string }>
+}
+
+/**
+ * A loopback Hugging Face hub (shared/spec/hub-protocol.md §8): the API (revision, tree with Link pages),
+ * /resolve/ with 302 to a second server playing the CDN (Range, its own ETag, no hub headers), the hub's
+ * error headers, gated and private repositories, rate limiting, and fault switches.
+ */
+export class FakeHub {
+  readonly repos = new Map<string, FakeRepo>()
+  readonly tokens = new Set<string>()
+  faults: FakeHubFaults = {}
+  /** What the CDN saw: Authorization headers, bytes sent per SHA-256, Range headers. */
+  readonly cdnAuthorizations: string[] = []
+  readonly cdnBytes = new Map<string, number>()
+  readonly cdnRanges: string[] = []
+  readonly hubRequests: string[] = []
+  private hub!: Server
+  private cdn!: Server
+  url = ''
+  private cdnUrl = ''
+  private readonly bySha = new Map<string, FakeFile>()
+
+  static async start (): Promise<FakeHub> {
+    const hub = new FakeHub()
+    hub.hub = createServer((req, res) => hub.onHub(req, res))
+    hub.cdn = createServer((req, res) => hub.onCdn(req, res))
+    for (const server of [hub.hub, hub.cdn]) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    hub.url = `http://127.0.0.1:${(hub.hub.address() as AddressInfo).port}`
+    hub.cdnUrl = `http://127.0.0.1:${(hub.cdn.address() as AddressInfo).port}`
+    return hub
+  }
+
+  addRepo (id: string, repo: FakeRepo): void {
+    repo.commit ??= createHash('sha1').update(id + Math.random()).digest('hex')
+    for (const f of repo.files) if (f.lfs !== false) this.bySha.set(sha256(f.content), f)
+    this.repos.set(id, repo)
+  }
+
+  async close (): Promise<void> {
+    for (const server of [this.hub, this.cdn]) { server.closeAllConnections(); await new Promise((resolve) => server.close(resolve)) }
+  }
+
+  private authorized (req: IncomingMessage): boolean {
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]
+    return token !== undefined && this.tokens.has(token)
+  }
+
+  private error (res: ServerResponse, status: number, code: string | null, message: string): void {
+    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': randomBytes(6).toString('hex'), ...(code ? { 'x-error-code': code } : {}), 'x-error-message': message })
+    res.end(JSON.stringify({ error: message }))
+  }
+
+  private onHub (req: IncomingMessage, res: ServerResponse): void {
+    this.hubRequests.push(req.url!)
+    if (this.faults.rateLimited && this.faults.rateLimited > 0) {
+      this.faults.rateLimited--
+      res.writeHead(429, { ratelimit: '"api";r=0;t=1', 'ratelimit-policy': '"fixed window";"api";q=500;w=300' })
+      res.end('{"error":"rate limited"}')
+      return
+    }
+    const url = new URL(req.url!, this.url)
+    const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision\/([^/]+)|tree\/([^/]+))$/.exec(url.pathname)
+    const resolve = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname)
+    const id = api?.[1] ?? resolve?.[1]
+    const repo = id ? this.repos.get(id) : undefined
+    if (!id || !repo) return this.error(res, this.authorized(req) ? 404 : 401, 'RepoNotFound', 'Repository not found')
+    if (repo.private && !this.authorized(req)) return this.error(res, 401, 'RepoNotFound', 'Repository not found')
+    if (api?.[3]) {
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ id, sha: repo.commit, private: !!repo.private, gated: repo.gated ? 'manual' : false }))
+      return
+    }
+    if (repo.gated && !this.authorized(req)) return this.error(res, req.headers.authorization ? 403 : 401, 'GatedRepo', `Access to model ${id} is restricted. You must have access to it and be authenticated to access it. Please log in.`)
+    if (api?.[4]) {
+      const entries = [...repo.files.map((f) => ({ type: 'file', oid: createHash('sha1').update(f.content).digest('hex'), size: f.content.length, path: f.path, ...(f.lfs !== false ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {}) })), ...(this.faults.extraTreeEntries ?? [])]
+      const size = this.faults.pageSize ?? 1000
+      const cursor = Number(url.searchParams.get('cursor') ?? 0)
+      const headers: Record<string, string> = { 'content-type': 'application/json' }
+      if (cursor + size < entries.length) headers.link = `<${this.url}${url.pathname}?recursive=true&expand=false&cursor=${cursor + size}>; rel="next"`
+      res.writeHead(200, headers)
+      res.end(JSON.stringify(entries.slice(cursor, cursor + size)))
+      return
+    }
+    const path = decodeURIComponent(resolve![3]!)
+    const file = repo.files.find((f) => f.path === path)
+    if (!file) return this.error(res, 404, 'EntryNotFound', `${path} does not exist`)
+    if (file.lfs === false) {
+      res.writeHead(200, { 'content-length': file.content.length, 'x-repo-commit': repo.commit!, etag: '"small"' })
+      res.end(file.content)
+      return
+    }
+    const sha = sha256(file.content)
+    const body = `Found. Redirecting to ${this.cdnUrl}/lfs/${sha}`
+    res.writeHead(302, { location: `${this.cdnUrl}/lfs/${sha}?Expires=1&Signature=x`, 'x-repo-commit': repo.commit!, 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(file.content.length), 'content-length': Buffer.byteLength(body) })
+    res.end(body)
+  }
+
+  private onCdn (req: IncomingMessage, res: ServerResponse): void {
+    if (req.headers.authorization) {
+      this.cdnAuthorizations.push(req.headers.authorization)
+      if (this.faults.rejectAuthOnCdn) { res.writeHead(400); res.end('Only one auth mechanism allowed'); return }
+    }
+    const sha = /^\/lfs\/([0-9a-f]{64})/.exec(req.url!)?.[1]
+    const file = sha ? this.bySha.get(sha) : undefined
+    if (!file) { res.writeHead(404); res.end(); return }
+    let content = file.content
+    if (this.faults.corrupt?.has(sha!)) content = Buffer.from(content.map((b) => b ^ 0xff))
+    let start = 0
+    const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
+    if (req.headers.range) this.cdnRanges.push(req.headers.range)
+    const headers: Record<string, string | number> = { 'accept-ranges': 'bytes', etag: `"cdn-${sha!.slice(0, 16)}"` }
+    if (range && !this.faults.ignoreRange) {
+      start = Number(range[1])
+      if (start >= content.length) { res.writeHead(416, { 'content-range': `bytes */${content.length}` }); res.end(); return }
+      res.writeHead(206, { ...headers, 'content-range': `bytes ${start}-${content.length - 1}/${content.length}`, 'content-length': content.length - start })
+    } else {
+      res.writeHead(200, { ...headers, 'content-length': content.length })
+    }
+    let body = content.subarray(start)
+    const count = (n: number): void => { this.cdnBytes.set(sha!, (this.cdnBytes.get(sha!) ?? 0) + n) }
+    if (this.faults.stallAfterBytes !== undefined) {
+      const part = body.subarray(0, Math.max(0, this.faults.stallAfterBytes - start))
+      count(part.length)
+      res.write(part) // and never end: the client has to give up
+      return
+    }
+    if (this.faults.dropAfterBytes !== undefined && (this.faults.drops ?? 1) > 0) {
+      this.faults.drops = (this.faults.drops ?? 1) - 1
+      body = body.subarray(0, this.faults.dropAfterBytes)
+      count(body.length)
+      res.write(body, () => res.destroy())
+      return
+    }
+    count(body.length)
+    res.end(body)
+  }
+}
+
+export function sha256 (content: Buffer): string {
+  return createHash('sha256').update(content).digest('hex')
+}

@@ -1,0 +1,241 @@
+import { existsSync } from 'node:fs'
+import { readdir, readFile, stat } from 'node:fs/promises'
+import { join } from 'node:path'
+import t, { type Test } from 'tap'
+import { buildApp } from '../../../core/app.js'
+import { planFiles } from '../../../plugins/download/file-plan.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { build, tempDir, testConfig } from '../../helpers/app.js'
+import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
+
+async function tinyGguf (t: Test, seed: number): Promise<Buffer> {
+  const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed })
+  return readFile(file)
+}
+
+/** The SHA-256 of a file of a fake repository: the CDN's key. */
+function shaOf (fake: FakeHub, repo: string, path: string): string {
+  return sha256(fake.repos.get(repo)!.files.find((f) => f.path === path)!.content)
+}
+
+async function hub (t: Test): Promise<FakeHub> {
+  const fake = await FakeHub.start()
+  t.teardown(() => fake.close())
+  const [q4, q8, q2] = [await tinyGguf(t, 1), await tinyGguf(t, 2), await tinyGguf(t, 3)]
+  fake.addRepo('acme/tiny-GGUF', { files: [
+    { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
+    { path: 'tiny-Q2_K.gguf', content: q2 }, { path: 'tiny-Q4_K_M.gguf', content: q4 }, { path: 'tiny-Q8_0.gguf', content: q8 },
+    { path: 'mmproj-tiny-f16.gguf', content: q8 },
+  ] })
+  fake.addRepo('acme/small-GGUF', { files: [{ path: 'tiny-Q6_K.gguf', content: q8 }, { path: 'tiny-Q2_K.gguf', content: q2 }] })
+  fake.addRepo('acme/split-GGUF', { files: [
+    { path: 'big-Q4_K_M-00001-of-00003.gguf', content: q4 },
+    { path: 'big-Q4_K_M-00002-of-00003.gguf', content: Buffer.alloc(5000, 2) },
+    { path: 'big-Q4_K_M-00003-of-00003.gguf', content: Buffer.alloc(3000, 3) },
+  ] })
+  fake.addRepo('acme/tiny-st', { files: [
+    { path: 'config.json', content: Buffer.from('{"architectures":["LlamaForCausalLM"]}'), lfs: false },
+    { path: 'model.safetensors', content: Buffer.alloc(20_000, 7) },
+    { path: 'tokenizer.model', content: Buffer.alloc(1000, 1) },
+    { path: 'notes.txt', content: Buffer.from('not needed'), lfs: false },
+  ] })
+  fake.addRepo('acme/gated', { gated: true, files: [{ path: 'g-Q4_K_M.gguf', content: q4 }] })
+  fake.addRepo('acme/private', { private: true, files: [{ path: 'p-Q4_K_M.gguf', content: q4 }] })
+  fake.addRepo('acme/nothing', { files: [{ path: 'README.md', content: Buffer.from('hi'), lfs: false }] })
+  return fake
+}
+
+async function pull (url: string, model: string, extra: Record<string, unknown> = {}, signal?: AbortSignal): Promise<{ status: number, events: any[] }> {
+  const res = await fetch(`${url}/api/pull`, { method: 'POST', headers: { accept: 'application/x-ndjson' }, body: JSON.stringify({ model, ...extra }), signal })
+  const text = await res.text()
+  return { status: res.status, events: text.split('\n').filter(Boolean).map((l) => JSON.parse(l)) }
+}
+
+async function serve (t: Test, fake: FakeHub, values: Record<string, unknown> = {}) {
+  const app = await build(t, { hub: { endpoint: fake.url, token: null }, ...values })
+  return { app, url: await app.listen({ host: '127.0.0.1', port: 0 }) }
+}
+
+t.test('a GGUF pull: the exact event sequence, a verified file, a listed model', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { pageSize: 2 }
+  const { app, url } = await serve(t, fake)
+  const { status, events } = await pull(url, 'acme/tiny-GGUF')
+  t.equal(status, 200)
+  t.ok(fake.hubRequests.some((r) => r.includes('cursor=')), 'the tree was read page by page')
+  t.same(events[0], { status: 'pulling acme/tiny-GGUF' })
+  const downloads = events.slice(1, -1)
+  t.ok(downloads.length >= 2)
+  const size = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content.length
+  for (const e of downloads) t.same(Object.keys(e).sort(), ['completed', 'digest', 'status', 'total'])
+  t.same(downloads[0], { status: 'downloading tiny-Q4_K_M.gguf', digest: 'tiny-Q4_K_M.gguf', total: size, completed: 0 })
+  t.same(downloads.at(-1), { status: 'downloading tiny-Q4_K_M.gguf', digest: 'tiny-Q4_K_M.gguf', total: size, completed: size })
+  t.same(events.at(-1), { status: 'success' })
+  const record = app.store.get('acme/tiny-GGUF')
+  t.equal(record.format, 'gguf')
+  t.equal(record.manifest.source.commit, fake.repos.get('acme/tiny-GGUF')!.commit)
+  const file = join(record.dir, 'tiny-Q4_K_M.gguf')
+  t.equal(sha256(await readFile(file)), record.manifest.files[0]!.sha256)
+  t.same((await readdir(record.dir)).sort(), ['manifest.json', 'tiny-Q4_K_M.gguf'], 'no partial or other quant left')
+  const tags = (await (await fetch(`${url}/api/tags`)).json()) as { models: Array<{ name: string }> }
+  t.same(tags.models.map((m) => m.name), ['acme/tiny-GGUF'])
+  const again = await pull(url, 'acme/tiny-GGUF', { stream: false })
+  t.same(again.events, [{ status: 'success' }], 'stream: false answers once')
+  t.equal(fake.cdnBytes.get(shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')), size, 'pulling a whole model again downloads nothing')
+})
+
+t.test('file choice: tags, the default order, split files, SafeTensors, nothing usable', async (t) => {
+  const files = (paths: string[]) => paths.map((path) => ({ path, size: 1, sha256: null }))
+  const quants = files(['m-Q2_K.gguf', 'm-Q4_K_M.gguf', 'm-Q8_0.gguf', 'mmproj-m-f16.gguf', 'm-imatrix.gguf'])
+  t.equal(planFiles('a/b', quants, null).primary, 'm-Q4_K_M.gguf')
+  t.equal(planFiles('a/b', quants, 'q8_0').primary, 'm-Q8_0.gguf', 'a quant label, case-insensitive')
+  t.equal(planFiles('a/b', quants, 'M-Q2_K.GGUF').primary, 'm-Q2_K.gguf', 'a file name')
+  t.equal(planFiles('a/b', files(['m-Q2_K.gguf', 'm-Q8_0.gguf']), null).primary, 'm-Q8_0.gguf', 'then Q8_0')
+  t.equal(planFiles('a/b', files(['m-Q6_K.gguf', 'm-Q3_K_M.gguf', 'm-Q2_K.gguf']), null).primary, 'm-Q3_K_M.gguf', 'then the nearest smaller quant')
+  t.equal(planFiles('a/b', files(['m-F16.gguf', 'm-Q6_K.gguf']), null).primary, 'm-F16.gguf', 'then the first')
+  t.throws(() => planFiles('a/b', quants, 'Q5_K_M'), /has no GGUF for tag "Q5_K_M"; it offers: Q2_K, Q4_K_M, Q8_0/)
+  const split = planFiles('a/b', files(['x/big-Q4_K_M-00002-of-00002.gguf', 'x/big-Q4_K_M-00001-of-00002.gguf', 'small-Q8_0.gguf']), null)
+  t.same(split.files.map((f) => f.path), ['x/big-Q4_K_M-00001-of-00002.gguf', 'x/big-Q4_K_M-00002-of-00002.gguf'])
+  t.equal(split.primary, 'x/big-Q4_K_M-00001-of-00002.gguf')
+  const st = planFiles('a/b', files(['config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer.json', 'README.md', 'sub/x.safetensors']), null)
+  t.equal(st.format, 'safetensors')
+  t.same(st.files.map((f) => f.path).sort(), ['config.json', 'model-00001-of-00002.safetensors', 'model-00002-of-00002.safetensors', 'model.safetensors.index.json', 'tokenizer.json'])
+  t.throws(() => planFiles('a/b', files(['README.md', 'model.bin']), null), /holds neither a GGUF file nor SafeTensors weights with a config\.json \(it has: README\.md, model\.bin\)/)
+  for (const bad of ['../../x.gguf', '/etc/x.gguf', 'a/../../x.gguf', 'a\\b.gguf']) {
+    t.throws(() => planFiles('a/b', files([bad, 'm-Q4_K_M.gguf']), null), /unsafe file path/, bad)
+  }
+})
+
+t.test('pulls of a tag, a split model and a SafeTensors model', async (t) => {
+  const fake = await hub(t)
+  const { app, url } = await serve(t, fake)
+  t.same((await pull(url, 'acme/tiny-GGUF:q8_0')).events.at(-1), { status: 'success' })
+  t.equal(app.store.get('acme/tiny-GGUF').manifest.primary, 'tiny-Q8_0.gguf')
+  const split = await pull(url, 'acme/split-GGUF')
+  t.same(split.events.at(-1), { status: 'success' })
+  t.same([...new Set(split.events.filter((e) => e.digest).map((e) => e.digest))], ['big-Q4_K_M-00001-of-00003.gguf', 'big-Q4_K_M-00002-of-00003.gguf', 'big-Q4_K_M-00003-of-00003.gguf'])
+  t.equal(app.store.get('acme/split-GGUF').manifest.files.length, 3)
+  const st = await pull(url, 'acme/tiny-st')
+  t.same(st.events.at(-1), { status: 'success' })
+  const record = app.store.get('acme/tiny-st')
+  t.equal(record.format, 'safetensors')
+  t.same(record.manifest.files.map((f) => f.name).sort(), ['config.json', 'model.safetensors', 'tokenizer.model'])
+  const none = await pull(url, 'acme/nothing')
+  t.match(none.events.at(-1).error, /holds neither a GGUF file nor SafeTensors/)
+})
+
+t.test('a dropped connection is resumed with Range to a verified file', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { dropAfterBytes: 100_000, drops: 2 }
+  const { app, url } = await serve(t, fake)
+  const { events } = await pull(url, 'acme/tiny-GGUF')
+  t.same(events.at(-1), { status: 'success' })
+  const offsets = fake.cdnRanges.map((r) => Number(/^bytes=(\d+)-$/.exec(r)![1]))
+  t.equal(offsets.length, 2, 'two resumes')
+  t.ok(offsets[0]! > 0 && offsets[1]! > offsets[0]!, `each resume asked for the rest only (${fake.cdnRanges.join(', ')})`)
+  const record = app.store.get('acme/tiny-GGUF')
+  t.equal(sha256(await readFile(join(record.dir, 'tiny-Q4_K_M.gguf'))), record.manifest.files[0]!.sha256)
+})
+
+t.test('a server ignoring Range: the download starts over and still verifies', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { dropAfterBytes: 50_000, drops: 1, ignoreRange: true }
+  const { url } = await serve(t, fake)
+  t.same((await pull(url, 'acme/tiny-GGUF')).events.at(-1), { status: 'success' })
+})
+
+t.test('a restart in the middle of a pull: the next pull finishes from the partial data', async (t) => {
+  const fake = await hub(t)
+  const size = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content.length
+  fake.faults = { stallAfterBytes: 200_000 }
+  const config = await testConfig(t, { hub: { endpoint: fake.url } })
+  const first = await buildApp(config)
+  const firstUrl = await first.listen({ host: '127.0.0.1', port: 0 })
+  const controller = new AbortController()
+  const stalled = pull(firstUrl, 'acme/tiny-GGUF', {}, controller.signal).catch(() => null)
+  const partial = join(config.modelsDir, 'acme', 'tiny-GGUF', 'tiny-Q4_K_M.gguf.partial')
+  for (let i = 0; i < 200 && (!existsSync(partial) || (await stat(partial)).size < 200_000); i++) await new Promise((r) => setTimeout(r, 20))
+  t.equal((await stat(partial)).size, 200_000, 'the first server wrote what it got')
+  controller.abort()
+  await stalled
+  await first.close() // the "restart"
+  fake.faults = {}
+  fake.cdnBytes.clear()
+  const second = await buildApp(config)
+  t.teardown(() => second.close())
+  t.equal(second.store.find('acme/tiny-GGUF'), null, 'nothing half-pulled is listed')
+  const { events } = await pull(await second.listen({ host: '127.0.0.1', port: 0 }), 'acme/tiny-GGUF')
+  t.same(events.at(-1), { status: 'success' })
+  t.equal(events[1].completed, 200_000, 'progress starts from the partial data')
+  t.equal(fake.cdnBytes.get(shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')), size - 200_000, `fetched ${size - 200_000} bytes the second time, less than the ${size} of the file`)
+})
+
+t.test('a file that does not match its SHA-256 is refused and nothing is listed', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { corrupt: new Set([shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')]) }
+  const { app, url } = await serve(t, fake)
+  const { status, events } = await pull(url, 'acme/tiny-GGUF')
+  t.equal(status, 200)
+  t.match(events.at(-1).error, /tiny-Q4_K_M\.gguf does not match its SHA-256.*discarded, pull again/)
+  t.equal(app.store.find('acme/tiny-GGUF'), null)
+  t.same(await readdir(join(app.config.modelsDir, 'acme', 'tiny-GGUF')), [], 'no partial file kept')
+  const whole = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny-GGUF', stream: false }) })
+  t.equal(whole.status, 502, 'stream: false answers the error with its status')
+})
+
+t.test('429 with RateLimit is waited out', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { rateLimited: 1 }
+  const { url } = await serve(t, fake)
+  const started = Date.now()
+  t.same((await pull(url, 'acme/tiny-GGUF')).events.at(-1), { status: 'success' })
+  t.ok(Date.now() - started >= 1900, 'it waited the reset time the hub gave (t=1, +1 s)')
+})
+
+t.test('gated, private and missing repositories say what to do; the token never reaches the CDN', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { rejectAuthOnCdn: true }
+  const anonymous = await serve(t, fake)
+  t.match((await pull(anonymous.url, 'acme/gated')).events.at(-1).error, /acme\/gated is a gated repository: accept its licence at http:\/\/127\.0\.0\.1:\d+\/acme\/gated and set HF_TOKEN/)
+  t.match((await pull(anonymous.url, 'acme/private')).events.at(-1).error, /repository acme\/private was not found on .* \(if it is private, set HF_TOKEN\)/)
+  t.match((await pull(anonymous.url, 'acme/missing')).events.at(-1).error, /repository acme\/missing was not found/)
+  const missing = await fetch(`${anonymous.url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/missing', stream: false }) })
+  t.equal(missing.status, 404)
+  fake.tokens.add('hf_secret')
+  const { url } = await serve(t, fake, { hub: { endpoint: fake.url, token: 'hf_secret' } })
+  t.same((await pull(url, 'acme/gated')).events.at(-1), { status: 'success' })
+  t.same((await pull(url, 'acme/private')).events.at(-1), { status: 'success' })
+  t.same(fake.cdnAuthorizations, [], 'the CDN never saw the token')
+})
+
+t.test('two pulls of one model share one download; a client leaving cancels it; delete during a pull is 409', async (t) => {
+  const fake = await hub(t)
+  const size = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content.length
+  const { app, url } = await serve(t, fake)
+  const [a, b] = await Promise.all([pull(url, 'acme/tiny-GGUF'), pull(url, 'acme/tiny-GGUF')])
+  t.same(a.events.at(-1), { status: 'success' })
+  t.same(b.events.at(-1), { status: 'success' })
+  t.equal(fake.cdnBytes.get(shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')), size, 'the file was fetched once')
+
+  fake.faults = { stallAfterBytes: 100_000 }
+  const controller = new AbortController()
+  const leaving = pull(url, 'acme/small-GGUF', {}, controller.signal).catch(() => null)
+  for (let i = 0; i < 200 && !app.puller.isPulling('acme/small-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
+  await new Promise((r) => setTimeout(r, 200))
+  const del = await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'acme/small-GGUF' }) })
+  t.equal(del.status, 409, 'delete while pulling')
+  controller.abort()
+  await leaving
+  for (let i = 0; i < 200 && app.puller.isPulling('acme/small-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
+  t.notOk(app.puller.isPulling('acme/small-GGUF'), 'the download stopped when its only client left')
+})
+
+t.test('a tree that lists ../../x is refused', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { extraTreeEntries: [{ type: 'file', path: '../../x', size: 1, oid: 'a'.repeat(40) }] }
+  const { app, url } = await serve(t, fake)
+  t.match((await pull(url, 'acme/tiny-GGUF')).events.at(-1).error, /unsafe file path "\.\.\/\.\.\/x"/)
+  t.notOk(existsSync(join(app.config.modelsDir, 'x')))
+  const bad = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: '../evil' }) })
+  t.equal(bad.status, 400)
+})
