@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import { parseArgs } from 'node:util'
+import { execa } from 'execa'
+import { PACKAGE_ROOT } from '../core/paths.js'
+import { parseSize } from '../core/units.js'
+import { FakeHub } from '../test/helpers/fake-hub.js'
+import { percentile } from './stats.js'
+
+/**
+ * `node dist/scripts/bench-pull.js [--size 1GiB] [--reps 3]`: one large file from the loopback fake hub,
+ * pulled by llamagate (SHA-256 checked while streaming) and fetched by `curl -o` then `sha256sum`, in
+ * turns; prints both speeds, the ratio, and llamagate's peak RSS.
+ */
+async function main (): Promise<void> {
+  const { values } = parseArgs({ options: { size: { type: 'string', default: '1GiB' }, reps: { type: 'string', default: '3' } } })
+  const size = parseSize(values.size)
+  if (!size) throw new Error('--size must be a size such as 1GiB')
+  const dir = await mkdtemp(join(tmpdir(), 'llamagate-bench-pull-'))
+  const hub = await FakeHub.start()
+  try {
+    hub.addRepo('bench/big', { files: [
+      { path: 'config.json', content: Buffer.from('{"architectures":["LlamaForCausalLM"]}'), lfs: false },
+      { path: 'model.safetensors', content: randomBytes(size) },
+    ] })
+    const commit = hub.repos.get('bench/big')!.commit!
+    const config = join(dir, 'config.yaml')
+    await writeFile(config, `data_dir: ${join(dir, 'data')}\nport: 0\nlog_level: info\nhub: { endpoint: ${hub.url} }\n`)
+    const gateway = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
+    const url = await new Promise<string>((resolve) => {
+      let out = ''
+      gateway.stdout!.on('data', (d) => { out += d; const m = /listening on (http:\/\/[^\s"]+)/.exec(out); if (m) resolve(m[1]!) })
+    })
+    const gatewayTimes: number[] = []
+    const curlTimes: number[] = []
+    for (let rep = 0; rep < Number(values.reps); rep++) {
+      await rm(join(dir, 'data', 'models'), { recursive: true, force: true })
+      let started = performance.now()
+      const res = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'bench/big', stream: false }) })
+      if (res.status !== 200) throw new Error(`pull failed: ${await res.text()}`)
+      gatewayTimes.push(performance.now() - started)
+      // The gateway keeps the model; delete it through the API so that the next pull starts from nothing.
+      await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'bench/big' }) })
+      started = performance.now()
+      const target = join(dir, 'curl.out')
+      await execa('curl', ['-sSfL', '-o', target, `${hub.url}/bench/big/resolve/${commit}/model.safetensors`])
+      await execa('sha256sum', [target])
+      curlTimes.push(performance.now() - started)
+      await rm(target, { force: true })
+    }
+    const status = await readFile(`/proc/${gateway.pid}/status`, 'utf8')
+    const peakRss = Number(/VmHWM:\s+(\d+)/.exec(status)![1]) * 1024
+    gateway.kill('SIGTERM')
+    const mibps = (ms: number): number => size / 2 ** 20 / (ms / 1000)
+    const g = percentile(gatewayTimes, 50)
+    const c = percentile(curlTimes, 50)
+    const result = { size_bytes: size, llamagate_mib_s: mibps(g), curl_mib_s: mibps(c), ratio: c / g, llamagate_peak_rss_mib: peakRss / 2 ** 20, reps: Number(values.reps) }
+    process.stdout.write(`pull of ${(size / 2 ** 30).toFixed(2)} GiB (medians of ${result.reps}): llamagate ${result.llamagate_mib_s.toFixed(0)} MiB/s, curl -o + sha256sum ${result.curl_mib_s.toFixed(0)} MiB/s, ratio ${result.ratio.toFixed(2)}; llamagate peak RSS ${result.llamagate_peak_rss_mib.toFixed(0)} MiB\n`)
+    process.stdout.write(`${JSON.stringify(result)}\n`)
+  } finally {
+    await hub.close()
+    await rm(dir, { recursive: true, force: true })
+  }
+}
+
+main().catch((err) => { process.stderr.write(`bench-pull failed: ${(err as Error).stack}\n`); process.exit(1) })
