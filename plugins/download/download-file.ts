@@ -3,7 +3,7 @@ import { createReadStream, createWriteStream } from 'node:fs'
 import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { GatewayError } from '../../core/errors.js'
-import type { HubClient, HubFile } from './hub-client.js'
+import { discard, type HubClient, type HubFile } from './hub-client.js'
 import { MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
 /** How long a download may receive nothing before it is retried. */
@@ -70,13 +70,14 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
       const response = await client.openFile(repo, commit, file.path, offset, attemptSignal)
       if (offset > 0 && response.status !== 206) {
         // The server ignored the range and sends the whole file: start over.
-        await response.body?.cancel()
+        discard(response.body)
         await rm(partial, { force: true })
         return await restart(opts)
       }
-      const out = createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w' })
+      // A large buffer: fewer, bigger writes while the network hands over 64 KiB at a time.
+      const out = createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w', highWaterMark: 4 << 20 })
       try {
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+        for await (const chunk of response.body as AsyncIterable<Buffer>) {
           clearTimeout(stallTimer)
           stallTimer = setTimeout(() => stall.abort(new Error(`no data for ${STALL_MS / 1000} s`)), STALL_MS).unref()
           hash.update(chunk)

@@ -1,8 +1,13 @@
-import { hubErrorFrom, HubError } from './hub-error.js'
+import type { Readable } from 'node:stream'
+import { request } from 'undici'
+import { hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
 /** A file of a repository at a commit, as the tree endpoint lists it. */
 export interface HubFile { path: string, size: number, sha256: string | null }
+
+/** A file download's answer: the status, headers, and the body as a Node stream (fewer, larger chunks than fetch). */
+export interface FileAnswer extends HubAnswer { body: Readable }
 
 export interface HubClientOptions {
   /** @default 'https://huggingface.co' */
@@ -55,20 +60,22 @@ export class HubClient {
    * to the hub only, never to the CDN a redirect points at. Resolves with the body's response: 206 when the
    * range was honoured, 200 when the whole file comes (the caller starts over).
    */
-  async openFile (repo: string, commit: string, path: string, offset: number, signal?: AbortSignal): Promise<Response> {
-    let url = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
+  async openFile (repo: string, commit: string, path: string, offset: number, signal?: AbortSignal): Promise<FileAnswer> {
+    const start = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
     for (let attempt = 1; ; attempt++) {
-      let response: Response
+      let answer: FileAnswer
+      let url = start
       try {
         for (let hops = 0; ; hops++) {
           const target = new URL(url)
           const headers: Record<string, string> = {}
           if (offset > 0) headers.range = `bytes=${offset}-`
           if (this.options.token && target.origin === this.origin) headers.authorization = `Bearer ${this.options.token}`
-          response = await this.fetch(url, { headers, redirect: 'manual', signal })
-          const location = response.headers.get('location')
-          if (response.status >= 300 && response.status < 400 && location && hops < 5) {
-            await response.body?.cancel()
+          const response = await request(url, { method: 'GET', headers, signal })
+          answer = adapt(response.statusCode, response.headers, response.body)
+          const location = answer.headers.get('location')
+          if (answer.status >= 300 && answer.status < 400 && location && hops < 5) {
+            discard(response.body)
             url = new URL(location, url).href
             continue
           }
@@ -79,14 +86,13 @@ export class HubClient {
         await wait(retryDelayMs(attempt), signal)
         continue
       }
-      if (response!.ok) return response!
-      if (isRetryableStatus(response!.status) && attempt < MAX_ATTEMPTS) {
-        await response!.body?.cancel()
-        await wait(retryDelayMs(attempt, response!.headers), signal)
-        url = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
+      if (answer!.status >= 200 && answer!.status < 300) return answer!
+      if (isRetryableStatus(answer!.status) && attempt < MAX_ATTEMPTS) {
+        discard(answer!.body)
+        await wait(retryDelayMs(attempt, answer!.headers), signal)
         continue
       }
-      throw await hubErrorFrom(response!, repo, this.endpoint, this.options.token !== null)
+      throw await hubErrorFrom(answer!, repo, this.endpoint, this.options.token !== null)
     }
   }
 
@@ -114,4 +120,19 @@ export class HubClient {
       throw await hubErrorFrom(response, repo, this.endpoint, this.options.token !== null)
     }
   }
+}
+
+function adapt (status: number, headers: Record<string, string | string[] | undefined>, body: Readable & { text(): Promise<string> }): FileAnswer {
+  return {
+    status,
+    headers: { get: (name) => { const v = headers[name.toLowerCase()]; return v === undefined ? null : Array.isArray(v) ? v.join(', ') : v } },
+    text: () => body.text(),
+    body,
+  }
+}
+
+/** Drops a body we will not read; undici reports a destroyed body as an error, which is expected here. */
+export function discard (body: Readable): void {
+  body.on('error', () => {})
+  body.destroy()
 }

@@ -8,12 +8,15 @@ export class HubError extends GatewayError {
 }
 
 /** Maps the hub's error headers (X-Error-Code, X-Error-Message) to a clear error for `<repo>`. */
-export async function hubErrorFrom (response: Response, repo: string, endpoint: string, authenticated: boolean): Promise<HubError> {
+/** The part of an HTTP answer the error mapping reads (a fetch Response, or undici's answer adapted). */
+export interface HubAnswer { status: number, headers: { get(name: string): string | null }, text(): Promise<string> }
+
+export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint: string, authenticated: boolean): Promise<HubError> {
   const code = response.headers.get('x-error-code')
   const requestId = response.headers.get('x-request-id')
   let detail = response.headers.get('x-error-message') ?? ''
   try {
-    const body = await response.json() as { error?: unknown }
+    const body = JSON.parse(await response.text()) as { error?: unknown }
     if (!detail && typeof body.error === 'string') detail = body.error
   } catch { /* no JSON body */ }
   const status = response.status

@@ -10,7 +10,7 @@ export function isRetryableStatus (status: number): boolean { return RETRY_STATU
  * How long to wait before the next try: the hub's `RateLimit` reset (when nothing remains), else
  * `Retry-After` seconds, else exponential backoff capped at 8 s.
  */
-export function retryDelayMs (attempt: number, headers?: Headers): number {
+export function retryDelayMs (attempt: number, headers?: { get(name: string): string | null }): number {
   const rateLimit = headers?.get('ratelimit')
   const match = rateLimit ? /r\s*=\s*(\d+)\s*;\s*t\s*=\s*(\d+)/.exec(rateLimit) : null
   if (match && Number(match[1]) === 0) return (Number(match[2]) + 1) * 1000
