@@ -12,7 +12,7 @@ const STALL_MS = 30_000
 export interface FileProgress { file: string, total: number, completed: number }
 
 /** What the bytes of a `.partial` file are expected to become; a sidecar that outlives the process. */
-interface PartialInfo { repository: string, commit: string, path: string, size: number, sha256: string | null }
+interface PartialInfo { url: string, repository: string, commit: string, path: string, size: number, sha256: string | null }
 
 export interface DownloadFileOptions {
   client: HubClient
@@ -25,15 +25,17 @@ export interface DownloadFileOptions {
   onProgress: (progress: FileProgress) => void
 }
 
-async function hashExisting (path: string, bytes: number, hash: Hash): Promise<void> {
+async function hashExisting (path: string, bytes: number, hashes: Hash[]): Promise<void> {
   if (bytes === 0) return
-  for await (const chunk of createReadStream(path, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 })) hash.update(chunk as Buffer)
+  for await (const chunk of createReadStream(path, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 })) for (const h of hashes) h.update(chunk as Buffer)
 }
 
 async function partialInfoMatches (path: string, expected: PartialInfo): Promise<boolean> {
   try {
     const info = JSON.parse(await readFile(path, 'utf8')) as PartialInfo
-    return info.size === expected.size && info.sha256 === expected.sha256 && info.path === expected.path
+    // Same content: the same SHA-256, or for small non-LFS files (no SHA-256 listed) the same commit.
+    return info.size === expected.size && info.sha256 === expected.sha256 && info.path === expected.path &&
+      (expected.sha256 !== null || info.commit === expected.commit)
   } catch {
     return false
   }
@@ -49,7 +51,7 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
   const target = join(dir, file.path)
   const partial = `${target}.partial`
   const sidecar = `${partial}.json`
-  const expected: PartialInfo = { repository: repo, commit, path: file.path, size: file.size, sha256: file.sha256 }
+  const expected: PartialInfo = { url: client.resolveUrl(repo, commit, file.path), repository: repo, commit, path: file.path, size: file.size, sha256: file.sha256 }
   await mkdir(dirname(target), { recursive: true })
   let offset = 0
   if (await partialInfoMatches(sidecar, expected)) {
@@ -59,7 +61,10 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
     await writeFile(sidecar, JSON.stringify(expected))
   }
   const hash = createHash('sha256')
-  await hashExisting(partial, offset, hash)
+  // A small file kept in git has no SHA-256 on the hub, but its git blob id (SHA-1 of "blob <size>\0" + bytes) checks it as well.
+  const blob = file.sha256 === null && file.gitOid ? createHash('sha1').update(`blob ${file.size}\0`) : null
+  const hashes = blob ? [hash, blob] : [hash]
+  await hashExisting(partial, offset, hashes)
   onProgress({ file: file.path, total: file.size, completed: offset })
   for (let attempt = 1; offset < file.size || file.size === 0; attempt++) {
     // A connection that stops sending without closing is given up after a while and resumed.
@@ -81,6 +86,7 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
           clearTimeout(stallTimer)
           stallTimer = setTimeout(() => stall.abort(new Error(`no data for ${STALL_MS / 1000} s`)), STALL_MS).unref()
           hash.update(chunk)
+          blob?.update(chunk)
           offset += chunk.length
           if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()))
           onProgress({ file: file.path, total: file.size, completed: Math.min(offset, file.size) })
@@ -105,6 +111,12 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
     throw new GatewayError(502, `${file.path} came with ${offset} bytes where the hub lists ${file.size}; the download was discarded`, { code: 'size_mismatch' })
   }
   const digest = hash.digest('hex')
+  const blobId = blob?.digest('hex')
+  if (blobId && blobId !== file.gitOid) {
+    await rm(partial, { force: true })
+    await rm(sidecar, { force: true })
+    throw new GatewayError(502, `${file.path} does not match its git blob id (expected ${file.gitOid}, got ${blobId}); the download was discarded, pull again`, { code: 'checksum_mismatch' })
+  }
   if (file.sha256 && digest !== file.sha256) {
     await rm(partial, { force: true })
     await rm(sidecar, { force: true })

@@ -3,8 +3,11 @@ import { request } from 'undici'
 import { hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
-/** A file of a repository at a commit, as the tree endpoint lists it. */
-export interface HubFile { path: string, size: number, sha256: string | null }
+/**
+ * A file of a repository at a commit, as the tree endpoint lists it: `sha256` is the LFS object id (null for
+ * small files kept in git), `gitOid` the git blob id, which identifies those small files.
+ */
+export interface HubFile { path: string, size: number, sha256: string | null, gitOid?: string | null }
 
 /** A file download's answer: the status, headers, and the body as a Node stream (fewer, larger chunks than fetch). */
 export interface FileAnswer extends HubAnswer { body: Readable }
@@ -48,11 +51,20 @@ export class HubClient {
     let url: string | null = `${this.endpoint}/api/models/${repo}/tree/${commit}?recursive=true&expand=false`
     while (url) {
       const response = await this.api(url, repo, signal)
-      const entries = await response.json() as Array<{ type: string, path: string, size: number, lfs?: { oid: string } }>
-      for (const e of entries) if (e.type === 'file') files.push({ path: e.path, size: e.size, sha256: e.lfs?.oid ?? null })
+      const entries = await response.json() as Array<{ type: string, path: string, size: number, oid?: string, lfs?: { oid: string } }>
+      for (const e of entries) {
+        if (e.type !== 'file') continue
+        // For an LFS file the git oid is the pointer's, not the content's: only the LFS SHA-256 identifies it.
+        files.push({ path: e.path, size: e.size, sha256: e.lfs?.oid ?? null, gitOid: e.lfs ? null : (e.oid ?? null) })
+      }
       url = /<(https?:\/\/[^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1] ?? null
     }
     return files
+  }
+
+  /** Where the hub serves a file of the repository at `commit` (it may redirect to a CDN). */
+  resolveUrl (repo: string, commit: string, path: string): string {
+    return `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
   }
 
   /**
@@ -61,14 +73,15 @@ export class HubClient {
    * range was honoured, 200 when the whole file comes (the caller starts over).
    */
   async openFile (repo: string, commit: string, path: string, offset: number, signal?: AbortSignal): Promise<FileAnswer> {
-    const start = `${this.endpoint}/${repo}/resolve/${commit}/${path.split('/').map(encodeURIComponent).join('/')}`
+    const start = this.resolveUrl(repo, commit, path)
     for (let attempt = 1; ; attempt++) {
       let answer: FileAnswer
       let url = start
       try {
         for (let hops = 0; ; hops++) {
           const target = new URL(url)
-          const headers: Record<string, string> = {}
+          // identity: a compressed answer would have another length and make Range offsets meaningless (hub-protocol §2.5).
+          const headers: Record<string, string> = { 'accept-encoding': 'identity' }
           if (offset > 0) headers.range = `bytes=${offset}-`
           if (this.options.token && target.origin === this.origin) headers.authorization = `Bearer ${this.options.token}`
           const response = await request(url, { method: 'GET', headers, signal })
@@ -92,7 +105,7 @@ export class HubClient {
         await wait(retryDelayMs(attempt, answer!.headers), signal)
         continue
       }
-      throw await hubErrorFrom(answer!, repo, this.endpoint, this.options.token !== null)
+      throw await hubErrorFrom(answer!, repo, this.endpoint, this.options.token !== null, path)
     }
   }
 

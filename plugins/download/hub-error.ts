@@ -11,7 +11,7 @@ export class HubError extends GatewayError {
 /** The part of an HTTP answer the error mapping reads (a fetch Response, or undici's answer adapted). */
 export interface HubAnswer { status: number, headers: { get(name: string): string | null }, text(): Promise<string> }
 
-export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint: string, authenticated: boolean): Promise<HubError> {
+export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint: string, authenticated: boolean, path?: string): Promise<HubError> {
   const code = response.headers.get('x-error-code')
   const requestId = response.headers.get('x-request-id')
   let detail = response.headers.get('x-error-message') ?? ''
@@ -23,6 +23,8 @@ export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint:
   if (code === 'GatedRepo') {
     return new HubError(403, `${repo} is a gated repository: accept its licence at ${endpoint}/${repo}${authenticated ? ' with the account of your HF_TOKEN' : ' and set HF_TOKEN'}`, requestId)
   }
+  if (code === 'EntryNotFound') return new HubError(404, `${path ?? 'a file'} was not found in ${repo} on ${endpoint}; the repository changed, pull again`, requestId)
+  if (code === 'RevisionNotFound') return new HubError(404, `${repo} has no such revision on ${endpoint}${detail ? `: ${detail}` : ''}`, requestId)
   if (code === 'RepoNotFound' || status === 404 || (status === 401 && !/invalid credentials/i.test(detail))) {
     return new HubError(404, `repository ${repo} was not found on ${endpoint}${authenticated ? '' : ' (if it is private, set HF_TOKEN)'}`, requestId)
   }

@@ -13,6 +13,12 @@ export interface FakeHubFaults {
   drops?: number
   /** CDN: send this many bytes, then stall until the client goes away. */
   stallAfterBytes?: number
+  /** Stall only the files of these SHA-256s (default: every file). */
+  stallShas?: Set<string>
+  /** Hub: answer the next N requests 503 with `Retry-After: 0`. */
+  serverErrors?: number
+  /** Hub: send non-LFS files through a relative 307 to /api/resolve-cache/... first, as the real hub does since 2025. */
+  resolveCache?: boolean
   /** CDN: answer ranges with the whole file (200). */
   ignoreRange?: boolean
   /** Hub: answer the next N requests 429 with RateLimit headers. */
@@ -35,6 +41,10 @@ export interface FakeHubFaults {
 export class FakeHub {
   readonly repos = new Map<string, FakeRepo>()
   readonly tokens = new Set<string>()
+  /** Renamed repositories, old id → new id: answered with a relative 307, as the hub does. */
+  readonly renames = new Map<string, string>()
+  /** Authorization headers the hub itself received (it may see the token; the CDN may not). */
+  readonly hubAuthorizations: string[] = []
   faults: FakeHubFaults = {}
   /** What the CDN saw: Authorization headers, bytes sent per SHA-256, Range headers. */
   readonly cdnAuthorizations: string[] = []
@@ -79,6 +89,13 @@ export class FakeHub {
 
   private onHub (req: IncomingMessage, res: ServerResponse): void {
     this.hubRequests.push(req.url!)
+    if (req.headers.authorization) this.hubAuthorizations.push(req.headers.authorization)
+    if (this.faults.serverErrors && this.faults.serverErrors > 0) {
+      this.faults.serverErrors--
+      res.writeHead(503, { 'retry-after': '0', 'content-type': 'application/json' })
+      res.end('{"error":"Service Unavailable"}')
+      return
+    }
     if (this.faults.rateLimited && this.faults.rateLimited > 0) {
       this.faults.rateLimited--
       res.writeHead(429, { ratelimit: '"api";r=0;t=1', 'ratelimit-policy': '"fixed window";"api";q=500;w=300' })
@@ -86,6 +103,25 @@ export class FakeHub {
       return
     }
     const url = new URL(req.url!, this.url)
+    for (const [from, to] of this.renames) {
+      if (url.pathname.startsWith(`/${from}/`) || url.pathname.startsWith(`/api/models/${from}/`)) {
+        const location = url.pathname.replace(`/${from}/`, `/${to}/`) + url.search
+        res.writeHead(307, { location, 'content-type': 'text/plain' })
+        res.end(`Temporary Redirect. Redirecting to ${location}`)
+        return
+      }
+    }
+    if (req.headers.authorization && !this.authorized(req)) return this.error(res, 401, null, 'Invalid credentials in Authorization header')
+    const cached = /^\/api\/resolve-cache\/models\/([^/]+\/[^/]+)\/([0-9a-f]{40})\/(.+)$/.exec(url.pathname)
+    if (cached) {
+      const owner = this.repos.get(cached[1]!)
+      if (owner && (owner.private || owner.gated) && !this.authorized(req)) return this.error(res, 401, 'RepoNotFound', 'Repository not found')
+      const file = owner?.files.find((f) => f.path === decodeURIComponent(cached[3]!) && f.lfs === false)
+      if (!file) return this.error(res, 404, 'EntryNotFound', 'not in the resolve cache')
+      res.writeHead(200, { 'content-length': file.content.length, 'x-repo-commit': cached[2]!, etag: `"${gitOid(file.content)}"` })
+      res.end(file.content)
+      return
+    }
     const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision\/([^/]+)|tree\/([^/]+))$/.exec(url.pathname)
     const resolve = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname)
     const id = api?.[1] ?? resolve?.[1]
@@ -99,7 +135,7 @@ export class FakeHub {
     }
     if (repo.gated && !this.authorized(req)) return this.error(res, req.headers.authorization ? 403 : 401, 'GatedRepo', `Access to model ${id} is restricted. You must have access to it and be authenticated to access it. Please log in.`)
     if (api?.[4]) {
-      const entries = [...repo.files.map((f) => ({ type: 'file', oid: createHash('sha1').update(f.content).digest('hex'), size: f.content.length, path: f.path, ...(f.lfs !== false ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {}) })), ...(this.faults.extraTreeEntries ?? [])]
+      const entries = [...repo.files.map((f) => ({ type: 'file', oid: gitOid(f.content), size: f.content.length, path: f.path, ...(f.lfs !== false ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {}) })), ...(this.faults.extraTreeEntries ?? [])]
       const size = this.faults.pageSize ?? 1000
       const cursor = Number(url.searchParams.get('cursor') ?? 0)
       const headers: Record<string, string> = { 'content-type': 'application/json' }
@@ -111,8 +147,14 @@ export class FakeHub {
     const path = decodeURIComponent(resolve![3]!)
     const file = repo.files.find((f) => f.path === path)
     if (!file) return this.error(res, 404, 'EntryNotFound', `${path} does not exist`)
+    if (file.lfs === false && this.faults.resolveCache) {
+      const location = `/api/resolve-cache/models/${id}/${repo.commit}/${resolve![3]}?etag=%22${gitOid(file.content)}%22`
+      res.writeHead(307, { location, 'x-repo-commit': repo.commit! })
+      res.end()
+      return
+    }
     if (file.lfs === false) {
-      res.writeHead(200, { 'content-length': file.content.length, 'x-repo-commit': repo.commit!, etag: '"small"' })
+      res.writeHead(200, { 'content-length': file.content.length, 'x-repo-commit': repo.commit!, etag: `"${gitOid(file.content)}"` })
       res.end(file.content)
       return
     }
@@ -145,7 +187,7 @@ export class FakeHub {
     }
     let body = content.subarray(start)
     const count = (n: number): void => { this.cdnBytes.set(sha!, (this.cdnBytes.get(sha!) ?? 0) + n) }
-    if (this.faults.stallAfterBytes !== undefined) {
+    if (this.faults.stallAfterBytes !== undefined && (!this.faults.stallShas || this.faults.stallShas.has(sha!))) {
       const part = body.subarray(0, Math.max(0, this.faults.stallAfterBytes - start))
       count(part.length)
       res.write(part) // and never end: the client has to give up
@@ -161,6 +203,11 @@ export class FakeHub {
     count(body.length)
     res.end(body)
   }
+}
+
+/** A git blob id, as the tree lists for every file (the ETag of a non-LFS file). */
+export function gitOid (content: Buffer): string {
+  return createHash('sha1').update(`blob ${content.length}\0`).update(content).digest('hex')
 }
 
 export function sha256 (content: Buffer): string {

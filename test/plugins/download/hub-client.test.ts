@@ -1,0 +1,108 @@
+import t, { type Test } from 'tap'
+import { HubClient } from '../../../plugins/download/hub-client.js'
+import { HubError, hubErrorFrom } from '../../../plugins/download/hub-error.js'
+import { retryDelayMs } from '../../../plugins/download/retry.js'
+import { FakeHub, gitOid, sha256 } from '../../helpers/fake-hub.js'
+
+const weights = Buffer.alloc(50_000, 9)
+const config = Buffer.from('{"architectures":["LlamaForCausalLM"]}')
+
+async function hub (t: Test): Promise<FakeHub> {
+  const fake = await FakeHub.start()
+  t.teardown(() => fake.close())
+  fake.addRepo('acme/st', { files: [
+    { path: 'config.json', content: config, lfs: false },
+    { path: 'model.safetensors', content: weights },
+    { path: 'sub/tokenizer.json', content: Buffer.from('{}'), lfs: false },
+  ] })
+  fake.addRepo('acme/secret', { private: true, files: [{ path: 'config.json', content: config, lfs: false }, { path: 's-Q4_K_M.gguf', content: weights }] })
+  fake.tokens.add('hf_good')
+  return fake
+}
+
+async function body (answer: { body: AsyncIterable<Buffer> }): Promise<Buffer> {
+  const chunks: Buffer[] = []
+  for await (const chunk of answer.body) chunks.push(chunk)
+  return Buffer.concat(chunks)
+}
+
+t.test('the commit, then the whole tree page by page, with SHA-256 for LFS files and git ids for the rest', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { pageSize: 1 }
+  const client = new HubClient({ endpoint: `${fake.url}/`, token: null })
+  const commit = await client.resolveCommit('acme/st')
+  t.equal(commit, fake.repos.get('acme/st')!.commit)
+  const files = await client.listFiles('acme/st', commit)
+  t.same(files, [
+    { path: 'config.json', size: config.length, sha256: null, gitOid: gitOid(config) },
+    { path: 'model.safetensors', size: weights.length, sha256: sha256(weights), gitOid: null },
+    { path: 'sub/tokenizer.json', size: 2, sha256: null, gitOid: gitOid(Buffer.from('{}')) },
+  ])
+  t.equal(fake.hubRequests.filter((r) => r.includes('/tree/')).length, 3, 'three pages of one entry')
+  t.ok(fake.hubRequests.every((r) => !r.includes('//api')), 'a trailing slash on the endpoint is dropped')
+})
+
+t.test('5xx answers are retried after Retry-After; a bad token is said to be one', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { serverErrors: 2 }
+  const client = new HubClient({ endpoint: fake.url, token: null })
+  const started = Date.now()
+  t.equal(await client.resolveCommit('acme/st'), fake.repos.get('acme/st')!.commit)
+  t.equal(fake.hubRequests.length, 3, 'two 503s, then the answer')
+  t.ok(Date.now() - started >= 1900, 'Retry-After: 0 waited 1 s each time, as huggingface_hub does')
+  const bad = new HubClient({ endpoint: fake.url, token: 'hf_wrong' })
+  const err = await bad.resolveCommit('acme/st').catch((e: unknown) => e)
+  t.ok(err instanceof HubError)
+  t.match(err, { statusCode: 401, message: /the hub refused HF_TOKEN: Invalid credentials in Authorization header/ })
+})
+
+t.test('the token goes to the hub, through its own relative redirects, and never to the CDN', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { rejectAuthOnCdn: true, resolveCache: true }
+  fake.renames.set('acme/old-secret', 'acme/secret')
+  const client = new HubClient({ endpoint: fake.url, token: 'hf_good' })
+  // A renamed private repository: the hub's 307 stays on its origin, so the token must follow it.
+  const commit = await client.resolveCommit('acme/old-secret')
+  const files = await client.listFiles('acme/old-secret', commit)
+  t.same(files.map((f) => f.path), ['config.json', 's-Q4_K_M.gguf'])
+  const small = await client.openFile('acme/old-secret', commit, 'config.json', 0)
+  t.equal(small.status, 200)
+  t.same(await body(small), config, 'a small file through two same-origin redirects (rename, resolve cache)')
+  const big = await client.openFile('acme/old-secret', commit, 's-Q4_K_M.gguf', 10)
+  t.equal(big.status, 206, 'the range reached the CDN')
+  t.same(await body(big), weights.subarray(10))
+  t.same(fake.cdnAuthorizations, [], 'the CDN never saw an Authorization header')
+  t.ok(fake.hubAuthorizations.length >= 6 && fake.hubAuthorizations.every((a) => a === 'Bearer hf_good'), 'every hub request carried the token')
+  t.ok(fake.hubRequests.some((r) => r.startsWith('/acme/secret/resolve/')), 'the resolve was followed to the new name')
+})
+
+t.test('a missing file, and a missing repository with and without a token', async (t) => {
+  const fake = await hub(t)
+  const client = new HubClient({ endpoint: fake.url, token: null })
+  const commit = await client.resolveCommit('acme/st')
+  await t.rejects(client.openFile('acme/st', commit, 'nope.gguf', 0), { statusCode: 404, message: /^nope\.gguf was not found in acme\/st on http:\/\/127\.0\.0\.1:\d+; the repository changed, pull again$/ })
+  await t.rejects(client.resolveCommit('acme/missing'), { statusCode: 404, message: /repository acme\/missing was not found on http:\/\/127\.0\.0\.1:\d+ \(if it is private, set HF_TOKEN\)/ })
+  const withToken = new HubClient({ endpoint: fake.url, token: 'hf_good' })
+  await t.rejects(withToken.resolveCommit('acme/missing'), { statusCode: 404, message: /^repository acme\/missing was not found on http:\/\/127\.0\.0\.1:\d+$/ })
+})
+
+t.test('how long a retry waits: RateLimit reset, Retry-After, else 1, 2, 4, 8, 8 s', async (t) => {
+  const headers = (h: Record<string, string>) => ({ get: (name: string) => h[name] ?? null })
+  t.equal(retryDelayMs(1, headers({ ratelimit: '"resolvers";r=0;t=55' })), 56_000)
+  t.equal(retryDelayMs(1, headers({ ratelimit: '"api";r=3;t=55' })), 1000, 'requests remain: plain backoff')
+  t.equal(retryDelayMs(2, headers({ 'retry-after': '3' })), 4000)
+  t.equal(retryDelayMs(2, headers({ 'retry-after': 'Wed, 21 Oct 2015 07:28:00 GMT' })), 2000, 'an HTTP date is ignored')
+  t.same([1, 2, 3, 4, 5, 6].map((n) => retryDelayMs(n)), [1000, 2000, 4000, 8000, 8000, 8000])
+})
+
+t.test('hub errors say what to do', async (t) => {
+  const answer = (status: number, h: Record<string, string>, text = '') => ({ status, headers: { get: (n: string) => h[n] ?? null }, text: async () => text })
+  const gated = await hubErrorFrom(answer(401, { 'x-error-code': 'GatedRepo' }), 'g/m', 'https://huggingface.co', false)
+  t.match(gated, { statusCode: 403, message: 'g/m is a gated repository: accept its licence at https://huggingface.co/g/m and set HF_TOKEN' })
+  const notApproved = await hubErrorFrom(answer(403, { 'x-error-code': 'GatedRepo' }), 'g/m', 'https://huggingface.co', true)
+  t.match(notApproved.message, /accept its licence at https:\/\/huggingface\.co\/g\/m with the account of your HF_TOKEN/)
+  const down = await hubErrorFrom(answer(500, { 'x-request-id': 'abc' }, '{"error":"boom"}'), 'g/m', 'https://huggingface.co', false)
+  t.match(down, { statusCode: 502, message: 'the hub answered 500 for g/m: boom', requestId: 'abc' })
+  const limited = await hubErrorFrom(answer(429, {}), 'g/m', 'https://huggingface.co', false)
+  t.match(limited, { statusCode: 503, message: /rate limit.*setting HF_TOKEN raises the limit/ })
+})
