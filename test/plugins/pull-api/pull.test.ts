@@ -224,3 +224,31 @@ t.test('a tree that lists ../../x is refused', async (t) => {
   const bad = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: '../evil' }) })
   t.equal(bad.status, 400)
 })
+
+t.test('a pull that cannot fit on the disk is refused before any download', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { extraTreeEntries: [{ type: 'file', path: 'huge-Q4_K_M.gguf', size: 2 ** 60, oid: 'b'.repeat(40) }] }
+  const { app, url } = await serve(t, fake)
+  const { events } = await pull(url, 'acme/nothing')
+  t.match(events.at(-1).error, /^not enough disk space for acme\/nothing: it needs \d+\.\d\d GiB, \d+\.\d\d GiB are free in /)
+  t.notOk(events.some((e) => e.digest), 'no download started')
+  t.equal(fake.cdnBytes.size, 0)
+  const whole = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/nothing', stream: false }) })
+  t.equal(whole.status, 507)
+  t.equal(app.store.find('acme/nothing'), null)
+})
+
+t.test('pulls of different models run side by side', async (t) => {
+  const fake = await hub(t)
+  // The split model's CDN stalls; the tag pull of another model must finish meanwhile.
+  fake.faults = { stallAfterBytes: 1000, stallShas: new Set([shaOf(fake, 'acme/split-GGUF', 'big-Q4_K_M-00001-of-00003.gguf')]) }
+  const { app, url } = await serve(t, fake)
+  const controller = new AbortController()
+  const stalled = pull(url, 'acme/split-GGUF', {}, controller.signal).catch(() => null)
+  for (let i = 0; i < 200 && !app.puller.isPulling('acme/split-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
+  const other = await pull(url, 'acme/small-GGUF')
+  t.same(other.events.at(-1), { status: 'success' })
+  t.ok(app.puller.isPulling('acme/split-GGUF'), 'the first pull was still running when the second finished')
+  controller.abort()
+  await stalled
+})
