@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process'
-import { randomBytes } from 'node:crypto'
+import { randomFillSync } from 'node:crypto'
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,6 +8,7 @@ import { execa } from 'execa'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { parseSize } from '../core/units.js'
 import { FakeHub } from '../test/helpers/fake-hub.js'
+import { writeTinyGguf } from './tiny-model.js'
 import { percentile } from './stats.js'
 
 /**
@@ -22,10 +23,12 @@ async function main (): Promise<void> {
   const dir = await mkdtemp(join(tmpdir(), 'llamagate-bench-pull-'))
   const hub = await FakeHub.start()
   try {
-    hub.addRepo('bench/big', { files: [
-      { path: 'config.json', content: Buffer.from('{"architectures":["LlamaForCausalLM"]}'), lfs: false },
-      { path: 'model.safetensors', content: randomBytes(size) },
-    ] })
+    // A GGUF (so the store can read its header at commit, and no conversion follows): a tiny model's bytes
+    // at the start, random bytes up to the size.
+    const tiny = await readFile((await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file)
+    const content = randomFillSync(Buffer.allocUnsafe(Math.max(size, tiny.length)))
+    tiny.copy(content, 0)
+    hub.addRepo('bench/big', { files: [{ path: 'big-Q4_K_M.gguf', content }] })
     const commit = hub.repos.get('bench/big')!.commit!
     const config = join(dir, 'config.yaml')
     await writeFile(config, `data_dir: ${join(dir, 'data')}\nport: 0\nlog_level: info\nhub: { endpoint: ${hub.url} }\n`)
@@ -46,7 +49,7 @@ async function main (): Promise<void> {
       await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'bench/big' }) })
       started = performance.now()
       const target = join(dir, 'curl.out')
-      await execa('curl', ['-sSfL', '-o', target, `${hub.url}/bench/big/resolve/${commit}/model.safetensors`])
+      await execa('curl', ['-sSfL', '-o', target, `${hub.url}/bench/big/resolve/${commit}/big-Q4_K_M.gguf`])
       await execa('sha256sum', [target])
       curlTimes.push(performance.now() - started)
       await rm(target, { force: true })
