@@ -1,6 +1,6 @@
 import { statfs, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { GatewayError } from '../../core/errors.js'
+import { ConflictError, GatewayError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import type { ModelStore } from '../storage/model-store.js'
 import { downloadFile, type FileProgress } from './download-file.js'
@@ -48,6 +48,11 @@ export class PullService {
     const { id, tag } = parseModelName(name)
     const key = `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`
     let job = this.jobs.get(key)
+    // A job whose last client just left is still winding down: wait for it, then start afresh from its partial data.
+    while (job?.controller.signal.aborted) {
+      await job.done.catch(() => {})
+      job = this.jobs.get(key)
+    }
     if (job) {
       for (const event of job.replay) listener(event)
     } else {
@@ -61,7 +66,8 @@ export class PullService {
       job!.listeners.delete(listener)
       if (job!.listeners.size === 0) job!.controller.abort(new Error('every client of this pull went away'))
     }
-    signal?.addEventListener('abort', leave, { once: true })
+    if (signal?.aborted) leave()
+    else signal?.addEventListener('abort', leave, { once: true })
     try {
       await job.done
     } finally {
@@ -73,7 +79,11 @@ export class PullService {
   private async run (job: PullJob, id: string, tag: string | null): Promise<void> {
     const { store, client } = this.deps
     const signal = job.controller.signal
-    const writer = await store.openWriter(id)
+    const writer = await store.openWriter(id).catch((err: unknown) => {
+      const other = [...this.jobs.keys()].find((k) => k.startsWith(`${id.toLowerCase()}:`) && k !== `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`)
+      if (err instanceof ConflictError && other) throw new ConflictError(`${id} is being pulled with ${other.endsWith(':') ? 'the default tag' : `the tag ${other.slice(id.length + 1)}`}; pull again when that has finished`)
+      throw err
+    })
     try {
       job.emit({ status: `pulling ${id}` })
       const commit = await client.resolveCommit(id, signal)

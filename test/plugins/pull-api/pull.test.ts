@@ -252,3 +252,24 @@ t.test('pulls of different models run side by side', async (t) => {
   controller.abort()
   await stalled
 })
+
+t.test('a pull right after its only client left starts afresh; another tag of a model being pulled is a clear 409', async (t) => {
+  const fake = await hub(t)
+  const size = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content.length
+  fake.faults = { stallAfterBytes: 100_000 }
+  const { app, url } = await serve(t, fake)
+  const controller = new AbortController()
+  const leaving = pull(url, 'acme/tiny-GGUF', {}, controller.signal).catch(() => null)
+  const partial = join(app.config.modelsDir, 'acme', 'tiny-GGUF', 'tiny-Q4_K_M.gguf.partial')
+  for (let i = 0; i < 300 && (!existsSync(partial) || (await stat(partial)).size < 100_000); i++) await new Promise((r) => setTimeout(r, 10))
+  const other = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny-GGUF:Q8_0', stream: false }) })
+  t.equal(other.status, 409)
+  t.match(((await other.json()) as { error: string }).error, /^acme\/tiny-GGUF is being pulled with the default tag; pull again when that has finished$/)
+  fake.faults = {}
+  controller.abort()
+  await leaving
+  const again = await pull(url, 'acme/tiny-GGUF')
+  t.same(again.events.at(-1), { status: 'success' }, 'the new pull did not join the cancelled one')
+  t.equal(again.events[1].completed, 100_000, 'and it went on from the partial data')
+  t.equal(fake.cdnBytes.get(shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')), size, 'no byte fetched twice')
+})
