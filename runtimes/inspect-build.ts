@@ -35,11 +35,16 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
     version: match[1]!,
     commit: match[2] ?? null,
     source,
+    // A flag, not a longer one that starts with it (`--no-webui-mcp-proxy`, `--fit-target`).
     features: {
-      jinja: /--jinja/.test(help),
-      flashAttn: /--flash-attn/.test(help),
-      noWebui: /--no-webui/.test(help),
-      fit: /--fit\b/.test(help),
+      jinja: hasFlag(help, '--jinja'),
+      flashAttn: hasFlag(help, '--flash-attn'),
+      noWebui: hasFlag(help, '--no-webui'),
+      fit: hasFlag(help, '--fit'),
     },
   }
+}
+
+function hasFlag (help: string, flag: string): boolean {
+  return new RegExp(`(^|[\\s,])${flag}(?![\\w-])`, 'm').test(help)
 }

@@ -1,3 +1,4 @@
+import { access, constants as fsConstants } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { constants } from 'node:os'
 import { execa, type ResultPromise } from 'execa'
@@ -5,24 +6,30 @@ import { RuntimeError } from '../core/errors.js'
 import { freePort } from './free-port.js'
 import type { RuntimeBuild } from './types.js'
 
+/** What the supervisor logs through: pino's (and so Fastify's) logger fits. */
 export interface Logger { debug(o: unknown, m?: string): void, info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void }
 
 export interface LlamaServerOptions {
   build: RuntimeBuild
   modelPath: string
-  /** The name llama-server answers with in `model` fields. */
+  /** The name llama-server answers with in `model` fields (`--alias`). */
   alias: string
-  /** Total context: num_ctx × num_parallel. */
+  /** Total context: num_ctx × num_parallel (llama-server splits it between the slots). */
   ctxSize: number
+  /** Slots, i.e. requests served at once. */
   parallel: number
+  /** @default unset: llama-server's own default (all layers on the GPU where one is used) */
   nGpuLayers?: number
+  /** @default unset: llama-server's default (f16) */
   cacheTypeK?: string
+  /** @default unset: llama-server's default (f16) */
   cacheTypeV?: string
-  /** @default a free loopback port */
+  /** @default a free loopback port, picked at start */
   port?: number
-  /** @default 300000 */
+  /** How long a start may take before it is given up. @default 300000 */
   startTimeoutMs?: number
   log?: Logger
+  /** Appended to the command line as is (an admin's escape hatch). @default [] */
   extraArgs?: string[]
 }
 
@@ -33,6 +40,24 @@ const LOG_LINES = 50
 // Small models load in tens of milliseconds: a coarse poll would dominate the cold start.
 const POLL_MS = 5
 const STOP_GRACE_MS = 5000
+
+/**
+ * The watchdog: llama-server runs under `sh`, which first forks a watcher and then execs llama-server in its
+ * own place (same pid, same process group). The watcher reads the pipe the gateway holds as its stdin; when
+ * the gateway dies, even by SIGKILL, the kernel closes that pipe, the watcher reads EOF and takes the group
+ * down: SIGTERM, then SIGKILL after 5 s (it ignores SIGTERM itself only from then on, so that stop()'s
+ * SIGTERM to the group ends it at once). (llama-server watches its stdin itself only in router-child mode and
+ * only once the model is loaded, so it cannot be relied on here.) A background job's stdin is /dev/null in
+ * sh, hence fd 3; the watcher writes nowhere, so that it never holds the log pipe open.
+ */
+const WATCHDOG = [
+  'exec 3<&0 </dev/null',
+  '( cat <&3 >/dev/null; trap "" TERM INT HUP; kill -TERM -$$ 2>/dev/null; i=0',
+  '  while kill -0 $$ 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done',
+  '  kill -KILL -$$ 2>/dev/null ) >/dev/null 2>&1 &',
+  'exec 3<&-',
+  'exec "$0" "$@"',
+].join('\n')
 
 // Every process started and not yet exited, so that nothing is left behind when the gateway goes.
 const live = new Set<LlamaServer>()
@@ -48,35 +73,45 @@ export class LlamaServer {
   private stopRequested = false
   private exited: Promise<ExitInfo> | null = null
   private starting: Promise<void> | null = null
-  state: ServerState = 'stopped'
-  port = 0
+  private currentState: ServerState = 'stopped'
+  private currentPort = 0
 
   constructor (private readonly options: LlamaServerOptions) {}
 
-  get baseUrl (): string { return `http://127.0.0.1:${this.port}` }
+  get state (): ServerState { return this.currentState }
+  /** The loopback port it listens on; 0 before start. */
+  get port (): number { return this.currentPort }
+  get baseUrl (): string { return `http://127.0.0.1:${this.currentPort}` }
+  /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
 
+  /** How many llama-servers this process runs now. */
+  static liveCount (): number { return live.size }
+
   /** Stops every llama-server this process started. */
-  static async stopAll (): Promise<void> {
-    await Promise.all([...live].map((s) => s.stop()))
+  static async stopAll (graceMs?: number): Promise<void> {
+    await Promise.all([...live].map((s) => s.stop(graceMs)))
   }
 
+  /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }
 
+  /** Its last log lines (stdout and stderr together), oldest first. */
   logTail (): string[] { return [...this.lines] }
 
   /** The command-line arguments, from what this build supports. */
   args (): string[] {
     const o = this.options
     const f = o.build.features
-    const args = ['--model', o.modelPath, '--host', '127.0.0.1', '--port', String(this.port), '--alias', o.alias,
+    // Host and port always explicit: the default port changes between releases (8080, then 9931).
+    const args = ['--model', o.modelPath, '--host', '127.0.0.1', '--port', String(this.currentPort), '--alias', o.alias,
       '--ctx-size', String(o.ctxSize), '--parallel', String(o.parallel)]
     if (o.nGpuLayers !== undefined) args.push('--n-gpu-layers', String(o.nGpuLayers))
     if (o.cacheTypeK) args.push('--cache-type-k', o.cacheTypeK)
     if (o.cacheTypeV) args.push('--cache-type-v', o.cacheTypeV)
     if (f.jinja) args.push('--jinja')
     if (f.noWebui) args.push('--no-webui')
-    // Flash attention needs a GPU backend to pay off; `auto` lets llama-server decide per device.
+    // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.
     if (f.flashAttn && o.build.backend !== 'cpu') args.push('--flash-attn', 'auto')
     return [...args, ...(o.extraArgs ?? [])]
   }
@@ -89,17 +124,25 @@ export class LlamaServer {
 
   private async doStart (signal?: AbortSignal): Promise<void> {
     const { build, log } = this.options
-    this.port = this.options.port ?? await freePort()
-    this.state = 'starting'
+    this.currentState = 'starting'
+    try {
+      await access(build.serverPath, fsConstants.X_OK)
+    } catch (err) {
+      this.currentState = 'stopped'
+      throw new RuntimeError(`model "${this.options.alias}" failed to start: cannot run llama-server: ${(err as Error).message}`, [], 'runtime_start_failed')
+    }
+    this.currentPort = this.options.port ?? await freePort()
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
-    const child = execa(build.serverPath, args, {
-      // Its own process group, so that stop() reaches anything it starts; `cleanup` still kills it if the
-      // gateway exits without closing.
-      detached: true, cleanup: true, reject: false, stdin: 'ignore', buffer: false, all: true,
+    // Its own process group (detached), so that stop() reaches anything it starts. execa's `cleanup` does
+    // nothing for a detached child: the watchdog pipe on stdin covers the gateway's death instead.
+    const child = execa('sh', ['-c', WATCHDOG, build.serverPath, ...args], {
+      detached: true, cleanup: false, reject: false, stdin: 'pipe', buffer: false, all: true,
     })
     this.child = child
     live.add(this)
+    // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
+    child.stdin!.on('error', () => {})
     let pending = ''
     child.all!.setEncoding('utf8')
     child.all!.on('data', (chunk: string) => {
@@ -109,13 +152,16 @@ export class LlamaServer {
     })
     this.exited = child.then((result) => {
       if (pending) this.keepLine(pending)
-      // A process that never ran (missing binary, no permission) has no log: say what the system said.
+      // A process that never ran (no `sh`, no permission) has no log: say what the system said.
       if (result.exitCode === undefined && result.signal === undefined) this.keepLine(`error: ${result.originalMessage ?? result.shortMessage}`)
+      // The watcher is left alone in the group: close its pipe so that it goes too.
+      child.stdin?.destroy()
       live.delete(this)
-      const signalName = result.signal ?? null
-      const info: ExitInfo = { code: result.exitCode ?? null, signal: signalName, expected: this.stopRequested, logTail: this.logTail() }
-      this.state = 'stopped'
-      for (const listener of this.exitListeners) listener(info)
+      const info: ExitInfo = { code: result.exitCode ?? null, signal: result.signal ?? null, expected: this.stopRequested, logTail: this.logTail() }
+      this.currentState = 'stopped'
+      for (const listener of this.exitListeners) {
+        try { listener(info) } catch (err) { log?.warn({ err }, 'an exit listener of llama-server threw') }
+      }
       return info
     })
     try {
@@ -124,8 +170,8 @@ export class LlamaServer {
       await this.stop()
       throw err
     }
-    this.state = 'ready'
-    log?.info({ pid: this.pid, port: this.port, model: this.options.alias }, 'llama-server ready')
+    this.currentState = 'ready'
+    log?.info({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
   }
 
   private keepLine (line: string): void {
@@ -135,13 +181,17 @@ export class LlamaServer {
   }
 
   private async waitUntilReady (signal?: AbortSignal): Promise<void> {
-    const deadline = Date.now() + (this.options.startTimeoutMs ?? 300_000)
+    const timeoutMs = this.options.startTimeoutMs ?? 300_000
+    const deadline = Date.now() + timeoutMs
     let exit: ExitInfo | null = null
     void this.exited!.then((info) => { exit = info })
     for (;;) {
-      if (exit) throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
+      if (exit) {
+        if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
+        throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
+      }
       if (signal?.aborted) throw signal.reason
-      if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round((this.options.startTimeoutMs ?? 300_000) / 1000)} s`)
+      if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
       try {
         const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1000) })
         await res.body?.cancel()
@@ -155,17 +205,17 @@ export class LlamaServer {
 
   private startError (what: string): RuntimeError {
     // llama-server says why in its last lines ("failed to load model", "couldn't bind").
-    const reasons = this.lines.filter((l) => /error|fail|couldn't|cannot|unable|invalid|exiting/i.test(l)).slice(-5)
+    const reasons = this.lines.filter((l) => /error|fail|couldn't|cannot|unable|invalid|exiting|not found/i.test(l)).slice(-5)
     const detail = (reasons.length > 0 ? reasons : this.lines.slice(-3)).map((l) => l.trim()).join(' | ')
     return new RuntimeError(`model "${this.options.alias}" failed to start: ${what}${detail ? `: ${detail}` : ''}`, this.logTail(), 'runtime_start_failed')
   }
 
-  /** SIGTERM to the process group, SIGKILL after the grace period. Idempotent. */
+  /** SIGTERM to the process group, SIGKILL after the grace period. Idempotent; resolves once it has exited. */
   async stop (graceMs = STOP_GRACE_MS): Promise<void> {
     const child = this.child
     if (!child || !this.exited) return
     this.stopRequested = true
-    if (this.state !== 'stopped') this.state = 'stopping'
+    if (this.currentState !== 'stopped') this.currentState = 'stopping'
     killGroup(child.pid, 'SIGTERM')
     const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), graceMs)
     await this.exited
@@ -182,10 +232,10 @@ function killGroup (pid: number | undefined, signal: NodeJS.Signals): void {
   }
 }
 
+/** "exit code 1", "killed by SIGKILL", "exit code 137, SIGKILL" (a shell reports death by signal N as 128+N). */
 export function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {
   if (info.signal) return `killed by ${info.signal}`
   const code = info.code ?? -1
-  // A shell reports death by signal N as 128+N.
   const bySignal = code > 128 ? Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0] : undefined
   return bySignal ? `exit code ${code}, ${bySignal}` : `exit code ${code}`
 }

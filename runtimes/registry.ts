@@ -27,6 +27,7 @@ export function builtRuntimesDir (dataDir: string): string {
  */
 export class RuntimeRegistry {
   private constructor (
+    readonly runtime: Config['runtime'],
     readonly devices: Device[],
     readonly builds: RuntimeBuild[],
     readonly rejected: Array<{ binDir: string, error: string }>,
@@ -39,12 +40,11 @@ export class RuntimeRegistry {
   static async create (opts: { config: Config, log?: Logger, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
     const { config, log } = opts
     const env = opts.env ?? process.env
-    const devices = (await Promise.all(PREFERENCE.map((b) => MODULES[b].detect(env)))).flat()
-    const { builds, rejected } = await findBuilds(config, env)
+    const [devices, { builds, rejected }] = await Promise.all([detectDevices(env), findBuilds(config, env)])
     for (const r of rejected) log?.warn({ bin: r.binDir, error: r.error }, 'ignoring a llama.cpp build that does not run')
     const { chosen, reason, warning } = choose(config.runtime, devices, builds)
     if (warning) log?.warn(warning)
-    return new RuntimeRegistry(devices, builds, rejected, chosen, reason, warning, env)
+    return new RuntimeRegistry(config.runtime, devices, builds, rejected, chosen, reason, warning, env)
   }
 
   /** Bytes free for models right now: the chosen GPU backend's free memory, or the machine's. */
@@ -52,28 +52,57 @@ export class RuntimeRegistry {
     const backend = this.chosen?.backend ?? 'cpu'
     const devices = await MODULES[backend].detect(this.env)
     const free = devices.reduce((sum, d) => sum + d.freeBytes, 0)
-    // Vulkan does not report memory; then only the model count limits loads.
+    // Vulkan (and ROCm through rocminfo) do not report memory; then only the model count limits loads.
     return free > 0 ? free : Number.MAX_SAFE_INTEGER
   }
 
-  /** One line for the start-up log. */
-  summary (): string {
-    if (!this.chosen) return `runtime: none (${this.reason})`
-    const c = this.chosen
-    return `runtime: ${c.backend} (llama.cpp ${c.version}${c.commit ? ` ${c.commit}` : ''}, ${c.source}, ${c.binDir}) — ${this.reason}`
+  /** The devices as they are now (free memory changes; the list found at start does not). */
+  detectDevices (): Promise<Device[]> {
+    return detectDevices(this.env)
   }
 
-  /** The body of GET /api/runtimes. */
-  describe (): unknown {
+  /** The llama-quantize to use (the conversion needs it): the chosen build's, else any build's. */
+  get quantizePath (): string | null {
+    return this.chosen?.quantizePath ?? this.builds.find((b) => b.quantizePath)?.quantizePath ?? null
+  }
+
+  /** One line for the start-up log: `runtime: cpu (llama.cpp 0.5.0-dev de3ff81, built) — no GPU found`. */
+  summary (): string {
+    if (!this.chosen) return `runtime: none — ${this.reason}`
+    const c = this.chosen
+    return `runtime: ${c.backend} (llama.cpp ${c.version}${c.commit ? ` ${c.commit}` : ''}, ${c.source}) — ${this.reason}`
+  }
+
+  /** The body of GET /api/runtimes (its schema: plugins/runtimes/schemas.ts). */
+  describe (devices: Device[] = this.devices): RuntimesDescription {
     return {
+      runtime: this.runtime,
       chosen: this.chosen,
       reason: this.reason,
       warning: this.warning,
-      devices: this.devices,
+      quantize: { available: this.quantizePath !== null, path: this.quantizePath },
+      devices,
       builds: this.builds,
       rejected: this.rejected,
     }
   }
+}
+
+/** What GET /api/runtimes answers. */
+export interface RuntimesDescription {
+  /** The `runtime` setting: `auto`, or the backend forced in config. */
+  runtime: Config['runtime']
+  chosen: RuntimeBuild | null
+  reason: string
+  warning: string | null
+  quantize: { available: boolean, path: string | null }
+  devices: Device[]
+  builds: RuntimeBuild[]
+  rejected: Array<{ binDir: string, error: string }>
+}
+
+function detectDevices (env: NodeJS.ProcessEnv): Promise<Device[]> {
+  return Promise.all(PREFERENCE.map((b) => MODULES[b].detect(env))).then((lists) => lists.flat())
 }
 
 async function findBuilds (config: Config, env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
@@ -86,8 +115,8 @@ async function findBuilds (config: Config, env: NodeJS.ProcessEnv): Promise<{ bu
     if (dir && existsSync(join(dir, 'llama-server'))) { candidates.push({ binDir: dir, source: 'path', backend: null }); break }
   }
   const root = builtRuntimesDir(config.dataDir)
-  // Newest llama.cpp first (the folder names carry the version tag).
-  const versions = existsSync(root) ? readdirSync(root).sort().reverse() : []
+  // Newest llama.cpp first (the folder names carry the version tag: v0.10.0 is newer than v0.9.0).
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => v.startsWith('llama.cpp-')).sort((a, b) => b.localeCompare(a, 'en', { numeric: true })) : []
   for (const version of versions) {
     for (const backend of BACKENDS) {
       const binDir = join(root, version, backend, 'bin')
@@ -125,7 +154,7 @@ export function choose (forced: Config['runtime'], devices: Device[], builds: Ru
       ? `${missing[0]!.backend} device found (${missing[0]!.name}) but no ${missing[0]!.backend} build: running on ${backend}. To use the GPU: npm run runtime:build -- --backend ${missing[0]!.backend}`
       : null
     const reason = backend === 'cpu'
-      ? (gpus.length === 0 ? 'no GPU found' : `no build for the GPU found (${gpus.map((g) => g.backend).join(', ')})`)
+      ? (gpus.length === 0 ? 'no GPU found' : `no build for the GPU found (${[...new Set(gpus.map((g) => g.backend))].join(', ')})`)
       : `${devices.filter((d) => d.backend === backend).length} ${backend} device(s) found`
     return { chosen: build, reason, warning }
   }

@@ -1,5 +1,7 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { LlamaServer, RuntimeRegistry } from '../../runtimes/index.js'
+import { RuntimesReply } from './schemas.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,11 +10,16 @@ declare module 'fastify' {
   }
 }
 
-export default fp(async (app) => {
+const runtimes: FastifyPluginAsyncTypebox = async (app) => {
+  // Without any build the gateway still starts: `chosen` is null and the reason says how to build one.
   const registry = await RuntimeRegistry.create({ config: app.config, log: app.log })
   app.decorate('runtimes', registry)
   app.startupNotes.push(registry.summary())
-  app.get('/api/runtimes', async () => registry.describe())
-  // Whatever else happens on close, no llama-server outlives the gateway.
+  // Free memory is read again on each call; the builds and the choice are those made at start.
+  app.get('/api/runtimes', { schema: { response: { 200: RuntimesReply } } }, async () => registry.describe(await registry.detectDevices()))
+  // Whatever else happens on close, no llama-server outlives the gateway (the scheduler stops its own first;
+  // this catches any other, e.g. one still starting).
   app.addHook('onClose', () => LlamaServer.stopAll())
-}, { name: 'runtimes', dependencies: ['security'] })
+}
+
+export default fp(runtimes, { name: 'runtimes', dependencies: ['security'] })

@@ -2,8 +2,12 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { RuntimeRegistry } from '../../runtimes/registry.js'
+import { RuntimeRegistry, choose } from '../../runtimes/registry.js'
 import { cuda, parseNvidiaSmi } from '../../runtimes/cuda.js'
+import { parseRocmSmi, rocm } from '../../runtimes/rocm.js'
+import type { Backend, RuntimeBuild } from '../../runtimes/types.js'
+import { parseVulkaninfo } from '../../runtimes/vulkan.js'
+import { inspectBuild } from '../../runtimes/inspect-build.js'
 import { testConfig, tempDir } from '../helpers/app.js'
 
 const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
@@ -93,4 +97,78 @@ t.test('llama-server on PATH is found, and its backend read from --list-devices'
   const registry = await RuntimeRegistry.create({ config, env: { PATH: `${dir}:/usr/bin:/bin`, FAKE_DEVICE: 'Vulkan' } })
   t.equal(registry.builds[0]?.source, 'path')
   t.equal(registry.builds[0]?.backend, 'vulkan')
+})
+
+t.test('AMD: rocm-smi\'s JSON gives the GPU and its memory; rocminfo alone still finds the GPU', async (t) => {
+  const dir = await tempDir(t)
+  await copyFile(join(PROBES, 'rocm-smi-one-gpu'), join(dir, 'rocm-smi'))
+  t.same(await rocm.detect({ PATH: `${dir}:/usr/bin:/bin` }), [{ backend: 'rocm', index: 0, name: 'Radeon RX 7900 XTX', totalBytes: 25753026560, freeBytes: 25753026560 - 3221225472 }])
+  const infoOnly = await tempDir(t)
+  await copyFile(join(PROBES, 'rocminfo-one-gpu'), join(infoOnly, 'rocminfo'))
+  t.same(await rocm.detect({ PATH: `${infoOnly}:/usr/bin:/bin` }), [{ backend: 'rocm', index: 0, name: 'Radeon RX 7900 XTX', totalBytes: 0, freeBytes: 0 }], 'the CPU agent is not a GPU')
+  t.same(parseRocmSmi('not json'), [])
+  t.same(parseRocmSmi('{"system": {"Driver version": "6.8"}}'), [], 'keys other than cardN are not GPUs')
+})
+
+t.test('ROCm is preferred over Vulkan, Vulkan over CPU; software Vulkan is no GPU', async (t) => {
+  t.same(parseVulkaninfo('GPU0:\n\tdeviceName = AMD Radeon RX 7900 XTX (RADV NAVI31)\nGPU1:\n\tdeviceName = llvmpipe (LLVM 15.0.6, 256 bits)\n').map((d) => d.name), ['AMD Radeon RX 7900 XTX (RADV NAVI31)'])
+  const devices = [
+    { backend: 'cpu' as const, index: 0, name: 'cpu', totalBytes: 1, freeBytes: 1 },
+    { backend: 'vulkan' as const, index: 0, name: 'AMD Radeon', totalBytes: 0, freeBytes: 0 },
+    { backend: 'rocm' as const, index: 0, name: 'AMD Radeon', totalBytes: 8, freeBytes: 8 },
+  ]
+  const build = (backend: Backend): RuntimeBuild => ({ backend, binDir: `/x/${backend}`, serverPath: `/x/${backend}/llama-server`, quantizePath: null, version: '1', commit: null, source: 'built', features: { jinja: true, flashAttn: true, noWebui: true, fit: true } })
+  t.equal(choose('auto', devices, [build('cpu'), build('vulkan'), build('rocm')]).chosen?.backend, 'rocm')
+  const noRocm = choose('auto', devices, [build('cpu'), build('vulkan')])
+  t.equal(noRocm.chosen?.backend, 'vulkan')
+  t.match(noRocm.warning, /rocm device found \(AMD Radeon\) but no rocm build: running on vulkan/)
+  t.equal(choose('auto', devices.slice(0, 1), [build('cpu'), build('vulkan')]).chosen?.backend, 'cpu', 'a Vulkan build without a Vulkan device is not chosen')
+})
+
+t.test('built runtimes: the newest llama.cpp first, by version number; staging folders are ignored', async (t) => {
+  const config = await testConfig(t)
+  for (const version of ['llama.cpp-v0.9.0', 'llama.cpp-v0.10.0', 'llama.cpp-v0.5.0']) {
+    const bin = join(config.dataDir, 'runtimes', version, 'cpu', 'bin')
+    await mkdir(bin, { recursive: true })
+    await copyFile(join(PROBES, 'fake-llama-server'), join(bin, 'llama-server'))
+  }
+  // A build interrupted before its rename.
+  await mkdir(join(config.dataDir, 'runtimes', 'llama.cpp-v0.10.0', 'cpu.tmp-123', 'bin'), { recursive: true })
+  const registry = await RuntimeRegistry.create({ config, env: { PATH: await probePath(t, null) } })
+  t.same(registry.builds.map((b) => b.binDir.split('/').slice(-3, -2)[0]), ['llama.cpp-v0.10.0', 'llama.cpp-v0.9.0', 'llama.cpp-v0.5.0'])
+  t.equal(registry.chosen?.binDir, join(config.dataDir, 'runtimes', 'llama.cpp-v0.10.0', 'cpu', 'bin'))
+  t.equal(registry.summary(), 'runtime: cpu (llama.cpp 9.9.9-fake f00ba47, built) — no GPU found')
+})
+
+t.test('describe() is the /api/runtimes body: setting, choice, reason, warning, quantize, devices, builds, rejected', async (t) => {
+  const cpuBin = await fakeBuild(t)
+  await writeFile(join(cpuBin, 'llama-quantize'), '#!/bin/sh\n', { mode: 0o755 })
+  const config = await testConfig(t, { runtimes: { cpu: { bin: cpuBin }, rocm: { bin: await tempDir(t) } } })
+  const registry = await RuntimeRegistry.create({ config, env: { PATH: await probePath(t, 'nvidia-smi-two-gpus') } })
+  const body = registry.describe()
+  t.same(Object.keys(body), ['runtime', 'chosen', 'reason', 'warning', 'quantize', 'devices', 'builds', 'rejected'])
+  t.equal(body.runtime, 'auto')
+  t.equal(body.chosen?.backend, 'cpu')
+  t.match(body.warning, /cuda device found/)
+  t.same(body.quantize, { available: true, path: join(cpuBin, 'llama-quantize') })
+  t.same(body.devices.map((d) => d.backend), ['cuda', 'cuda', 'cpu'])
+  t.equal(body.rejected.length, 1, 'the empty rocm folder')
+  t.match(registry.summary(), /^runtime: cpu \(llama\.cpp 9\.9\.9-fake f00ba47, config\) — no build for the GPU found \(cuda\)$/)
+})
+
+t.test('features are read from --help: a flag counts, a longer flag that starts with it does not', async (t) => {
+  const dir = await tempDir(t)
+  await writeFile(join(dir, 'llama-server'), [
+    '#!/bin/sh',
+    'case "$1" in',
+    '  --version) echo "version: 1.2.3 (build 9, commit abc1234)"; exit 0 ;;',
+    '  --help) echo "--no-webui-mcp-proxy   experimental"; echo "-fitt, --fit-target MiB"; echo "--jinja, --no-jinja"; exit 0 ;;',
+    'esac',
+  ].join('\n') + '\n', { mode: 0o755 })
+  const build = await inspectBuild(dir, 'config', 'cpu')
+  if ('error' in build) throw new Error(build.error)
+  t.same(build.features, { jinja: true, flashAttn: false, noWebui: false, fit: false })
+  t.equal(build.version, '1.2.3')
+  t.equal(build.commit, 'abc1234')
+  t.equal(build.quantizePath, null, 'no llama-quantize beside it')
 })

@@ -1,0 +1,35 @@
+import { Type } from 'typebox'
+// Spelled out (not mapped from BACKENDS) so that the reply type keeps the literal names.
+const Backend = Type.Union([Type.Literal('cuda'), Type.Literal('rocm'), Type.Literal('metal'), Type.Literal('vulkan'), Type.Literal('cpu')])
+
+export const Device = Type.Object({
+  backend: Backend,
+  index: Type.Integer(),
+  name: Type.String(),
+  /** Bytes; 0 where the probe does not say (Vulkan, ROCm through rocminfo). */
+  totalBytes: Type.Number(),
+  freeBytes: Type.Number(),
+})
+
+export const RuntimeBuild = Type.Object({
+  backend: Backend,
+  binDir: Type.String(),
+  serverPath: Type.String(),
+  quantizePath: Type.Union([Type.String(), Type.Null()]),
+  version: Type.String(),
+  commit: Type.Union([Type.String(), Type.Null()]),
+  source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built')]),
+  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean() }),
+})
+
+/** GET /api/runtimes: the hardware, the llama.cpp builds found, the one chosen and why. */
+export const RuntimesReply = Type.Object({
+  runtime: Type.Union([Type.Literal('auto'), Backend]),
+  chosen: Type.Union([RuntimeBuild, Type.Null()]),
+  reason: Type.String(),
+  warning: Type.Union([Type.String(), Type.Null()]),
+  quantize: Type.Object({ available: Type.Boolean(), path: Type.Union([Type.String(), Type.Null()]) }),
+  devices: Type.Array(Device),
+  builds: Type.Array(RuntimeBuild),
+  rejected: Type.Array(Type.Object({ binDir: Type.String(), error: Type.String() })),
+})
