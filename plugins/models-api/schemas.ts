@@ -1,7 +1,11 @@
 import { Type } from 'typebox'
 
 export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })
-export const ImportBody = Type.Object({ model: Type.String({ minLength: 1 }), path: Type.String({ minLength: 1 }) })
+export const ImportBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  /** An absolute path on the server's machine (a relative one is taken from the server's working folder). */
+  path: Type.String({ minLength: 1 }),
+})
 
 const Details = Type.Object({
   parent_model: Type.String(),
@@ -24,6 +28,17 @@ export const ModelRecordSchema = Type.Object({
 })
 
 export const TagsReply = Type.Object({ models: Type.Array(ModelRecordSchema) })
+
+/** rest-interface §4.5: `modelfile` and `details`, plus what the GGUF says about itself (Ollama's `model_info`). */
+export const ShowReply = Type.Object({
+  modelfile: Type.String(),
+  details: ModelRecordSchema,
+  model_info: Type.Record(Type.String(), Type.Unknown()),
+  template: Type.String(),
+  modified_at: Type.String(),
+})
+
+export const DeleteReply = Type.Object({ status: Type.Literal('deleted') })
 
 export const OpenAiModel = Type.Object({
   id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String(),

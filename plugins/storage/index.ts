@@ -9,7 +9,10 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const store = new ModelStore(app.config.modelsDir)
+  const store = new ModelStore(app.config.modelsDir, { onWarning: (message) => app.log.warn(message) })
   await store.init()
+  // An import by the CLI while the server runs shows up without a restart.
+  await store.watchChanges()
+  app.addHook('onClose', async () => { store.close() })
   app.decorate('store', store)
 }, { name: 'storage', dependencies: ['security'] })

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { open, readFile, rename, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import type { LinkKind } from './link-file.js'
 
 export const MANIFEST = 'manifest.json'
 
@@ -25,7 +26,7 @@ export interface Manifest {
   version: 1
   name: string
   format: 'gguf' | 'safetensors'
-  source: { type: 'hub' | 'import', repository?: string, commit?: string, path?: string, link?: 'hardlink' | 'symlink' | 'copy' }
+  source: { type: 'hub' | 'import', repository?: string, commit?: string, path?: string, link?: LinkKind }
   files: ManifestFile[]
   /** The GGUF to load (the first part of a split GGUF); null for SafeTensors models. */
   primary: string | null
@@ -63,11 +64,18 @@ export async function readManifest (dir: string): Promise<{ manifest: Manifest, 
   }
   try {
     const manifest = JSON.parse(text) as Manifest
-    if (manifest.version !== 1 || typeof manifest.name !== 'string') return null
+    if (!isManifest(manifest)) return null
     return { manifest, digest: createHash('sha256').update(text).digest('hex') }
   } catch {
     return null
   }
+}
+
+// A manifest edited by hand or by another version: listed only if it has what the store relies on.
+function isManifest (m: Manifest): boolean {
+  return m !== null && typeof m === 'object' && m.version === 1 && typeof m.name === 'string' &&
+    (m.format === 'gguf' || m.format === 'safetensors') && Array.isArray(m.files) && Array.isArray(m.variants) &&
+    typeof m.modified_at === 'string' && (m.primary === null || typeof m.primary === 'string')
 }
 
 /** Removes what a killed writer of the manifest left behind. */

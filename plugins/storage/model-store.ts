@@ -1,86 +1,149 @@
-import { mkdir, readdir, rm, stat } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises'
+import { basename, dirname, join, resolve } from 'node:path'
 import lockfile from 'proper-lockfile'
-import { BadRequestError, ConflictError, ModelNotFoundError } from '../../core/errors.js'
+import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
+import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
-import { linkOrCopy } from './link-file.js'
-import { readManifest, removeTemporaryManifests, writeManifest, type GgufInfo, type Manifest, type Variant } from './manifest.js'
+import { ggufParts, linkOrCopy, type LinkKind } from './link-file.js'
+import { readManifest, removeTemporaryManifests, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 
 /** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
 export interface ModelRecord {
+  /** `<owner>/<name>`, in the case it was stored with (the same as `name`). */
+  id: string
   name: string
   model: string
+  /** Bytes of all its files and converted variants. */
   size: number
   format: 'gguf' | 'safetensors'
+  /** ISO 8601 UTC with milliseconds. */
   modified_at: string
+  /** SHA-256 of the manifest: changes whenever the model does. */
   digest: string
   details: { parent_model: string, format: string, family: string | null, families: string[] | null, parameter_size: string | null, quantization_level: string | null }
   /** The model's folder. */
   dir: string
-  manifest: Manifest
+  files: ManifestFile[]
+  variants: Variant[]
+  /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
   gguf: GgufInfo | null
+  manifest: Manifest
 }
 
 /** What a writer commits: the manifest less what the store fills in. */
-export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & { variants?: Variant[] }
+export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & {
+  /** The converted variants; left out, those of the committed model are kept while its files are unchanged. */
+  variants?: Variant[]
+}
 
+/** Write access to one model, holding its cross-process lock. Always `release()` it (in a `finally`). */
 export interface ModelWriter {
+  /** The model folder (created). Write files here; the model is listed once `commit` has run. */
   readonly dir: string
   /** The committed manifest, if the model was whole before. */
   readonly existing: Manifest | null
-  /** Reads the primary GGUF's metadata, writes manifest.json atomically, refreshes the cache. */
+  /**
+   * Reads the metadata of the primary GGUF (or of the first variant), writes manifest.json atomically,
+   * removes the files of the previous manifest that the new one no longer names, refreshes the cache.
+   * @throws ConflictError when the lock was lost (another process took it over as stale)
+   */
   commit(input: ManifestInput): Promise<ModelRecord>
-  /** Unlocks; idempotent. */
+  /** Unlocks and unmarks the model busy. Idempotent. */
   release(): Promise<void>
 }
 
-// A lock not refreshed for this long belongs to a process that died: take it over.
-const STALE_LOCK_MS = 10_000
+export interface ModelStoreOptions {
+  /**
+   * A writer's lock not refreshed for this long belongs to a process that died; the next writer takes it
+   * over (proper-lockfile refreshes a live lock every half of this; its minimum is 2000).
+   * @default 10000
+   */
+  lockStaleMs?: number
+  /**
+   * How long `openWriter(id, { wait: true })` waits for another writer of the same model.
+   * @default 600000
+   */
+  lockWaitMs?: number
+  /** Where to report what the store skips (a broken manifest) or cannot do (watch the folder). @default nothing */
+  onWarning?: (message: string) => void
+}
 
 /**
  * The one place that knows what is on disk. Models live in `<modelsDir>/<owner>/<name>/` with a
  * manifest.json written last and atomically; a folder without one is not listed (it may hold a download to
- * resume). Records are cached in memory and refreshed on every change this process makes, so listing never
- * reads the disk. Writers hold a cross-process lock (proper-lockfile) on the model.
+ * resume). Records are cached in memory and refreshed on every change (this process's, and through the
+ * change feed other processes'), so listing never reads the disk. Writers hold a cross-process lock
+ * (proper-lockfile) per model, keyed case-insensitively.
  */
 export class ModelStore {
   private readonly records = new Map<string, ModelRecord>()
   private readonly busy = new Set<string>()
-  private readonly beforeDelete: Array<(name: string) => Promise<void>> = []
+  private readonly beforeDelete: Array<(id: string) => Promise<void>> = []
   private sorted: ModelRecord[] | null = null
+  private readonly lockStaleMs: number
+  private readonly lockWaitMs: number
+  private readonly warn: (message: string) => void
+  private readonly feed: ChangeFeed
+  private readonly pending = new Set<string>()
+  private draining: Promise<void> | null = null
 
-  constructor (readonly modelsDir: string) {}
+  constructor (readonly modelsDir: string, options: ModelStoreOptions = {}) {
+    this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
+    this.lockWaitMs = options.lockWaitMs ?? 600_000
+    this.warn = options.onWarning ?? (() => {})
+    this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'))
+  }
 
   /** Scans the folder: lists whole models, drops half-written manifests, keeps partial downloads. */
   async init (): Promise<void> {
-    await mkdir(this.modelsDir, { recursive: true })
+    await mkdir(join(this.modelsDir, STATE_DIR, 'locks'), { recursive: true })
     this.records.clear()
+    const found: Array<{ id: string, dir: string }> = []
     for (const owner of await readdir(this.modelsDir, { withFileTypes: true })) {
       if (!owner.isDirectory() || owner.name.startsWith('.')) continue
       for (const model of await readdir(join(this.modelsDir, owner.name), { withFileTypes: true })) {
-        if (!model.isDirectory() || model.name.endsWith('.lock')) continue
-        const dir = join(this.modelsDir, owner.name, model.name)
-        await removeTemporaryManifests(dir, await readdir(dir))
-        const read = await readManifest(dir)
-        if (read) this.cache(dir, read.manifest, read.digest)
+        if (model.isDirectory()) found.push({ id: `${owner.name}/${model.name}`, dir: join(this.modelsDir, owner.name, model.name) })
       }
+    }
+    // A few folders at a time: a thousand models start in a fraction of the time one by one takes.
+    for (let i = 0; i < found.length; i += 32) {
+      await Promise.all(found.slice(i, i + 32).map(async ({ id, dir }) => {
+        // Only temp manifests go: `*.partial` and their `.partial.json` are downloads to resume.
+        await removeTemporaryManifests(dir, await readdir(dir))
+        await this.load(id, dir)
+      }))
     }
     this.sorted = null
   }
 
-  onBeforeDelete (listener: (name: string) => Promise<void>): void { this.beforeDelete.push(listener) }
+  /**
+   * Follows changes other processes make to the folder (an import while the server runs). Call `close()`
+   * to stop. Without a working watcher they show after a restart.
+   */
+  async watchChanges (): Promise<void> {
+    await this.feed.watch((key) => this.enqueueRefresh(key), (err) => this.warn(`models folder: not following changes by other processes (${err.message})`))
+  }
 
-  /** Most recently modified first. */
+  close (): void { this.feed.close() }
+
+  /**
+   * Runs `listener(id)` before a model's files are removed (the scheduler unloads it). The model is still
+   * listed then, and busy (`isBusy`): it is locked against writers for the whole deletion.
+   */
+  onBeforeDelete (listener: (id: string) => Promise<void>): void { this.beforeDelete.push(listener) }
+
+  /** Most recently modified first; from memory. */
   list (): ModelRecord[] {
-    this.sorted ??= [...this.records.values()].sort((a, b) => b.modified_at.localeCompare(a.modified_at))
+    this.sorted ??= [...this.records.values()].sort((a, b) => a.modified_at < b.modified_at ? 1 : a.modified_at > b.modified_at ? -1 : a.name.localeCompare(b.name))
     return this.sorted
   }
 
-  /** Case-insensitive, as on the hub; a `:tag` is ignored. */
+  /** Case-insensitive, as on the hub; a `:tag` is ignored. @throws InvalidModelNameError */
   find (name: string): ModelRecord | null {
-    return this.records.get(parseModelName(name).id.toLowerCase()) ?? null
+    return this.records.get(modelKey(parseModelName(name).id)) ?? null
   }
 
   /** @throws InvalidModelNameError, ModelNotFoundError */
@@ -90,135 +153,243 @@ export class ModelStore {
     return record
   }
 
-  modelDir (name: string): string {
-    const { owner, name: model } = parseModelName(name)
-    // An existing model keeps the case it was stored with.
-    return this.find(name)?.dir ?? join(this.modelsDir, owner, model)
+  /**
+   * `<modelsDir>/<owner>/<name>`: the folder of an existing model (in whatever case it was stored), else
+   * where a new one goes. @throws InvalidModelNameError
+   */
+  modelDir (id: string): string {
+    const { owner, name } = parseModelName(id)
+    return this.find(id)?.dir ?? findModelDir(this.modelsDir, owner, name)
   }
 
-  /** The GGUF to load: the model's own, or the variant of `dtype` for SafeTensors models (null if not made yet). */
+  /**
+   * The GGUF to load: for GGUF models the model file (the first part of a split one); for SafeTensors
+   * models the variant of `dtype`, or null if it has not been converted yet.
+   */
   ggufPath (record: ModelRecord, dtype?: string): string | null {
     if (record.manifest.primary) return join(record.dir, record.manifest.primary)
     const variant = record.manifest.variants.find((v) => v.dtype === dtype)
     return variant ? join(record.dir, variant.file) : null
   }
 
-  isBusy (name: string): boolean { return this.busy.has(parseModelName(name).id.toLowerCase()) }
+  /** Whether this process is writing (pulling, converting, deleting) the model. */
+  isBusy (name: string): boolean { return this.busy.has(modelKey(parseModelName(name).id)) }
 
-  /** Takes the model's cross-process lock. @throws ConflictError when another writer holds it and `wait` is false */
+  /**
+   * Takes the model's cross-process lock and marks it busy (delete answers 409 meanwhile).
+   * @throws InvalidModelNameError; ConflictError when another writer (of this or another process) holds the
+   *   lock and `wait` is false, or still holds it after `lockWaitMs`
+   */
   async openWriter (name: string, opts: { wait?: boolean } = {}): Promise<ModelWriter> {
-    const id = parseModelName(name).id
-    const key = id.toLowerCase()
-    const dir = this.modelDir(id)
-    await mkdir(dir, { recursive: true })
+    const { id, owner, name: model } = parseModelName(name)
+    const key = modelKey(id)
+    const lockPath = join(this.modelsDir, STATE_DIR, 'locks', key)
+    await mkdir(dirname(lockPath), { recursive: true })
+    let lost: Error | null = null
     let unlock: () => Promise<void>
     try {
-      unlock = await lockfile.lock(dir, {
-        stale: STALE_LOCK_MS,
-        retries: opts.wait ? { retries: 600, minTimeout: 50, maxTimeout: 500 } : 0,
+      unlock = await lockfile.lock(lockPath, {
+        stale: this.lockStaleMs,
         realpath: false,
+        retries: opts.wait ? { retries: Math.ceil(this.lockWaitMs / 500), factor: 1.5, minTimeout: 50, maxTimeout: 500 } : 0,
+        // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
+        // must only be kept from committing.
+        onCompromised: (err) => { lost = err },
       })
     } catch (err) {
-      if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being written by another process`)
+      if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being pulled or written by another process; try again when that has finished`)
       throw err
     }
     this.busy.add(key)
-    const existing = (await readManifest(dir))?.manifest ?? null
     let released = false
-    return {
-      dir,
-      existing,
-      commit: async (input) => {
-        const primary = input.primary ? join(dir, input.primary) : null
-        const manifest: Manifest = {
-          version: 1,
-          ...input,
-          variants: input.variants ?? existing?.variants ?? [],
-          gguf: primary ? await readGgufInfo(primary) : existing?.gguf ?? null,
-          modified_at: new Date().toISOString(),
-        }
-        const digest = await writeManifest(dir, manifest)
-        return this.cache(dir, manifest, digest)
-      },
-      release: async () => {
-        if (released) return
-        released = true
-        this.busy.delete(key)
-        await unlock().catch(() => {})
-      },
+    const release = async (): Promise<void> => {
+      if (released) return
+      released = true
+      this.busy.delete(key)
+      await unlock().catch(() => {}) // a compromised lock is no longer ours to remove
+    }
+    try {
+      // Under the lock, so that a second process lands in the folder the first one created.
+      const dir = this.records.get(key)?.dir ?? findModelDir(this.modelsDir, owner, model)
+      await mkdir(dir, { recursive: true })
+      const existing = (await readManifest(dir))?.manifest ?? null
+      return {
+        dir,
+        existing,
+        commit: async (input) => {
+          if (released) throw new Error(`the writer of "${id}" was released before commit`)
+          if (parseModelName(input.name).id.toLowerCase() !== id.toLowerCase()) throw new Error(`a writer of "${id}" cannot commit "${input.name}"`)
+          const record = await this.commit(key, dir, existing, input, () => lost)
+          await this.feed.notify(key).catch((err: Error) => this.warn(`models folder: could not signal the change of ${id} (${err.message})`))
+          return record
+        },
+        release,
+      }
+    } catch (err) {
+      await release()
+      throw err
     }
   }
 
-  /** Registers a GGUF already on disk, linked rather than copied where the file system allows. */
+  /**
+   * Registers a GGUF already on disk (all parts of a split one), linked rather than copied where the file
+   * system allows; the manifest says where it came from and how it was linked.
+   * @throws InvalidModelNameError, BadRequestError (no such file, not a GGUF), ConflictError
+   */
   async import (name: string, file: string): Promise<ModelRecord> {
-    const id = parseModelName(name).id
+    const { id } = parseModelName(name)
+    const source = resolve(file)
     let info
     try {
-      info = await stat(file)
+      info = await stat(source)
     } catch {
       throw new BadRequestError(`cannot import ${file}: no such file`)
     }
     if (!info.isFile()) throw new BadRequestError(`cannot import ${file}: not a file`)
     try {
-      await readGgufInfo(file)
+      await readGgufInfo(source)
     } catch (err) {
       throw new BadRequestError(`cannot import ${file}: not a GGUF file (${(err as Error).message})`)
     }
+    let parts: string[]
+    try {
+      parts = await ggufParts(source)
+    } catch (err) {
+      throw new BadRequestError(`cannot import ${file}: ${(err as Error).message}`)
+    }
     const writer = await this.openWriter(id, { wait: true })
     try {
-      const target = basename(file)
-      const link = await linkOrCopy(file, join(writer.dir, target))
+      const files: ManifestFile[] = []
+      let link: LinkKind | undefined
+      for (const part of parts) {
+        const target = join(writer.dir, basename(part))
+        const kind = await linkOrCopy(part, target)
+        link ??= kind
+        files.push({ name: basename(part), size: (await stat(target)).size, sha256: await sha256File(target) })
+      }
       return await writer.commit({
         name: id,
         format: 'gguf',
-        source: { type: 'import', path: file, link },
-        files: [{ name: target, size: info.size, sha256: await sha256File(file) }],
-        primary: target,
+        source: { type: 'import', path: source, link },
+        files,
+        primary: basename(source),
+        variants: [],
       })
     } finally {
       await writer.release()
     }
   }
 
-  /** Adds a GGUF made from a SafeTensors model (the converter's output) to its manifest. */
+  /**
+   * Adds a GGUF made from a SafeTensors model (the converter's output, already in the model's folder) to its
+   * manifest, replacing one of the same dtype. @throws ModelNotFoundError, BadRequestError
+   */
   async addVariant (name: string, variant: Variant): Promise<ModelRecord> {
     const writer = await this.openWriter(name, { wait: true })
     try {
       const current = writer.existing
       if (!current) throw new ModelNotFoundError(parseModelName(name).id)
-      const { version, modified_at: _m, gguf: _g, ...input } = current
+      const { version: _v, modified_at: _m, gguf: _g, ...input } = current
       return await writer.commit({ ...input, variants: [...current.variants.filter((v) => v.dtype !== variant.dtype), variant] })
     } finally {
       await writer.release()
     }
   }
 
-  /** Unloads (through the listeners), then removes the model's folder. @throws ModelNotFoundError, ConflictError */
+  /**
+   * Removes a model: takes its lock (409 while it is being pulled or written, here or by another process),
+   * runs the before-delete listeners (the scheduler unloads it), stops listing it, removes its folder. A
+   * listener that throws stops the deletion: the model stays, whole.
+   * @throws InvalidModelNameError, ModelNotFoundError, ConflictError
+   */
   async delete (name: string): Promise<void> {
+    const { id } = parseModelName(name)
+    const key = modelKey(id)
     // A model being pulled for the first time is not listed yet, but deleting it is still a conflict.
-    if (this.isBusy(name)) throw new ConflictError(`model "${parseModelName(name).id}" is being pulled or written; try again when that has finished`)
-    const record = this.get(name)
-    if (this.isBusy(record.name)) throw new ConflictError(`model "${record.name}" is being pulled or written; try again when that has finished`)
-    for (const listener of this.beforeDelete) await listener(record.name)
-    const writer = await this.openWriter(record.name).catch((err) => {
-      if (err instanceof ConflictError) throw new ConflictError(`model "${record.name}" is being written by another process; try again later`)
-      throw err
-    })
+    if (this.busy.has(key)) throw new ConflictError(`model "${id}" is being pulled or written; try again when that has finished`)
+    const record = this.get(id)
+    const writer = await this.openWriter(record.name)
     try {
-      this.records.delete(record.name.toLowerCase())
+      // Still listed while the listeners run: the scheduler looks the model up to unload it.
+      for (const listener of this.beforeDelete) await listener(record.name)
+      this.records.delete(key)
       this.sorted = null
       await rm(record.dir, { recursive: true, force: true })
+      // The owner's folder goes with its last model; another model in it keeps it (ENOTEMPTY).
+      await rmdir(dirname(record.dir)).catch(() => {})
+      await this.feed.notify(key).catch((err: Error) => this.warn(`models folder: could not signal the deletion of ${id} (${err.message})`))
     } finally {
       await writer.release()
-      await rm(`${record.dir}.lock`, { recursive: true, force: true })
     }
   }
 
-  private cache (dir: string, manifest: Manifest, digest: string): ModelRecord {
+  private async commit (key: string, dir: string, existing: Manifest | null, input: ManifestInput, lost: () => Error | null): Promise<ModelRecord> {
+    const named = [...input.files.map((f) => f.name), ...(input.variants ?? []).map((v) => v.file), ...(input.primary ? [input.primary] : [])]
+    const outside = named.find((n) => !isInside(dir, n))
+    if (outside !== undefined) throw new Error(`manifest of "${input.name}" names a file outside its folder: ${JSON.stringify(outside)}`)
+    // Variants converted from other weights would be stale: kept only while the files are the same.
+    const variants = input.variants ?? (existing && sameFiles(existing.files, input.files) ? existing.variants : [])
+    const ggufFile = input.primary ?? variants[0]?.file ?? null
+    let gguf: GgufInfo | null = null
+    if (ggufFile) {
+      try {
+        gguf = await readGgufInfo(join(dir, ggufFile))
+      } catch (err) {
+        throw new GatewayError(422, `model "${input.name}": ${ggufFile} is not a readable GGUF file (${(err as Error).message})`, { code: 'invalid_gguf' })
+      }
+    }
+    const manifest: Manifest = { version: 1, ...input, variants, gguf, modified_at: new Date().toISOString() }
+    const error = lost()
+    if (error) throw new ConflictError(`lost the write lock of "${input.name}" (${error.message}); another process may have taken it over`)
+    const digest = await writeManifest(dir, manifest)
+    const kept = new Set([...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)])
+    for (const old of [...(existing?.files.map((f) => f.name) ?? []), ...(existing?.variants.map((v) => v.file) ?? [])]) {
+      if (!kept.has(old) && isInside(dir, old)) await rm(join(dir, old), { force: true })
+    }
+    return this.cache(key, dir, manifest, digest)
+  }
+
+  /** Reads one model's manifest into the cache, or drops it from the cache when it is not whole. */
+  private async load (id: string, dir: string): Promise<void> {
+    const key = modelKey(id)
+    const read = await readManifest(dir)
+    if (!read) {
+      if (this.records.delete(key)) this.sorted = null
+      return
+    }
+    let named: string | null = null
+    try { named = parseModelName(read.manifest.name).id } catch {}
+    if (named === null || modelKey(named) !== key) {
+      this.warn(`models folder: ${dir}/manifest.json names ${JSON.stringify(read.manifest.name)}, not ${id}; skipped`)
+      return
+    }
+    this.cache(key, dir, read.manifest, read.digest)
+  }
+
+  private enqueueRefresh (key: string): void {
+    if (keyToId(key) === null) return
+    this.pending.add(key)
+    this.draining ??= (async () => {
+      // Events come in bursts (one write, several inotify events): let them settle, then read each model once.
+      await new Promise((r) => setTimeout(r, 20))
+      while (this.pending.size > 0) {
+        const [next] = this.pending
+        this.pending.delete(next!)
+        // While this process holds the lock, no one else changes the model, and its own writes update the cache.
+        if (this.busy.has(next!)) continue
+        const id = keyToId(next!)!
+        const [owner, name] = id.split('/') as [string, string]
+        await this.load(id, findModelDir(this.modelsDir, owner, name)).catch((err: Error) => this.warn(`models folder: could not refresh ${id} (${err.message})`))
+      }
+    })().finally(() => { this.draining = null })
+  }
+
+  private cache (key: string, dir: string, manifest: Manifest, digest: string): ModelRecord {
     const files = manifest.files.reduce((sum, f) => sum + f.size, 0)
     const variants = manifest.variants.reduce((sum, v) => sum + v.size, 0)
     const g = manifest.gguf
     const record: ModelRecord = {
+      id: manifest.name,
       name: manifest.name,
       model: manifest.name,
       size: files + variants,
@@ -234,12 +405,17 @@ export class ModelStore {
         quantization_level: g?.file_type ?? null,
       },
       dir,
-      manifest,
+      files: manifest.files,
+      variants: manifest.variants,
       gguf: g,
+      manifest,
     }
-    this.records.set(manifest.name.toLowerCase(), record)
+    this.records.set(key, record)
     this.sorted = null
     return record
   }
 }
 
+function sameFiles (a: ManifestFile[], b: ManifestFile[]): boolean {
+  return a.length === b.length && a.every((f) => b.some((g) => g.name === f.name && g.size === f.size && g.sha256 === f.sha256))
+}
