@@ -66,3 +66,13 @@ export class RuntimeError extends GatewayError {
 export class UnavailableError extends GatewayError {
   constructor (message: string, code = 'unavailable') { super(503, message, { code }) }
 }
+
+/**
+ * A conversion or quantization failed: the model's files are what the tool could not handle (422), with the
+ * tool's own last lines; or the tools are not installed (503, saying what to install).
+ */
+export class ConversionError extends GatewayError {
+  constructor (message: string, readonly toolTail: string[] = [], statusCode = 422, code = 'conversion_failed') {
+    super(statusCode, message, { code })
+  }
+}

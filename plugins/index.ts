@@ -1,6 +1,7 @@
 import type { FastifyPluginAsync } from 'fastify'
 import apiNative from './api-native/index.js'
 import apiOpenai from './api-openai/index.js'
+import convert from './convert/index.js'
 import download from './download/index.js'
 import health from './health/index.js'
 import modelsApi from './models-api/index.js'
@@ -18,8 +19,9 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   security,
   health,
   storage,
-  download,
   runtimes,
+  convert,
+  download,
   scheduler,
   modelsApi,
   apiNative,

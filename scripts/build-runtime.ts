@@ -15,9 +15,21 @@ const TARGETS = ['llama-server', 'llama-quantize']
 
 /**
  * The version of the build recipe (the flags below). A built runtime with an older recipe is rebuilt by
- * ensure-runtime: 2 turned AMX off after quantized models crashed in VMs.
+ * ensure-runtime: 3 builds for AVX2 instead of -march=native, after quantized models crashed in VMs (AMX).
  */
-export const BUILD_RECIPE = 2
+export const BUILD_RECIPE = 3
+
+/**
+ * x86-64: not `-march=native`. A native build on a CPU that advertises Intel AMX compiles AMX kernels for
+ * quantized matrices (the GGML_AMX_* switches do not stop it: -march=native defines the macros), and inside
+ * VMs that do not grant the tile state — measured here, firecracker on a Sapphire Rapids Xeon — every
+ * quantized model crashed with SIGSEGV in ggml_backend_amx_mul_mat. AVX2/FMA/F16C runs on any x86-64 of the
+ * last decade, so a cached build also survives a move to another machine of the same kind.
+ */
+function cpuFlags (): string[] {
+  if (process.arch !== 'x64') return []
+  return ['-DGGML_NATIVE=OFF', '-DGGML_AVX=ON', '-DGGML_AVX2=ON', '-DGGML_FMA=ON', '-DGGML_F16C=ON', '-DGGML_BMI2=ON']
+}
 
 /**
  * The CUDA architectures to build for: the ones asked for, else the compute capability of each GPU present
@@ -88,10 +100,7 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
   const generator = (await execa('ninja', ['--version'], { reject: false })).exitCode === 0 ? ['-G', 'Ninja'] : []
   const configure = ['-S', src, '-B', buildDir, ...generator, '-DCMAKE_BUILD_TYPE=Release', '-DLLAMA_CURL=OFF', '-DLLAMA_OPENSSL=OFF',
     '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DBUILD_SHARED_LIBS=OFF',
-    // A native build on a CPU that advertises Intel AMX uses AMX tiles for quantized matrices; inside VMs
-    // that do not grant the tile state (measured here: firecracker on a Sapphire Rapids Xeon), every
-    // quantized model then crashes with SIGSEGV in ggml_backend_amx_mul_mat. AVX-512 is kept.
-    '-DGGML_AMX_TILE=OFF', '-DGGML_AMX_INT8=OFF', '-DGGML_AMX_BF16=OFF',
+    ...cpuFlags(),
     ...await backendFlags(opts.backend, opts.cudaArch, say)]
   say(`[1/3] configuring ${opts.backend} from ${src}: cmake ${configure.join(' ')}`)
   await step('cmake configure', execa('cmake', configure, { stdout: 'inherit', stderr: 'inherit', reject: false }))

@@ -55,25 +55,21 @@ const SCRATCH_U32 = new Uint32Array(SCRATCH_F32.buffer)
 
 function f32BitsToF16Bits (x: number): number {
   const sign = (x >>> 16) & 0x8000
-  const exp = (x >>> 23) & 0xff
-  let mant = x & 0x7fffff
-  if (exp === 0xff) return sign | 0x7c00 | (mant ? 0x200 : 0) // infinity, or a quiet NaN
-  const e = exp - 127 + 15
-  if (e >= 0x1f) return sign | 0x7c00 // too large: infinity
-  if (e <= 0) {
-    // A subnormal half (or zero): shift the mantissa, with its implicit bit, into place and round.
-    if (e < -10) return sign
-    mant |= 0x800000
-    const shift = 14 - e
-    let half = mant >>> shift
-    const rest = mant & ((1 << shift) - 1)
-    const midpoint = 1 << (shift - 1)
-    if (rest > midpoint || (rest === midpoint && (half & 1))) half++
-    return sign | half
-  }
-  // A carry out of the mantissa rounds up into the exponent, up to infinity: the right answer.
-  let half = sign | (e << 10) | (mant >>> 13)
-  const rest = mant & 0x1fff
-  if (rest > 0x1000 || (rest === 0x1000 && (half & 1))) half++
-  return half
+  const abs = x & 0x7fffffff
+  if (abs < 0x38800000) return sign | subnormalHalf(abs) // below 2^-14, the smallest normal half
+  if (abs >= 0x47800000) return sign | (abs > 0x7f800000 ? 0x7e00 : 0x7c00) // 2^16 and up: infinity; NaN stays NaN
+  // Rebias the exponent (127 to 15) and round away the 13 low mantissa bits to nearest even without a branch
+  // (random weights round either way at random, which a branch would mispredict): add just under half, plus
+  // one if the kept part is odd. A carry into the exponent is right, up to infinity from 65520.
+  return sign | ((abs - 0x38000000 + 0xfff + ((abs >>> 13) & 1)) >>> 13)
+}
+
+function subnormalHalf (abs: number): number {
+  if (abs < 0x33000000) return 0 // under 2^-25, half the smallest subnormal: rounds to zero
+  const mant = (abs & 0x7fffff) | 0x800000
+  const shift = 126 - (abs >>> 23)
+  const half = mant >>> shift
+  const rest = mant & ((1 << shift) - 1)
+  const midpoint = 1 << (shift - 1)
+  return rest > midpoint || (rest === midpoint && (half & 1)) ? half + 1 : half
 }

@@ -1,70 +1,90 @@
-import { GgmlType, writeGguf, type GgufValue, type TensorSpec } from './gguf-writer.js'
-import { CHAT_TEMPLATE, tinyVocab } from './tiny-vocab.js'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { writeGguf, type GgufValue } from './gguf-writer.js'
+import { writeSafetensors } from './safetensors-writer.js'
+import { encodeSentencePieceModel } from './sentencepiece-model.js'
+import { ggufTensors, hfTensors, tinyLlama, type TinyLlama, type TinyLlamaOptions } from './tiny-llama.js'
+import { CHAT_TEMPLATE } from './tiny-vocab.js'
 
-export interface TinyModelOptions {
+// The tiny Llama written out: as a GGUF that llama-server loads (the test model, the benchmark model with
+// larger parameters, the demo model of a fresh install), or as the Hugging Face checkpoint it would have been
+// converted from (the converter's test fixture). Same options and seed: the same model.
+
+export interface TinyModelOptions extends TinyLlamaOptions {
   /** Where to write the GGUF. */
   file: string
-  /** Element type of the weight matrices (norms are always f32). @default 'f16' */
-  dtype?: 'f32' | 'f16'
-  /** Seed of the random weights: the same seed writes the same bytes. @default 1 */
-  seed?: number
-  /** @default 2 */
-  nLayer?: number
-  /** @default 64 */
-  nEmbd?: number
-  /** @default 4 */
-  nHead?: number
-  /** @default nHead */
-  nHeadKv?: number
-  /** @default 128 */
-  nFf?: number
-  /** @default 2048 */
-  nCtxTrain?: number
-  /** Vocabulary pieces besides special and byte tokens. @default 300 */
-  extraPieces?: number
-  /** general.name @default 'tiny' */
-  name?: string
 }
 
-/** mulberry32: small, fast, and deterministic across platforms. */
-function random (seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
+export interface TinySafetensorsOptions extends TinyLlamaOptions {
+  /** The folder to write the checkpoint into; made if missing. */
+  dir: string
+}
+
+/** Writes the tiny Llama as a GGUF v3: about 320 KB with the defaults (630 KB in f32). */
+export async function writeTinyGguf (options: TinyModelOptions): Promise<{ file: string, bytes: number }> {
+  const model = tinyLlama(options)
+  const bytes = await writeGguf(options.file, ggufMetadata(model), ggufTensors(model))
+  return { file: options.file, bytes }
 }
 
 /**
- * Writes a tiny Llama-architecture GGUF with random weights and a SentencePiece-style vocabulary. With the
- * defaults it is about 300 KB and llama-server loads it in a fraction of a second: the test model, the
- * benchmark model (larger parameters) and the demo model of a fresh install.
+ * Writes the tiny Llama as a Hugging Face checkpoint: config.json, generation_config.json, model.safetensors,
+ * tokenizer.model (SentencePiece, the GGUF's vocabulary) and tokenizer_config.json (with the chat template).
  */
-export async function writeTinyGguf (options: TinyModelOptions): Promise<{ file: string, bytes: number }> {
-  const { file, dtype = 'f16', seed = 1, nLayer = 2, nEmbd = 64, nHead = 4, nFf = 128, nCtxTrain = 2048, extraPieces = 300, name = 'tiny' } = options
-  const nHeadKv = options.nHeadKv ?? nHead
-  const headDim = nEmbd / nHead
-  if (!Number.isInteger(headDim)) throw new Error(`nEmbd (${nEmbd}) must be a multiple of nHead (${nHead})`)
-  const vocab = tinyVocab(extraPieces)
-  const nVocab = vocab.tokens.length
-  const metadata: Record<string, GgufValue> = {
+export async function writeTinySafetensors (options: TinySafetensorsOptions): Promise<{ dir: string, files: string[] }> {
+  const model = tinyLlama(options)
+  const { vocab } = model
+  await mkdir(options.dir, { recursive: true })
+  const files: string[] = []
+  const write = async (name: string, data: string | Buffer): Promise<void> => {
+    const file = join(options.dir, name)
+    await writeFile(file, data)
+    files.push(file)
+  }
+  const json = (value: unknown): string => `${JSON.stringify(value, null, 2)}\n`
+  await write('config.json', json(hfConfig(model)))
+  await write('generation_config.json', json({ bos_token_id: vocab.bos, eos_token_id: vocab.eos, pad_token_id: vocab.unk }))
+  const weights = join(options.dir, 'model.safetensors')
+  await writeSafetensors(weights, hfTensors(model), { format: 'pt' })
+  files.push(weights)
+  await write('tokenizer.model', encodeSentencePieceModel({
+    pieces: vocab.tokens.map((piece, i) => ({ piece, score: vocab.scores[i]!, type: vocab.types[i]! })),
+    modelType: 'bpe', unkId: vocab.unk, bosId: vocab.bos, eosId: vocab.eos, padId: -1,
+  }))
+  await write('tokenizer_config.json', json({
+    tokenizer_class: 'LlamaTokenizer',
+    add_bos_token: true,
+    add_eos_token: false,
+    bos_token: vocab.tokens[vocab.bos],
+    eos_token: vocab.tokens[vocab.eos],
+    unk_token: vocab.tokens[vocab.unk],
+    pad_token: vocab.tokens[vocab.unk],
+    additional_special_tokens: [vocab.tokens[vocab.imStart], vocab.tokens[vocab.imEnd]],
+    chat_template: CHAT_TEMPLATE,
+    clean_up_tokenization_spaces: false,
+    model_max_length: model.nCtxTrain,
+    sp_model_kwargs: {},
+  }))
+  return { dir: options.dir, files }
+}
+
+function ggufMetadata (m: TinyLlama): Record<string, GgufValue> {
+  const { vocab } = m
+  return {
     'general.architecture': { type: 'string', value: 'llama' },
-    'general.name': { type: 'string', value: name },
-    'general.file_type': { type: 'u32', value: dtype === 'f16' ? 1 : 0 },
+    'general.name': { type: 'string', value: m.name },
+    'general.file_type': { type: 'u32', value: m.dtype === 'f16' ? 1 : 0 }, // LLAMA_FTYPE_MOSTLY_F16 or ALL_F32
     'general.alignment': { type: 'u32', value: 32 },
-    'llama.context_length': { type: 'u32', value: nCtxTrain },
-    'llama.embedding_length': { type: 'u32', value: nEmbd },
-    'llama.block_count': { type: 'u32', value: nLayer },
-    'llama.feed_forward_length': { type: 'u32', value: nFf },
-    'llama.attention.head_count': { type: 'u32', value: nHead },
-    'llama.attention.head_count_kv': { type: 'u32', value: nHeadKv },
-    'llama.rope.dimension_count': { type: 'u32', value: headDim },
-    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: 1e-5 },
-    'llama.rope.freq_base': { type: 'f32', value: 10000 },
-    'llama.vocab_size': { type: 'u32', value: nVocab },
+    'llama.context_length': { type: 'u32', value: m.nCtxTrain },
+    'llama.embedding_length': { type: 'u32', value: m.nEmbd },
+    'llama.block_count': { type: 'u32', value: m.nLayer },
+    'llama.feed_forward_length': { type: 'u32', value: m.nFf },
+    'llama.attention.head_count': { type: 'u32', value: m.nHead },
+    'llama.attention.head_count_kv': { type: 'u32', value: m.nHeadKv },
+    'llama.rope.dimension_count': { type: 'u32', value: m.headDim },
+    'llama.attention.layer_norm_rms_epsilon': { type: 'f32', value: m.rmsNormEps },
+    'llama.rope.freq_base': { type: 'f32', value: m.ropeFreqBase },
+    'llama.vocab_size': { type: 'u32', value: vocab.tokens.length },
     'tokenizer.ggml.model': { type: 'string', value: 'llama' },
     'tokenizer.ggml.tokens': { type: 'string[]', value: vocab.tokens },
     'tokenizer.ggml.scores': { type: 'f32[]', value: vocab.scores },
@@ -77,28 +97,33 @@ export async function writeTinyGguf (options: TinyModelOptions): Promise<{ file:
     'tokenizer.ggml.add_eos_token': { type: 'bool', value: false },
     'tokenizer.chat_template': { type: 'string', value: CHAT_TEMPLATE },
   }
-  const next = random(seed)
-  const matrixType = dtype === 'f16' ? GgmlType.F16 : GgmlType.F32
-  // Small weights keep activations and logits in a sane range, so sampling does not degenerate.
-  const weights = (name: string, dims: number[], scale = 0.08): TensorSpec => ({
-    name, dims, type: matrixType, fill: (out) => { for (let i = 0; i < out.length; i++) out[i] = (next() * 2 - 1) * scale },
-  })
-  const ones = (name: string, n: number): TensorSpec => ({ name, dims: [n], type: GgmlType.F32, fill: (out) => out.fill(1) })
-  const nEmbdKv = headDim * nHeadKv
-  const tensors: TensorSpec[] = [weights('token_embd.weight', [nEmbd, nVocab], 0.5), ones('output_norm.weight', nEmbd), weights('output.weight', [nEmbd, nVocab], 0.5)]
-  for (let b = 0; b < nLayer; b++) {
-    tensors.push(
-      ones(`blk.${b}.attn_norm.weight`, nEmbd),
-      weights(`blk.${b}.attn_q.weight`, [nEmbd, nEmbd]),
-      weights(`blk.${b}.attn_k.weight`, [nEmbd, nEmbdKv]),
-      weights(`blk.${b}.attn_v.weight`, [nEmbd, nEmbdKv]),
-      weights(`blk.${b}.attn_output.weight`, [nEmbd, nEmbd]),
-      ones(`blk.${b}.ffn_norm.weight`, nEmbd),
-      weights(`blk.${b}.ffn_gate.weight`, [nEmbd, nFf]),
-      weights(`blk.${b}.ffn_up.weight`, [nEmbd, nFf]),
-      weights(`blk.${b}.ffn_down.weight`, [nFf, nEmbd]),
-    )
+}
+
+function hfConfig (m: TinyLlama): Record<string, unknown> {
+  return {
+    _name_or_path: m.name,
+    architectures: ['LlamaForCausalLM'],
+    model_type: 'llama',
+    hidden_size: m.nEmbd,
+    intermediate_size: m.nFf,
+    num_hidden_layers: m.nLayer,
+    num_attention_heads: m.nHead,
+    num_key_value_heads: m.nHeadKv,
+    head_dim: m.headDim,
+    vocab_size: m.vocab.tokens.length,
+    max_position_embeddings: m.nCtxTrain,
+    rms_norm_eps: m.rmsNormEps,
+    rope_theta: m.ropeFreqBase,
+    rope_scaling: null,
+    hidden_act: 'silu',
+    attention_bias: false,
+    mlp_bias: false,
+    initializer_range: 0.02,
+    torch_dtype: m.dtype === 'f16' ? 'float16' : 'float32',
+    bos_token_id: m.vocab.bos,
+    eos_token_id: m.vocab.eos,
+    pad_token_id: m.vocab.unk,
+    tie_word_embeddings: false,
+    use_cache: true,
   }
-  const bytes = await writeGguf(file, metadata, tensors)
-  return { file, bytes }
 }

@@ -1,6 +1,7 @@
 // A small SentencePiece-style vocabulary: the special tokens, the 256 byte tokens llama.cpp's SPM tokenizer
 // falls back to, and a few hundred pieces, some of them multi-byte (to exercise UTF-8 handling).
 
+/** GGUF's tokenizer.ggml.token_type, which has SentencePiece's piece type numbers. */
 export const TokenType = { NORMAL: 1, UNKNOWN: 2, CONTROL: 3, USER_DEFINED: 4, BYTE: 6 } as const
 
 export interface Vocab { tokens: string[], scores: number[], types: number[], bos: number, eos: number, unk: number, imStart: number, imEnd: number }
@@ -13,28 +14,42 @@ very make world still own see men work long get here between both life being und
 might us great old year off come since against go came right used take three hello world model token llama gate local server
 chat stream answer question`.split(/\s+/)
 const EXTRA = ['é', 'è', 'ü', 'ß', 'ñ', '日本', '語', '中文', '한국', 'Привет', '🙂', '🚀', 'café', 'naïve', '…', '—', '€']
+const FRAGMENTS = `ing ed er es th re an on en at ou or st ar le al ly ion tion ent ness ment able ous ive est ers ies ity ful less
+▁un ▁re ▁in ▁con ▁pro ▁dis ▁pre ▁com ▁ex ▁th ▁wh ▁st ▁sh ▁ch ç ö å ø 東京 世界 こんにちは 你好 😀 👍 ▁ç ▁ö ▁東京 ▁世界 ▁你好`.split(/\s+/)
 
+/** Every piece the vocabulary can hold, most common first: `extraPieces` takes a prefix of this list. */
+function piecePool (): string[] {
+  const pool = new Set<string>()
+  for (const c of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?;:\'"()-') pool.add(c)
+  for (const c of 'abcdefghijklmnopqrstuvwxyz') pool.add(`▁${c}`)
+  pool.add('▁')
+  for (const e of EXTRA) { pool.add(e); pool.add(`▁${e}`) }
+  for (const w of WORDS) pool.add(`▁${w}`)
+  for (const w of WORDS) pool.add(w)
+  for (const f of FRAGMENTS) pool.add(f)
+  return [...pool]
+}
+
+/** The vocabulary: `<unk>`, `<s>`, `</s>`, 256 byte tokens, `extraPieces` pieces, `<|im_start|>`, `<|im_end|>`. */
 export function tinyVocab (extraPieces = 300): Vocab {
+  const pool = piecePool()
+  if (!Number.isInteger(extraPieces) || extraPieces < 0 || extraPieces > pool.length) {
+    throw new RangeError(`extraPieces must be an integer from 0 to ${pool.length}, not ${extraPieces}`)
+  }
   const tokens: string[] = ['<unk>', '<s>', '</s>']
   const types: number[] = [TokenType.UNKNOWN, TokenType.CONTROL, TokenType.CONTROL]
   for (let b = 0; b < 256; b++) {
     tokens.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`)
     types.push(TokenType.BYTE)
   }
-  const pieces = new Set<string>()
-  for (const c of 'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789.,!?;:\'"()-') pieces.add(c)
-  for (const c of 'abcdefghijklmnopqrstuvwxyz') pieces.add(`▁${c}`)
-  pieces.add('▁')
-  for (const e of EXTRA) { pieces.add(e); pieces.add(`▁${e}`) }
-  for (const w of WORDS) { if (pieces.size >= extraPieces) break; pieces.add(`▁${w}`) }
-  for (const w of WORDS) { if (pieces.size >= extraPieces) break; pieces.add(w) }
-  for (const p of pieces) { tokens.push(p); types.push(TokenType.NORMAL) }
+  for (const p of pool.slice(0, extraPieces)) { tokens.push(p); types.push(TokenType.NORMAL) }
   const imStart = tokens.push('<|im_start|>') - 1
   types.push(TokenType.CONTROL)
   const imEnd = tokens.push('<|im_end|>') - 1
   types.push(TokenType.CONTROL)
-  // SentencePiece scores: longer and earlier pieces first; special and byte tokens score 0.
-  const scores = tokens.map((t, i) => (types[i] === TokenType.NORMAL ? -i / 10 : 0))
+  // SentencePiece scores: the tokenizer merges the higher-scoring (here: earlier) pieces first; special and
+  // byte tokens score 0.
+  const scores = tokens.map((_, i) => (types[i] === TokenType.NORMAL ? -i / 10 : 0))
   return { tokens, scores, types, bos: 1, eos: imEnd, unk: 0, imStart, imEnd }
 }
 

@@ -41,10 +41,15 @@ class PullJob {
 export class PullService {
   private readonly jobs = new Map<string, PullJob>()
 
-  constructor (private readonly deps: { store: ModelStore, client: HubClient }) {}
+  constructor (private readonly deps: {
+    store: ModelStore
+    client: HubClient
+    /** Makes the GGUF of a SafeTensors model once it is whole (the converter). */
+    convert?: (name: string, dtype: string | undefined, emit: Listener, signal: AbortSignal) => Promise<void>
+  }) {}
 
   /** Resolves when the model is whole; events go to `listener`. Leaving (signal) cancels if nobody else waits. */
-  async pull (name: string, listener: Listener, signal?: AbortSignal): Promise<void> {
+  async pull (name: string, listener: Listener, signal?: AbortSignal, dtype?: string): Promise<void> {
     const { id, tag } = parseModelName(name)
     const key = `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`
     let job = this.jobs.get(key)
@@ -59,7 +64,7 @@ export class PullService {
       job = new PullJob()
       this.jobs.set(key, job)
       const started = job
-      job.done = this.run(started, id, tag).finally(() => this.jobs.delete(key))
+      job.done = this.run(started, id, tag, dtype).finally(() => this.jobs.delete(key))
     }
     job.listeners.add(listener)
     const leave = (): void => {
@@ -76,7 +81,7 @@ export class PullService {
     }
   }
 
-  private async run (job: PullJob, id: string, tag: string | null): Promise<void> {
+  private async run (job: PullJob, id: string, tag: string | null, dtype: string | undefined): Promise<void> {
     const { store, client } = this.deps
     const signal = job.controller.signal
     const writer = await store.openWriter(id).catch((err: unknown) => {
@@ -84,10 +89,12 @@ export class PullService {
       if (err instanceof ConflictError && other) throw new ConflictError(`${id} is being pulled with ${other.endsWith(':') ? 'the default tag' : `the tag ${other.slice(id.length + 1)}`}; pull again when that has finished`)
       throw err
     })
+    let format: 'gguf' | 'safetensors'
     try {
       job.emit({ status: `pulling ${id}` })
       const commit = await client.resolveCommit(id, signal)
       const plan = planFiles(id, await client.listFiles(id, commit, signal), tag)
+      format = plan.format
       const unchanged = new Set((writer.existing?.files ?? [])
         .filter((old) => plan.files.some((f) => f.path === old.name && f.sha256 !== null && f.sha256 === old.sha256 && f.size === old.size))
         .map((f) => f.name))
@@ -126,10 +133,12 @@ export class PullService {
       for (const old of writer.existing?.files ?? []) {
         if (!plan.files.some((f) => f.path === old.name)) await rm(join(writer.dir, old.name), { force: true })
       }
-      job.emit({ status: 'success' })
     } finally {
       await writer.release()
     }
+    // The SafeTensors model is listed (and usable for a later try) even if its conversion fails.
+    if (format === 'safetensors' && this.deps.convert) await this.deps.convert(id, dtype, (e) => job.emit(e), signal)
+    job.emit({ status: 'success' })
   }
 
   /** True while a pull of the model runs in this process. */

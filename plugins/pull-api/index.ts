@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { Type } from 'typebox'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { parseModelName } from '../../core/model-name.js'
+import { OptionsSchema } from '../../core/options-schema.js'
 import { clientGone } from '../inference/client-signal.js'
 
 const PullBody = Type.Object({
@@ -10,6 +11,8 @@ const PullBody = Type.Object({
   stream: Type.Optional(Type.Boolean()),
   // Ollama's client sends it; there is nothing insecure to allow here.
   insecure: Type.Optional(Type.Boolean()),
+  // The GGUF type a SafeTensors model is converted to (default: default_options.dtype).
+  options: Type.Optional(Type.Object({ dtype: OptionsSchema.properties.dtype })),
 })
 
 const pull: FastifyPluginAsyncTypebox = async (app) => {
@@ -17,13 +20,13 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
     const { model } = request.body
     parseModelName(model)
     if (request.body.stream === false) {
-      await app.puller.pull(model, () => {}, clientGone(reply))
+      await app.puller.pull(model, () => {}, clientGone(reply), request.body.options?.dtype)
       return { status: 'success' }
     }
     const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
     stream.open()
     try {
-      await app.puller.pull(model, (event) => { stream.send(event) }, stream.signal)
+      await app.puller.pull(model, (event) => { stream.send(event) }, stream.signal, request.body.options?.dtype)
       stream.end()
     } catch (err) {
       stream.fail(err)

@@ -22,6 +22,8 @@ export default fp(async (app) => {
       defaultOptions: config.defaultOptions,
       modelOptions: config.models,
     },
+    // A request for a dtype a SafeTensors model has no GGUF of waits for its conversion.
+    ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     log: app.log,
   })
   app.decorate('scheduler', scheduler)
@@ -29,4 +31,4 @@ export default fp(async (app) => {
   app.store.onBeforeDelete((id) => scheduler.stop(id))
   // No llama-server may outlive the gateway.
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'runtimes'] })
+}, { name: 'scheduler', dependencies: ['storage', 'runtimes', 'convert'] })

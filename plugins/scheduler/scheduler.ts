@@ -173,7 +173,8 @@ export class Scheduler {
     try {
       await process.start()
     } catch (err) {
-      this.recordFailure(model.name, err)
+      // A start cut short by a stop is not the model's failure: no backoff for it.
+      if ((err as { code?: string }).code !== 'runtime_stopped') this.recordFailure(model.name, err)
       throw err
     }
     if (instance.state === 'unloading') return // stopped while it loaded

@@ -90,3 +90,20 @@ t.test('stopAll stops every process started', async (t) => {
   await LlamaServer.stopAll()
   for (const pid of pids) t.notOk(alive(pid), `process ${pid} is gone`)
 })
+
+t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', async (t) => {
+  // Guards the build recipe: a native build with Intel AMX crashed on every quantized model in VMs.
+  const build = await cpuRuntime()
+  t.ok(build.quantizePath, 'the build has llama-quantize')
+  const dir = await tempDir(t)
+  const f16 = (await writeTinyGguf({ file: join(dir, 'f16.gguf'), nEmbd: 256, nFf: 512 })).file
+  const { execa } = await import('execa')
+  const quantized = join(dir, 'q8_0.gguf')
+  const result = await execa(build.quantizePath!, [f16, quantized, 'Q8_0'], { reject: false, all: true })
+  t.equal(result.exitCode, 0, result.all?.split('\n').slice(-3).join(' | '))
+  const server = new LlamaServer({ build, modelPath: quantized, alias: 'acme/q8', ctxSize: 512, parallel: 1 })
+  t.teardown(() => server.stop())
+  await server.start()
+  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
+  t.equal(((await res.json()) as { tokens_predicted: number }).tokens_predicted, 8)
+})
