@@ -1,158 +1,308 @@
-import { createHash } from 'node:crypto'
-import { createReadStream, existsSync, readdirSync } from 'node:fs'
-import { rename, rm, stat } from 'node:fs/promises'
-import { join } from 'node:path'
+import { existsSync, readdirSync } from 'node:fs'
+import { readdir, rename, rm, stat } from 'node:fs/promises'
+import { join, resolve } from 'node:path'
 import { gguf } from '@huggingface/gguf'
-import { ConversionError } from '../../core/errors.js'
-import { CONVERTER_DTYPES } from '../../core/options-schema.js'
-import { checkPython, DEBIAN_PACKAGES, pythonCandidates, SHIM_DIR, type ConverterReadiness } from './python-env.js'
-import { runTool } from './run-tool.js'
+import { BadRequestError, ConversionError } from '../../core/errors.js'
+import { CONVERTER_DTYPES, QUANTIZE_DTYPES } from '../../core/options-schema.js'
+import { sha256File } from '../storage/file-hash.js'
+import { checkCheckpoint } from './checkpoint-check.js'
+import { APT_COMMAND, checkPython, pythonCandidates, SHIM_RUNNER, type ConverterReadiness } from './python-env.js'
+import { runTool, type ToolRun } from './run-tool.js'
+import { SharedRuns } from './shared-runs.js'
+import { progressParser } from './tool-progress.js'
 
 export interface ConverterOptions {
-  /** config.conversion.python; null finds one. */
+  /** The Python interpreter (config `conversion.python`); null tries llamagate's venv, /usr/bin/python3, python3. @default null */
   python: string | null
-  /** llama.cpp source tree with convert_hf_to_gguf.py; null: the runtime's, else the newest under <dataDir>/src. */
+  /** The llama.cpp tree holding convert_hf_to_gguf.py (config `llama_cpp_src`); null: `buildSource`, else the newest `<dataDir>/src/llama.cpp-*`. @default null */
   llamaCppSrc: string | null
-  /** The source tree the runtime build was made from (its build-info.json), tried after llamaCppSrc. */
-  buildSource?: string | null
+  /** llamagate's data folder: its `converter-venv` and `src/` are looked in. */
   dataDir: string
-  /** llama-quantize of the runtime build, if any. */
+  /** The tree the runtime build was made from (its build-info.json), so the converter matches llama-quantize. @default null */
+  buildSource?: string | null
+  /** llama-quantize, for every type but f32, f16, bf16 and q8_0; null: those types only. */
   quantizePath: string | null
+  /** A tool run longer than this is killed with its whole process group (config `conversion.timeout`). */
   timeoutMs: number
+  /** Where conversions are logged; pino-compatible (app.log). @default silent */
+  log?: { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }
 }
 
 export interface ConvertProgress { status: string, completed?: number, total?: number }
+export interface ConvertRequest {
+  /** The SafeTensors model's folder (config.json, *.safetensors, tokenizer); the GGUF is written there. */
+  modelDir: string
+  /** f32, f16, bf16, q8_0 (made by the converter) or a llama-quantize type (q4_k_m, q6_k, ...). */
+  dtype: string
+  /** Aborting kills the tool's process group and removes its partial output. */
+  signal?: AbortSignal
+  onProgress?: (progress: ConvertProgress) => void
+}
 export interface MadeVariant { dtype: string, file: string, size: number, sha256: string }
 
+const DIRECT = new Set<string>(CONVERTER_DTYPES)
+const QUANTIZED = new Set<string>(QUANTIZE_DTYPES)
+// A ready interpreter is trusted this long before readiness() imports the converter again (~1.3 s).
+const READY_CACHE_MS = 60_000
+
+/** The file a variant lives in, inside the model's folder. */
+export function variantFileName (dtype: string): string { return `model-${dtype}.gguf` }
+
 /**
- * SafeTensors → GGUF with llama.cpp's own tools: convert_hf_to_gguf.py for f32/f16/bf16/q8_0, then
- * llama-quantize for every other type (from the f16). Output goes to a temporary name and is renamed into
- * the model's folder only when the tool succeeded and the file reads as a GGUF.
+ * SafeTensors → GGUF with llama.cpp's own tools, driven as child processes: convert_hf_to_gguf.py for f32,
+ * f16, bf16 and q8_0; the f16 variant then llama-quantize for every other type. Output goes to a temporary
+ * name in the model's folder and is renamed to `model-<dtype>.gguf` only when the tool exited 0 and the file
+ * reads as a GGUF; any failure removes it, so the SafeTensors model stays as it was, ready for a later try.
  */
 export class Converter {
-  private readonly running = new Map<string, Promise<MadeVariant>>()
-  private checked: Promise<{ python: string, shim: boolean }> | null = null
+  private readonly runs = new SharedRuns<MadeVariant, ConvertProgress>()
+  private ready: { at: number, value: ConverterReadiness } | null = null
+  private closed = false
 
   constructor (private readonly options: ConverterOptions) {}
 
-  private sourceTree (): string | null {
-    if (this.options.llamaCppSrc) return this.options.llamaCppSrc
-    if (this.options.buildSource && existsSync(join(this.options.buildSource, 'convert_hf_to_gguf.py'))) return this.options.buildSource
-    const root = join(this.options.dataDir, 'src')
+  /** The llama.cpp tree to run the converter from, or null when there is none. */
+  sourceTree (): string | null {
+    const { llamaCppSrc, buildSource, dataDir } = this.options
+    if (llamaCppSrc) return llamaCppSrc
+    if (buildSource && existsSync(join(buildSource, 'convert_hf_to_gguf.py'))) return buildSource
+    const root = join(dataDir, 'src')
     if (!existsSync(root)) return null
-    const trees = readdirSync(root).filter((d) => d.startsWith('llama.cpp-') && existsSync(join(root, d, 'convert_hf_to_gguf.py'))).sort().reverse()
+    const trees = readdirSync(root)
+      .filter((d) => d.startsWith('llama.cpp-') && existsSync(join(root, d, 'convert_hf_to_gguf.py')))
+      .sort((a, b) => b.localeCompare(a, 'en', { numeric: true }))
     return trees[0] ? join(root, trees[0]) : null
   }
 
-  async readiness (): Promise<ConverterReadiness> {
+  /** Whether conversion can run (the interpreter really imports the converter), and if not, what to install. */
+  async readiness (opts: { fresh?: boolean } = {}): Promise<ConverterReadiness> {
+    if (!opts.fresh && this.ready && Date.now() - this.ready.at < READY_CACHE_MS) return this.ready.value
     const problems: string[] = []
-    let python: string | null = null
-    let shim = false
-    for (const candidate of pythonCandidates(this.options.python, this.options.dataDir)) {
-      const check = await checkPython(candidate)
-      if (check.ok) { python = candidate; shim = check.shim; break }
-      problems.push(check.error!)
-    }
     const src = this.sourceTree()
-    if (!src) problems.push('no llama.cpp source tree with convert_hf_to_gguf.py (set llama_cpp_src, or run npm run runtime:build)')
-    if (!this.options.quantizePath) problems.push('no llama-quantize (needed for types other than f32, f16, bf16, q8_0): npm run runtime:build')
-    const ready = python !== null && src !== null
-    return {
+    const script = src ? join(src, 'convert_hf_to_gguf.py') : null
+    if (!src) problems.push('no llama.cpp source tree with convert_hf_to_gguf.py: set llama_cpp_src, or build the runtime (npm run runtime:build), which fetches one')
+    else if (!existsSync(script!)) problems.push(`${src} has no convert_hf_to_gguf.py (llama_cpp_src must name a llama.cpp source tree)`)
+    let python: string | null = null
+    let papered: string[] = []
+    if (script && existsSync(script)) {
+      for (const candidate of pythonCandidates(this.options.python, this.options.dataDir)) {
+        const check = await checkPython(candidate, script)
+        if (check.ok) { python = candidate; papered = check.papered; break }
+        problems.push(check.error)
+      }
+    }
+    const ready = python !== null
+    const quantize = this.options.quantizePath && existsSync(this.options.quantizePath) ? this.options.quantizePath : null
+    if (!quantize) problems.push('no llama-quantize: only f32, f16, bf16 and q8_0 can be made (build the runtime: npm run runtime:build)')
+    let fix: string | null = null
+    if (!src) fix = 'npm run runtime:build (or set llama_cpp_src to a llama.cpp source tree)'
+    else if (!ready) {
+      fix = `npm run setup:converter; or by hand: on Debian/Ubuntu, ${APT_COMMAND} (as root); elsewhere, python3 -m venv ${join(this.options.dataDir, 'converter-venv')} && ${join(this.options.dataDir, 'converter-venv', 'bin', 'pip')} install -r ${join(src, 'requirements', 'requirements-convert_hf_to_gguf.txt')}`
+    } else if (!quantize) fix = 'npm run runtime:build (for llama-quantize)'
+    const value: ConverterReadiness = {
       ready,
       python,
-      shim,
+      shim: papered.length > 0,
+      papered,
       llamaCppSrc: src,
-      quantize: this.options.quantizePath,
+      quantize,
+      // Once ready, the failed candidates before the one that worked are not problems.
       problems: ready ? problems.filter((p) => p.includes('llama-quantize')) : problems,
-      fix: python === null ? `install the converter's Python packages: on Debian/Ubuntu, apt-get install ${DEBIAN_PACKAGES} (or npm run setup:converter); elsewhere, a virtual environment at ${join(this.options.dataDir, 'converter-venv')} with llama.cpp's requirements/requirements-convert_hf_to_gguf.txt` : null,
+      fix,
     }
+    this.ready = ready ? { at: Date.now(), value } : null
+    return value
   }
 
-  private async interpreter (): Promise<{ python: string, shim: boolean }> {
-    this.checked ??= this.readiness().then((r) => {
-      if (!r.ready || !r.python) throw new ConversionError(`SafeTensors conversion is not available: ${r.problems.join('; ')}${r.fix ? `. To fix: ${r.fix}` : ''}`, [], 503, 'converter_unavailable')
-      return { python: r.python, shim: r.shim }
-    })
-    const result = this.checked
-    result.catch(() => { this.checked = null }) // look again next time: the admin may have installed it
-    return result
-  }
-
-  /** Makes the GGUF of `dtype` in `modelDir` (or returns the one there); concurrent calls share one run. */
-  ensure (modelDir: string, dtype: string, opts: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void } = {}): Promise<MadeVariant> {
-    const key = `${modelDir}|${dtype}`
-    let run = this.running.get(key)
-    if (!run) {
-      run = this.convert(modelDir, dtype, opts).finally(() => this.running.delete(key))
-      this.running.set(key, run)
-    }
-    return run
-  }
-
-  private async convert (modelDir: string, dtype: string, opts: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }): Promise<MadeVariant> {
-    const target = join(modelDir, `model-${dtype}.gguf`)
-    if (existsSync(target)) return describe(dtype, target)
-    if ((CONVERTER_DTYPES as readonly string[]).includes(dtype)) return this.convertHf(modelDir, dtype, target, opts)
-    if (!this.options.quantizePath) throw new ConversionError(`quantizing to ${dtype} needs llama-quantize, and no runtime build has it: npm run runtime:build`, [], 503, 'converter_unavailable')
-    const f16 = await this.ensure(modelDir, 'f16', opts)
-    opts.onProgress?.({ status: `quantizing ${dtype}` })
-    const temporary = `${target}.tmp-${process.pid}`
+  /**
+   * Makes the GGUF of `dtype` from the checkpoint in `modelDir`, whatever is there already (the f16 a
+   * quantization starts from is reused, though).
+   * @throws ConversionError (422: the tool failed on these files; 503: the tools are missing; 500: time limit), or the signal's reason
+   */
+  async convert (req: ConvertRequest): Promise<MadeVariant> {
+    const dtype = checkDtype(req.dtype)
+    const modelDir = resolve(req.modelDir)
+    if (this.closed) throw new ConversionError('the converter is shutting down', [], 503, 'converter_unavailable')
+    await removeStaleTemporaries(modelDir, dtype)
+    const target = join(modelDir, variantFileName(dtype))
+    const started = Date.now()
     try {
-      const run = await runTool(this.options.quantizePath, [f16.file, temporary, dtype.toUpperCase()], { timeoutMs: this.options.timeoutMs, signal: opts.signal })
-      await this.checkRun(run, `llama-quantize to ${dtype}`, opts.signal)
-      return await this.finish(temporary, target, dtype)
-    } finally {
-      await rm(temporary, { force: true })
-    }
-  }
-
-  private async convertHf (modelDir: string, dtype: string, target: string, opts: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }): Promise<MadeVariant> {
-    const { python, shim } = await this.interpreter()
-    const src = this.sourceTree()!
-    const temporary = `${target}.tmp-${process.pid}`
-    opts.onProgress?.({ status: `converting to gguf (${dtype})` })
-    const paths = [...(shim ? [SHIM_DIR] : []), join(src, 'gguf-py'), process.env.PYTHONPATH ?? ''].filter(Boolean)
-    try {
-      const run = await runTool(python, [join(src, 'convert_hf_to_gguf.py'), modelDir, '--outfile', temporary, '--outtype', dtype], {
-        env: { ...process.env, PYTHONPATH: paths.join(':'), PYTHONUNBUFFERED: '1' },
-        timeoutMs: this.options.timeoutMs,
-        signal: opts.signal,
-        onLine: (line) => {
-          // tqdm: "Writing:  45%|####      | 139k/309k"
-          const match = /Writing:\s+(\d+)%/.exec(line)
-          if (match) opts.onProgress?.({ status: `converting to gguf (${dtype})`, completed: Number(match[1]), total: 100 })
-        },
-      })
-      await this.checkRun(run, `convert_hf_to_gguf.py to ${dtype}`, opts.signal)
-      return await this.finish(temporary, target, dtype)
-    } finally {
-      await rm(temporary, { force: true })
-    }
-  }
-
-  private async checkRun (run: Awaited<ReturnType<typeof runTool>>, what: string, signal?: AbortSignal): Promise<void> {
-    if (run.aborted) throw signal?.reason ?? new ConversionError(`${what} was cancelled`)
-    if (run.spawnError) throw new ConversionError(`${what} could not start: ${run.spawnError}`, [], 503, 'converter_unavailable')
-    if (run.timedOut) throw new ConversionError(`${what} ran past the time limit (conversion.timeout ${Math.round(this.options.timeoutMs / 1000)} s) and was stopped`, run.tail)
-    if (run.exitCode !== 0) {
-      const reasons = run.tail.filter((l) => /error|exception|not supported|no such|missing|failed|invalid/i.test(l)).slice(-3)
-      throw new ConversionError(`${what} failed (exit ${run.exitCode}): ${(reasons.length > 0 ? reasons : run.tail.slice(-3)).join(' | ')}`, run.tail)
-    }
-  }
-
-  private async finish (temporary: string, target: string, dtype: string): Promise<MadeVariant> {
-    try {
-      await gguf(temporary, { allowLocalFile: true })
+      const made = DIRECT.has(dtype)
+        ? await this.convertHf(modelDir, dtype, target, req)
+        : await this.quantize(modelDir, dtype, target, req)
+      this.options.log?.info({ modelDir, dtype, size: made.size, ms: Date.now() - started }, 'conversion finished')
+      return made
     } catch (err) {
-      throw new ConversionError(`the ${dtype} output is not a valid GGUF: ${(err as Error).message}`)
+      // The whole tail goes to the log; the client gets the one line that says why.
+      this.options.log?.warn({ modelDir, dtype, ms: Date.now() - started, err: (err as Error).message, tail: (err as ConversionError).toolTail }, 'conversion failed')
+      throw err
     }
+  }
+
+  /**
+   * The GGUF of `dtype`: the one already in `modelDir` if there is a valid one, else made by `convert`.
+   * Concurrent callers for the same folder and dtype share one run; one caller leaving (its signal) does not
+   * stop it for the others, the last one leaving does.
+   */
+  ensureVariant (req: ConvertRequest): Promise<MadeVariant> {
+    let dtype: string
+    try { dtype = checkDtype(req.dtype) } catch (err) { return Promise.reject(err) }
+    const modelDir = resolve(req.modelDir)
+    return this.runs.join(`${modelDir}\0${dtype}`, async (signal, emit) => {
+      return await existingVariant(modelDir, dtype) ?? await this.convert({ modelDir, dtype, signal, onProgress: emit })
+    }, { signal: req.signal, onProgress: req.onProgress })
+  }
+
+  /** Stops every conversion (gateway shutdown) and waits until their partial files are removed. */
+  async close (): Promise<void> {
+    this.closed = true
+    await this.runs.abort(new ConversionError('the gateway is shutting down', [], 503, 'converter_unavailable'))
+  }
+
+  /** Stops the conversions of one model (it is being deleted) and waits until their partial files are gone. */
+  async cancel (modelDir: string): Promise<void> {
+    const prefix = `${resolve(modelDir)}\0`
+    await this.runs.abort(new ConversionError('the model was deleted during its conversion', [], 409, 'conflict'), (key) => key.startsWith(prefix))
+  }
+
+  private async interpreter (): Promise<{ python: string, shim: boolean, src: string }> {
+    const r = await this.readiness()
+    if (!r.ready || !r.python || !r.llamaCppSrc) {
+      throw new ConversionError(`SafeTensors conversion is not available here: ${r.problems.join('; ')}. To fix: ${r.fix}`, [], 503, 'converter_unavailable')
+    }
+    return { python: r.python, shim: r.shim, src: r.llamaCppSrc }
+  }
+
+  private async convertHf (modelDir: string, dtype: string, target: string, req: ConvertRequest): Promise<MadeVariant> {
+    await checkCheckpoint(modelDir)
+    const { python, shim, src } = await this.interpreter()
+    const script = join(src, 'convert_hf_to_gguf.py')
+    const temporary = temporaryName(target)
+    const status = `converting to gguf (${dtype})`
+    req.onProgress?.({ status })
+    const args = [script, modelDir, '--outfile', temporary, '--outtype', dtype]
+    try {
+      const run = await runTool(python, shim ? [SHIM_RUNNER, ...args] : args, {
+        env: { ...process.env, PYTHONUNBUFFERED: '1' },
+        timeoutMs: this.options.timeoutMs,
+        signal: req.signal,
+        onLine: progressParser(status, req.onProgress),
+      })
+      this.checkRun(run, `convert_hf_to_gguf.py (${dtype})`, req.signal)
+      return await this.adopt(temporary, target, dtype)
+    } finally {
+      await rm(temporary, { force: true })
+    }
+  }
+
+  private async quantize (modelDir: string, dtype: string, target: string, req: ConvertRequest): Promise<MadeVariant> {
+    const quantize = this.options.quantizePath
+    if (!quantize || !existsSync(quantize)) {
+      throw new ConversionError(`making ${dtype} needs llama-quantize, and no runtime build has it: npm run runtime:build (f32, f16, bf16 and q8_0 need only the converter)`, [], 503, 'converter_unavailable')
+    }
+    const f16 = await this.ensureVariant({ modelDir, dtype: 'f16', signal: req.signal, onProgress: req.onProgress })
+    const status = `quantizing ${dtype}`
+    req.onProgress?.({ status })
+    const temporary = temporaryName(target)
+    try {
+      const run = await runTool(quantize, [f16.file, temporary, dtype.toUpperCase()], {
+        timeoutMs: this.options.timeoutMs,
+        signal: req.signal,
+        onLine: progressParser(status, req.onProgress),
+      })
+      this.checkRun(run, `llama-quantize (${dtype})`, req.signal)
+      return await this.adopt(temporary, target, dtype)
+    } finally {
+      await rm(temporary, { force: true })
+    }
+  }
+
+  private checkRun (run: ToolRun, what: string, signal?: AbortSignal): void {
+    if (run.aborted) throw signal?.reason ?? new ConversionError(`${what} was cancelled`)
+    if (run.spawnError) {
+      this.ready = null // look again next time: the interpreter went away
+      throw new ConversionError(`${what} could not start: ${run.spawnError}`, run.tail, 503, 'converter_unavailable')
+    }
+    if (run.timedOut) {
+      throw new ConversionError(`${what} ran past the time limit (conversion.timeout, ${formatDuration(this.options.timeoutMs)}) and was stopped`, run.tail, 500, 'conversion_timeout')
+    }
+    if (run.exitCode !== 0) throw new ConversionError(`${what} failed (exit ${run.exitCode}): ${reasonOf(run.tail)}`, run.tail)
+  }
+
+  /** Checks the tool's output is a GGUF (header, metadata and tensor table), then moves it in place. */
+  private async adopt (temporary: string, target: string, dtype: string): Promise<MadeVariant> {
+    const problem = await ggufProblem(temporary)
+    if (problem) throw new ConversionError(`the ${dtype} output is not a valid GGUF (${problem}); nothing was kept`, [], 500)
     await rename(temporary, target)
-    return describe(dtype, target)
+    return await describe(dtype, target)
   }
 }
 
+function checkDtype (dtype: string): string {
+  const lower = dtype.toLowerCase()
+  if (!DIRECT.has(lower) && !QUANTIZED.has(lower)) {
+    throw new BadRequestError(`unknown dtype ${JSON.stringify(dtype)}: expected one of ${[...DIRECT, ...QUANTIZED].join(', ')}`, 'invalid_dtype')
+  }
+  return lower
+}
+
+// The pid in the name lets a later run tell a dead process's leftovers from a live conversion's output.
+function temporaryName (target: string): string { return `${target}.tmp-${process.pid}-${Date.now()}` }
+
+async function removeStaleTemporaries (dir: string, dtype: string): Promise<void> {
+  const prefix = `${variantFileName(dtype)}.tmp-`
+  let names: string[]
+  try { names = await readdir(dir) } catch { return }
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const pid = Number(name.slice(prefix.length).split('-')[0])
+    if (pid !== process.pid && !alive(pid)) await rm(join(dir, name), { force: true })
+  }
+}
+
+function alive (pid: number): boolean {
+  if (!Number.isInteger(pid) || pid <= 0) return false
+  try { process.kill(pid, 0); return true } catch (err) { return (err as { code?: string }).code === 'EPERM' }
+}
+
+async function ggufProblem (file: string): Promise<string | null> {
+  try {
+    const parsed = await gguf(file, { allowLocalFile: true })
+    if (parsed.tensorInfos.length === 0) return 'no tensors'
+    return null
+  } catch (err) {
+    return (err as Error).message
+  }
+}
+
+async function existingVariant (modelDir: string, dtype: string): Promise<MadeVariant | null> {
+  const file = join(modelDir, variantFileName(dtype))
+  if (!existsSync(file)) return null
+  // Only a checked file is ever renamed to this name; a damaged one (disk trouble) is made again.
+  if (await ggufProblem(file)) {
+    await rm(file, { force: true })
+    return null
+  }
+  return await describe(dtype, file)
+}
+
 async function describe (dtype: string, file: string): Promise<MadeVariant> {
-  const hash = createHash('sha256')
-  for await (const chunk of createReadStream(file)) hash.update(chunk as Buffer)
-  return { dtype, file, size: (await stat(file)).size, sha256: hash.digest('hex') }
+  return { dtype, file, size: (await stat(file)).size, sha256: await sha256File(file) }
+}
+
+/**
+ * The tool's own reason: convert_hf_to_gguf.py logs `ERROR:hf-to-gguf:...` or ends with a Python
+ * exception line; llama-quantize prints `... failed` / `error: ...`. Falls back to the last lines.
+ */
+export function reasonOf (tail: string[]): string {
+  const lines = tail.filter((l) => !/^\s*(Writing:|\[\s*\d+\/\s*\d+\])/.test(l))
+  const logged = lines.filter((l) => /^ERROR:/.test(l)).map((l) => l.replace(/^ERROR:[\w.-]*:/, ''))
+  if (logged.length > 0) return logged.slice(-2).join(' | ')
+  const exception = lines.findLast((l) => /^[A-Za-z_][\w.]*(Error|Exception|Interrupt)\b/.test(l))
+  if (exception) return exception
+  const words = lines.filter((l) => /error|failed|invalid|not supported|cannot|unable/i.test(l))
+  return (words.length > 0 ? words.slice(-2) : lines.slice(-3)).join(' | ') || 'no output'
+}
+
+function formatDuration (ms: number): string {
+  return ms >= 60_000 && ms % 60_000 === 0 ? `${ms / 60_000} min` : `${Math.round(ms / 100) / 10} s`
 }

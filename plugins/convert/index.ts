@@ -1,28 +1,39 @@
 import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
+import { CONVERTER_DTYPES } from '../../core/options-schema.js'
 import type { ModelStore } from '../storage/model-store.js'
 import { Converter, type ConvertProgress } from './converter.js'
+import { ConverterStatus } from './schemas.js'
+
+export type EnsureVariant = (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** SafeTensors → GGUF with llama.cpp's tools. */
     converter: Converter
-    /** Makes (once) and records the GGUF variant of a SafeTensors model for a dtype. */
-    ensureVariant: (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
+    /**
+     * Makes (once) and records in the manifest the GGUF variant `dtype` of the SafeTensors model `name`;
+     * nothing to do for a GGUF model or a variant already recorded. Concurrent callers share one conversion.
+     */
+    ensureVariant: EnsureVariant
   }
 }
 
-/** Converts, then adds the variant to the model's manifest (under the store's lock). */
-export function variantMaker (store: ModelStore, converter: Converter) {
-  return async (name: string, dtype: string, opts: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void } = {}): Promise<void> => {
+/** Converts, then records the variant in the model's manifest (under the store's cross-process lock). */
+export function variantMaker (store: ModelStore, converter: Converter): EnsureVariant {
+  const has = (name: string, dtype: string): boolean => store.get(name).manifest.variants.some((v) => v.dtype === dtype)
+  const make: EnsureVariant = async (name, dtype, opts = {}) => {
     const record = store.get(name)
-    if (record.format !== 'safetensors' || record.manifest.variants.some((v) => v.dtype === dtype)) return
-    const made = await converter.ensure(record.dir, dtype, opts)
-    if (!store.get(name).manifest.variants.some((v) => v.dtype === dtype)) {
-      await store.addVariant(name, { dtype, file: basename(made.file), size: made.size, sha256: made.sha256 })
-    }
+    dtype = dtype.toLowerCase()
+    if (record.format !== 'safetensors' || has(name, dtype)) return
+    // A quantized type starts from the f16: make and record that first, so it is listed and counted too.
+    if (!(CONVERTER_DTYPES as readonly string[]).includes(dtype) && !has(name, 'f16')) await make(name, 'f16', opts)
+    const made = await converter.ensureVariant({ modelDir: record.dir, dtype, ...opts })
+    if (!has(name, dtype)) await store.addVariant(name, { dtype, file: basename(made.file), size: made.size, sha256: made.sha256 })
   }
+  return make
 }
 
 async function buildSourceOf (binDir: string): Promise<string | null> {
@@ -33,19 +44,29 @@ async function buildSourceOf (binDir: string): Promise<string | null> {
   }
 }
 
-export default fp(async (app) => {
-  const { config } = app
-  const build = app.runtimes.chosen?.quantizePath ? app.runtimes.chosen : app.runtimes.builds.find((b) => b.quantizePath)
+const convert: FastifyPluginAsyncTypebox = async (app) => {
+  const { config, runtimes, store } = app
+  // The tree the chosen runtime was built from, by default: its converter matches its llama-quantize.
+  const build = runtimes.chosen?.quantizePath ? runtimes.chosen : runtimes.builds.find((b) => b.quantizePath) ?? null
   const converter = new Converter({
     python: config.conversion.python,
     llamaCppSrc: config.llamaCppSrc,
-    // By default, the source tree the runtime was built from: its converter matches its llama-quantize.
     buildSource: build ? await buildSourceOf(build.binDir) : null,
     dataDir: config.dataDir,
     quantizePath: build?.quantizePath ?? null,
     timeoutMs: config.conversion.timeoutMs,
+    log: app.log,
   })
   app.decorate('converter', converter)
-  app.decorate('ensureVariant', variantMaker(app.store, converter))
-  app.get('/api/convert/status', async () => converter.readiness())
-}, { name: 'convert', dependencies: ['storage', 'runtimes'] })
+  app.decorate('ensureVariant', variantMaker(store, converter))
+  // Deleting a model first stops its conversions (their partial files go with them).
+  store.onBeforeDelete(async (id) => {
+    const dir = store.list().find((r) => r.name.toLowerCase() === id.toLowerCase())?.dir
+    if (dir) await converter.cancel(dir)
+  })
+  // No converter outlives the gateway; each removes its partial output before close resolves.
+  app.addHook('onClose', () => converter.close())
+  app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => converter.readiness({ fresh: true }))
+}
+
+export default fp(convert, { name: 'convert', dependencies: ['storage', 'runtimes'] })

@@ -1,109 +1,189 @@
-import { randomUUID } from 'node:crypto'
-import { readdir, readFile, truncate, writeFile } from 'node:fs/promises'
+// The converter service with the real tools: llama.cpp's convert_hf_to_gguf.py and llama-quantize, and the
+// real llama-server loading what they made. Skipped, loudly, where the Python packages are missing.
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { gguf } from '@huggingface/gguf'
 import t, { type Test } from 'tap'
-import { ConversionError } from '../../../core/errors.js'
-import { Converter } from '../../../plugins/convert/converter.js'
-import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
+import type { ConversionError } from '../../../core/errors.js'
+import type { ConvertProgress, MadeVariant } from '../../../plugins/convert/converter.js'
+import { sha256File } from '../../../plugins/storage/file-hash.js'
+import { LlamaServer } from '../../../runtimes/index.js'
 import { tempDir } from '../../helpers/app.js'
-import { FakeHub } from '../../helpers/fake-hub.js'
-import { post, serveTinyModels } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
-import { processesWithMark } from '../../helpers/serve-process.js'
+import { checkpoint, fakePython, leftovers, markProcesses, realConverter, skipUnlessReady } from './fixtures.js'
 
-async function converter (t: Test, overrides: Partial<ConstructorParameters<typeof Converter>[0]> = {}): Promise<Converter> {
-  const runtime = await cpuRuntime()
-  return new Converter({ python: null, llamaCppSrc: null, dataDir: join(runtime.binDir, '..', '..', '..', '..'), quantizePath: runtime.quantizePath, timeoutMs: 120_000, ...overrides })
+const skip = skipUnlessReady(t, await (await realConverter(t)).readiness())
+
+// llama.cpp's LLAMA_FTYPE numbers, as written in general.file_type.
+const FILE_TYPE: Record<string, number> = { f16: 1, q8_0: 7, q4_k_m: 15, q6_k: 18 }
+
+async function checkGguf (t: Test, made: MadeVariant, dtype: string): Promise<void> {
+  t.equal(made.dtype, dtype)
+  t.equal(made.file.split('/').at(-1), `model-${dtype}.gguf`)
+  t.equal(made.size, (await stat(made.file)).size, 'size is the file\'s')
+  t.equal(made.sha256, await sha256File(made.file), 'sha256 is the file\'s')
+  const metadata = (await gguf(made.file, { allowLocalFile: true })).metadata as Record<string, unknown>
+  t.equal(metadata['general.architecture'], 'llama')
+  t.equal(metadata['general.file_type'], FILE_TYPE[dtype], `general.file_type is ${dtype}'s`)
 }
 
-async function checkpoint (t: Test): Promise<string> {
-  const dir = await tempDir(t)
-  await writeTinySafetensors({ dir })
-  return dir
+/** Loads the GGUF in the real llama-server and asks for one completion of `n` tokens. */
+async function completes (t: Test, file: string, n = 4): Promise<void> {
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: file, alias: 'acme/converted', ctxSize: 256, parallel: 1 })
+  t.teardown(() => server.stop())
+  await server.start()
+  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: n, ignore_eos: true }) })
+  t.equal(res.status, 200)
+  t.equal(((await res.json()) as { tokens_predicted: number }).tokens_predicted, n, `llama-server loaded ${file.split('/').at(-1)} and generated ${n} tokens`)
+  await server.stop()
 }
 
-async function leftovers (dir: string): Promise<string[]> {
-  return (await readdir(dir)).filter((f) => f.includes('.tmp-') || f.endsWith('.gguf'))
+function timed<T> (label: string, work: () => Promise<T>): Promise<T> {
+  const started = performance.now()
+  return work().finally(() => t.comment(`${label}: ${Math.round(performance.now() - started)} ms`))
 }
 
-const ready = await (await converter(t)).readiness()
-if (!ready.ready) {
-  // Loud, with what to install: CI installs these, so CI never skips here.
-  t.comment(`SafeTensors conversion tests SKIPPED: ${ready.problems.join('; ')}. To run them: ${ready.fix}`)
+async function waitFor (check: () => Promise<boolean>, ms = 15_000): Promise<void> {
+  const end = Date.now() + ms
+  while (!(await check())) {
+    if (Date.now() > end) throw new Error('timed out waiting')
+    await new Promise((r) => setTimeout(r, 25))
+  }
 }
-const skip = ready.ready ? false : `converter not ready: ${ready.fix}`
 
-t.test('pull a SafeTensors model: converted to f16, listed with its variant, and it chats', { skip }, async (t) => {
+t.test('f16: one converter run; the GGUF loads in llama-server', { skip }, async (t) => {
+  const conv = await realConverter(t)
   const dir = await checkpoint(t)
-  const hub = await FakeHub.start()
-  t.teardown(() => hub.close())
-  const files = await readdir(dir)
-  hub.addRepo('acme/tiny-hf', { files: await Promise.all(files.map(async (f) => ({ path: f, content: await readFile(join(dir, f)), lfs: f.endsWith('.safetensors') || f === 'tokenizer.model' }))) })
-  const { app, url } = await serveTinyModels(t, [], { hub: { endpoint: hub.url } })
-  const res = await fetch(`${url}/api/pull`, { method: 'POST', headers: { accept: 'application/x-ndjson' }, body: JSON.stringify({ model: 'acme/tiny-hf' }) })
-  const events = (await res.text()).split('\n').filter(Boolean).map((l) => JSON.parse(l))
-  const statuses = events.map((e) => e.status)
-  t.ok(statuses.includes('converting to gguf (f16)'), 'the conversion is reported')
-  t.same(events.at(-1), { status: 'success' })
-  const record = app.store.get('acme/tiny-hf')
-  t.equal(record.format, 'safetensors')
-  t.same(record.manifest.variants.map((v) => v.dtype), ['f16'])
-  const tags = (await (await fetch(`${url}/api/tags`)).json()) as any
-  t.equal(tags.models[0].format, 'safetensors')
-  const chat = await post(`${url}/api/chat`, { model: 'acme/tiny-hf', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 4 } })
-  t.equal(chat.status, 200)
-  t.equal((await chat.json() as any).eval_count, 4)
-
-  const q8 = await post(`${url}/api/chat`, { model: 'acme/tiny-hf', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 3, dtype: 'q8_0' } })
-  t.equal(q8.status, 200, 'a request for q8_0 makes and uses a second variant')
-  if (q8.status !== 200) t.comment(await q8.text())
-  const q4 = await post(`${url}/api/chat`, { model: 'acme/tiny-hf', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 3, dtype: 'q4_k_m' } })
-  t.equal(q4.status, 200, 'q4_k_m goes through llama-quantize')
-  const variants = app.store.get('acme/tiny-hf').manifest.variants
-  t.same(variants.map((v) => v.dtype).sort(), ['f16', 'q4_k_m', 'q8_0'])
-  const q4size = variants.find((v) => v.dtype === 'q4_k_m')!.size
-  const f16size = variants.find((v) => v.dtype === 'f16')!.size
-  t.ok(q4size < f16size, `the q4_k_m file is smaller (${q4size} < ${f16size})`)
+  const events: ConvertProgress[] = []
+  const made = await timed('f16 conversion', () => conv.convert({ modelDir: dir, dtype: 'f16', onProgress: (e) => events.push(e) }))
+  await checkGguf(t, made, 'f16')
+  t.same(events[0], { status: 'converting to gguf (f16)' })
+  t.same(events.at(-1), { status: 'converting to gguf (f16)', completed: 100, total: 100 }, 'the converter\'s own progress, to 100 %')
+  t.notOk(events.some((e) => e.status.startsWith('quantizing')))
+  t.same(await leftovers(dir), ['model-f16.gguf'], 'nothing else is left in the folder')
+  await completes(t, made.file)
 })
 
-t.test('conversion failures: a clear error, no partial file, no process left', { skip }, async (t) => {
-  const conv = await converter(t)
-  const unsupported = await checkpoint(t)
-  const config = JSON.parse(await readFile(join(unsupported, 'config.json'), 'utf8'))
-  await writeFile(join(unsupported, 'config.json'), JSON.stringify({ ...config, architectures: ['FrobnicatorForCausalLM'] }))
-  const e1 = await t.rejects(conv.ensure(unsupported, 'f16'))
-  t.type(e1, ConversionError)
-  t.match((e1 as Error).message, /FrobnicatorForCausalLM.*not supported|not supported.*FrobnicatorForCausalLM/)
-  t.same(await leftovers(unsupported), [])
+t.test('q8_0: made by the converter directly, no f16 on the way', { skip }, async (t) => {
+  const conv = await realConverter(t)
+  const dir = await checkpoint(t)
+  const events: ConvertProgress[] = []
+  const made = await timed('q8_0 conversion', () => conv.convert({ modelDir: dir, dtype: 'q8_0', onProgress: (e) => events.push(e) }))
+  await checkGguf(t, made, 'q8_0')
+  t.same([...new Set(events.map((e) => e.status))], ['converting to gguf (q8_0)'])
+  t.same(await leftovers(dir), ['model-q8_0.gguf'])
+  await completes(t, made.file)
+})
 
-  const noTokenizer = await checkpoint(t)
-  const { rm } = await import('node:fs/promises')
-  await rm(join(noTokenizer, 'tokenizer.model'))
-  const e2 = await t.rejects(conv.ensure(noTokenizer, 'f16'))
-  t.match((e2 as Error).message, /convert_hf_to_gguf\.py to f16 failed \(exit \d+\)/)
-  t.same(await leftovers(noTokenizer), [])
+t.test('q4_k_m: the f16 first, then llama-quantize; a second type reuses the f16', { skip }, async (t) => {
+  const conv = await realConverter(t)
+  const dir = await checkpoint(t)
+  const events: ConvertProgress[] = []
+  const made = await timed('q4_k_m (f16 conversion + llama-quantize)', () => conv.ensureVariant({ modelDir: dir, dtype: 'q4_k_m', onProgress: (e) => events.push(e) }))
+  await checkGguf(t, made, 'q4_k_m')
+  t.same([...new Set(events.map((e) => e.status))], ['converting to gguf (f16)', 'quantizing q4_k_m'])
+  const quantizing = events.filter((e) => e.status === 'quantizing q4_k_m' && e.total !== undefined)
+  t.ok(quantizing.length > 1, 'llama-quantize\'s per-tensor progress is passed on')
+  const last = quantizing.at(-1)
+  t.same(last, { status: 'quantizing q4_k_m', completed: last?.total, total: last?.total }, 'to the last tensor')
+  const f16Size = (await stat(join(dir, 'model-f16.gguf'))).size
+  t.ok(made.size < f16Size, `the q4_k_m file is smaller than the f16 (${made.size} < ${f16Size})`)
+  t.same((await leftovers(dir)).sort(), ['model-f16.gguf', 'model-q4_k_m.gguf'])
+  await completes(t, made.file)
 
-  const truncated = await checkpoint(t)
-  await truncate(join(truncated, 'model.safetensors'), 5000)
-  const e3 = await t.rejects(conv.ensure(truncated, 'f16'))
-  t.match((e3 as Error).message, /failed/)
-  t.same(await leftovers(truncated), [])
+  const again: ConvertProgress[] = []
+  const q6 = await timed('q6_k from the existing f16 (llama-quantize only)', () => conv.ensureVariant({ modelDir: dir, dtype: 'q6_k', onProgress: (e) => again.push(e) }))
+  await checkGguf(t, q6, 'q6_k')
+  t.same([...new Set(again.map((e) => e.status))], ['quantizing q6_k'], 'the f16 is reused, not converted again')
+})
 
-  const hangs = join(await tempDir(t), 'python')
-  await writeFile(hangs, '#!/bin/sh\ncase "$1" in -c) exec /usr/bin/python3 "$@";; esac\nsleep 60 &\nwait\n', { mode: 0o755 })
-  const mark = randomUUID()
-  process.env.LLAMAGATE_TEST_MARK = mark
-  t.teardown(() => { delete process.env.LLAMAGATE_TEST_MARK })
-  const slow = await converter(t, { python: hangs, timeoutMs: 1500 })
-  const model = await checkpoint(t)
-  const e4 = await t.rejects(slow.ensure(model, 'f16'))
-  t.match((e4 as Error).message, /ran past the time limit \(conversion\.timeout 2 s\) and was stopped/)
-  t.same(await leftovers(model), [])
-  await new Promise((r) => setTimeout(r, 200))
-  t.same((await processesWithMark(mark)).filter((p) => p !== process.pid), [], 'the hung tool and its children are gone')
+t.test('concurrent callers share one conversion; a made variant is reused', { skip }, async (t) => {
+  const log = join(await tempDir(t), 'runs.log')
+  const counting = await fakePython(t, `echo run >> ${log}\nexec /usr/bin/python3 "$@"`)
+  const conv = await realConverter(t, { python: counting })
+  const dir = await checkpoint(t)
+  const heard = new Map<number, number>()
+  const results = await Promise.all([0, 1, 2].map((i) => conv.ensureVariant({ modelDir: dir, dtype: 'f16', onProgress: () => { heard.set(i, (heard.get(i) ?? 0) + 1) } })))
+  t.equal((await readFile(log, 'utf8')).trim().split('\n').length, 1, 'three callers, one converter run')
+  t.equal(new Set(results.map((r) => r.sha256)).size, 1, 'all three got the same file')
+  t.equal(heard.size, 3, 'each caller heard the progress')
+  const started = performance.now()
+  const reused = await conv.ensureVariant({ modelDir: dir, dtype: 'f16' })
+  t.same(reused, results[0], 'an existing variant is reused')
+  t.equal((await readFile(log, 'utf8')).trim().split('\n').length, 1, 'without running the converter again')
+  t.ok(performance.now() - started < 1000)
+  t.same(await leftovers(dir), ['model-f16.gguf'])
+})
 
-  const missing = await converter(t, { python: '/nonexistent/python3' })
-  const e5 = await t.rejects(missing.ensure(model, 'f16'))
-  t.equal((e5 as ConversionError).statusCode, 503)
-  t.match((e5 as Error).message, /SafeTensors conversion is not available: \/nonexistent\/python3 did not run.*apt-get install python3-numpy python3-torch/)
+t.test('one caller leaving does not stop the conversion for the others', { skip }, async (t) => {
+  const slow = await fakePython(t, 'sleep 1\nexec /usr/bin/python3 "$@"')
+  const conv = await realConverter(t, { python: slow })
+  const dir = await checkpoint(t)
+  const leaving = new AbortController()
+  const first = conv.ensureVariant({ modelDir: dir, dtype: 'f16', signal: leaving.signal })
+  const second = conv.ensureVariant({ modelDir: dir, dtype: 'f16' })
+  setTimeout(() => leaving.abort(new Error('client went away')), 300)
+  await t.rejects(first, { message: 'client went away' }, 'the one who left is answered at once')
+  await checkGguf(t, await second, 'f16')
+})
+
+t.test('the last caller leaving kills the tool\'s whole process group and removes its partial output', { skip }, async (t) => {
+  const survivors = markProcesses(t)
+  const hangs = await fakePython(t, 'echo partial > "$OUT"\nsleep 60 &\nwait')
+  const conv = await realConverter(t, { python: hangs })
+  const dir = await checkpoint(t)
+  const a = new AbortController()
+  const b = new AbortController()
+  // b's q4_k_m waits on the same f16 run: that run stops only when both have left.
+  const runA = conv.ensureVariant({ modelDir: dir, dtype: 'f16', signal: a.signal })
+  const runB = conv.ensureVariant({ modelDir: dir, dtype: 'q4_k_m', signal: b.signal })
+  await waitFor(async () => (await leftovers(dir)).length > 0)
+  t.match(await leftovers(dir), [/^model-f16\.gguf\.tmp-/], 'the tool was writing')
+  a.abort(new Error('a left'))
+  await t.rejects(runA, { message: 'a left' })
+  await new Promise((r) => setTimeout(r, 300))
+  t.equal((await survivors()).length > 0, true, 'the tool still runs for b')
+  b.abort(new Error('b left'))
+  await t.rejects(runB, { message: 'b left' })
+  await waitFor(async () => (await leftovers(dir)).length === 0)
+  t.same(await leftovers(dir), [], 'no partial file')
+  await waitFor(async () => (await survivors()).length === 0)
+  t.same(await survivors(), [], 'the tool and its child are gone')
+  t.same(JSON.parse(await readFile(join(dir, 'config.json'), 'utf8')).architectures, ['LlamaForCausalLM'], 'the checkpoint is untouched')
+})
+
+t.test('close() stops running conversions, removes their output, and refuses new ones', { skip }, async (t) => {
+  const survivors = markProcesses(t)
+  const hangs = await fakePython(t, 'echo partial > "$OUT"\nsleep 60 &\nwait')
+  const conv = await realConverter(t, { python: hangs })
+  const dir = await checkpoint(t)
+  const run = conv.ensureVariant({ modelDir: dir, dtype: 'f16' })
+  await waitFor(async () => (await leftovers(dir)).length > 0)
+  await conv.close()
+  const err = await t.rejects(run) as ConversionError
+  t.equal(err.statusCode, 503)
+  t.match(err.message, 'shutting down')
+  t.same(await leftovers(dir), [], 'the partial output was removed before close() returned')
+  t.same(await survivors(), [], 'no process left')
+  await t.rejects(conv.ensureVariant({ modelDir: dir, dtype: 'f16' }), { message: /shutting down/ })
+})
+
+t.test('cancel(dir) (the model is being deleted) stops its conversions only', { skip }, async (t) => {
+  const survivors = markProcesses(t)
+  const hangs = await fakePython(t, 'echo partial > "$OUT"\nsleep 60 &\nwait')
+  const conv = await realConverter(t, { python: hangs })
+  const doomed = await checkpoint(t)
+  const other = await checkpoint(t)
+  const doomedRun = conv.ensureVariant({ modelDir: doomed, dtype: 'f16' })
+  const otherRun = conv.ensureVariant({ modelDir: other, dtype: 'f16' })
+  await waitFor(async () => (await leftovers(doomed)).length > 0 && (await leftovers(other)).length > 0)
+  await conv.cancel(doomed)
+  const err = await t.rejects(doomedRun) as ConversionError
+  t.equal(err.statusCode, 409)
+  t.equal(err.message, 'the model was deleted during its conversion')
+  t.same(await leftovers(doomed), [])
+  t.match(await leftovers(other), [/\.tmp-/], 'the other model\'s conversion goes on')
+  await conv.close()
+  await t.rejects(otherRun)
+  t.same(await survivors(), [])
 })
