@@ -68,8 +68,11 @@ export class UnavailableError extends GatewayError {
 }
 
 /**
- * A conversion or quantization failed: the model's files are what the tool could not handle (422), with the
- * tool's own last lines; or the tools are not installed (503, saying what to install).
+ * A SafeTensors → GGUF conversion failed. 422 when the tool ran and refused the model's files (unsupported
+ * architecture, no tokenizer, truncated weights): the request was understood, but this model cannot be
+ * processed as it is, and trying again will not help; the message is the tool's own reason and `toolTail`
+ * its last lines. 503 when the tools are missing (the message says what to install); 500 when the tool hung
+ * past conversion.timeout or wrote a file that is not a GGUF (the server's fault, not the model's).
  */
 export class ConversionError extends GatewayError {
   constructor (message: string, readonly toolTail: string[] = [], statusCode = 422, code = 'conversion_failed') {
