@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream'
 import { request } from 'undici'
-import { hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
+import { listFiles, modelInfo } from '@huggingface/hub'
+import { gatedError, hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
 /**
@@ -21,10 +22,15 @@ export interface HubClientOptions {
 }
 
 /**
- * The hub's HTTP protocol, written after huggingface_hub and huggingface.js (see shared/spec/hub-protocol.md).
- * Written by hand rather than with @huggingface/hub because a pull needs what that library does not give:
- * the token kept from redirects to other hosts, Range requests for resuming across restarts, and the
- * hub's RateLimit headers honoured on every call.
+ * The hub's HTTP protocol (shared/spec/hub-protocol.md). The listing is @huggingface/hub's `modelInfo` and
+ * `listFiles` (URL shapes, `Link` pages), given our own `fetch`: that is where the token is added (to the
+ * hub's origin only), where 408/429/5xx and network errors are retried honouring the hub's `RateLimit` and
+ * `Retry-After` (the library does not retry), and where a refusal becomes a HubError read from the hub's
+ * `X-Error-Code` (the library's HubApiError keeps only the status and the body's words). The file download
+ * is written by hand because the library has nothing for what a pull needs there: redirects followed one
+ * by one so the token never reaches the CDN, `Range` to resume a partial file kept across restarts, and
+ * the body as a stream the caller hashes as it writes (its `downloadFile` buffers a Blob; its cache
+ * download restarts from zero).
  */
 export class HubClient {
   readonly endpoint: string
@@ -37,27 +43,24 @@ export class HubClient {
     this.fetch = options.fetch ?? globalThis.fetch
   }
 
-  /** The commit the default branch points at. */
+  /**
+   * The commit the default branch points at. A gated repository is refused here when there is no token
+   * (the hub lists it, then refuses every file): the message says to accept the licence and set HF_TOKEN.
+   */
   async resolveCommit (repo: string, signal?: AbortSignal): Promise<string> {
-    const response = await this.api(`${this.endpoint}/api/models/${repo}/revision/main`, repo, signal)
-    const info = await response.json() as { sha?: string }
-    if (!info.sha || !/^[0-9a-f]{40}$/.test(info.sha)) throw new HubError(502, `the hub gave no commit for ${repo}`)
+    const info = await modelInfo({ name: repo, hubUrl: this.endpoint, fetch: this.apiFetch(repo, signal), additionalFields: ['sha'] })
+    if (info.gated && !this.options.token) throw gatedError(repo, this.endpoint, false)
+    if (typeof info.sha !== 'string' || !/^[0-9a-f]{40}$/.test(info.sha)) throw new HubError(502, `the hub gave no commit for ${repo}`)
     return info.sha
   }
 
-  /** Every file of the repository at `commit`, following the tree's `Link` pages. */
+  /** Every file of the repository at `commit` (the library follows the tree's `Link` pages). */
   async listFiles (repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
     const files: HubFile[] = []
-    let url: string | null = `${this.endpoint}/api/models/${repo}/tree/${commit}?recursive=true&expand=false`
-    while (url) {
-      const response = await this.api(url, repo, signal)
-      const entries = await response.json() as Array<{ type: string, path: string, size: number, oid?: string, lfs?: { oid: string } }>
-      for (const e of entries) {
-        if (e.type !== 'file') continue
-        // For an LFS file the git oid is the pointer's, not the content's: only the LFS SHA-256 identifies it.
-        files.push({ path: e.path, size: e.size, sha256: e.lfs?.oid ?? null, gitOid: e.lfs ? null : (e.oid ?? null) })
-      }
-      url = /<(https?:\/\/[^>]+)>;\s*rel="next"/.exec(response.headers.get('link') ?? '')?.[1] ?? null
+    for await (const e of listFiles({ repo: { type: 'model', name: repo }, revision: commit, recursive: true, hubUrl: this.endpoint, fetch: this.apiFetch(repo, signal) })) {
+      if (e.type !== 'file') continue
+      // For an LFS file the git oid is the pointer's, not the content's: only the LFS SHA-256 identifies it.
+      files.push({ path: e.path, size: e.size, sha256: e.lfs?.oid ?? null, gitOid: e.lfs ? null : (e.oid ?? null) })
     }
     return files
   }
@@ -109,28 +112,35 @@ export class HubClient {
     }
   }
 
-  /** A GET on the hub's API with retries; non-OK answers become HubErrors. */
-  private async api (url: string, repo: string, signal?: AbortSignal): Promise<Response> {
-    for (let attempt = 1; ; attempt++) {
-      let response: Response
-      try {
-        response = await this.fetch(url, {
-          headers: { accept: 'application/json', ...(this.options.token ? { authorization: `Bearer ${this.options.token}` } : {}) },
-          signal,
-        })
-      } catch (err) {
-        if (signal?.aborted) throw err
-        if (attempt >= MAX_ATTEMPTS) throw new HubError(502, `cannot reach the hub at ${this.endpoint}: ${(err as Error).message}`)
-        await wait(retryDelayMs(attempt), signal)
-        continue
+  /**
+   * The `fetch` the library calls for `repo`: the token to the hub's origin only, retries with the hub's
+   * waits, and a non-OK final answer thrown as a HubError (so the library's own error never forms).
+   */
+  private apiFetch (repo: string, signal?: AbortSignal): typeof fetch {
+    return async (input, init) => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
+      const headers = new Headers(init?.headers)
+      headers.set('accept', 'application/json')
+      if (this.options.token && new URL(url).origin === this.origin) headers.set('authorization', `Bearer ${this.options.token}`)
+      else headers.delete('authorization')
+      for (let attempt = 1; ; attempt++) {
+        let response: Response
+        try {
+          response = await this.fetch(url, { ...init, headers, signal })
+        } catch (err) {
+          if (signal?.aborted) throw err
+          if (attempt >= MAX_ATTEMPTS) throw new HubError(502, `cannot reach the hub at ${this.endpoint}: ${(err as Error).message}`)
+          await wait(retryDelayMs(attempt), signal)
+          continue
+        }
+        if (response.ok) return response
+        if (isRetryableStatus(response.status) && attempt < MAX_ATTEMPTS) {
+          await response.body?.cancel()
+          await wait(retryDelayMs(attempt, response.headers), signal)
+          continue
+        }
+        throw await hubErrorFrom(response, repo, this.endpoint, this.options.token !== null)
       }
-      if (response.ok) return response
-      if (isRetryableStatus(response.status) && attempt < MAX_ATTEMPTS) {
-        await response.body?.cancel()
-        await wait(retryDelayMs(attempt, response.headers), signal)
-        continue
-      }
-      throw await hubErrorFrom(response, repo, this.endpoint, this.options.token !== null)
     }
   }
 }

@@ -7,10 +7,15 @@ export class HubError extends GatewayError {
   }
 }
 
-/** Maps the hub's error headers (X-Error-Code, X-Error-Message) to a clear error for `<repo>`. */
 /** The part of an HTTP answer the error mapping reads (a fetch Response, or undici's answer adapted). */
 export interface HubAnswer { status: number, headers: { get(name: string): string | null }, text(): Promise<string> }
 
+/** A gated repository: what to do depends on whether a token was sent (then its account lacks the approval). */
+export function gatedError (repo: string, endpoint: string, authenticated: boolean, requestId: string | null = null): HubError {
+  return new HubError(403, `${repo} is a gated repository: accept its licence at ${endpoint}/${repo}${authenticated ? ' with the account of your HF_TOKEN' : ' and set HF_TOKEN'}`, requestId)
+}
+
+/** Maps the hub's error headers (X-Error-Code, X-Error-Message) to a clear error for `<repo>`. */
 export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint: string, authenticated: boolean, path?: string): Promise<HubError> {
   const code = response.headers.get('x-error-code')
   const requestId = response.headers.get('x-request-id')
@@ -20,9 +25,7 @@ export async function hubErrorFrom (response: HubAnswer, repo: string, endpoint:
     if (!detail && typeof body.error === 'string') detail = body.error
   } catch { /* no JSON body */ }
   const status = response.status
-  if (code === 'GatedRepo') {
-    return new HubError(403, `${repo} is a gated repository: accept its licence at ${endpoint}/${repo}${authenticated ? ' with the account of your HF_TOKEN' : ' and set HF_TOKEN'}`, requestId)
-  }
+  if (code === 'GatedRepo') return gatedError(repo, endpoint, authenticated, requestId)
   if (code === 'EntryNotFound') return new HubError(404, `${path ?? 'a file'} was not found in ${repo} on ${endpoint}; the repository changed, pull again`, requestId)
   if (code === 'RevisionNotFound') return new HubError(404, `${repo} has no such revision on ${endpoint}${detail ? `: ${detail}` : ''}`, requestId)
   if (code === 'RepoNotFound' || status === 404 || (status === 401 && !/invalid credentials/i.test(detail))) {

@@ -4,7 +4,14 @@ import type { AddressInfo } from 'node:net'
 
 /** A file of a fake repository; LFS files are served from the CDN with their SHA-256. */
 export interface FakeFile { path: string, content: Buffer, lfs?: boolean }
-export interface FakeRepo { files: FakeFile[], gated?: boolean, private?: boolean, commit?: string }
+export interface FakeRepo {
+  files: FakeFile[]
+  gated?: boolean
+  /** For a gated repository: the tokens whose account accepted its licence (default: every valid token). */
+  approved?: string[]
+  private?: boolean
+  commit?: string
+}
 
 /** Faults to switch on per test. */
 export interface FakeHubFaults {
@@ -82,8 +89,8 @@ export class FakeHub {
     return token !== undefined && this.tokens.has(token)
   }
 
-  private error (res: ServerResponse, status: number, code: string | null, message: string): void {
-    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': randomBytes(6).toString('hex'), ...(code ? { 'x-error-code': code } : {}), 'x-error-message': message })
+  private error (res: ServerResponse, status: number, code: string | null, message: string, extra: Record<string, string> = {}): void {
+    res.writeHead(status, { 'content-type': 'application/json', 'x-request-id': randomBytes(6).toString('hex'), ...(code ? { 'x-error-code': code } : {}), 'x-error-message': message, ...extra })
     res.end(JSON.stringify({ error: message }))
   }
 
@@ -98,7 +105,7 @@ export class FakeHub {
     }
     if (this.faults.rateLimited && this.faults.rateLimited > 0) {
       this.faults.rateLimited--
-      res.writeHead(429, { ratelimit: '"api";r=0;t=1', 'ratelimit-policy': '"fixed window";"api";q=500;w=300' })
+      res.writeHead(429, { ratelimit: '"api";r=0;t=1', 'ratelimit-policy': '"fixed window";"api";q=500;w=300', 'retry-after': '1', 'content-type': 'application/json' })
       res.end('{"error":"rate limited"}')
       return
     }
@@ -122,20 +129,40 @@ export class FakeHub {
       res.end(file.content)
       return
     }
-    const api = /^\/api\/models\/([^/]+\/[^/]+)\/(revision\/([^/]+)|tree\/([^/]+))$/.exec(url.pathname)
+    // /api/models/:id, /revision/:rev, /tree/:rev[/path], /refs; /:id/resolve/:rev/path.
+    const api = /^\/api\/models\/([^/]+\/[^/]+)(?:\/revision\/([^/]+)|\/tree\/([^/]+)(?:\/(.+))?|\/(refs))?$/.exec(url.pathname)
     const resolve = /^\/([^/]+\/[^/]+)\/resolve\/([^/]+)\/(.+)$/.exec(url.pathname)
     const id = api?.[1] ?? resolve?.[1]
     const repo = id ? this.repos.get(id) : undefined
     if (!id || !repo) return this.error(res, this.authorized(req) ? 404 : 401, 'RepoNotFound', 'Repository not found')
     if (repo.private && !this.authorized(req)) return this.error(res, 401, 'RepoNotFound', 'Repository not found')
-    if (api?.[3]) {
+    // A branch name, HEAD, or the 40-hex commit; anything else is an unknown revision.
+    const revision = decodeURIComponent(api?.[2] ?? api?.[3] ?? resolve?.[2] ?? 'main')
+    if (!['main', 'HEAD', repo.commit].includes(revision)) return this.error(res, 404, 'RevisionNotFound', `Invalid rev id: ${revision}`)
+    if (api?.[5]) {
       res.writeHead(200, { 'content-type': 'application/json' })
-      res.end(JSON.stringify({ id, sha: repo.commit, private: !!repo.private, gated: repo.gated ? 'manual' : false }))
+      res.end(JSON.stringify({ branches: [{ name: 'main', ref: 'refs/heads/main', targetCommit: repo.commit }], tags: [], converts: [] }))
       return
     }
-    if (repo.gated && !this.authorized(req)) return this.error(res, req.headers.authorization ? 403 : 401, 'GatedRepo', `Access to model ${id} is restricted. You must have access to it and be authenticated to access it. Please log in.`)
-    if (api?.[4]) {
+    if (api && !api[3]) {
+      // Model info: the hub answers it for a gated repository too (its files are what is refused).
+      const blobs = url.searchParams.get('blobs') === 'true'
+      const siblings = repo.files.map((f) => blobs
+        ? { rfilename: f.path, size: f.content.length, blobId: gitOid(f.content), ...(f.lfs !== false ? { lfs: { size: f.content.length, sha256: sha256(f.content), pointerSize: 134 } } : {}) }
+        : { rfilename: f.path })
+      res.writeHead(200, { 'content-type': 'application/json' })
+      res.end(JSON.stringify({ _id: id, id, sha: repo.commit, private: !!repo.private, gated: repo.gated ? 'manual' : false, siblings }))
+      return
+    }
+    if (repo.gated && !this.authorized(req)) return this.error(res, 401, 'GatedRepo', `Access to model ${id} is restricted. You must have access to it and be authenticated to access it. Please log in.`)
+    if (repo.gated && repo.approved && !repo.approved.includes(req.headers.authorization!.slice('Bearer '.length))) {
+      return this.error(res, 403, 'GatedRepo', `Access to model ${id} is restricted and you are not in the authorized list. Visit https://huggingface.co/${id} to ask for access.`)
+    }
+    if (api?.[3]) {
+      const folder = api[4] ? `${decodeURIComponent(api[4])}/` : ''
       const entries = [...repo.files.map((f) => ({ type: 'file', oid: gitOid(f.content), size: f.content.length, path: f.path, ...(f.lfs !== false ? { lfs: { oid: sha256(f.content), size: f.content.length, pointerSize: 134 } } : {}) })), ...(this.faults.extraTreeEntries ?? [])]
+        .filter((e) => e.path.startsWith(folder))
+      if (folder && entries.length === 0) return this.error(res, 404, 'EntryNotFound', `${folder} does not exist`)
       const size = this.faults.pageSize ?? 1000
       const cursor = Number(url.searchParams.get('cursor') ?? 0)
       const headers: Record<string, string> = { 'content-type': 'application/json' }
@@ -146,7 +173,7 @@ export class FakeHub {
     }
     const path = decodeURIComponent(resolve![3]!)
     const file = repo.files.find((f) => f.path === path)
-    if (!file) return this.error(res, 404, 'EntryNotFound', `${path} does not exist`)
+    if (!file) return this.error(res, 404, 'EntryNotFound', `${path} does not exist`, { 'x-repo-commit': repo.commit! })
     if (file.lfs === false && this.faults.resolveCache) {
       const location = `/api/resolve-cache/models/${id}/${repo.commit}/${resolve![3]}?etag=%22${gitOid(file.content)}%22`
       res.writeHead(307, { location, 'x-repo-commit': repo.commit! })

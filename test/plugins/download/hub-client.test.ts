@@ -106,3 +106,45 @@ t.test('hub errors say what to do', async (t) => {
   const limited = await hubErrorFrom(answer(429, {}), 'g/m', 'https://huggingface.co', false)
   t.match(limited, { statusCode: 503, message: /rate limit.*setting HF_TOKEN raises the limit/ })
 })
+
+t.test('a gated repository without a token is refused at its model info, before any listing', async (t) => {
+  const fake = await hub(t)
+  fake.addRepo('acme/gated', { gated: true, files: [{ path: 'g-Q4_K_M.gguf', content: weights }] })
+  const client = new HubClient({ endpoint: fake.url, token: null })
+  await t.rejects(client.resolveCommit('acme/gated'), { statusCode: 403, message: `acme/gated is a gated repository: accept its licence at ${fake.url}/acme/gated and set HF_TOKEN` })
+  t.notOk(fake.hubRequests.some((r) => r.includes('/tree/')), 'no tree request was made')
+  // With a token the hub decides, at the files: this token's account has not accepted the licence.
+  fake.tokens.add('hf_unapproved')
+  fake.repos.get('acme/gated')!.approved = ['hf_good']
+  const unapproved = new HubClient({ endpoint: fake.url, token: 'hf_unapproved' })
+  const commit = await unapproved.resolveCommit('acme/gated')
+  await t.rejects(unapproved.listFiles('acme/gated', commit), { statusCode: 403, message: `acme/gated is a gated repository: accept its licence at ${fake.url}/acme/gated with the account of your HF_TOKEN` })
+  const approved = new HubClient({ endpoint: fake.url, token: 'hf_good' })
+  t.same((await approved.listFiles('acme/gated', commit)).map((f) => f.path), ['g-Q4_K_M.gguf'])
+})
+
+t.test('the listing goes through the given fetch: the token only to the hub\'s origin, network errors retried', async (t) => {
+  const commit = 'c'.repeat(40)
+  const seen: Array<{ url: string, authorization: string | null }> = []
+  let failures = 1
+  const fetchStub: typeof fetch = async (input, init) => {
+    const url = String(input)
+    seen.push({ url, authorization: new Headers(init?.headers).get('authorization') })
+    if (failures-- > 0) throw new TypeError('fetch failed')
+    const json = (body: unknown, headers: Record<string, string> = {}) => new Response(JSON.stringify(body), { headers: { 'content-type': 'application/json', ...headers } })
+    if (url.includes('/revision/')) return json({ _id: 'x', id: 'acme/m', sha: commit, gated: false, private: false })
+    // A mirror whose next page lives on another host: that host must not get the token.
+    if (url.startsWith('https://hub.example/')) return json([{ type: 'file', path: 'a-Q4_K_M.gguf', size: 3, oid: 'o', lfs: { oid: 'f'.repeat(64), size: 3, pointerSize: 134 } }], { link: '<https://pages.example/api/models/acme/m/tree/x?cursor=1>; rel="next"' })
+    return json([{ type: 'directory', path: 'sub', size: 0, oid: 'd' }, { type: 'file', path: 'sub/b.json', size: 2, oid: 'g' }])
+  }
+  const client = new HubClient({ endpoint: 'https://hub.example', token: 'hf_secret', fetch: fetchStub })
+  const started = Date.now()
+  t.equal(await client.resolveCommit('acme/m'), commit)
+  t.ok(Date.now() - started >= 900, 'a network error waited 1 s before the next try')
+  t.same(await client.listFiles('acme/m', commit), [
+    { path: 'a-Q4_K_M.gguf', size: 3, sha256: 'f'.repeat(64), gitOid: null },
+    { path: 'sub/b.json', size: 2, sha256: null, gitOid: 'g' },
+  ], 'directories are left out; both pages read')
+  t.match(seen[2]!.url, /^https:\/\/hub\.example\/api\/models\/acme\/m\/tree\/c{40}\?recursive=true/)
+  t.same(seen.map((s) => s.authorization), ['Bearer hf_secret', 'Bearer hf_secret', 'Bearer hf_secret', null])
+})
