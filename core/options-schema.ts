@@ -27,6 +27,8 @@ export const OptionsSchema = Type.Object({
   num_ctx: Type.Optional(Type.Integer({ minimum: 16 })),
   num_parallel: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   n_gpu_layers: Type.Optional(Type.Integer({ minimum: -1 })),
+  // Ollama's: CPU threads for generation (llama-server's --threads); unset, llama-server picks.
+  num_thread: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 })),
   cache_type_k: Type.Optional(KvCacheType),
   cache_type_v: Type.Optional(KvCacheType),
   dtype: Type.Optional(Dtype),
@@ -49,5 +51,5 @@ export type Options = Static<typeof OptionsSchema>
 export const KNOWN_OPTIONS: readonly string[] = Object.keys(OptionsSchema.properties)
 
 /** Options that shape the runtime process: a change needs a new instance (contract: Options). */
-export const LOAD_TIME_OPTIONS = ['num_ctx', 'num_parallel', 'n_gpu_layers', 'cache_type_k', 'cache_type_v', 'dtype'] as const
+export const LOAD_TIME_OPTIONS = ['num_ctx', 'num_parallel', 'n_gpu_layers', 'num_thread', 'cache_type_k', 'cache_type_v', 'dtype'] as const
 export type LoadOptions = Pick<Options, (typeof LOAD_TIME_OPTIONS)[number]>

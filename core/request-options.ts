@@ -3,7 +3,7 @@ import { LOAD_TIME_OPTIONS, type LoadOptions, type Options } from './options-sch
 /** What a request's options mean once defaults and per-model overrides are applied. */
 export interface ResolvedOptions {
   /** Load-time options a new instance would be started with (defaults < per-model < request). */
-  load: Required<Omit<LoadOptions, 'n_gpu_layers'>> & Pick<LoadOptions, 'n_gpu_layers'>
+  load: Required<Omit<LoadOptions, 'n_gpu_layers' | 'num_thread'>> & Pick<LoadOptions, 'n_gpu_layers' | 'num_thread'>
   /** Only the load-time options this request set itself: an instance must match these to serve it. */
   loadRequested: LoadOptions
   /** Sampling options sent to the runtime with the request. */

@@ -20,6 +20,8 @@ export interface LlamaServerOptions {
   parallel: number
   /** @default unset: llama-server's own default (all layers on the GPU where one is used) */
   nGpuLayers?: number
+  /** --threads; unset, llama-server chooses (its physical cores). */
+  threads?: number
   /** @default unset: llama-server's default (f16) */
   cacheTypeK?: string
   /** @default unset: llama-server's default (f16) */
@@ -107,6 +109,7 @@ export class LlamaServer {
     const args = ['--model', o.modelPath, '--host', '127.0.0.1', '--port', String(this.currentPort), '--alias', o.alias,
       '--ctx-size', String(o.ctxSize), '--parallel', String(o.parallel)]
     if (o.nGpuLayers !== undefined) args.push('--n-gpu-layers', String(o.nGpuLayers))
+    if (o.threads !== undefined) args.push('--threads', String(o.threads))
     if (o.cacheTypeK) args.push('--cache-type-k', o.cacheTypeK)
     if (o.cacheTypeV) args.push('--cache-type-v', o.cacheTypeV)
     if (f.jinja) args.push('--jinja')

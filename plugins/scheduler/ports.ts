@@ -41,6 +41,8 @@ export interface RuntimeSpawnOptions {
   ctxSize: number
   parallel: number
   nGpuLayers?: number
+  /** CPU threads for generation; unset, llama-server chooses. */
+  threads?: number
   cacheTypeK?: string
   cacheTypeV?: string
 }

@@ -165,6 +165,7 @@ export class Scheduler {
       ctxSize,
       parallel: options.num_parallel,
       nGpuLayers: options.n_gpu_layers,
+      threads: options.num_thread,
       cacheTypeK: options.cache_type_k,
       cacheTypeV: options.cache_type_v,
     })

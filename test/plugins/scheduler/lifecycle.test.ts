@@ -206,3 +206,21 @@ t.test('a model that fails to start: 502 with the runtime\'s words, then a growi
   t.equal(body.error.type, 'server_error')
   t.same((await ps(url)).models, [], 'nothing is left loading')
 })
+
+t.test('num_thread (Ollama\'s option) starts llama-server with --threads; unset, llama-server picks', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/tiny'])
+  const cmdline = async (): Promise<string[]> => {
+    const { readFile } = await import('node:fs/promises')
+    return (await readFile(`/proc/${(await ps(url)).models[0]!.pid}/cmdline`, 'utf8')).split('\0')
+  }
+  t.equal((await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, options: { max_tokens: 2 } })).status, 200)
+  t.notOk((await cmdline()).includes('--threads'), 'no --threads when the option is unset')
+  const res = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, options: { max_tokens: 2, num_thread: 1 } })
+  t.equal(res.status, 200)
+  await until('the instance with one thread is the only one', async () => (await ps(url)).models.length === 1 && (await cmdline()).includes('--threads'))
+  const args = await cmdline()
+  t.equal(args[args.indexOf('--threads') + 1], '1')
+  const bad = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, options: { num_thread: 0 } })
+  t.equal(bad.status, 400)
+  t.match(await bad.text(), /num_thread/)
+})
