@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http'
+import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBodyFor } from './error-shapes.js'
 import { toErrorReply } from './error-handler.js'
@@ -79,6 +80,18 @@ export class EventStream {
     if (!this.opened) this.open()
     if (this.ended || this.raw.destroyed) return true
     return this.raw.write(chunk)
+  }
+
+  /**
+   * The client's socket, for writing bytes that are already whole chunks of HTTP/1.1 chunked coding (a
+   * runtime's stream relayed verbatim), or null when this response is not chunked (an HTTP/1.0 client) or
+   * the client is gone. The response's own end still writes the last chunk.
+   */
+  chunkedSocket (): Socket | null {
+    if (!this.opened) this.open()
+    const socket = this.raw.socket
+    const chunked = (this.raw as ServerResponse & { chunkedEncoding?: boolean }).chunkedEncoding === true
+    return chunked && socket !== null && !socket.destroyed && !this.ended ? socket : null
   }
 
   /** Writes an SSE line whose data is not JSON (OpenAI's `[DONE]`). NDJSON has no such thing. */

@@ -1,4 +1,6 @@
-import { access, constants as fsConstants } from 'node:fs/promises'
+import { rmSync } from 'node:fs'
+import { access, constants as fsConstants, rm } from 'node:fs/promises'
+import { Agent, request } from 'undici'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { constants } from 'node:os'
 import { execa, type ResultPromise } from 'execa'
@@ -28,6 +30,12 @@ export interface LlamaServerOptions {
   cacheTypeV?: string
   /** @default a free loopback port, picked at start */
   port?: number
+  /**
+   * Listen on this Unix socket instead of a TCP port (llama-server's `--host <path>.sock`): no port to
+   * race for, no TCP stack per token, and unreachable for other users of the machine. Ignored for paths
+   * too long for a socket address, which fall back to a loopback port.
+   */
+  socketPath?: string
   /** How long a start may take before it is given up. @default 300000 */
   startTimeoutMs?: number
   log?: Logger
@@ -61,6 +69,9 @@ const WATCHDOG = [
   'exec "$0" "$@"',
 ].join('\n')
 
+// sockaddr_un holds 108 bytes with the terminating NUL.
+const MAX_SOCKET_PATH = 107
+
 // Every process started and not yet exited, so that nothing is left behind when the gateway goes.
 const live = new Set<LlamaServer>()
 
@@ -77,13 +88,20 @@ export class LlamaServer {
   private starting: Promise<void> | null = null
   private currentState: ServerState = 'stopped'
   private currentPort = 0
+  private readonly usesSocket: boolean
 
-  constructor (private readonly options: LlamaServerOptions) {}
+  constructor (private readonly options: LlamaServerOptions) {
+    this.usesSocket = options.socketPath !== undefined && Buffer.byteLength(options.socketPath) <= MAX_SOCKET_PATH &&
+      options.socketPath.endsWith('.sock')
+  }
 
   get state (): ServerState { return this.currentState }
   /** The loopback port it listens on; 0 before start. */
   get port (): number { return this.currentPort }
-  get baseUrl (): string { return `http://127.0.0.1:${this.currentPort}` }
+  /** The Unix socket it listens on, or null when it listens on a loopback port. */
+  get socketPath (): string | null { return this.usesSocket ? this.options.socketPath! : null }
+  /** Its origin: the loopback address and port, or `http://localhost` with `socketPath` to connect to. */
+  get baseUrl (): string { return this.usesSocket ? 'http://localhost' : `http://127.0.0.1:${this.currentPort}` }
   /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
 
@@ -106,7 +124,8 @@ export class LlamaServer {
     const o = this.options
     const f = o.build.features
     // Host and port always explicit: the default port changes between releases (8080, then 9931).
-    const args = ['--model', o.modelPath, '--host', '127.0.0.1', '--port', String(this.currentPort), '--alias', o.alias,
+    const host = this.usesSocket ? o.socketPath! : '127.0.0.1'
+    const args = ['--model', o.modelPath, '--host', host, '--port', String(this.currentPort), '--alias', o.alias,
       '--ctx-size', String(o.ctxSize), '--parallel', String(o.parallel)]
     if (o.nGpuLayers !== undefined) args.push('--n-gpu-layers', String(o.nGpuLayers))
     if (o.threads !== undefined) args.push('--threads', String(o.threads))
@@ -134,7 +153,9 @@ export class LlamaServer {
       this.currentState = 'stopped'
       throw new RuntimeError(`model "${this.options.alias}" failed to start: cannot run llama-server: ${(err as Error).message}`, [], 'runtime_start_failed')
     }
-    this.currentPort = this.options.port ?? await freePort()
+    // On a socket, the port is only there because llama-server wants one; a stale socket file would fail the bind.
+    if (this.usesSocket) await rm(this.options.socketPath!, { force: true })
+    this.currentPort = this.usesSocket ? 8080 : this.options.port ?? await freePort()
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
     // Its own process group (detached), so that stop() reaches anything it starts. execa's `cleanup` does
@@ -159,6 +180,7 @@ export class LlamaServer {
       if (result.exitCode === undefined && result.signal === undefined) this.keepLine(`error: ${result.originalMessage ?? result.shortMessage}`)
       // The watcher is left alone in the group: close its pipe so that it goes too.
       child.stdin?.destroy()
+      if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
       live.delete(this)
       const info: ExitInfo = { code: result.exitCode ?? null, signal: result.signal ?? null, expected: this.stopRequested, logTail: this.logTail() }
       this.currentState = 'stopped'
@@ -172,6 +194,9 @@ export class LlamaServer {
     } catch (err) {
       await this.stop()
       throw err
+    } finally {
+      void this.healthAgent?.close()
+      this.healthAgent = null
     }
     this.currentState = 'ready'
     log?.info({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
@@ -196,14 +221,25 @@ export class LlamaServer {
       if (signal?.aborted) throw signal.reason
       if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
       try {
-        const res = await fetch(`${this.baseUrl}/health`, { signal: AbortSignal.timeout(1000) })
-        await res.body?.cancel()
-        if (res.status === 200) return
+        if (await this.healthStatus() === 200) return
       } catch {
         // Not listening yet.
       }
       await sleep(POLL_MS)
     }
+  }
+
+  private async healthStatus (): Promise<number> {
+    const res = await request(`${this.baseUrl}/health`, { dispatcher: this.healthClient(), signal: AbortSignal.timeout(1000) })
+    await res.body.dump()
+    return res.statusCode
+  }
+
+  private healthAgent: Agent | null = null
+  private healthClient (): Agent {
+    // One connection per poll (llama-server may not keep it), to the socket or the port.
+    this.healthAgent ??= new Agent({ pipelining: 0, ...(this.usesSocket ? { connect: { socketPath: this.options.socketPath! } } : {}) })
+    return this.healthAgent
   }
 
   private startError (what: string): RuntimeError {

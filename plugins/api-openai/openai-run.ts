@@ -4,6 +4,7 @@ import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { clientGone } from '../inference/client-signal.js'
 import { postToRuntime, readText } from '../inference/runtime-client.js'
+import { relayRuntimeStream } from '../inference/stream-relay.js'
 import { upstreamFailure } from '../inference/upstream-failure.js'
 import { runtimeSampling } from '../inference/runtime-params.js'
 import type { Scheduler } from '../scheduler/scheduler.js'
@@ -32,38 +33,27 @@ export async function runOpenAi (scheduler: Scheduler, request: FastifyRequest, 
   if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
-  let endsEvent = true
+  const progress = { tail: Buffer.alloc(0) }
   const lease = await scheduler.acquire(body.model, { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) })
   try {
-    const upstream = await postToRuntime(lease, path, { ...openai, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming })
+    const runtimeBody = { ...openai, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
     if (stream === null) {
+      const upstream = await postToRuntime(lease, path, runtimeBody)
       reply.type('application/json; charset=utf-8')
       return await readText(upstream)
     }
-    stream.open()
-    // The last bytes seen, to tell a finished stream ([DONE]) from one the runtime cut. Data events, not an
-    // async iterator: this runs once per token, and a promise per chunk is measurable at thousands a second.
-    let tail: Buffer = Buffer.alloc(0)
-    await new Promise<void>((resolve, reject) => {
-      upstream.on('data', (chunk: Buffer) => {
-        if (!stream.writeRaw(chunk)) {
-          upstream.pause()
-          void stream.drained().then(() => upstream.resume())
-        }
-        tail = chunk.length >= DONE_TAIL.length ? chunk : Buffer.concat([tail, chunk]).subarray(-DONE_TAIL.length)
-        endsEvent = tail.length >= 2 && tail[tail.length - 1] === 0x0a && tail[tail.length - 2] === 0x0a
-      })
-      upstream.once('end', resolve)
-      upstream.once('error', reject)
-    })
-    if (lease.signal.aborted) throw lease.signal.reason
-    if (!tail.subarray(-DONE_TAIL.length).equals(DONE_TAIL)) throw new Error('the runtime ended the stream early')
+    // The runtime's bytes go to the client as they come (stream-relay.ts); only the end is looked at, to
+    // tell a finished stream ([DONE]) from one the runtime cut.
+    const tail = await relayRuntimeStream(lease, path, JSON.stringify(runtimeBody), stream, { tailBytes: DONE_TAIL.length, progress })
+    if (!tail.equals(DONE_TAIL)) throw new Error('the runtime ended the stream early')
     stream.end()
     return reply
   } catch (err) {
     const reason = await upstreamFailure(lease, err)
     if (stream === null) throw reason
     // A runtime that died mid-event left half an event: close it so that the error event reads cleanly.
+    const { tail } = progress
+    const endsEvent = tail.length === 0 || (tail[tail.length - 1] === 0x0a && tail[tail.length - 2] === 0x0a)
     if (stream.isOpen && !endsEvent) stream.writeRaw(EVENT_END)
     stream.fail(reason)
     return reply

@@ -33,9 +33,13 @@ function isStaleConnection (err: unknown): boolean {
 }
 
 async function runtimeError (status: number, body: Readable): Promise<GatewayError> {
+  return runtimeErrorFrom(status, await readText(body).catch(() => ''))
+}
+
+/** The gateway error for a runtime's error answer, carrying the runtime's own message. */
+export function runtimeErrorFrom (status: number, text: string): GatewayError {
   let message = `runtime answered ${status}`
   try {
-    const text = await readText(body)
     const parsed = JSON.parse(text) as { error?: { message?: string } | string }
     const detail = typeof parsed.error === 'string' ? parsed.error : parsed.error?.message
     if (detail) message = detail

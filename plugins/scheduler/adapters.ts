@@ -1,3 +1,4 @@
+import { join } from 'node:path'
 import type { FastifyBaseLogger } from 'fastify'
 import { RuntimeError } from '../../core/errors.js'
 import { LlamaServer, type RuntimeRegistry } from '../../runtimes/index.js'
@@ -12,15 +13,19 @@ export function storeAdapter (store: ModelStore): SchedulerStore {
   }
 }
 
-/** The runtime registry and supervisor as the scheduler sees them. */
-export function runtimeAdapter (registry: RuntimeRegistry, log: FastifyBaseLogger): SchedulerRuntimes {
+/**
+ * The runtime registry and supervisor as the scheduler sees them. Each llama-server listens on a Unix socket
+ * in `socketDir` (a folder only this user can enter), named by a counter so that no two ever share one.
+ */
+export function runtimeAdapter (registry: RuntimeRegistry, log: FastifyBaseLogger, socketDir: string): SchedulerRuntimes {
+  let started = 0
   return {
     backend: () => registry.chosen?.backend ?? null,
     freeMemory: () => registry.freeMemory(),
     create: (options) => {
       const build = registry.chosen
       if (!build) throw new RuntimeError(`no llama.cpp runtime is available: ${registry.reason}`, [], 'no_runtime')
-      return new LlamaServer({ ...options, build, log })
+      return new LlamaServer({ socketPath: join(socketDir, `${++started}.sock`), ...options, build, log })
     },
   }
 }

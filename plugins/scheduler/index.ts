@@ -1,3 +1,6 @@
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import fp from 'fastify-plugin'
 import { Scheduler } from './scheduler.js'
 import { runtimeAdapter, storeAdapter } from './adapters.js'
@@ -11,9 +14,11 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   const { config } = app
+  // The runtimes' sockets: short paths (a socket address holds 107 bytes), private to this user and process.
+  const socketDir = await mkdtemp(join(tmpdir(), 'llamagate-'))
   const scheduler = new Scheduler({
     store: storeAdapter(app.store),
-    runtimes: runtimeAdapter(app.runtimes, app.log),
+    runtimes: runtimeAdapter(app.runtimes, app.log, socketDir),
     settings: {
       keepAliveMs: config.keepAliveMs < 0 ? Infinity : config.keepAliveMs,
       maxLoadedModels: config.limits.maxLoadedModels,
@@ -30,5 +35,8 @@ export default fp(async (app) => {
   // Deleting a loaded model unloads it first.
   app.store.onBeforeDelete((id) => scheduler.stop(id))
   // No llama-server may outlive the gateway.
-  app.addHook('onClose', () => scheduler.unloadAll())
+  app.addHook('onClose', async () => {
+    await scheduler.unloadAll()
+    await rm(socketDir, { recursive: true, force: true })
+  })
 }, { name: 'scheduler', dependencies: ['storage', 'runtimes', 'convert'] })

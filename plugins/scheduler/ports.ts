@@ -32,6 +32,8 @@ export interface RuntimeProcess {
   onExit(listener: (info: { code: number | null, signal: string | null, expected: boolean, logTail: string[] }) => void): void
   logTail(): string[]
   readonly baseUrl: string
+  /** The Unix socket to connect to for `baseUrl`, or null for TCP. */
+  readonly socketPath: string | null
   readonly pid: number | undefined
 }
 
@@ -45,6 +47,8 @@ export interface RuntimeSpawnOptions {
   threads?: number
   cacheTypeK?: string
   cacheTypeV?: string
+  /** Where it should listen instead of a loopback port, when the runtime can. */
+  socketPath?: string
 }
 
 export interface SchedulerRuntimes {

@@ -182,7 +182,10 @@ export class Scheduler {
     this.failures.delete(model.name)
     // llama-server closes idle keep-alive connections after 5 s; ours close sooner, so that no request is
     // ever sent on a socket the runtime is about to close.
-    instance.pool = new Pool(process.baseUrl, { connections: options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000 })
+    instance.pool = new Pool(process.baseUrl, {
+      connections: options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
+      ...(process.socketPath !== null ? { socketPath: process.socketPath } : {}),
+    })
     instance.state = 'loaded'
     instance.loadedAt = Date.now()
     this.deps.log.info({ model: model.name, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')

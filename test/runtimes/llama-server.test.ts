@@ -1,7 +1,9 @@
+import { existsSync, readdirSync, readFileSync, readlinkSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
+import { Client } from 'undici'
 import { RuntimeError } from '../../core/errors.js'
 import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
@@ -107,3 +109,44 @@ t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', as
   const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
   t.equal(((await res.json()) as { tokens_predicted: number }).tokens_predicted, 8)
 })
+
+t.test('on a Unix socket: ready, answers through the socket, no TCP port; the socket file goes with the process', async (t) => {
+  const socketPath = join(await tempDir(t), 'rt.sock')
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
+  t.teardown(() => server.stop())
+  await server.start()
+  t.equal(server.socketPath, socketPath)
+  t.equal(server.baseUrl, 'http://localhost')
+  t.match(server.args().join(' '), `--host ${socketPath} `)
+  const client = new Client(server.baseUrl, { socketPath })
+  t.teardown(() => client.close())
+  const res = await client.request({ method: 'POST', path: '/completion', body: JSON.stringify({ prompt: 'hello', n_predict: 4, ignore_eos: true }) })
+  t.equal(res.statusCode, 200)
+  t.equal((await res.body.json() as { tokens_predicted: number }).tokens_predicted, 4)
+  t.same(tcpListenersOf(server.pid!), [], 'llama-server listens on no TCP port')
+  await server.stop()
+  t.notOk(existsSync(socketPath), 'the socket file is removed')
+})
+
+t.test('a socket path too long for a socket address falls back to a loopback port', async (t) => {
+  const socketPath = join(await tempDir(t), `${'x'.repeat(120)}.sock`)
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
+  t.teardown(() => server.stop())
+  await server.start()
+  t.equal(server.socketPath, null)
+  t.match(server.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/)
+  t.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
+  t.equal(tcpListenersOf(server.pid!).length >= 1, true, 'it listens on TCP instead')
+})
+
+/** The lines of /proc/net/tcp{,6} for listening sockets (state 0A) that the process holds open. */
+function tcpListenersOf (pid: number): string[] {
+  const inodes = new Set(readdirSync(`/proc/${pid}/fd`).map((fd) => {
+    try { return /^socket:\[(\d+)\]$/.exec(readlinkSync(`/proc/${pid}/fd/${fd}`))?.[1] } catch { return undefined }
+  }).filter((i): i is string => i !== undefined))
+  const table = readFileSync('/proc/net/tcp', 'utf8') + readFileSync('/proc/net/tcp6', 'utf8')
+  return table.split('\n').filter((line) => {
+    const cols = line.trim().split(/\s+/)
+    return cols[3] === '0A' && inodes.has(cols[9]!)
+  })
+}

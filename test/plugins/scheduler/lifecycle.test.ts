@@ -224,3 +224,16 @@ t.test('num_thread (Ollama\'s option) starts llama-server with --threads; unset,
   t.equal(bad.status, 400)
   t.match(await bad.text(), /num_thread/)
 })
+
+t.test('runtimes listen on Unix sockets in a folder only this user can enter, removed when the gateway closes', async (t) => {
+  const { readFile, stat } = await import('node:fs/promises')
+  const { dirname } = await import('node:path')
+  const { app, url } = await serveTinyModels(t)
+  t.equal((await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, options: { max_tokens: 2 } })).status, 200)
+  const args = (await readFile(`/proc/${(await ps(url)).models[0]!.pid}/cmdline`, 'utf8')).split('\0')
+  const host = args[args.indexOf('--host') + 1]!
+  t.match(host, /\/\d+\.sock$/)
+  t.equal((await stat(dirname(host))).mode & 0o777, 0o700)
+  await app.close()
+  await t.rejects(stat(dirname(host)), { code: 'ENOENT' }, 'the socket folder is gone')
+})

@@ -1,0 +1,95 @@
+/**
+ * Follows HTTP/1.1 chunked transfer coding over a byte stream without copying the chunks' data: it only
+ * reads the size lines, so that a proxy can forward whole chunks verbatim and still know where each one
+ * ends, what the last data bytes were, and when the terminating zero-size chunk arrives.
+ *
+ * Why by hand: the streamed hot path forwards llama-server's chunks as they are (see stream-relay.ts), and no
+ * HTTP client library hands out the raw framing; decoding and re-encoding every token costs more than the
+ * whole relay otherwise does.
+ */
+export class ChunkFraming {
+  /** Bytes received after the last whole chunk (a chunk cut by the network waits here for its rest). */
+  private pending: Buffer | null = null
+  /** The last bytes of chunk data seen (at most `tailBytes`), to check how the stream ended. */
+  tail: Buffer = Buffer.alloc(0)
+  /** True once the zero-size chunk was read: the body is complete. */
+  finished = false
+
+  constructor (private readonly tailBytes: number) {}
+
+  /**
+   * Takes the next bytes from the wire; returns the part made of whole chunks, ready to forward as is
+   * (possibly empty), without the terminating chunk. @throws on bytes that are not chunked coding
+   */
+  push (bytes: Buffer): Buffer {
+    const data = this.pending === null ? bytes : Buffer.concat([this.pending, bytes])
+    this.pending = null
+    let at = 0
+    while (at < data.length && !this.finished) {
+      const lineEnd = data.indexOf(CRLF, at)
+      if (lineEnd < 0) break
+      const size = parseChunkSize(data, at, lineEnd)
+      if (size === 0) {
+        // The last chunk; trailers (llama-server sends none) and the final CRLF are not forwarded: the
+        // response writer ends its own chunked body.
+        this.finished = true
+        return data.subarray(0, at)
+      }
+      const end = lineEnd + 2 + size + 2
+      if (end > data.length) break
+      if (data[end - 2] !== 0x0d || data[end - 1] !== 0x0a) throw new Error('malformed chunked body: no CRLF after a chunk')
+      this.keepTail(data.subarray(lineEnd + 2, end - 2))
+      at = end
+    }
+    if (at < data.length && !this.finished) {
+      if (data.length - at > MAX_PENDING) throw new Error('malformed chunked body: a chunk over 16 MiB')
+      this.pending = data.subarray(at)
+    }
+    return data.subarray(0, at)
+  }
+
+  /** The data of whole chunks (framing removed), up to a zero-size chunk if there is one. */
+  static payload (framed: Buffer): Buffer {
+    const parts: Buffer[] = []
+    let at = 0
+    while (at < framed.length) {
+      const lineEnd = framed.indexOf(CRLF, at)
+      if (lineEnd < 0) break
+      const size = parseChunkSize(framed, at, lineEnd)
+      if (size === 0) break
+      parts.push(framed.subarray(lineEnd + 2, Math.min(framed.length, lineEnd + 2 + size)))
+      at = lineEnd + 2 + size + 2
+    }
+    return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
+  }
+
+  /** True when part of a chunk was received and not yet its end. */
+  get midChunk (): boolean { return this.pending !== null }
+
+  private keepTail (chunkData: Buffer): void {
+    this.tail = chunkData.length >= this.tailBytes
+      ? chunkData.subarray(chunkData.length - this.tailBytes)
+      : Buffer.concat([this.tail, chunkData]).subarray(-this.tailBytes)
+  }
+}
+
+const CRLF = Buffer.from('\r\n')
+// llama-server's events are a few hundred bytes; anything this large is not a stream of events.
+const MAX_PENDING = 16 << 20
+
+function parseChunkSize (data: Buffer, start: number, end: number): number {
+  let size = 0
+  let digits = 0
+  for (let i = start; i < end; i++) {
+    const c = data[i]!
+    const v = c >= 0x30 && c <= 0x39 ? c - 0x30 : c >= 0x61 && c <= 0x66 ? c - 0x57 : c >= 0x41 && c <= 0x46 ? c - 0x37 : -1
+    if (v < 0) {
+      if (c === 0x3b || c === 0x20 || c === 0x09) break // chunk extensions follow; ignored
+      throw new Error('malformed chunked body: bad chunk size')
+    }
+    if (++digits > 8) throw new Error('malformed chunked body: chunk size too large')
+    size = size * 16 + v
+  }
+  if (digits === 0) throw new Error('malformed chunked body: empty chunk size')
+  return size
+}

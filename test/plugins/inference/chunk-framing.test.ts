@@ -1,0 +1,61 @@
+import t from 'tap'
+import { ChunkFraming } from '../../../plugins/inference/chunk-framing.js'
+
+const chunk = (data: string): string => `${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`
+const events = ['data: {"a":1}\n\n', 'data: {"b":"ü"}\n\n', 'data: [DONE]\n\n']
+const wire = events.map(chunk).join('') + '0\r\n\r\n'
+
+t.test('whole chunks pass through as they are; the zero-size chunk ends the body and is kept back', async (t) => {
+  const framing = new ChunkFraming(14)
+  const out = framing.push(Buffer.from(wire))
+  t.equal(out.toString(), events.map(chunk).join(''))
+  t.ok(framing.finished)
+  t.equal(framing.tail.toString(), 'data: [DONE]\n\n')
+  t.equal(ChunkFraming.payload(out).toString(), events.join(''), 'payload() removes the framing')
+})
+
+t.test('bytes cut anywhere (one at a time) are forwarded only as whole chunks, in order', async (t) => {
+  const framing = new ChunkFraming(14)
+  const forwarded: Buffer[] = []
+  for (const byte of Buffer.from(wire)) {
+    const out = framing.push(Buffer.from([byte]))
+    if (out.length > 0) forwarded.push(out)
+  }
+  t.same(forwarded.map(String), events.map(chunk), 'each chunk forwarded once, whole, when its last byte came')
+  t.ok(framing.finished)
+})
+
+t.test('a cut in the middle of a chunk holds that chunk back until its end arrives', async (t) => {
+  const framing = new ChunkFraming(14)
+  const first = chunk(events[0]!)
+  const second = chunk(events[1]!)
+  const out1 = framing.push(Buffer.from(first + second.slice(0, 7)))
+  t.equal(out1.toString(), first, 'the whole chunk goes, the partial one waits')
+  t.ok(framing.midChunk)
+  t.equal(framing.tail.toString(), 'data: {"a":1}\n\n'.slice(-14))
+  const out2 = framing.push(Buffer.from(second.slice(7)))
+  t.equal(out2.toString(), second)
+  t.notOk(framing.midChunk)
+  t.notOk(framing.finished)
+})
+
+t.test('chunk extensions are ignored; upper-case hex sizes are read', async (t) => {
+  const data = 'x'.repeat(26)
+  const framing = new ChunkFraming(4)
+  const out = framing.push(Buffer.from(`1A;name=value\r\n${data}\r\n0\r\n\r\n`))
+  t.equal(ChunkFraming.payload(out).toString(), data)
+  t.equal(framing.tail.toString(), 'xxxx')
+  t.ok(framing.finished)
+})
+
+t.test('bytes that are not chunked coding are refused, not forwarded', async (t) => {
+  const cases: Array<[string, RegExp]> = [
+    ['zz\r\nabc\r\n', /bad chunk size/],
+    ['\r\nabc\r\n', /empty chunk size/],
+    ['3\r\nabcXY', /no CRLF after a chunk/],
+    ['123456789\r\n', /chunk size too large/],
+  ]
+  for (const [bytes, error] of cases) {
+    t.throws(() => new ChunkFraming(4).push(Buffer.from(bytes)), error, JSON.stringify(bytes))
+  }
+})
