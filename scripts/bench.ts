@@ -4,6 +4,7 @@ import { cpus, tmpdir, totalmem } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../core/config.js'
+import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { freePort } from '../runtimes/free-port.js'
 import { LlamaServer } from '../runtimes/llama-server.js'
@@ -49,28 +50,30 @@ function procStat (pid: number): Promise<{ cpuMs: number, rssBytes: number, peak
   })
 }
 
-async function startRouter (build: RuntimeBuild, modelsDir: string): Promise<{ child: ChildProcess, url: string, model: string }> {
+async function startRouter (build: RuntimeBuild, modelsDir: string, threads: number | undefined): Promise<{ child: ChildProcess, url: string, model: string }> {
   const port = await freePort()
   const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', '1', '--host', '127.0.0.1', '--port', String(port),
-    '--ctx-size', String(CTX_PER_SLOT * PARALLEL), '--parallel', String(PARALLEL), '--jinja', '--no-webui'], { stdio: 'ignore', detached: true })
+    '--ctx-size', String(CTX_PER_SLOT * PARALLEL), '--parallel', String(PARALLEL), '--jinja', '--no-webui',
+    ...(threads !== undefined ? ['--threads', String(threads)] : [])], { stdio: 'ignore', detached: true })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url)
   const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
   return { child, url, model: models.data[0]!.id }
 }
 
-async function startGateway (dir: string, binDir: string, modelFile: string): Promise<{ child: ChildProcess, url: string }> {
+async function startGateway (dir: string, binDir: string, modelFile: string, threads: number | undefined): Promise<{ child: ChildProcess, url: string }> {
   await mkdir(dir, { recursive: true })
   const config = join(dir, 'llamagate.yaml')
   await writeFile(config, [
     `data_dir: ${join(dir, 'gateway')}`, 'port: 0', 'log_level: info', 'keep_alive: -1',
     `runtimes:\n  cpu: { bin: ${binDir} }`, 'runtime: cpu',
-    `default_options: { num_ctx: ${CTX_PER_SLOT}, num_parallel: ${PARALLEL} }`, 'limits: { queue_length: 1000 }',
+    `default_options: { num_ctx: ${CTX_PER_SLOT}, num_parallel: ${PARALLEL}${threads !== undefined ? `, num_thread: ${threads}` : ''} }`, 'limits: { queue_length: 1000 }',
   ].join('\n'))
   const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
   const imported = spawn(process.execPath, [cli, 'import', MODEL, modelFile, '--config', config], { stdio: 'inherit' })
   await new Promise((resolve) => imported.once('exit', resolve))
-  const child = spawn(process.execPath, [cli, 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
+  // Started as the bin and npm start start it: with the gateway's V8 flags.
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, cli, 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
   const url = await new Promise<string>((resolve, reject) => {
     let out = ''
     child.stdout!.on('data', (d) => {
@@ -96,7 +99,15 @@ async function coldStart (target: Target, unload: () => Promise<void>): Promise<
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '3' }, tokens: { type: 'string', default: '128' } } })
+  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' } } })
+  // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
+  // core) leaves none for the load generator or a proxy, and every setup measures the scheduler's noise more
+  // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there the three setups get
+  // the same --threads 1 (llamagate through its num_thread option); --threads N sets another, 0 leaves
+  // llama-server's default.
+  const threadsArg = values.threads !== undefined ? Number(values.threads) : cpus().length <= 2 ? 1 : 0
+  const threads = threadsArg > 0 ? threadsArg : undefined
+  say(`llama-server threads in all three setups: ${threads ?? 'its default'}; llamagate runs with ${GATEWAY_NODE_FLAGS.join(' ')}`)
   const reps = Number(values.reps)
   const maxTokens = Number(values.tokens)
   const registry = await RuntimeRegistry.create({ config: loadConfig() })
@@ -107,7 +118,7 @@ async function main (): Promise<void> {
   const report: Record<string, unknown> = {
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model, memory_gib: Math.round(totalmem() / 2 ** 30), node: process.version },
     llama_cpp: `${build.version} ${build.commit ?? ''}`.trim(),
-    settings: { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, reps },
+    settings: { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, reps, threads: threads ?? 'llama-server default', gateway_node_flags: GATEWAY_NODE_FLAGS },
     models: [] as unknown[],
   }
   try {
@@ -117,11 +128,11 @@ async function main (): Promise<void> {
       await mkdir(modelsDir, { recursive: true })
       const { file, bytes } = await writeTinyGguf({ file: join(modelsDir, `${spec.label}.gguf`), nEmbd: spec.nEmbd, nLayer: spec.nLayer, nFf: spec.nFf, nHead: spec.nEmbd >= 1024 ? 16 : 4, name: spec.label })
       say(`\n== model ${spec.label}: ${(bytes / 2 ** 20).toFixed(1)} MiB`)
-      const direct = new LlamaServer({ build, modelPath: file, alias: MODEL, ctxSize: CTX_PER_SLOT * PARALLEL, parallel: PARALLEL })
+      const direct = new LlamaServer({ build, modelPath: file, alias: MODEL, ctxSize: CTX_PER_SLOT * PARALLEL, parallel: PARALLEL, threads })
       await direct.start()
-      const router = await startRouter(build, modelsDir)
+      const router = await startRouter(build, modelsDir, threads)
       children.push(router.child)
-      const gateway = await startGateway(join(dir, spec.label), build.binDir, file)
+      const gateway = await startGateway(join(dir, spec.label), build.binDir, file, threads)
       children.push(gateway.child)
       const targets: Target[] = [
         { setup: 'direct', url: direct.baseUrl, model: MODEL },
@@ -133,7 +144,7 @@ async function main (): Promise<void> {
       const gatewayCpu: Record<number, number> = {}
       const levels = values.concurrency.split(',').map(Number)
       for (const concurrency of levels) {
-        const rounds = concurrency === 1 ? 8 : concurrency === 8 ? 3 : 2
+        const rounds = concurrency === 1 ? 16 : concurrency === 8 ? 4 : 2
         const before = await procStat(gateway.child.pid!)
         for (let rep = 0; rep < reps; rep++) {
           // Rotate the order, so that no setup always runs first on a warm (or hot) machine.
@@ -148,7 +159,8 @@ async function main (): Promise<void> {
       const summary = levels.map((concurrency) => {
         const of = (setup: Setup) => rows.filter((r) => r.setup === setup && r.concurrency === concurrency)
         const med = (setup: Setup, key: keyof LoadResult) => percentile(of(setup).map((r) => r[key] as number), 50)
-        const entry: Record<string, unknown> = { concurrency, gateway_cpu_ms: gatewayCpu[concurrency] }
+        const gatewayTokens = of('llamagate').reduce((sum, r) => sum + r.aggregateTps * r.wallMs / 1000, 0)
+        const entry: Record<string, unknown> = { concurrency, gateway_cpu_ms: gatewayCpu[concurrency], gateway_cpu_us_per_token: gatewayCpu[concurrency]! * 1000 / gatewayTokens }
         for (const setup of SETUPS) {
           entry[setup] = { aggregate_tps: med(setup, 'aggregateTps'), per_stream_tps: med(setup, 'perStreamTps'), ttft_p50_ms: med(setup, 'ttftP50'), ttft_p99_ms: med(setup, 'ttftP99'), failed: of(setup).reduce((s, r) => s + r.failed, 0), retried: of(setup).reduce((s, r) => s + r.retried, 0) }
         }
@@ -195,7 +207,7 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: {
       const r = row[setup]
       say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
     }
-    say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms`)
+    say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
   }
   say(`cold start (unloaded → first token, median of 3): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)

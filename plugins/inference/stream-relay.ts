@@ -24,7 +24,8 @@ export interface RelayOptions {
  * A plain socket instead of the pooled HTTP client: llama-server answers a stream in chunked coding, which is
  * also how the client's response is framed, so whole chunks are written to the client's socket as they came
  * (no parsing of events, no decoding and re-encoding, no stream objects in between). Measured on the tiny
- * model, this cut the gateway's CPU per token by more than half (docs/benchmarks.md). A fresh connection per
+ * model at 8 streams, this and the runtimes' Unix sockets took a third to a half off the gateway's CPU per
+ * token (docs/benchmarks.md). A fresh connection per
  * stream (Connection: close) costs a loopback connect, ~0.1 ms, against a generation of many milliseconds, and
  * leaves no pooled socket to go stale.
  *

@@ -3,6 +3,7 @@ import { existsSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
+import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 
 export const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
@@ -22,7 +23,7 @@ export interface ServeProcess {
 export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   const mark = randomUUID()
-  const child = spawn(process.execPath, [CLI, 'serve', ...args], {
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args], {
     env: { ...process.env, ...env, LLAMAGATE_TEST_MARK: mark },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
