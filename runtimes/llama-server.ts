@@ -1,9 +1,8 @@
 import { rmSync } from 'node:fs'
 import { access, constants as fsConstants, rm } from 'node:fs/promises'
 import { Agent, request } from 'undici'
-import { setTimeout as sleep } from 'node:timers/promises'
 import { constants } from 'node:os'
-import { execa, type ResultPromise } from 'execa'
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { RuntimeError } from '../core/errors.js'
 import { freePort } from './free-port.js'
 import type { RuntimeBuild } from './types.js'
@@ -49,6 +48,9 @@ export interface ExitInfo { code: number | null, signal: string | null, expected
 const LOG_LINES = 50
 // Small models load in tens of milliseconds: a coarse poll would dominate the cold start.
 const POLL_MS = 5
+// Lines after which /health is worth asking at once rather than at the next poll: llama-server says when it
+// listens and when its model is loaded (in either order, depending on the release).
+const READY_HINT = /listening on|model loaded|all slots are idle/
 const STOP_GRACE_MS = 5000
 
 /**
@@ -80,7 +82,7 @@ const live = new Set<LlamaServer>()
  * watched for a crash, stopped with SIGTERM to its process group then SIGKILL. The only code that spawns it.
  */
 export class LlamaServer {
-  private child: ResultPromise | null = null
+  private child: ChildProcessWithoutNullStreams | null = null
   private readonly lines: string[] = []
   private readonly exitListeners: Array<(info: ExitInfo) => void> = []
   private stopRequested = false
@@ -88,6 +90,8 @@ export class LlamaServer {
   private starting: Promise<void> | null = null
   private currentState: ServerState = 'stopped'
   private currentPort = 0
+  /** Wakes the readiness loop early when the log says the server may be ready. */
+  private readyHint: (() => void) | null = null
   private readonly usesSocket: boolean
 
   constructor (private readonly options: LlamaServerOptions) {
@@ -158,36 +162,41 @@ export class LlamaServer {
     this.currentPort = this.usesSocket ? 8080 : this.options.port ?? await freePort()
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
-    // Its own process group (detached), so that stop() reaches anything it starts. execa's `cleanup` does
-    // nothing for a detached child: the watchdog pipe on stdin covers the gateway's death instead.
-    const child = execa('sh', ['-c', WATCHDOG, build.serverPath, ...args], {
-      detached: true, cleanup: false, reject: false, stdin: 'pipe', buffer: false, all: true,
-    })
+    // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
+    // covers the gateway's death. Node's spawn rather than execa here: a cold start waits on it, and execa's
+    // set-up measured ~4 ms of the ~30 ms a small model takes to load.
+    const child = spawn('sh', ['-c', WATCHDOG, build.serverPath, ...args], { detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
     this.child = child
     live.add(this)
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
-    child.stdin!.on('error', () => {})
+    child.stdin.on('error', () => {})
+    // stdout and stderr as one log, line by line.
     let pending = ''
-    child.all!.setEncoding('utf8')
-    child.all!.on('data', (chunk: string) => {
+    const onOutput = (chunk: string): void => {
       const parts = (pending + chunk).split('\n')
       pending = parts.pop()!
       for (const line of parts) this.keepLine(line)
-    })
-    this.exited = child.then((result) => {
-      if (pending) this.keepLine(pending)
-      // A process that never ran (no `sh`, no permission) has no log: say what the system said.
-      if (result.exitCode === undefined && result.signal === undefined) this.keepLine(`error: ${result.originalMessage ?? result.shortMessage}`)
-      // The watcher is left alone in the group: close its pipe so that it goes too.
-      child.stdin?.destroy()
-      if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
-      live.delete(this)
-      const info: ExitInfo = { code: result.exitCode ?? null, signal: result.signal ?? null, expected: this.stopRequested, logTail: this.logTail() }
-      this.currentState = 'stopped'
-      for (const listener of this.exitListeners) {
-        try { listener(info) } catch (err) { log?.warn({ err }, 'an exit listener of llama-server threw') }
-      }
-      return info
+    }
+    for (const out of [child.stdout, child.stderr]) { out.setEncoding('utf8'); out.on('data', onOutput) }
+    this.exited = new Promise<ExitInfo>((resolve) => {
+      let spawnError: Error | null = null
+      child.once('error', (err) => { spawnError = err })
+      // 'close': the process is gone and its output read to the end.
+      child.once('close', (code, sig) => {
+        if (pending) this.keepLine(pending)
+        // A process that never ran (no `sh`, no permission) has no log: say what the system said.
+        if (spawnError !== null) this.keepLine(`error: ${(spawnError as Error).message}`)
+        // The watcher is left alone in the group: close its pipe so that it goes too.
+        child.stdin.destroy()
+        if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
+        live.delete(this)
+        const info: ExitInfo = { code, signal: sig, expected: this.stopRequested, logTail: this.logTail() }
+        this.currentState = 'stopped'
+        for (const listener of this.exitListeners) {
+          try { listener(info) } catch (err) { log?.warn({ err }, 'an exit listener of llama-server threw') }
+        }
+        resolve(info)
+      })
     })
     try {
       await this.waitUntilReady(signal)
@@ -203,6 +212,7 @@ export class LlamaServer {
   }
 
   private keepLine (line: string): void {
+    if (this.readyHint !== null && READY_HINT.test(line)) this.readyHint()
     this.lines.push(line)
     if (this.lines.length > LOG_LINES) this.lines.shift()
     this.options.log?.debug({ pid: this.child?.pid }, line)
@@ -225,7 +235,11 @@ export class LlamaServer {
       } catch {
         // Not listening yet.
       }
-      await sleep(POLL_MS)
+      await new Promise<void>((resolve) => {
+        const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
+        const timer = setTimeout(wake, POLL_MS)
+        this.readyHint = wake
+      })
     }
   }
 

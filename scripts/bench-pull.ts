@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { execa } from 'execa'
-import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
+import { startGatewayProcess } from './gateway-process.js'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { parseSize } from '../core/units.js'
 import { FakeHub } from '../test/helpers/fake-hub.js'
@@ -33,11 +33,7 @@ async function main (): Promise<void> {
     const commit = hub.repos.get('bench/big')!.commit!
     const config = join(dir, 'config.yaml')
     await writeFile(config, `data_dir: ${join(dir, 'data')}\nport: 0\nlog_level: info\nhub: { endpoint: ${hub.url} }\n`)
-    const gateway = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, join(PACKAGE_ROOT, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
-    const url = await new Promise<string>((resolve) => {
-      let out = ''
-      gateway.stdout!.on('data', (d) => { out += d; const m = /listening on (http:\/\/[^\s"]+)/.exec(out); if (m) resolve(m[1]!) })
-    })
+    const { child: gateway, url } = await startGatewayProcess(config, join(dir, 'llamagate.log'))
     const gatewayTimes: number[] = []
     const curlTimes: number[] = []
     for (let rep = 0; rep < Number(values.reps); rep++) {

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../core/config.js'
 import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
+import { startGatewayProcess } from './gateway-process.js'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { freePort } from '../runtimes/free-port.js'
 import { LlamaServer } from '../runtimes/llama-server.js'
@@ -72,30 +73,28 @@ async function startGateway (dir: string, binDir: string, modelFile: string, thr
   const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
   const imported = spawn(process.execPath, [cli, 'import', MODEL, modelFile, '--config', config], { stdio: 'inherit' })
   await new Promise((resolve) => imported.once('exit', resolve))
-  // Started as the bin and npm start start it: with the gateway's V8 flags.
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, cli, 'serve', '--config', config], { stdio: ['ignore', 'pipe', 'inherit'] })
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = ''
-    child.stdout!.on('data', (d) => {
-      out += d
-      const match = /listening on (http:\/\/[^\s"]+)/.exec(out)
-      if (match) resolve(match[1]!)
-    })
-    child.once('exit', () => reject(new Error(`llamagate exited: ${out}`)))
-  })
-  return { child, url }
+  return startGatewayProcess(config, join(dir, 'llamagate.log'))
 }
 
-async function coldStart (target: Target, unload: () => Promise<void>): Promise<number> {
-  const times: number[] = []
-  const pool = new Pool(target.url, { connections: 1 })
-  for (let i = 0; i < 3; i++) {
-    await unload()
-    const result = await streamOnce(pool, target.model, 4, i)
-    times.push(result.ttftMs)
+const COLD_STARTS = 9
+
+/**
+ * Cold start, request for an unloaded model → first token, for each target in turns (the order alternating),
+ * so that both meet the same moments of a noisy machine. Medians.
+ */
+async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>): Promise<number[]> {
+  const times: number[][] = targets.map(() => [])
+  const pools = targets.map(({ target }) => new Pool(target.url, { connections: 1 }))
+  for (let i = 0; i < COLD_STARTS; i++) {
+    for (let k = 0; k < targets.length; k++) {
+      const index = (i + k) % targets.length
+      await targets[index]!.unload()
+      await new Promise((r) => setTimeout(r, 200)) // let the stopped process's exit settle
+      times[index]!.push((await streamOnce(pools[index]!, targets[index]!.target.model, 4, i)).ttftMs)
+    }
   }
-  await pool.close()
-  return percentile(times, 50)
+  await Promise.all(pools.map((p) => p.close()))
+  return times.map((t) => percentile(t, 50))
 }
 
 async function main (): Promise<void> {
@@ -169,17 +168,21 @@ async function main (): Promise<void> {
         entry.added_ttft_p50_ms = med('llamagate', 'ttftP50') - med('direct', 'ttftP50')
         return entry
       })
-      const cold = {
-        llamagate_ms: await coldStart(targets[2]!, async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) }),
-        router_ms: await coldStart(targets[1]!, async () => {
-          await fetch(`${router.url}/models/unload`, { method: 'POST', body: JSON.stringify({ model: router.model }) })
-          for (let i = 0; i < 200; i++) {
-            const list = await (await fetch(`${router.url}/models`)).json() as { data: Array<{ id: string, status?: { value: string } }> }
-            if (list.data.find((m) => m.id === router.model)?.status?.value !== 'loaded') break
-            await new Promise((r) => setTimeout(r, 25))
-          }
-        }),
-      }
+      const [llamagateCold, routerCold] = await coldStarts([
+        { target: targets[2]!, unload: async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) } },
+        {
+          target: targets[1]!,
+          unload: async () => {
+            await fetch(`${router.url}/models/unload`, { method: 'POST', body: JSON.stringify({ model: router.model }) })
+            for (let i = 0; i < 200; i++) {
+              const list = await (await fetch(`${router.url}/models`)).json() as { data: Array<{ id: string, status?: { value: string } }> }
+              if (list.data.find((m) => m.id === router.model)?.status?.value !== 'loaded') break
+              await new Promise((r) => setTimeout(r, 25))
+            }
+          },
+        },
+      ])
+      const cold = { llamagate_ms: llamagateCold!, router_ms: routerCold!, samples: COLD_STARTS }
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
       await direct.stop()
@@ -209,7 +212,7 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: {
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
   }
-  say(`cold start (unloaded → first token, median of 3): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
+  say(`cold start (unloaded → first token, median of ${COLD_STARTS}, in turns): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
 }
 
