@@ -12,7 +12,7 @@ import { PACKAGE_ROOT } from '../core/paths.js'
  */
 export async function startGatewayProcess (config: string, logFile: string, timeoutMs = 60_000): Promise<{ child: ChildProcess, url: string }> {
   const log = openSync(logFile, 'a')
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, join(PACKAGE_ROOT, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', log, 'inherit'] })
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(PACKAGE_ROOT, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', log, 'inherit'] })
   closeSync(log)
   let exited = false
   child.once('exit', () => { exited = true })

@@ -4,6 +4,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { GatewayError } from '../../core/errors.js'
 import { discard, type HubClient, type HubFile } from './hub-client.js'
+import { ParallelHash } from './parallel-hash.js'
 import { MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
 /** How long a download may receive nothing before it is retried. */
@@ -25,9 +26,12 @@ export interface DownloadFileOptions {
   onProgress: (progress: FileProgress) => void
 }
 
-async function hashExisting (path: string, bytes: number, hashes: Hash[]): Promise<void> {
+async function hashExisting (path: string, bytes: number, hash: ParallelHash, blob: Hash | null): Promise<void> {
   if (bytes === 0) return
-  for await (const chunk of createReadStream(path, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 })) for (const h of hashes) h.update(chunk as Buffer)
+  for await (const chunk of createReadStream(path, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 })) {
+    blob?.update(chunk as Buffer)
+    if (!hash.update(chunk as Buffer)) await hash.drained()
+  }
 }
 
 async function partialInfoMatches (path: string, expected: PartialInfo): Promise<boolean> {
@@ -60,41 +64,67 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
     await rm(partial, { force: true })
     await writeFile(sidecar, JSON.stringify(expected))
   }
-  const hash = createHash('sha256')
+  const hash = new ParallelHash()
+  try {
+    return await download(opts, hash, offset)
+  } finally {
+    await hash.discard()
+  }
+}
+
+/** The download proper, from `offset` (what a partial file already holds), hashing on `hash`'s thread. */
+async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: number): Promise<void> {
+  const { client, repo, commit, file, dir, signal, onProgress } = opts
+  const target = join(dir, file.path)
+  const partial = `${target}.partial`
+  const sidecar = `${partial}.json`
   // A small file kept in git has no SHA-256 on the hub, but its git blob id (SHA-1 of "blob <size>\0" + bytes) checks it as well.
   const blob = file.sha256 === null && file.gitOid ? createHash('sha1').update(`blob ${file.size}\0`) : null
-  const hashes = blob ? [hash, blob] : [hash]
-  await hashExisting(partial, offset, hashes)
+  await hashExisting(partial, offset, hash, blob)
   onProgress({ file: file.path, total: file.size, completed: offset })
   for (let attempt = 1; offset < file.size || file.size === 0; attempt++) {
-    // A connection that stops sending without closing is given up after a while and resumed.
+    // A connection that stops sending without closing is given up after a while and resumed. One timer,
+    // pushed back on each chunk (refresh), not one per chunk: a 1 GiB file comes in ~16,000 chunks.
     const stall = new AbortController()
-    let stallTimer = setTimeout(() => stall.abort(new Error(`no data for ${STALL_MS / 1000} s`)), STALL_MS).unref()
+    const stallTimer = setTimeout(() => stall.abort(new Error(`no data for ${STALL_MS / 1000} s`)), STALL_MS).unref()
     const attemptSignal = signal ? AbortSignal.any([signal, stall.signal]) : stall.signal
     try {
       const response = await client.openFile(repo, commit, file.path, offset, attemptSignal)
       if (offset > 0 && response.status !== 206) {
         // The server ignored the range and sends the whole file: start over.
         discard(response.body)
+        clearTimeout(stallTimer)
         await rm(partial, { force: true })
         return await restart(opts)
       }
       // A large buffer: fewer, bigger writes while the network hands over 64 KiB at a time.
       const out = createWriteStream(partial, { flags: offset > 0 ? 'a' : 'w', highWaterMark: 4 << 20 })
       try {
-        for await (const chunk of response.body as AsyncIterable<Buffer>) {
-          clearTimeout(stallTimer)
-          stallTimer = setTimeout(() => stall.abort(new Error(`no data for ${STALL_MS / 1000} s`)), STALL_MS).unref()
-          hash.update(chunk)
-          blob?.update(chunk)
-          offset += chunk.length
-          if (!out.write(chunk)) await new Promise<void>((resolve) => out.once('drain', () => resolve()))
-          onProgress({ file: file.path, total: file.size, completed: Math.min(offset, file.size) })
-        }
+        // Data events rather than an async iterator: no promise per chunk on a path that is CPU-bound.
+        await new Promise<void>((resolve, reject) => {
+          const body = response.body
+          body.on('data', (chunk: Buffer) => {
+            stallTimer.refresh()
+            blob?.update(chunk)
+            offset += chunk.length
+            // Held back while the file or the hash is behind; both catch up before more is read.
+            const written = out.write(chunk)
+            const hashed = hash.update(chunk)
+            if (!written || !hashed) {
+              body.pause()
+              void Promise.all([written ? null : new Promise<void>((r) => out.once('drain', () => r())), hash.drained()]).then(() => body.resume())
+            }
+            onProgress({ file: file.path, total: file.size, completed: Math.min(offset, file.size) })
+          })
+          body.once('end', resolve)
+          body.once('error', reject)
+          out.once('error', (err) => { body.destroy(err); reject(err) })
+        })
       } finally {
         await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
       }
-      if (file.size === 0) { clearTimeout(stallTimer); break }
+      clearTimeout(stallTimer)
+      if (file.size === 0) break
       if (offset < file.size) throw new Error(`connection closed at ${offset} of ${file.size} bytes`)
     } catch (err) {
       clearTimeout(stallTimer)
@@ -104,13 +134,12 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
       if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new GatewayError(507, `the disk is full while writing ${file.path}: free some space and pull again (the partial download is kept)`, { code: 'disk_full' })
       await wait(retryDelayMs(attempt), signal)
     }
-    clearTimeout(stallTimer)
   }
   if (offset !== file.size) {
     await rm(partial, { force: true })
     throw new GatewayError(502, `${file.path} came with ${offset} bytes where the hub lists ${file.size}; the download was discarded`, { code: 'size_mismatch' })
   }
-  const digest = hash.digest('hex')
+  const digest = await hash.digest()
   const blobId = blob?.digest('hex')
   if (blobId && blobId !== file.gitOid) {
     await rm(partial, { force: true })
