@@ -29,9 +29,9 @@ export interface RelayOptions {
  * stream (Connection: close) costs a loopback connect, ~0.1 ms, against a generation of many milliseconds, and
  * leaves no pooled socket to go stale.
  *
- * Every read is forwarded at once. Holding reads back to batch tokens was tried and made streams 3× slower:
- * llama-server does not set TCP_NODELAY, so its next small write waits for our ACK, which an unread socket
- * delays.
+ * Every read is forwarded at once. Holding reads back to batch tokens was tried over TCP and made streams 3×
+ * slower: llama-server does not set TCP_NODELAY, so its next small write waits for our ACK, which an unread
+ * socket delays. (Over the Unix socket the runtimes now use there is no ACK; not measured yet.)
  *
  * Resolves with the last bytes of the body once the runtime ended it properly; rejects when the runtime
  * answered an error (before anything was sent to the client), broke off, or the lease was aborted.
