@@ -37,6 +37,7 @@ async function main (): Promise<void> {
     const gatewayTimes: number[] = []
     const curlTimes: number[] = []
     const hashTimes: Record<string, number[]> = { openssl: [], sha256sum: [] }
+    const syncTimes: number[] = []
     const pullOnce = async (): Promise<void> => {
       await rm(join(dir, 'data', 'models'), { recursive: true, force: true })
       const started = performance.now()
@@ -53,6 +54,10 @@ async function main (): Promise<void> {
       let started = performance.now()
       await execa('curl', ['-sSfL', '-o', target, `${hub.url}/bench/big/resolve/${commit}/big-Q4_K_M.gguf`])
       curlTimes.push(performance.now() - started)
+      // llamagate puts a model's bytes on disk before listing it; `sync --data` does the same for curl's file.
+      started = performance.now()
+      await execa('sync', ['--data', target])
+      syncTimes.push(performance.now() - started)
       for (const [tool, args] of [['openssl', ['dgst', '-sha256', target]], ['sha256sum', [target]]] as const) {
         started = performance.now()
         await execa(tool, [...args])
@@ -73,14 +78,15 @@ async function main (): Promise<void> {
     const openssl = percentile(hashTimes.openssl!, 50)
     const sha256sum = percentile(hashTimes.sha256sum!, 50)
     const reference = download + Math.min(openssl, sha256sum)
+    const durable = reference + percentile(syncTimes, 50)
     const result = {
       size_bytes: size, reps: Number(values.reps), llamagate_mib_s: mibps(g), curl_download_mib_s: mibps(download),
       curl_openssl_mib_s: mibps(download + openssl), curl_sha256sum_mib_s: mibps(download + sha256sum),
-      ratio: reference / g, ratio_vs_download_alone: download / g, llamagate_peak_rss_mib: peakRss / 2 ** 20,
+      ratio: reference / g, ratio_vs_durable: durable / g, ratio_vs_download_alone: download / g, llamagate_peak_rss_mib: peakRss / 2 ** 20,
     }
     process.stdout.write(`pull of ${(size / 2 ** 30).toFixed(2)} GiB (medians of ${result.reps}): llamagate ${result.llamagate_mib_s.toFixed(0)} MiB/s (SHA-256 checked); ` +
       `curl -o ${result.curl_download_mib_s.toFixed(0)} MiB/s without a hash, ${result.curl_openssl_mib_s.toFixed(0)} with openssl dgst, ${result.curl_sha256sum_mib_s.toFixed(0)} with sha256sum; ` +
-      `ratio to curl + the faster hash ${result.ratio.toFixed(2)} (to the download alone ${result.ratio_vs_download_alone.toFixed(2)}); llamagate peak RSS ${result.llamagate_peak_rss_mib.toFixed(0)} MiB\n`)
+      `ratio to curl + the faster hash ${result.ratio.toFixed(2)} (+ sync --data, as llamagate syncs: ${result.ratio_vs_durable.toFixed(2)}; to the download alone ${result.ratio_vs_download_alone.toFixed(2)}); llamagate peak RSS ${result.llamagate_peak_rss_mib.toFixed(0)} MiB\n`)
     process.stdout.write(`${JSON.stringify(result)}\n`)
   } finally {
     await hub.close()

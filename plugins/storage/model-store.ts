@@ -7,7 +7,7 @@ import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
 import { ggufParts, linkOrCopy, type LinkKind } from './link-file.js'
-import { readManifest, removeTemporaryManifests, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 
 /** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
@@ -339,10 +339,12 @@ export class ModelStore {
       }
     }
     const manifest: Manifest = { version: 1, ...input, variants, gguf, modified_at: new Date().toISOString() }
+    const kept = new Set([...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)])
+    await syncFiles(dir, kept)
+    // Checked after the (possibly long) sync, right before the manifest makes the model visible.
     const error = lost()
     if (error) throw new ConflictError(`lost the write lock of "${input.name}" (${error.message}); another process may have taken it over`)
     const digest = await writeManifest(dir, manifest)
-    const kept = new Set([...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)])
     for (const old of [...(existing?.files.map((f) => f.name) ?? []), ...(existing?.variants.map((v) => v.file) ?? [])]) {
       if (!kept.has(old) && isInside(dir, old)) await rm(join(dir, old), { force: true })
     }

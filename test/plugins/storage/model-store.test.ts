@@ -163,6 +163,18 @@ t.test('a writer that lost its lock cannot commit', async (t) => {
   t.notOk(existsSync(join(writer.dir, 'manifest.json')))
 })
 
+t.test('a commit is refused when a file its manifest names is not there; nothing is listed', async (t) => {
+  const store = await openStore(t)
+  const writer = await store.openWriter('acme/half')
+  await copyFile(await gguf(t), join(writer.dir, 'model.gguf'))
+  const files = [{ name: 'model.gguf', size: 1, sha256: null }, { name: 'model-00002-of-00002.gguf', size: 1, sha256: null }]
+  const err = await writer.commit({ name: 'acme/half', format: 'gguf', source: { type: 'import' }, files, primary: 'model.gguf' }).then(() => null, (e: NodeJS.ErrnoException) => e)
+  t.equal(err?.code, 'ENOENT', 'the files are synced to disk before the manifest, so a missing one is found then')
+  await writer.release()
+  t.equal(store.find('acme/half'), null)
+  t.notOk(existsSync(join(writer.dir, 'manifest.json')))
+})
+
 t.test('lookup is case-insensitive, and so is the folder a writer lands in', async (t) => {
   const store = await openStore(t)
   await store.import('Acme/Foo', await gguf(t))
