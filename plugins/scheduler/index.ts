@@ -1,9 +1,8 @@
-import { mkdtemp, rm } from 'node:fs/promises'
-import { tmpdir } from 'node:os'
-import { join } from 'node:path'
+import { rm } from 'node:fs/promises'
 import fp from 'fastify-plugin'
 import { Scheduler } from './scheduler.js'
 import { runtimeAdapter, storeAdapter } from './adapters.js'
+import { createSocketDir } from './socket-dir.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -14,8 +13,7 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   const { config } = app
-  // The runtimes' sockets: short paths (a socket address holds 107 bytes), private to this user and process.
-  const socketDir = await mkdtemp(join(tmpdir(), 'llamagate-'))
+  const socketDir = await createSocketDir()
   const scheduler = new Scheduler({
     store: storeAdapter(app.store),
     runtimes: runtimeAdapter(app.runtimes, app.log, socketDir),
