@@ -31,8 +31,9 @@ export interface LlamaServerOptions {
   port?: number
   /**
    * Listen on this Unix socket instead of a TCP port (llama-server's `--host <path>.sock`): no port to
-   * race for, no TCP stack per token, and unreachable for other users of the machine. Ignored for paths
-   * too long for a socket address, which fall back to a loopback port.
+   * race for, no TCP stack per token, and unreachable for other users of the machine. It must end in `.sock`
+   * (how llama-server tells a socket from a host name); a path that does not, or is too long for a socket
+   * address, falls back to a loopback port.
    */
   socketPath?: string
   /** How long a start may take before it is given up. @default 300000 */
@@ -203,9 +204,6 @@ export class LlamaServer {
     } catch (err) {
       await this.stop()
       throw err
-    } finally {
-      void this.healthAgent?.close()
-      this.healthAgent = null
     }
     this.currentState = 'ready'
     log?.info({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
@@ -223,37 +221,36 @@ export class LlamaServer {
     const deadline = Date.now() + timeoutMs
     let exit: ExitInfo | null = null
     void this.exited!.then((info) => { exit = info })
-    for (;;) {
-      if (exit) {
-        if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
-        throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
+    // One connection per poll (llama-server may not keep it), to the socket or the port.
+    const agent = new Agent({ pipelining: 0, ...(this.usesSocket ? { connect: { socketPath: this.options.socketPath! } } : {}) })
+    try {
+      for (;;) {
+        if (exit) {
+          if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
+          throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
+        }
+        if (signal?.aborted) throw signal.reason
+        if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
+        try {
+          if (await this.healthStatus(agent) === 200) return
+        } catch {
+          // Not listening yet.
+        }
+        await new Promise<void>((resolve) => {
+          const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
+          const timer = setTimeout(wake, POLL_MS)
+          this.readyHint = wake
+        })
       }
-      if (signal?.aborted) throw signal.reason
-      if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
-      try {
-        if (await this.healthStatus() === 200) return
-      } catch {
-        // Not listening yet.
-      }
-      await new Promise<void>((resolve) => {
-        const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
-        const timer = setTimeout(wake, POLL_MS)
-        this.readyHint = wake
-      })
+    } finally {
+      void agent.close()
     }
   }
 
-  private async healthStatus (): Promise<number> {
-    const res = await request(`${this.baseUrl}/health`, { dispatcher: this.healthClient(), signal: AbortSignal.timeout(1000) })
+  private async healthStatus (agent: Agent): Promise<number> {
+    const res = await request(`${this.baseUrl}/health`, { dispatcher: agent, signal: AbortSignal.timeout(1000) })
     await res.body.dump()
     return res.statusCode
-  }
-
-  private healthAgent: Agent | null = null
-  private healthClient (): Agent {
-    // One connection per poll (llama-server may not keep it), to the socket or the port.
-    this.healthAgent ??= new Agent({ pipelining: 0, ...(this.usesSocket ? { connect: { socketPath: this.options.socketPath! } } : {}) })
-    return this.healthAgent
   }
 
   private startError (what: string): RuntimeError {

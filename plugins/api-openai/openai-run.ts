@@ -33,7 +33,7 @@ export async function runOpenAi (scheduler: Scheduler, request: FastifyRequest, 
   if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
-  const progress = { tail: Buffer.alloc(0) }
+  const progress = { tailBytes: DONE_TAIL.length, tail: Buffer.alloc(0) }
   const lease = await scheduler.acquire(body.model, { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) })
   try {
     const runtimeBody = { ...openai, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
@@ -44,8 +44,8 @@ export async function runOpenAi (scheduler: Scheduler, request: FastifyRequest, 
     }
     // The runtime's bytes go to the client as they come (stream-relay.ts); only the end is looked at, to
     // tell a finished stream ([DONE]) from one the runtime cut.
-    const tail = await relayRuntimeStream(lease, path, JSON.stringify(runtimeBody), stream, { tailBytes: DONE_TAIL.length, progress })
-    if (!tail.equals(DONE_TAIL)) throw new Error('the runtime ended the stream early')
+    await relayRuntimeStream(lease, path, JSON.stringify(runtimeBody), stream, progress)
+    if (!progress.tail.equals(DONE_TAIL)) throw new Error('the runtime ended the stream early')
     stream.end()
     return reply
   } catch (err) {

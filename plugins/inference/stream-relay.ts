@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net'
-import type { EventStream } from '../../core/event-stream.js'
+import { whenDrained, type EventStream } from '../../core/event-stream.js'
 import { RuntimeError } from '../../core/errors.js'
 import type { Lease } from '../scheduler/scheduler.js'
 import { ChunkFraming } from './chunk-framing.js'
@@ -10,11 +10,11 @@ const SILENCE_MS = 300_000
 const HEAD_END = Buffer.from('\r\n\r\n')
 const MAX_HEAD = 64 << 10
 
-export interface RelayOptions {
-  /** The last this many bytes of the body are returned, to tell how the stream ended. */
-  tailBytes: number
-  /** Kept up to date with the last bytes forwarded, also when the relay fails (was the last event whole?). */
-  progress?: { tail: Buffer }
+export interface RelayProgress {
+  /** How many of the last bytes of the body to keep in `tail`. */
+  readonly tailBytes: number
+  /** The last bytes of the body forwarded so far, kept up to date also when the relay fails: how did it end? */
+  tail: Buffer
 }
 
 /**
@@ -34,21 +34,21 @@ export interface RelayOptions {
  * socket delays. Over the Unix sockets the runtimes now use it was tried again (1 and 2 ms windows): no CPU
  * saved at 8 streams, and a single stream slowed to 0.5-0.8 of its rate.
  *
- * Resolves with the last bytes of the body once the runtime ended it properly; rejects when the runtime
- * answered an error (before anything was sent to the client), broke off, or the lease was aborted.
+ * Resolves once the runtime ended the body properly (`progress.tail` then holds its last bytes); rejects when
+ * the runtime answered an error (before anything was sent to the client), broke off, or the lease was aborted.
  */
-export function relayRuntimeStream (lease: Lease, path: string, payload: string, stream: EventStream, options: RelayOptions): Promise<Buffer> {
+export function relayRuntimeStream (lease: Lease, path: string, payload: string, stream: EventStream, progress: RelayProgress): Promise<void> {
   const { baseUrl, socketPath } = lease.instance.process!
   const { hostname, port } = new URL(baseUrl)
-  return new Promise<Buffer>((resolve, reject) => {
+  return new Promise<void>((resolve, reject) => {
     const upstream = socketPath !== null ? connect({ path: socketPath }) : connect({ host: hostname, port: Number(port), noDelay: true })
     let settled = false
-    const finish = (err: unknown, tail?: Buffer): void => {
+    const finish = (err: unknown): void => {
       if (settled) return
       settled = true
       lease.signal.removeEventListener('abort', onAbort)
       upstream.destroy()
-      if (err === null) resolve(tail!); else reject(err)
+      if (err === null) resolve(); else reject(err)
     }
     const onAbort = (): void => finish(lease.signal.reason)
     if (lease.signal.aborted) { onAbort(); return }
@@ -60,7 +60,6 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
 
     let head: Buffer | null = Buffer.alloc(0)
     let framing: ChunkFraming | null = null
-    let identityTail: Buffer = Buffer.alloc(0)
     let errorStatus = 0
     let errorBody: Buffer[] = []
     let client: Socket | null = null
@@ -74,7 +73,7 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
     const forward = (bytes: Buffer, framed: boolean): void => {
       if (bytes.length === 0) return
       if (client !== null) {
-        if (!client.write(bytes)) backOff(socketDrained(client))
+        if (!client.write(bytes)) backOff(whenDrained(client))
       } else if (!stream.writeRaw(framed ? ChunkFraming.payload(bytes) : bytes)) {
         backOff(stream.drained())
       }
@@ -95,7 +94,7 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
           const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0)
           if (status === 0) throw new Error('the runtime answered something that is not HTTP')
           const chunked = /\r\ntransfer-encoding:[^\r]*chunked/i.test(text)
-          if (chunked) framing = new ChunkFraming(options.tailBytes)
+          if (chunked) framing = new ChunkFraming(progress.tailBytes)
           if (status === 200) {
             stream.open()
             client = chunked ? stream.chunkedSocket() : null
@@ -107,12 +106,11 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
         if (errorStatus !== 0) { errorBody.push(bytes); return }
         if (framing !== null) {
           forward(framing.push(bytes), true)
-          if (options.progress) options.progress.tail = framing.tail
-          if (framing.finished) finish(null, framing.tail)
+          progress.tail = framing.tail
+          if (framing.finished) finish(null)
         } else {
           forward(bytes, false)
-          identityTail = Buffer.concat([identityTail, bytes]).subarray(-options.tailBytes)
-          if (options.progress) options.progress.tail = identityTail
+          progress.tail = Buffer.concat([progress.tail, bytes]).subarray(-progress.tailBytes)
         }
       } catch (err) {
         finish(err)
@@ -124,17 +122,8 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
         errorBody = []
         finish(runtimeErrorFrom(errorStatus, (framing !== null ? ChunkFraming.payload(body) : body).toString('utf8')))
       } else if (head === null && framing === null) {
-        finish(null, identityTail) // an identity body ends with the connection
+        finish(null) // an identity body ends with the connection
       }
     })
-  })
-}
-
-function socketDrained (socket: Socket): Promise<void> {
-  if (socket.destroyed || !socket.writableNeedDrain) return Promise.resolve()
-  return new Promise((resolve) => {
-    const done = (): void => { socket.off('drain', done); socket.off('close', done); resolve() }
-    socket.once('drain', done)
-    socket.once('close', done)
   })
 }
