@@ -1,10 +1,10 @@
-import { rmSync } from 'node:fs'
-import { access, constants as fsConstants, rm } from 'node:fs/promises'
-import { Agent, request } from 'undici'
+import { accessSync, constants as fsConstants, rmSync } from 'node:fs'
 import { constants } from 'node:os'
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
+import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { RuntimeError } from '../core/errors.js'
 import { freePort } from './free-port.js'
+import { healthStatus } from './health-probe.js'
+import { SpareShell } from './spare-shell.js'
 import type { RuntimeBuild } from './types.js'
 
 /** What the supervisor logs through: pino's (and so Fastify's) logger fits. */
@@ -55,8 +55,8 @@ const READY_HINT = /listening on|model loaded|all slots are idle/
 const STOP_GRACE_MS = 5000
 
 /**
- * The watchdog: llama-server runs under `sh`, which first forks a watcher and then execs llama-server in its
- * own place (same pid, same process group). The watcher reads the pipe the gateway holds as its stdin; when
+ * The watchdog: llama-server runs under `sh`, which first forks a watcher and then execs llama-server (`"$@"`)
+ * in its own place (same pid, same process group). The watcher reads the pipe the gateway holds as its stdin; when
  * the gateway dies, even by SIGKILL, the kernel closes that pipe, the watcher reads EOF and takes the group
  * down: SIGTERM, then SIGKILL after 5 s (it ignores SIGTERM itself only from then on, so that stop()'s
  * SIGTERM to the group ends it at once). (llama-server watches its stdin itself only in router-child mode and
@@ -69,8 +69,11 @@ const WATCHDOG = [
   '  while kill -0 $$ 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done',
   '  kill -KILL -$$ 2>/dev/null ) >/dev/null 2>&1 &',
   'exec 3<&-',
-  'exec "$0" "$@"',
+  'exec "$@"',
 ].join('\n')
+
+// The shells llama-server is started from, one forked ahead of need (see SpareShell).
+const shells = new SpareShell(WATCHDOG, 'llamagate-watchdog')
 
 // sockaddr_un holds 108 bytes with the terminating NUL.
 const MAX_SOCKET_PATH = 107
@@ -118,6 +121,12 @@ export class LlamaServer {
     await Promise.all([...live].map((s) => s.stop(graceMs)))
   }
 
+  /** Forks the shell the next start will run from, so that the first cold start does not wait for the fork. */
+  static prepareStart (): void { shells.prepare() }
+
+  /** Ends the shell kept for the next start: the gateway is closing. */
+  static releaseSpare (): void { shells.close() }
+
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }
 
@@ -152,21 +161,25 @@ export class LlamaServer {
   private async doStart (signal?: AbortSignal): Promise<void> {
     const { build, log } = this.options
     this.currentState = 'starting'
+    // Synchronous on purpose (tens of microseconds from the page cache): on the cold start's path, each async
+    // file operation waits for a libuv pool thread to wake, measured at up to a millisecond on a small VM.
     try {
-      await access(build.serverPath, fsConstants.X_OK)
+      accessSync(build.serverPath, fsConstants.X_OK)
     } catch (err) {
       this.currentState = 'stopped'
       throw new RuntimeError(`model "${this.options.alias}" failed to start: cannot run llama-server: ${(err as Error).message}`, [], 'runtime_start_failed')
     }
     // On a socket, the port is only there because llama-server wants one; a stale socket file would fail the bind.
-    if (this.usesSocket) await rm(this.options.socketPath!, { force: true })
+    if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
     this.currentPort = this.usesSocket ? 8080 : this.options.port ?? await freePort()
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
-    // covers the gateway's death. Node's spawn rather than execa here: a cold start waits on it, and execa's
-    // set-up measured ~4 ms of the ~30 ms a small model takes to load.
-    const child = spawn('sh', ['-c', WATCHDOG, build.serverPath, ...args], { detached: true, stdio: ['pipe', 'pipe', 'pipe'] })
+    // covers the gateway's death. Node's spawn rather than execa, and from a shell forked beforehand: a cold
+    // start waits on it, and execa's set-up measured ~4 ms, Node's fork 4-6 ms, of the ~35 ms a small model
+    // takes to load. The next start's shell is forked now, while this one loads and the gateway waits anyway.
+    const child = shells.launch([build.serverPath, ...args])
+    setImmediate(() => shells.prepare())
     this.child = child
     live.add(this)
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
@@ -222,35 +235,25 @@ export class LlamaServer {
     let exit: ExitInfo | null = null
     void this.exited!.then((info) => { exit = info })
     // One connection per poll (llama-server may not keep it), to the socket or the port.
-    const agent = new Agent({ pipelining: 0, ...(this.usesSocket ? { connect: { socketPath: this.options.socketPath! } } : {}) })
-    try {
-      for (;;) {
-        if (exit) {
-          if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
-          throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
-        }
-        if (signal?.aborted) throw signal.reason
-        if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
-        try {
-          if (await this.healthStatus(agent) === 200) return
-        } catch {
-          // Not listening yet.
-        }
-        await new Promise<void>((resolve) => {
-          const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
-          const timer = setTimeout(wake, POLL_MS)
-          this.readyHint = wake
-        })
+    const target = this.usesSocket ? { socketPath: this.options.socketPath! } : { port: this.currentPort }
+    for (;;) {
+      if (exit) {
+        if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
+        throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
       }
-    } finally {
-      void agent.close()
+      if (signal?.aborted) throw signal.reason
+      if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
+      try {
+        if (await healthStatus(target, 1000) === 200) return
+      } catch {
+        // Not listening yet.
+      }
+      await new Promise<void>((resolve) => {
+        const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
+        const timer = setTimeout(wake, POLL_MS)
+        this.readyHint = wake
+      })
     }
-  }
-
-  private async healthStatus (agent: Agent): Promise<number> {
-    const res = await request(`${this.baseUrl}/health`, { dispatcher: agent, signal: AbortSignal.timeout(1000) })
-    await res.body.dump()
-    return res.statusCode
   }
 
   private startError (what: string): RuntimeError {

@@ -203,13 +203,16 @@ export class Scheduler {
       // Loads wait their turn: one that has not started yet does not count against an earlier one.
       const mine = this.instances.indexOf(instance)
       const others = this.instances.filter((i, at) => i !== instance && (at < mine || i.process !== null))
-      const free = await runtimes.freeMemory()
-      const countOk = others.length < settings.maxLoadedModels
-      const memoryOk = instance.estimatedBytes <= free
-      if (countOk && (memoryOk || others.length === 0)) {
-        if (!memoryOk) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+      if (others.length === 0) {
+        // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
+        // warning, off the cold start's path (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
+        void runtimes.freeMemory().then((free) => {
+          if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+        }, () => {})
         return
       }
+      const free = await runtimes.freeMemory()
+      if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= free) return
       const victim = others.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
       if (victim) {
         log.info({ model: victim.model.name, for: instance.model.name }, 'unloading the least recently used idle model to make room')
