@@ -22,7 +22,7 @@ import { Pool } from 'undici'
  * llama-server's router mode, and llamagate, side by side in one run on one model, with ratios.
  * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
  * `--backend cuda` (or rocm, metal, vulkan) runs the three setups on that build instead of the CPU one and writes
- * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
+ * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
  */
 
 const SETUPS = ['direct', 'router', 'llamagate'] as const
@@ -78,16 +78,14 @@ async function startGateway (dir: string, build: RuntimeBuild, modelFile: string
   return startGatewayProcess(config, join(dir, 'llamagate.log'))
 }
 
-const COLD_STARTS = 9
-
 /**
- * Cold start, request for an unloaded model → first token, for each target in turns (the order alternating),
- * so that both meet the same moments of a noisy machine. Medians.
+ * Cold start, request for an unloaded model → first token, `count` times for each target in turns (the order
+ * alternating), so that both meet the same moments of a noisy machine. Medians.
  */
-async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>): Promise<number[]> {
+async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>, count: number): Promise<number[]> {
   const times: number[][] = targets.map(() => [])
   const pools = targets.map(({ target }) => new Pool(target.url, { connections: 1 }))
-  for (let i = 0; i < COLD_STARTS; i++) {
+  for (let i = 0; i < count; i++) {
     for (let k = 0; k < targets.length; k++) {
       const index = (i + k) % targets.length
       await targets[index]!.unload()
@@ -100,7 +98,7 @@ async function coldStarts (targets: Array<{ target: Target, unload: () => Promis
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, backend: { type: 'string', default: 'cpu' } } })
+  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, backend: { type: 'string', default: 'cpu' } } })
   // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
   // core) leaves none for the load generator or a proxy, and every setup measures the scheduler's noise more
   // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there the three setups get
@@ -110,6 +108,7 @@ async function main (): Promise<void> {
   const threads = threadsArg > 0 ? threadsArg : undefined
   say(`llama-server threads in all three setups: ${threads ?? 'its default'}; llamagate runs with ${GATEWAY_NODE_FLAGS.join(' ')}`)
   const reps = Number(values.reps)
+  const coldCount = Number(values.cold)
   const maxTokens = Number(values.tokens)
   const registry = await RuntimeRegistry.create({ config: loadConfig() })
   // All three setups run the same build: the CPU one by default (the one CI and every machine has), or the
@@ -148,7 +147,7 @@ async function main (): Promise<void> {
       for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
       const rows: Array<{ setup: Setup } & LoadResult> = []
       const gatewayCpu: Record<number, number> = {}
-      const levels = values.concurrency.split(',').map(Number)
+      const levels = values.concurrency.split(',').filter((c) => c !== '').map(Number)
       for (const concurrency of levels) {
         const rounds = concurrency === 1 ? 16 : concurrency === 8 ? 4 : 2
         const before = await procStat(gateway.child.pid!)
@@ -188,8 +187,8 @@ async function main (): Promise<void> {
             }
           },
         },
-      ])
-      const cold = { llamagate_ms: llamagateCold!, router_ms: routerCold!, samples: COLD_STARTS }
+      ], coldCount)
+      const cold = { llamagate_ms: llamagateCold!, router_ms: routerCold!, samples: coldCount }
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
       await direct.stop()
@@ -208,7 +207,7 @@ async function main (): Promise<void> {
   }
 }
 
-function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number }, peakRss: number): void {
+function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number, samples: number }, peakRss: number): void {
   const f = (n: number, d = 1) => n.toFixed(d).padStart(8)
   say(`\n${label}: aggregate tok/s | TTFT p50 ms | TTFT p99 ms  (medians of the repetitions)`)
   say('conc  setup        agg tok/s  stream t/s  ttft p50  ttft p99')
@@ -219,7 +218,7 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: {
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
   }
-  say(`cold start (unloaded → first token, median of ${COLD_STARTS}, in turns): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
+  say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
 }
 
