@@ -41,6 +41,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
       flashAttn: hasFlag(help, '--flash-attn'),
       noWebui: hasFlag(help, '--no-webui'),
       fit: hasFlag(help, '--fit'),
+      noWarmup: hasFlag(help, '--no-warmup'),
     },
   }
 }

@@ -74,6 +74,25 @@ const WATCHDOG = [
 
 // The shells llama-server is started from, one forked ahead of need (see SpareShell).
 const shells = new SpareShell(WATCHDOG, 'llamagate-watchdog')
+/**
+ * When the next start's shell is forked: never during a start, and not the moment one ends. Forking the
+ * gateway costs a core 2-4 ms and copy-on-write faults after; done while llama-server loaded, it slowed the
+ * load by ~2 ms on 2 cores (21 cold starts side by side), and done as a start ends, the first request's first
+ * token would wait for it. So: shortly after a start, at once after a llama-server exits (an unload often
+ * comes before the next load), and no sooner than the start under way, if any, is over.
+ */
+const SPARE_AFTER_START_MS = 100
+let startsUnderWay = 0
+let spareTimer: NodeJS.Timeout | null = null
+
+function prepareSpareLater (delayMs: number): void {
+  if (spareTimer !== null || shells.hasSpare) return
+  spareTimer = setTimeout(() => {
+    spareTimer = null
+    if (startsUnderWay > 0) prepareSpareLater(SPARE_AFTER_START_MS); else shells.prepare()
+  }, delayMs)
+  spareTimer.unref()
+}
 
 // sockaddr_un holds 108 bytes with the terminating NUL.
 const MAX_SOCKET_PATH = 107
@@ -124,8 +143,15 @@ export class LlamaServer {
   /** Forks the shell the next start will run from, so that the first cold start does not wait for the fork. */
   static prepareStart (): void { shells.prepare() }
 
+  /** The pid of the shell waiting for the next start, if one is: the next llama-server gets this pid. */
+  static sparePid (): number | undefined { return shells.pid }
+
   /** Ends the shell kept for the next start: the gateway is closing. */
-  static releaseSpare (): void { shells.close() }
+  static releaseSpare (): void {
+    if (spareTimer !== null) clearTimeout(spareTimer)
+    spareTimer = null
+    shells.close()
+  }
 
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }
@@ -149,12 +175,22 @@ export class LlamaServer {
     if (f.noWebui) args.push('--no-webui')
     // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.
     if (f.flashAttn && o.build.backend !== 'cpu') args.push('--flash-attn', 'auto')
+    // On a CPU, the warm-up (a decode of two tokens before serving) makes no request faster and delays every
+    // cold start: on a 258 MiB model, start to listening 125 -> 107 ms, the first request's first token 143 ms
+    // with or without it. On GPUs it takes one-time set-up off the first request, so it stays there.
+    if (f.noWarmup && o.build.backend === 'cpu') args.push('--no-warmup')
     return [...args, ...(o.extraArgs ?? [])]
   }
 
   /** Starts the process and resolves when it serves. Concurrent callers share one start. */
   start (signal?: AbortSignal): Promise<void> {
-    this.starting ??= this.doStart(signal)
+    if (this.starting === null) {
+      startsUnderWay++
+      this.starting = this.doStart(signal).finally(() => {
+        startsUnderWay--
+        prepareSpareLater(SPARE_AFTER_START_MS)
+      })
+    }
     return this.starting
   }
 
@@ -176,10 +212,9 @@ export class LlamaServer {
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
     // covers the gateway's death. Node's spawn rather than execa, and from a shell forked beforehand: a cold
-    // start waits on it, and execa's set-up measured ~4 ms, Node's fork 4-6 ms, of the ~35 ms a small model
-    // takes to load. The next start's shell is forked now, while this one loads and the gateway waits anyway.
+    // start waits on it, and execa's set-up measured ~4 ms, Node's fork 2-4 ms, of the ~20 ms a small model
+    // takes to load. The next start's shell is forked after this start (prepareSpareLater).
     const child = shells.launch([build.serverPath, ...args])
-    setImmediate(() => shells.prepare())
     this.child = child
     live.add(this)
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
@@ -204,6 +239,7 @@ export class LlamaServer {
         child.stdin.destroy()
         if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
         live.delete(this)
+        prepareSpareLater(0)
         const info: ExitInfo = { code, signal: sig, expected: this.stopRequested, logTail: this.logTail() }
         this.currentState = 'stopped'
         for (const listener of this.exitListeners) {
@@ -219,7 +255,8 @@ export class LlamaServer {
       throw err
     }
     this.currentState = 'ready'
-    log?.info({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
+    // Debug: the scheduler says "model loaded" with the same facts, and each line costs a cold start time.
+    log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
   }
 
   private keepLine (line: string): void {

@@ -30,6 +30,9 @@ export class SpareShell {
   /** Whether a forked shell waits for the next launch. */
   get hasSpare (): boolean { return this.spare !== null && alive(this.spare) }
 
+  /** The waiting shell's pid, if one waits. */
+  get pid (): number | undefined { return this.hasSpare ? this.spare!.pid : undefined }
+
   /** Starts the command (program and arguments) under the script; the spare shell runs it when there is one. */
   launch (command: readonly string[]): ChildProcessWithoutNullStreams {
     const spare = this.spare

@@ -23,5 +23,5 @@ export interface RuntimeBuild {
   commit: string | null
   source: 'config' | 'path' | 'built'
   /** Read from `--help`, not assumed from a release. */
-  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean }
+  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean }
 }

@@ -19,7 +19,7 @@ export const RuntimeBuild = Type.Object({
   version: Type.String(),
   commit: Type.Union([Type.String(), Type.Null()]),
   source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built')]),
-  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean() }),
+  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean() }),
 })
 
 /** GET /api/runtimes: the hardware, the llama.cpp builds found, the one chosen and why. */

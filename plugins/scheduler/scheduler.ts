@@ -1,4 +1,4 @@
-import { Pool } from 'undici'
+import type { Pool } from 'undici'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { Instance } from './instance.js'
@@ -180,12 +180,6 @@ export class Scheduler {
     }
     if (instance.state === 'unloading') return // stopped while it loaded
     this.failures.delete(model.name)
-    // llama-server closes idle keep-alive connections after 5 s; ours close sooner, so that no request is
-    // ever sent on a socket the runtime is about to close.
-    instance.pool = new Pool(process.baseUrl, {
-      connections: options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
-      ...(process.socketPath !== null ? { socketPath: process.socketPath } : {}),
-    })
     instance.state = 'loaded'
     instance.loadedAt = Date.now()
     this.deps.log.info({ model: model.name, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
@@ -205,10 +199,12 @@ export class Scheduler {
       const others = this.instances.filter((i, at) => i !== instance && (at < mine || i.process !== null))
       if (others.length === 0) {
         // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
-        // warning, off the cold start's path (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
-        void runtimes.freeMemory().then((free) => {
-          if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
-        }, () => {})
+        // warning, once the start is under way (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
+        setImmediate(() => {
+          runtimes.freeMemory().then((free) => {
+            if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+          }, () => {})
+        })
         return
       }
       const free = await runtimes.freeMemory()
@@ -250,7 +246,7 @@ export class Scheduler {
     return {
       model: instance.model,
       instance,
-      pool: instance.pool!,
+      get pool () { return instance.pool },
       signal: signals.length === 1 ? signals[0]! : AbortSignal.any(signals),
       loadDurationMs,
       sampling: resolved.sampling,
@@ -290,7 +286,7 @@ export class Scheduler {
     try {
       await instance.process?.stop(graceMs)
     } finally {
-      await instance.pool?.destroy().catch(() => {})
+      await instance.closePool()
       this.remove(instance)
       this.deps.log.info({ model: instance.model.name, reason: reason.message }, 'model unloaded')
     }
@@ -306,7 +302,7 @@ export class Scheduler {
     instance.clearTimer()
     instance.controller.abort(error)
     instance.dismissWaiters()
-    void instance.pool?.destroy().catch(() => {})
+    void instance.closePool()
     this.remove(instance)
   }
 

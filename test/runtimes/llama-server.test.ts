@@ -40,6 +40,37 @@ t.test('start, ready on /health, one completion, stop', async (t) => {
   await server.stop() // idempotent
 })
 
+t.test('the next start runs in a shell forked after the last start, never during one', async (t) => {
+  LlamaServer.releaseSpare()
+  const options = { build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 }
+  const first = new LlamaServer(options)
+  t.teardown(() => first.stop())
+  let forkedDuring = false
+  const watch = setInterval(() => { if (LlamaServer.sparePid() !== undefined) forkedDuring = true }, 1)
+  await first.start()
+  clearInterval(watch)
+  t.notOk(forkedDuring, 'no shell was forked while llama-server loaded')
+  t.equal(LlamaServer.sparePid(), undefined, 'nor as the start ended (the first request would wait for the fork)')
+  const deadline = Date.now() + 3000
+  while (LlamaServer.sparePid() === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+  const spare = LlamaServer.sparePid()
+  t.ok(spare, 'a shell waits shortly after the start')
+  const second = new LlamaServer(options)
+  t.teardown(() => second.stop())
+  await second.start()
+  t.equal(second.pid, spare, 'the next llama-server runs in that shell (exec in place: same pid)')
+  t.equal((await fetch(`${second.baseUrl}/health`)).status, 200)
+})
+
+t.test('warm-up: skipped on CPU builds (it delays the start and speeds no request), kept on GPU builds', async (t) => {
+  const build = await cpuRuntime()
+  t.ok(build.features.noWarmup, 'this build knows --no-warmup')
+  const args = (backend: typeof build.backend) => new LlamaServer({ build: { ...build, backend }, modelPath: '/m.gguf', alias: 'acme/tiny', ctxSize: 512, parallel: 1 }).args()
+  t.ok(args('cpu').includes('--no-warmup'))
+  t.notOk(args('cuda').includes('--no-warmup'))
+  t.notOk(new LlamaServer({ build: { ...build, features: { ...build.features, noWarmup: false } }, modelPath: '/m.gguf', alias: 'a/b', ctxSize: 512, parallel: 1 }).args().includes('--no-warmup'), 'not passed to a build that lacks it')
+})
+
 t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (t) => {
   const file = join(await tempDir(t), 'corrupt.gguf')
   await writeFile(file, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xff)]))
