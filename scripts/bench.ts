@@ -82,7 +82,7 @@ async function startGateway (dir: string, build: RuntimeBuild, modelFile: string
  * Cold start, request for an unloaded model → first token, `count` times for each target in turns (the order
  * alternating), so that both meet the same moments of a noisy machine. Medians.
  */
-async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>, count: number): Promise<number[]> {
+async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>, count: number): Promise<number[][]> {
   const times: number[][] = targets.map(() => [])
   const pools = targets.map(({ target }) => new Pool(target.url, { connections: 1 }))
   for (let i = 0; i < count; i++) {
@@ -94,7 +94,7 @@ async function coldStarts (targets: Array<{ target: Target, unload: () => Promis
     }
   }
   await Promise.all(pools.map((p) => p.close()))
-  return times.map((t) => percentile(t, 50))
+  return times
 }
 
 async function main (): Promise<void> {
@@ -174,7 +174,7 @@ async function main (): Promise<void> {
         entry.added_ttft_p50_ms = med('llamagate', 'ttftP50') - med('direct', 'ttftP50')
         return entry
       })
-      const [llamagateCold, routerCold] = await coldStarts([
+      const [llamagateColdMs, routerColdMs] = await coldStarts([
         { target: targets[2]!, unload: async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) } },
         {
           target: targets[1]!,
@@ -188,7 +188,11 @@ async function main (): Promise<void> {
           },
         },
       ], coldCount)
-      const cold = { llamagate_ms: llamagateCold!, router_ms: routerCold!, samples: coldCount }
+      const cold = {
+        llamagate_ms: percentile(llamagateColdMs!, 50), router_ms: percentile(routerColdMs!, 50), samples: coldCount,
+        llamagate_quartiles_ms: [percentile(llamagateColdMs!, 25), percentile(llamagateColdMs!, 75)],
+        router_quartiles_ms: [percentile(routerColdMs!, 25), percentile(routerColdMs!, 75)],
+      }
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
       await direct.stop()
@@ -207,7 +211,7 @@ async function main (): Promise<void> {
   }
 }
 
-function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number, samples: number }, peakRss: number): void {
+function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number, samples: number, llamagate_quartiles_ms: number[], router_quartiles_ms: number[] }, peakRss: number): void {
   const f = (n: number, d = 1) => n.toFixed(d).padStart(8)
   say(`\n${label}: aggregate tok/s | TTFT p50 ms | TTFT p99 ms  (medians of the repetitions)`)
   say('conc  setup        agg tok/s  stream t/s  ttft p50  ttft p99')
@@ -218,7 +222,7 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: {
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
   }
-  say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(0)} ms, router ${cold.router_ms.toFixed(0)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)})`)
+  say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(1)} ms, router ${cold.router_ms.toFixed(1)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)}); quartiles llamagate ${cold.llamagate_quartiles_ms.map((q) => q.toFixed(1)).join('-')}, router ${cold.router_quartiles_ms.map((q) => q.toFixed(1)).join('-')} ms`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
 }
 
