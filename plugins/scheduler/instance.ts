@@ -31,6 +31,7 @@ export class Instance {
   /** Settles when the runtime is ready (or failed to start). */
   loaded!: Promise<void>
   private connections: Pool | null = null
+  private poolClosed = false
   loadedAt = 0
   process: RuntimeProcess | null = null
 
@@ -56,15 +57,16 @@ export class Instance {
         connections: this.options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
         ...(socketPath !== null ? { socketPath } : {}),
       })
+      // Asked for after the unload: the request gets the pool's own "destroyed" error, and no pool is left open.
+      if (this.poolClosed) void this.connections.destroy().catch(() => {})
     }
     return this.connections
   }
 
-  /** Closes the connections to the runtime, if any were made. */
+  /** Closes the connections to the runtime, if any were made; a pool asked for later comes closed. */
   async closePool (): Promise<void> {
-    const pool = this.connections
-    this.connections = null
-    await pool?.destroy().catch(() => {})
+    this.poolClosed = true
+    await this.connections?.destroy().catch(() => {})
   }
 
   get slots (): number { return this.options.num_parallel }
