@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
 import { cpus, tmpdir, totalmem } from 'node:os'
-import { join } from 'node:path'
+import { join, resolve } from 'node:path'
 import { parseArgs } from 'node:util'
 import { loadConfig } from '../core/config.js'
 import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
@@ -22,7 +22,7 @@ import { Pool } from 'undici'
  * llama-server's router mode, and llamagate, side by side in one run on one model, with ratios.
  * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
  * `--backend cuda` (or rocm, metal, vulkan) runs the three setups on that build instead of the CPU one and writes
- * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
+ * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--out FILE` (the JSON; docs/benchmarks.json), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
  */
 
 const SETUPS = ['direct', 'router', 'llamagate'] as const
@@ -98,7 +98,7 @@ async function coldStarts (targets: Array<{ target: Target, unload: () => Promis
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, backend: { type: 'string', default: 'cpu' } } })
+  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' }, backend: { type: 'string', default: 'cpu' } } })
   // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
   // core) leaves none for the load generator or a proxy, and every setup measures the scheduler's noise more
   // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there the three setups get
@@ -115,7 +115,7 @@ async function main (): Promise<void> {
   // GPU build named by --backend, where the GPU rather than the proxy sets the pace.
   const build = registry.builds.find((b) => b.backend === values.backend)
   if (!build) throw new Error(`no ${values.backend} llama-server: run npm run runtime:build -- --backend ${values.backend} first`)
-  const output = values.backend === 'cpu' ? 'docs/benchmarks.json' : `docs/benchmarks-${values.backend}.json`
+  const output = values.out ?? (values.backend === 'cpu' ? 'docs/benchmarks.json' : `docs/benchmarks-${values.backend}.json`)
   const dir = await mkdtemp(join(tmpdir(), 'llamagate-bench-'))
   const children: ChildProcess[] = []
   const report: Record<string, unknown> = {
@@ -202,7 +202,7 @@ async function main (): Promise<void> {
     const tags = await benchTags()
     report.tags_1000 = tags
     say(`\n/api/tags with 1,000 models: p50 ${tags.p50_ms.toFixed(2)} ms, p99 ${tags.p99_ms.toFixed(2)} ms`)
-    await writeFile(join(PACKAGE_ROOT, output), JSON.stringify({ date: new Date().toISOString(), ...report }, null, 2) + '\n')
+    await writeFile(resolve(PACKAGE_ROOT, output), JSON.stringify({ date: new Date().toISOString(), ...report }, null, 2) + '\n')
     say(`\nwrote ${output}`)
   } finally {
     for (const child of children) { try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') } }
