@@ -80,7 +80,7 @@ async function startGateway (dir: string, build: RuntimeBuild, modelFile: string
 
 /**
  * Cold start, request for an unloaded model → first token, `count` times for each target in turns (the order
- * alternating), so that both meet the same moments of a noisy machine. Medians.
+ * alternating), so that both meet the same moments of a noisy machine. Every time, per target.
  */
 async function coldStarts (targets: Array<{ target: Target, unload: () => Promise<void> }>, count: number): Promise<number[][]> {
   const times: number[][] = targets.map(() => [])
@@ -188,10 +188,10 @@ async function main (): Promise<void> {
           },
         },
       ], coldCount)
+      const quartiles = (ms: number[]): number[] => [percentile(ms, 25), percentile(ms, 75)]
       const cold = {
         llamagate_ms: percentile(llamagateColdMs!, 50), router_ms: percentile(routerColdMs!, 50), samples: coldCount,
-        llamagate_quartiles_ms: [percentile(llamagateColdMs!, 25), percentile(llamagateColdMs!, 75)],
-        router_quartiles_ms: [percentile(routerColdMs!, 25), percentile(routerColdMs!, 75)],
+        llamagate_quartiles_ms: quartiles(llamagateColdMs!), router_quartiles_ms: quartiles(routerColdMs!),
       }
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
@@ -211,8 +211,11 @@ async function main (): Promise<void> {
   }
 }
 
-function printTable (label: string, summary: Array<Record<string, any>>, cold: { llamagate_ms: number, router_ms: number, samples: number, llamagate_quartiles_ms: number[], router_quartiles_ms: number[] }, peakRss: number): void {
+interface ColdStart { llamagate_ms: number, router_ms: number, samples: number, llamagate_quartiles_ms: number[], router_quartiles_ms: number[] }
+
+function printTable (label: string, summary: Array<Record<string, any>>, cold: ColdStart, peakRss: number): void {
   const f = (n: number, d = 1) => n.toFixed(d).padStart(8)
+  const range = (qs: number[]): string => qs.map((q) => q.toFixed(1)).join('-')
   say(`\n${label}: aggregate tok/s | TTFT p50 ms | TTFT p99 ms  (medians of the repetitions)`)
   say('conc  setup        agg tok/s  stream t/s  ttft p50  ttft p99')
   for (const row of summary) {
@@ -222,7 +225,7 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: {
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
   }
-  say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(1)} ms, router ${cold.router_ms.toFixed(1)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)}); quartiles llamagate ${cold.llamagate_quartiles_ms.map((q) => q.toFixed(1)).join('-')}, router ${cold.router_quartiles_ms.map((q) => q.toFixed(1)).join('-')} ms`)
+  say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(1)} ms, router ${cold.router_ms.toFixed(1)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)}); quartiles llamagate ${range(cold.llamagate_quartiles_ms)}, router ${range(cold.router_quartiles_ms)} ms`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
 }
 
