@@ -58,7 +58,8 @@ t.test('without a spare, or with an argument a line cannot carry, a fresh shell 
   const multiline = shells.launch([...ECHO_ARGS, 'two\nlines'])
   t.not(multiline.pid, sparePid)
   t.same((await output(multiline)).args, ['two\nlines'])
-  await sleep(50)
+  const started = Date.now()
+  while (alive(sparePid) && Date.now() - started < 2000) await sleep(10)
   t.notOk(alive(sparePid), 'the spare it could not use was ended')
 })
 
