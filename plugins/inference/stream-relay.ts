@@ -26,9 +26,13 @@ export interface RelayProgress {
  * also how the client's response is framed, so whole chunks are written to the client's socket as they came
  * (no parsing of events, no decoding and re-encoding, no stream objects in between). Measured on the tiny
  * model at 8 streams, this and the runtimes' Unix sockets took a third to a half off the gateway's CPU per
- * token (docs/benchmarks.md). A fresh connection per
- * stream (Connection: close) costs a loopback connect, ~0.1 ms, against a generation of many milliseconds, and
- * leaves no pooled socket to go stale.
+ * token (docs/benchmarks.md).
+ *
+ * A connection per stream (Connection: close) is not a choice to revisit: llama-server closes the connection
+ * after every streamed answer whatever the request says (its chunk provider's last call returns false, which
+ * cpp-httplib takes for a cancelled write and ends the keep-alive loop). Keeping connections for reuse was
+ * built and tried: none survived a stream. A loopback connect costs ~0.1-0.3 ms against a generation of many
+ * milliseconds.
  *
  * The runtime's socket is read with `onread` into a slab of its own (read-slab.ts): no allocation and no
  * stream machinery per read.
