@@ -19,13 +19,14 @@ import { Pool } from 'undici'
 
 /**
  * `npm run bench`: the same streamed /v1/chat/completions load through llama-server itself (direct),
- * llama-server's router mode, and llamagate, side by side in one run on one model, with ratios.
+ * llama-server's router mode, a bare Node relay in front of the direct one (pipe: the cost of the hop alone,
+ * bench-pipe.ts), and llamagate, side by side in one run on one model, with ratios.
  * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
  * `--backend cuda` (or rocm, metal, vulkan) runs the three setups on that build instead of the CPU one and writes
  * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--out FILE` (the JSON; docs/benchmarks.json), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
  */
 
-const SETUPS = ['direct', 'router', 'llamagate'] as const
+const SETUPS = ['direct', 'router', 'pipe', 'llamagate'] as const
 type Setup = (typeof SETUPS)[number]
 interface Target { setup: Setup, url: string, model: string }
 
@@ -62,6 +63,16 @@ async function startRouter (build: RuntimeBuild, modelsDir: string, threads: num
   await waitHealthy(url)
   const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
   return { child, url, model: models.data[0]!.id }
+}
+
+/** The bare relay (bench-pipe.ts) in front of llama-server's `port`, in a process of its own like the gateway. */
+async function startPipe (port: number): Promise<{ child: ChildProcess, url: string }> {
+  const child = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/bench-pipe.js'), String(port)], { stdio: ['ignore', 'pipe', 'inherit'], detached: true })
+  const listening = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d: Buffer) => resolve(d.toString().trim()))
+    child.once('exit', (code) => reject(new Error(`bench-pipe exited with ${code}`)))
+  })
+  return { child, url: `http://127.0.0.1:${listening}` }
 }
 
 async function startGateway (dir: string, build: RuntimeBuild, modelFile: string, threads: number | undefined): Promise<{ child: ChildProcess, url: string }> {
@@ -137,20 +148,26 @@ async function main (): Promise<void> {
       await direct.start()
       const router = await startRouter(build, modelsDir, threads)
       children.push(router.child)
+      const pipe = await startPipe(Number(new URL(direct.baseUrl).port))
+      children.push(pipe.child)
       const gateway = await startGateway(join(dir, spec.label), build, file, threads)
       children.push(gateway.child)
       const targets: Target[] = [
         { setup: 'direct', url: direct.baseUrl, model: MODEL },
         { setup: 'router', url: router.url, model: router.model },
+        { setup: 'pipe', url: pipe.url, model: MODEL },
         { setup: 'llamagate', url: gateway.url, model: MODEL },
       ]
+      const targetOf = (setup: Setup): Target => targets.find((t) => t.setup === setup)!
       for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
       const rows: Array<{ setup: Setup } & LoadResult> = []
       const gatewayCpu: Record<number, number> = {}
+      const pipeCpu: Record<number, number> = {}
       const levels = values.concurrency.split(',').filter((c) => c !== '').map(Number)
       for (const concurrency of levels) {
         const rounds = concurrency === 1 ? 16 : concurrency === 8 ? 4 : 2
         const before = await procStat(gateway.child.pid!)
+        const pipeBefore = await procStat(pipe.child.pid!)
         for (let rep = 0; rep < reps; rep++) {
           // Rotate the order, so that no setup always runs first on a warm (or hot) machine.
           for (let k = 0; k < targets.length; k++) {
@@ -159,25 +176,33 @@ async function main (): Promise<void> {
           }
         }
         gatewayCpu[concurrency] = (await procStat(gateway.child.pid!)).cpuMs - before.cpuMs
+        pipeCpu[concurrency] = (await procStat(pipe.child.pid!)).cpuMs - pipeBefore.cpuMs
       }
       const gatewayMemory = await procStat(gateway.child.pid!)
       const summary = levels.map((concurrency) => {
         const of = (setup: Setup) => rows.filter((r) => r.setup === setup && r.concurrency === concurrency)
         const med = (setup: Setup, key: keyof LoadResult) => percentile(of(setup).map((r) => r[key] as number), 50)
-        const gatewayTokens = of('llamagate').reduce((sum, r) => sum + r.aggregateTps * r.wallMs / 1000, 0)
-        const entry: Record<string, unknown> = { concurrency, gateway_cpu_ms: gatewayCpu[concurrency], gateway_cpu_us_per_token: gatewayCpu[concurrency]! * 1000 / gatewayTokens }
+        const tokens = (setup: Setup): number => of(setup).reduce((sum, r) => sum + r.aggregateTps * r.wallMs / 1000, 0)
+        const entry: Record<string, unknown> = {
+          concurrency,
+          gateway_cpu_ms: gatewayCpu[concurrency],
+          gateway_cpu_us_per_token: gatewayCpu[concurrency]! * 1000 / tokens('llamagate'),
+          pipe_cpu_us_per_token: pipeCpu[concurrency]! * 1000 / tokens('pipe'),
+        }
         for (const setup of SETUPS) {
           entry[setup] = { aggregate_tps: med(setup, 'aggregateTps'), per_stream_tps: med(setup, 'perStreamTps'), ttft_p50_ms: med(setup, 'ttftP50'), ttft_p99_ms: med(setup, 'ttftP99'), failed: of(setup).reduce((s, r) => s + r.failed, 0), retried: of(setup).reduce((s, r) => s + r.retried, 0) }
         }
         entry.ratio_vs_direct = med('llamagate', 'aggregateTps') / med('direct', 'aggregateTps')
         entry.ratio_vs_router = med('llamagate', 'aggregateTps') / med('router', 'aggregateTps')
+        entry.ratio_vs_pipe = med('llamagate', 'aggregateTps') / med('pipe', 'aggregateTps')
+        entry.pipe_vs_direct = med('pipe', 'aggregateTps') / med('direct', 'aggregateTps')
         entry.added_ttft_p50_ms = med('llamagate', 'ttftP50') - med('direct', 'ttftP50')
         return entry
       })
       const [llamagateColdMs, routerColdMs] = await coldStarts([
-        { target: targets[2]!, unload: async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) } },
+        { target: targetOf('llamagate'), unload: async () => { await fetch(`${gateway.url}/api/stop`, { method: 'POST', body: JSON.stringify({ model: MODEL }) }) } },
         {
-          target: targets[1]!,
+          target: targetOf('router'),
           unload: async () => {
             await fetch(`${router.url}/models/unload`, { method: 'POST', body: JSON.stringify({ model: router.model }) })
             for (let i = 0; i < 200; i++) {
@@ -196,7 +221,7 @@ async function main (): Promise<void> {
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
       await direct.stop()
-      for (const child of [router.child, gateway.child]) child.kill('SIGTERM')
+      for (const child of [router.child, pipe.child, gateway.child]) child.kill('SIGTERM')
       await new Promise((r) => setTimeout(r, 1500))
     }
     const tags = await benchTags()
@@ -223,7 +248,8 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: C
       const r = row[setup]
       say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
     }
-    say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token)`)
+    say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  llamagate/pipe ${row.ratio_vs_pipe.toFixed(3)}  pipe/direct ${row.pipe_vs_direct.toFixed(3)}`)
+    say(`      added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token; the pipe's ${row.pipe_cpu_us_per_token.toFixed(0)})`)
   }
   say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(1)} ms, router ${cold.router_ms.toFixed(1)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)}); quartiles llamagate ${range(cold.llamagate_quartiles_ms)}, router ${range(cold.router_quartiles_ms)} ms`)
   say(`llamagate peak RSS: ${(peakRss / 2 ** 20).toFixed(1)} MiB`)
