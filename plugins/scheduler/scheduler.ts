@@ -1,5 +1,6 @@
 import type { Pool } from 'undici'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
+import { linkedSignal } from '../../core/linked-signal.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { Instance } from './instance.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
@@ -13,7 +14,7 @@ export interface Lease {
   readonly instance: Instance
   /** Connections to the runtime. */
   readonly pool: Pool
-  /** Aborted when the client goes away or the instance is stopped or dies (the reason says which). */
+  /** Aborted when the client goes away or the instance is stopped or dies (the reason says which), until `release()`. */
   readonly signal: AbortSignal
   /** Time spent waiting for a load and a slot. */
   readonly loadDurationMs: number
@@ -242,17 +243,20 @@ export class Scheduler {
 
   private lease (instance: Instance, resolved: ResolvedOptions, loadDurationMs: number, clientSignal?: AbortSignal): Lease {
     let released = false
-    const signals = [instance.controller.signal, clientSignal].filter((s): s is AbortSignal => s !== undefined)
+    // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
+    // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
+    const linked = clientSignal === undefined ? null : linkedSignal([instance.controller.signal, clientSignal])
     return {
       model: instance.model,
       instance,
       get pool () { return instance.pool },
-      signal: signals.length === 1 ? signals[0]! : AbortSignal.any(signals),
+      signal: linked?.signal ?? instance.controller.signal,
       loadDurationMs,
       sampling: resolved.sampling,
       release: () => {
         if (released) return
         released = true
+        linked?.unlink()
         this.release(instance)
       },
     }

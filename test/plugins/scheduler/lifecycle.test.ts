@@ -1,3 +1,4 @@
+import { getEventListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
@@ -65,6 +66,25 @@ t.test('16 concurrent streams on num_parallel 2 all complete, served in order of
   for (let i = 2; i < 16; i++) {
     t.ok(firstTokenAt[i]! >= Math.min(firstTokenAt[i - 1]!, firstTokenAt[i - 2]!), `request ${i} did not start before the ones ahead of it`)
   }
+})
+
+t.test('requests leave nothing on the instance they ran on: its signal has no listener once they are done', async (t) => {
+  // Every lease follows the instance's signal (a stop or a crash ends the request); a model stays loaded for
+  // weeks, so what a request hangs on that signal must come off when the request ends (core/linked-signal.ts).
+  const { app, url } = await serveTinyModels(t)
+  const streams = Array.from({ length: 6 }, (_, i) => post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: `s${i}` }], max_tokens: 4 }).then(sseEvents))
+  const whole = Array.from({ length: 3 }, (_, i) => post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: `w${i}` }], options: { max_tokens: 4 } }).then((r) => r.json()))
+  const controller = new AbortController()
+  const cut = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 2000 } }, {}, controller.signal)
+  await firstEvent(cut)
+  const [instance] = app.scheduler.list()
+  t.ok(getEventListeners(instance!.controller.signal, 'abort').length > 0, 'while a request runs, it follows the instance')
+  controller.abort()
+  for (const events of await Promise.all(streams)) t.equal(events.at(-1), '[DONE]')
+  for (const body of await Promise.all(whole) as Array<Record<string, unknown>>) t.equal(body.done, true)
+  await until('the cut request to be released', () => instance!.active === 0)
+  t.equal(getEventListeners(instance!.controller.signal, 'abort').length, 0, 'and nothing stays on it after')
+  t.equal(instance!.state, 'loaded')
 })
 
 t.test('a full queue answers 503 with Retry-After', async (t) => {
