@@ -13,8 +13,10 @@ export async function upstreamFailure (lease: Lease, err: unknown): Promise<unkn
   if (lease.signal.aborted) return lease.signal.reason
   if (err instanceof GatewayError) return err
   await new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, EXIT_NOTICE_MS)
-    lease.signal.addEventListener('abort', () => { clearTimeout(timer); resolve() }, { once: true })
+    // Whichever comes first ends the wait and takes the other away: nothing is left on the lease's signal.
+    const onAbort = (): void => { clearTimeout(timer); resolve() }
+    const timer = setTimeout(() => { lease.signal.removeEventListener('abort', onAbort); resolve() }, EXIT_NOTICE_MS)
+    lease.signal.addEventListener('abort', onAbort, { once: true })
   })
   if (lease.signal.aborted) return lease.signal.reason
   return new RuntimeError(`lost the connection to the runtime of model "${lease.model.name}": ${(err as Error).message}`)
