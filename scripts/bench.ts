@@ -22,7 +22,7 @@ import { Pool } from 'undici'
  * llama-server's router mode, a bare Node relay in front of the direct one (pipe: the cost of the hop alone,
  * bench-pipe.ts), and llamagate, side by side in one run on one model, with ratios.
  * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
- * `--backend cuda` (or rocm, metal, vulkan) runs the three setups on that build instead of the CPU one and writes
+ * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build instead of the CPU one and writes
  * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--out FILE` (the JSON; docs/benchmarks.json), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
  */
 
@@ -112,17 +112,17 @@ async function main (): Promise<void> {
   const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' }, backend: { type: 'string', default: 'cpu' } } })
   // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
   // core) leaves none for the load generator or a proxy, and every setup measures the scheduler's noise more
-  // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there the three setups get
+  // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there every setup gets
   // the same --threads 1 (llamagate through its num_thread option); --threads N sets another, 0 leaves
   // llama-server's default.
   const threadsArg = values.threads !== undefined ? Number(values.threads) : cpus().length <= 2 ? 1 : 0
   const threads = threadsArg > 0 ? threadsArg : undefined
-  say(`llama-server threads in all three setups: ${threads ?? 'its default'}; llamagate runs with ${GATEWAY_NODE_FLAGS.join(' ')}`)
+  say(`llama-server threads in every setup: ${threads ?? 'its default'}; llamagate runs with ${GATEWAY_NODE_FLAGS.join(' ')}`)
   const reps = Number(values.reps)
   const coldCount = Number(values.cold)
   const maxTokens = Number(values.tokens)
   const registry = await RuntimeRegistry.create({ config: loadConfig() })
-  // All three setups run the same build: the CPU one by default (the one CI and every machine has), or the
+  // Every setup runs the same build: the CPU one by default (the one CI and every machine has), or the
   // GPU build named by --backend, where the GPU rather than the proxy sets the pace.
   const build = registry.builds.find((b) => b.backend === values.backend)
   if (!build) throw new Error(`no ${values.backend} llama-server: run npm run runtime:build -- --backend ${values.backend} first`)
