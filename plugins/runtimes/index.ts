@@ -17,9 +17,15 @@ const runtimes: FastifyPluginAsyncTypebox = async (app) => {
   app.startupNotes.push(registry.summary())
   // Free memory is read again on each call; the builds and the choice are those made at start.
   app.get('/api/runtimes', { schema: { response: { 200: RuntimesReply } } }, async () => registry.describe(await registry.detectDevices()))
+  // The shell the first llama-server will start from, forked now rather than on the first request's path.
+  LlamaServer.prepareStart()
   // Whatever else happens on close, no llama-server outlives the gateway (the scheduler stops its own first;
-  // this catches any other, e.g. one still starting).
-  app.addHook('onClose', () => LlamaServer.stopAll())
+  // this catches any other, e.g. one still starting), and then neither does the shell kept for the next start
+  // (released after the stops, whose exits would otherwise fork a new one).
+  app.addHook('onClose', async () => {
+    await LlamaServer.stopAll()
+    LlamaServer.releaseSpare()
+  })
 }
 
 export default fp(runtimes, { name: 'runtimes', dependencies: ['security'] })

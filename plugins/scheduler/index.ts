@@ -1,6 +1,5 @@
 import { rm } from 'node:fs/promises'
 import fp from 'fastify-plugin'
-import { LlamaServer } from '../../runtimes/llama-server.js'
 import { Scheduler } from './scheduler.js'
 import { runtimeAdapter, storeAdapter } from './adapters.js'
 import { createSocketDir } from './socket-dir.js'
@@ -31,14 +30,11 @@ export default fp(async (app) => {
     log: app.log,
   })
   app.decorate('scheduler', scheduler)
-  // The shell the first llama-server will start from, forked now rather than on the first request's path.
-  LlamaServer.prepareStart()
   // Deleting a loaded model unloads it first.
   app.store.onBeforeDelete((id) => scheduler.stop(id))
   // No llama-server may outlive the gateway.
   app.addHook('onClose', async () => {
     await scheduler.unloadAll()
     await rm(socketDir, { recursive: true, force: true })
-    LlamaServer.releaseSpare()
   })
 }, { name: 'scheduler', dependencies: ['storage', 'runtimes', 'convert'] })
