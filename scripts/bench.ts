@@ -161,13 +161,14 @@ async function main (): Promise<void> {
       const targetOf = (setup: Setup): Target => targets.find((t) => t.setup === setup)!
       for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
       const rows: Array<{ setup: Setup } & LoadResult> = []
-      const gatewayCpu: Record<number, number> = {}
-      const pipeCpu: Record<number, number> = {}
+      // CPU of the two proxies in front of llama-server, per concurrency level (ms over all its repetitions).
+      const proxies = { gateway: gateway.child.pid!, pipe: pipe.child.pid! }
+      const proxyCpu = async (): Promise<{ gateway: number, pipe: number }> => ({ gateway: (await procStat(proxies.gateway)).cpuMs, pipe: (await procStat(proxies.pipe)).cpuMs })
+      const cpuMs: Record<number, { gateway: number, pipe: number }> = {}
       const levels = values.concurrency.split(',').filter((c) => c !== '').map(Number)
       for (const concurrency of levels) {
         const rounds = concurrency === 1 ? 16 : concurrency === 8 ? 4 : 2
-        const before = await procStat(gateway.child.pid!)
-        const pipeBefore = await procStat(pipe.child.pid!)
+        const before = await proxyCpu()
         for (let rep = 0; rep < reps; rep++) {
           // Rotate the order, so that no setup always runs first on a warm (or hot) machine.
           for (let k = 0; k < targets.length; k++) {
@@ -175,8 +176,8 @@ async function main (): Promise<void> {
             rows.push({ setup: target.setup, ...await runLoad(target.url, target.model, concurrency, rounds, maxTokens) })
           }
         }
-        gatewayCpu[concurrency] = (await procStat(gateway.child.pid!)).cpuMs - before.cpuMs
-        pipeCpu[concurrency] = (await procStat(pipe.child.pid!)).cpuMs - pipeBefore.cpuMs
+        const after = await proxyCpu()
+        cpuMs[concurrency] = { gateway: after.gateway - before.gateway, pipe: after.pipe - before.pipe }
       }
       const gatewayMemory = await procStat(gateway.child.pid!)
       const summary = levels.map((concurrency) => {
@@ -185,9 +186,9 @@ async function main (): Promise<void> {
         const tokens = (setup: Setup): number => of(setup).reduce((sum, r) => sum + r.aggregateTps * r.wallMs / 1000, 0)
         const entry: Record<string, unknown> = {
           concurrency,
-          gateway_cpu_ms: gatewayCpu[concurrency],
-          gateway_cpu_us_per_token: gatewayCpu[concurrency]! * 1000 / tokens('llamagate'),
-          pipe_cpu_us_per_token: pipeCpu[concurrency]! * 1000 / tokens('pipe'),
+          gateway_cpu_ms: cpuMs[concurrency]!.gateway,
+          gateway_cpu_us_per_token: cpuMs[concurrency]!.gateway * 1000 / tokens('llamagate'),
+          pipe_cpu_us_per_token: cpuMs[concurrency]!.pipe * 1000 / tokens('pipe'),
         }
         for (const setup of SETUPS) {
           entry[setup] = { aggregate_tps: med(setup, 'aggregateTps'), per_stream_tps: med(setup, 'perStreamTps'), ttft_p50_ms: med(setup, 'ttftP50'), ttft_p99_ms: med(setup, 'ttftP99'), failed: of(setup).reduce((s, r) => s + r.failed, 0), retried: of(setup).reduce((s, r) => s + r.retried, 0) }
