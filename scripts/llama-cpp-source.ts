@@ -1,8 +1,9 @@
 import { existsSync } from 'node:fs'
-import { mkdtemp, readFile, rm } from 'node:fs/promises'
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { execa } from 'execa'
+import { extract } from 'tar'
 
 /**
  * The llama.cpp release llamagate is tested with. Offline, its source comes from the git bundle that the
@@ -38,8 +39,10 @@ export async function findOrFetchSource (dataDir: string, userSource: string | n
   const work = await mkdtemp(join(tmpdir(), 'llamagate-src-'))
   try {
     await execa('npm', ['pack', PINNED.npmPackage, '--silent', '--pack-destination', work], { cwd: work })
-    const tarball = (await execa('sh', ['-c', 'ls *.tgz'], { cwd: work })).stdout.trim()
-    await execa('tar', ['-xzf', tarball, 'package/llama/gitRelease.bundle', 'package/llama/llama.cpp.info.json'], { cwd: work })
+    const tarball = (await readdir(work)).find((name) => name.endsWith('.tgz'))
+    if (tarball === undefined) throw new Error(`npm pack ${PINNED.npmPackage} left no tarball`)
+    // Only the two files needed, out of a package of several hundred MiB.
+    await extract({ file: join(work, tarball), cwd: work }, ['package/llama/gitRelease.bundle', 'package/llama/llama.cpp.info.json'])
     const info = JSON.parse(await readFile(join(work, 'package/llama/llama.cpp.info.json'), 'utf8')) as { tag: string }
     if (info.tag !== PINNED.tag) say(`note: ${PINNED.npmPackage} carries llama.cpp ${info.tag}, not ${PINNED.tag}`)
     await execa('git', ['clone', '--quiet', join(work, 'package/llama/gitRelease.bundle'), dir])
