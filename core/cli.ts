@@ -7,7 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type ConfigFlags } from './config.js'
 import { GatewayError } from './errors.js'
-import { ModelStore } from '../plugins/storage/model-store.js'
+import { openStore } from '../plugins/storage/open-store.js'
 import { PACKAGE_ROOT } from './paths.js'
 import { PluginLoadError } from './plugin-loader.js'
 
@@ -89,9 +89,8 @@ async function importModel (args: string[]): Promise<number> {
   }
   try {
     const config = loadConfig(parsed.values)
-    const store = new ModelStore(config.modelsDir)
-    await store.init()
-    const record = await store.import(name, resolve(file))
+    const store = await openStore(config.modelsDir, { log: { warn: (message) => process.stderr.write(`llamagate import: warning: ${String(message)}\n`) } })
+    const record = await store.import(name, resolve(file)).finally(() => store.close())
     process.stdout.write(`imported ${record.name} (${record.size} bytes, ${record.manifest.source.link}) into ${record.dir}\n`)
     return 0
   } catch (err) {

@@ -1,9 +1,9 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
-import type { Writable } from 'node:stream'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBodyFor } from './error-shapes.js'
 import { toErrorReply } from './error-handler.js'
+import { whenDrained } from './when-drained.js'
 
 export type StreamFormat = 'sse' | 'ndjson'
 
@@ -21,16 +21,6 @@ export function negotiateStreamFormat (accept: string | undefined, fallback: Str
   if (accept.includes('text/event-stream')) return 'sse'
   if (accept.includes('application/x-ndjson') || accept.includes('application/json')) return 'ndjson'
   return fallback
-}
-
-/** Resolves when a writable (a response, a socket) can take more, or is gone. */
-export function whenDrained (writable: Writable): Promise<void> {
-  if (writable.destroyed || !writable.writableNeedDrain) return Promise.resolve()
-  return new Promise((resolve) => {
-    const done = (): void => { writable.off('drain', done); writable.off('close', done); resolve() }
-    writable.once('drain', done)
-    writable.once('close', done)
-  })
 }
 
 /**

@@ -37,3 +37,10 @@ export function unknownOptionKeys (request: Record<string, unknown> | undefined,
   if (!request) return []
   return Object.keys(request).filter((k) => !known.includes(k))
 }
+
+/** Ollama clients say `num_predict`; the contract says `max_tokens`. A request's own value wins over defaults. */
+export function normalizeRequestOptions (options: Record<string, unknown> | undefined): Record<string, unknown> | undefined {
+  if (!options || options.num_predict === undefined || options.max_tokens !== undefined) return options
+  const predict = options.num_predict as number
+  return { ...options, max_tokens: predict < 0 ? -1 : predict }
+}

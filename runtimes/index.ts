@@ -1,4 +1,6 @@
-export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState, type Logger } from './llama-server.js'
+export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState } from './llama-server.js'
+export { RuntimeLauncher, type LaunchOptions } from './launcher.js'
 export { RuntimeRegistry, builtRuntimesDir, choose, type RuntimesDescription } from './registry.js'
 export { inspectBuild } from './inspect-build.js'
+export { RuntimeEndpoint, runtimeSampling, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'
 export type { Backend, Device, RuntimeBuild } from './types.js'

@@ -2,13 +2,13 @@ import { accessSync, constants as fsConstants, rmSync } from 'node:fs'
 import { constants } from 'node:os'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { RuntimeError } from '../core/errors.js'
+import type { Logger } from '../core/logger.js'
+import { RuntimeEndpoint } from './endpoint/runtime-endpoint.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
 import { SpareShell } from './spare-shell.js'
 import type { RuntimeBuild } from './types.js'
 
-/** What the supervisor logs through: pino's (and so Fastify's) logger fits. */
-export interface Logger { debug(o: unknown, m?: string): void, info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void }
 
 export interface LlamaServerOptions {
   build: RuntimeBuild
@@ -116,6 +116,7 @@ export class LlamaServer {
   /** Wakes the readiness loop early when the log says the server may be ready. */
   private readyHint: (() => void) | null = null
   private readonly usesSocket: boolean
+  private currentEndpoint: RuntimeEndpoint | null = null
 
   constructor (private readonly options: LlamaServerOptions) {
     this.usesSocket = options.socketPath !== undefined && Buffer.byteLength(options.socketPath) <= MAX_SOCKET_PATH &&
@@ -125,10 +126,14 @@ export class LlamaServer {
   get state (): ServerState { return this.currentState }
   /** The loopback port it listens on; 0 before start. */
   get port (): number { return this.currentPort }
-  /** The Unix socket it listens on, or null when it listens on a loopback port. */
-  get socketPath (): string | null { return this.usesSocket ? this.options.socketPath! : null }
-  /** Its origin: the loopback address and port, or `http://localhost` with `socketPath` to connect to. */
-  get baseUrl (): string { return this.usesSocket ? 'http://localhost' : `http://127.0.0.1:${this.currentPort}` }
+  /**
+   * How to talk to it: the one client of this process, which knows its address (a Unix socket, or a loopback
+   * port) and owns its connections. There from the start on; closed when the process exits.
+   */
+  get endpoint (): RuntimeEndpoint {
+    if (this.currentEndpoint === null) throw new Error(`llama-server for "${this.options.alias}" was not started`)
+    return this.currentEndpoint
+  }
   /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
 
@@ -208,6 +213,13 @@ export class LlamaServer {
     // On a socket, the port is only there because llama-server wants one; a stale socket file would fail the bind.
     if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
     this.currentPort = this.usesSocket ? 8080 : this.options.port ?? await freePort()
+    this.currentEndpoint = new RuntimeEndpoint({
+      name: this.options.alias,
+      slots: this.options.parallel,
+      address: this.usesSocket
+        ? { baseUrl: 'http://localhost', socketPath: this.options.socketPath! }
+        : { baseUrl: `http://127.0.0.1:${this.currentPort}`, socketPath: null },
+    })
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
@@ -238,6 +250,8 @@ export class LlamaServer {
         // The watcher is left alone in the group: close its pipe so that it goes too.
         child.stdin.destroy()
         if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
+        // Nothing is left to answer: pooled connections go, and a request asked for later fails at once.
+        void this.currentEndpoint?.close()
         live.delete(this)
         prepareSpareLater(0)
         const info: ExitInfo = { code, signal: sig, expected: this.stopRequested, logTail: this.logTail() }

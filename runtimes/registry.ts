@@ -2,6 +2,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import type { Config } from '../core/config.js'
 import { BACKENDS } from '../core/config-schema.js'
+import type { Logger } from '../core/logger.js'
 import { cpu } from './cpu.js'
 import { cuda } from './cuda.js'
 import { inspectBuild } from './inspect-build.js'
@@ -14,7 +15,6 @@ import { vulkan } from './vulkan.js'
 const PREFERENCE: Backend[] = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu']
 const MODULES: Record<Backend, BackendModule> = { cuda, rocm, metal, vulkan, cpu }
 
-export interface Logger { info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void }
 
 /** Where the build script installs runtimes: `<dataDir>/runtimes/llama.cpp-<tag>/<backend>/bin`. */
 export function builtRuntimesDir (dataDir: string): string {
@@ -37,7 +37,7 @@ export class RuntimeRegistry {
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
-  static async create (opts: { config: Config, log?: Logger, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
+  static async create (opts: { config: Config, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
     const { config, log } = opts
     const env = opts.env ?? process.env
     const [devices, { builds, rejected }] = await Promise.all([detectDevices(env), findBuilds(config, env)])
@@ -73,7 +73,7 @@ export class RuntimeRegistry {
     return `runtime: ${c.backend} (llama.cpp ${c.version}${c.commit ? ` ${c.commit}` : ''}, ${c.source}) — ${this.reason}`
   }
 
-  /** The body of GET /api/runtimes (its schema: plugins/runtimes/schemas.ts). */
+  /** The body of GET /api/runtimes (its schema: plugins/system-api/runtimes-schemas.ts). */
   describe (devices: Device[] = this.devices): RuntimesDescription {
     return {
       runtime: this.runtime,

@@ -23,10 +23,11 @@ import { Pool } from 'undici'
  * bench-pipe.ts), and llamagate, side by side in one run on one model, with ratios.
  * `--large` adds a model of a few hundred MB, where generation and not the proxy is the bottleneck.
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build instead of the CPU one and writes
- * docs/benchmarks-<backend>.json; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--out FILE` (the JSON; docs/benchmarks.json), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
+ * docs/benchmarks-<backend>.json; `--baseline DIR` adds another built llamagate checkout (a change's before) to
+ * the same rotation, with llamagate/baseline ratios; `--reps N`, `--tokens N`, `--cold N` (cold starts of each, 9), `--out FILE` (the JSON; docs/benchmarks.json), `--threads N` (0: llama-server's default), `--concurrency 1,8,32`.
  */
 
-const SETUPS = ['direct', 'router', 'pipe', 'llamagate'] as const
+const SETUPS = ['direct', 'router', 'pipe', 'llamagate', 'baseline'] as const
 type Setup = (typeof SETUPS)[number]
 interface Target { setup: Setup, url: string, model: string }
 
@@ -75,7 +76,7 @@ async function startPipe (port: number): Promise<{ child: ChildProcess, url: str
   return { child, url: `http://127.0.0.1:${listening}` }
 }
 
-async function startGateway (dir: string, build: RuntimeBuild, modelFile: string, threads: number | undefined): Promise<{ child: ChildProcess, url: string }> {
+async function startGateway (dir: string, build: RuntimeBuild, modelFile: string, threads: number | undefined, root = PACKAGE_ROOT): Promise<{ child: ChildProcess, url: string }> {
   await mkdir(dir, { recursive: true })
   const config = join(dir, 'llamagate.yaml')
   await writeFile(config, [
@@ -83,10 +84,10 @@ async function startGateway (dir: string, build: RuntimeBuild, modelFile: string
     `runtimes:\n  ${build.backend}: { bin: ${build.binDir} }`, `runtime: ${build.backend}`,
     `default_options: { num_ctx: ${CTX_PER_SLOT}, num_parallel: ${PARALLEL}${threads !== undefined ? `, num_thread: ${threads}` : ''} }`, 'limits: { queue_length: 1000 }',
   ].join('\n'))
-  const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
+  const cli = join(root, 'dist/core/cli.js')
   const imported = spawn(process.execPath, [cli, 'import', MODEL, modelFile, '--config', config], { stdio: 'inherit' })
   await new Promise((resolve) => imported.once('exit', resolve))
-  return startGatewayProcess(config, join(dir, 'llamagate.log'))
+  return startGatewayProcess(config, join(dir, 'llamagate.log'), undefined, root)
 }
 
 /**
@@ -109,7 +110,7 @@ async function coldStarts (targets: Array<{ target: Target, unload: () => Promis
 }
 
 async function main (): Promise<void> {
-  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' }, backend: { type: 'string', default: 'cpu' } } })
+  const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '1,8,32' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' }, tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' }, backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' } } })
   // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
   // core) leaves none for the load generator or a proxy, and every setup measures the scheduler's noise more
   // than itself (tiny model, direct: 2270 tok/s with 1 thread, 1750 with 2). So there every setup gets
@@ -148,15 +149,18 @@ async function main (): Promise<void> {
       await direct.start()
       const router = await startRouter(build, modelsDir, threads)
       children.push(router.child)
-      const pipe = await startPipe(Number(new URL(direct.baseUrl).port))
+      const pipe = await startPipe(Number(new URL(direct.endpoint.address.baseUrl).port))
       children.push(pipe.child)
       const gateway = await startGateway(join(dir, spec.label), build, file, threads)
       children.push(gateway.child)
+      const baseline = values.baseline !== undefined ? await startGateway(join(dir, `${spec.label}-baseline`), build, file, threads, resolve(values.baseline)) : null
+      if (baseline !== null) children.push(baseline.child)
       const targets: Target[] = [
-        { setup: 'direct', url: direct.baseUrl, model: MODEL },
+        { setup: 'direct', url: direct.endpoint.address.baseUrl, model: MODEL },
         { setup: 'router', url: router.url, model: router.model },
         { setup: 'pipe', url: pipe.url, model: MODEL },
         { setup: 'llamagate', url: gateway.url, model: MODEL },
+        ...(baseline !== null ? [{ setup: 'baseline' as const, url: baseline.url, model: MODEL }] : []),
       ]
       const targetOf = (setup: Setup): Target => targets.find((t) => t.setup === setup)!
       for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
@@ -190,7 +194,7 @@ async function main (): Promise<void> {
           gateway_cpu_us_per_token: cpuMs[concurrency]!.gateway * 1000 / tokens('llamagate'),
           pipe_cpu_us_per_token: cpuMs[concurrency]!.pipe * 1000 / tokens('pipe'),
         }
-        for (const setup of SETUPS) {
+        for (const { setup } of targets) {
           entry[setup] = { aggregate_tps: med(setup, 'aggregateTps'), per_stream_tps: med(setup, 'perStreamTps'), ttft_p50_ms: med(setup, 'ttftP50'), ttft_p99_ms: med(setup, 'ttftP99'), failed: of(setup).reduce((s, r) => s + r.failed, 0), retried: of(setup).reduce((s, r) => s + r.retried, 0) }
         }
         entry.ratio_vs_direct = med('llamagate', 'aggregateTps') / med('direct', 'aggregateTps')
@@ -198,6 +202,10 @@ async function main (): Promise<void> {
         entry.ratio_vs_pipe = med('llamagate', 'aggregateTps') / med('pipe', 'aggregateTps')
         entry.pipe_vs_direct = med('pipe', 'aggregateTps') / med('direct', 'aggregateTps')
         entry.added_ttft_p50_ms = med('llamagate', 'ttftP50') - med('direct', 'ttftP50')
+        if (baseline !== null) {
+          entry.ratio_vs_baseline = med('llamagate', 'aggregateTps') / med('baseline', 'aggregateTps')
+          entry.baseline_added_ttft_p50_ms = med('baseline', 'ttftP50') - med('direct', 'ttftP50')
+        }
         return entry
       })
       const [llamagateColdMs, routerColdMs] = await coldStarts([
@@ -222,7 +230,7 @@ async function main (): Promise<void> {
       ;(report.models as unknown[]).push({ model: spec.label, bytes, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 })
       printTable(spec.label, summary, cold, gatewayMemory.peakRssBytes)
       await direct.stop()
-      for (const child of [router.child, pipe.child, gateway.child]) child.kill('SIGTERM')
+      for (const child of [router.child, pipe.child, gateway.child, ...(baseline !== null ? [baseline.child] : [])]) child.kill('SIGTERM')
       await new Promise((r) => setTimeout(r, 1500))
     }
     const tags = await benchTags()
@@ -245,11 +253,12 @@ function printTable (label: string, summary: Array<Record<string, any>>, cold: C
   say(`\n${label}: aggregate tok/s | TTFT p50 ms | TTFT p99 ms  (medians of the repetitions)`)
   say('conc  setup        agg tok/s  stream t/s  ttft p50  ttft p99')
   for (const row of summary) {
-    for (const setup of SETUPS) {
+    for (const setup of SETUPS.filter((s) => row[s] !== undefined)) {
       const r = row[setup]
       say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  llamagate/pipe ${row.ratio_vs_pipe.toFixed(3)}  pipe/direct ${row.pipe_vs_direct.toFixed(3)}`)
+    if (row.ratio_vs_baseline !== undefined) say(`      llamagate/baseline ${row.ratio_vs_baseline.toFixed(3)}  added TTFT p50: baseline ${row.baseline_added_ttft_p50_ms.toFixed(2)} ms`)
     say(`      added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token; the pipe's ${row.pipe_cpu_us_per_token.toFixed(0)})`)
   }
   say(`cold start (unloaded → first token, median of ${cold.samples}, in turns): llamagate ${cold.llamagate_ms.toFixed(1)} ms, router ${cold.router_ms.toFixed(1)} ms (ratio ${(cold.llamagate_ms / cold.router_ms).toFixed(2)}); quartiles llamagate ${range(cold.llamagate_quartiles_ms)}, router ${range(cold.router_quartiles_ms)} ms`)

@@ -8,11 +8,11 @@ import { PACKAGE_ROOT } from '../core/paths.js'
 /**
  * Starts `llamagate serve` for a benchmark, as the bin and `npm start` start it (with the gateway's V8
  * flags), its log going to a file: a benchmark that read the log through a pipe would spend its own CPU on
- * every request line, and only while it drives llamagate.
+ * every request line, and only while it drives llamagate. `root`: another built checkout, to compare with.
  */
-export async function startGatewayProcess (config: string, logFile: string, timeoutMs = 60_000): Promise<{ child: ChildProcess, url: string }> {
+export async function startGatewayProcess (config: string, logFile: string, timeoutMs = 60_000, root = PACKAGE_ROOT): Promise<{ child: ChildProcess, url: string }> {
   const log = openSync(logFile, 'a')
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(PACKAGE_ROOT, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', log, 'inherit'] })
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(root, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', log, 'inherit'] })
   closeSync(log)
   let exited = false
   child.once('exit', () => { exited = true })

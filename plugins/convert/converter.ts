@@ -3,7 +3,9 @@ import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import { BadRequestError, ConversionError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
 import { CONVERTER_DTYPES, QUANTIZE_DTYPES } from '../../core/options-schema.js'
+import { isAlive } from '../../core/process-alive.js'
 import { sha256File } from '../storage/file-hash.js'
 import { checkCheckpoint } from './checkpoint-check.js'
 import { APT_COMMAND, checkPython, pythonCandidates, SHIM_RUNNER, type ConverterReadiness } from './python-env.js'
@@ -25,7 +27,7 @@ export interface ConverterOptions {
   /** A tool run longer than this is killed with its whole process group (config `conversion.timeout`). */
   timeoutMs: number
   /** Where conversions are logged; pino-compatible (app.log). @default silent */
-  log?: { info: (obj: object, msg: string) => void, warn: (obj: object, msg: string) => void }
+  log?: Pick<Logger, 'info' | 'warn'>
 }
 
 export interface ConvertProgress { status: string, completed?: number, total?: number }
@@ -255,13 +257,8 @@ async function removeStaleTemporaries (dir: string, dtype: string): Promise<void
   try { names = await readdir(dir) } catch { return }
   for (const name of names.filter((n) => n.startsWith(prefix))) {
     const pid = Number(name.slice(prefix.length).split('-')[0])
-    if (pid !== process.pid && !alive(pid)) await rm(join(dir, name), { force: true })
+    if (pid !== process.pid && !isAlive(pid)) await rm(join(dir, name), { force: true })
   }
-}
-
-function alive (pid: number): boolean {
-  if (!Number.isInteger(pid) || pid <= 0) return false
-  try { process.kill(pid, 0); return true } catch (err) { return (err as { code?: string }).code === 'EPERM' }
 }
 
 async function ggufProblem (file: string): Promise<string | null> {

@@ -1,11 +1,10 @@
 import { readFile } from 'node:fs/promises'
 import { basename, join } from 'node:path'
-import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { CONVERTER_DTYPES } from '../../core/options-schema.js'
 import type { ModelStore } from '../storage/model-store.js'
 import { Converter, type ConvertProgress } from './converter.js'
-import { ConverterStatus } from './schemas.js'
 
 export type EnsureVariant = (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
 
@@ -44,7 +43,7 @@ async function buildSourceOf (binDir: string): Promise<string | null> {
   }
 }
 
-const convert: FastifyPluginAsyncTypebox = async (app) => {
+const convert: FastifyPluginAsync = async (app) => {
   const { config, runtimes, store } = app
   // The tree the chosen runtime was built from, by default: its converter matches its llama-quantize.
   const build = runtimes.chosen?.quantizePath ? runtimes.chosen : runtimes.builds.find((b) => b.quantizePath) ?? null
@@ -66,7 +65,6 @@ const convert: FastifyPluginAsyncTypebox = async (app) => {
   })
   // No converter outlives the gateway; each removes its partial output before close resolves.
   app.addHook('onClose', () => converter.close())
-  app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => converter.readiness({ fresh: true }))
 }
 
 export default fp(convert, { name: 'convert', dependencies: ['storage', 'runtimes'] })

@@ -1,10 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { Type } from 'typebox'
+import { clientGone } from '../../core/client-gone.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { parseModelName } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
-import { clientGone } from '../inference/client-signal.js'
 
 const PullBody = Type.Object({
   model: Type.String({ minLength: 1 }),

@@ -1,8 +1,7 @@
-import { rm } from 'node:fs/promises'
 import fp from 'fastify-plugin'
+import type { ModelStore } from '../storage/model-store.js'
+import type { SchedulerStore } from './ports.js'
 import { Scheduler } from './scheduler.js'
-import { runtimeAdapter, storeAdapter } from './adapters.js'
-import { createSocketDir } from './socket-dir.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -11,12 +10,19 @@ declare module 'fastify' {
   }
 }
 
+/** The store as the scheduler sees it. */
+function storePort (store: ModelStore): SchedulerStore {
+  return {
+    get: (name) => store.get(name),
+    ggufPath: (model, dtype) => store.ggufPath(store.get(model.name), dtype),
+  }
+}
+
 export default fp(async (app) => {
   const { config } = app
-  const socketDir = await createSocketDir()
   const scheduler = new Scheduler({
-    store: storeAdapter(app.store),
-    runtimes: runtimeAdapter(app.runtimes, app.log, socketDir),
+    store: storePort(app.store),
+    runtimes: app.launcher,
     settings: {
       keepAliveMs: config.keepAliveMs < 0 ? Infinity : config.keepAliveMs,
       maxLoadedModels: config.limits.maxLoadedModels,
@@ -32,9 +38,6 @@ export default fp(async (app) => {
   app.decorate('scheduler', scheduler)
   // Deleting a loaded model unloads it first.
   app.store.onBeforeDelete((id) => scheduler.stop(id))
-  // No llama-server may outlive the gateway.
-  app.addHook('onClose', async () => {
-    await scheduler.unloadAll()
-    await rm(socketDir, { recursive: true, force: true })
-  })
+  // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
+  app.addHook('onClose', () => scheduler.unloadAll())
 }, { name: 'scheduler', dependencies: ['storage', 'runtimes', 'convert'] })

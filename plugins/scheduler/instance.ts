@@ -1,4 +1,3 @@
-import { Pool } from 'undici'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
 
@@ -30,8 +29,6 @@ export class Instance {
   readonly controller = new AbortController()
   /** Settles when the runtime is ready (or failed to start). */
   loaded!: Promise<void>
-  private connections: Pool | null = null
-  private poolClosed = false
   loadedAt = 0
   process: RuntimeProcess | null = null
 
@@ -42,31 +39,6 @@ export class Instance {
     keepAliveMs: number,
   ) {
     this.keepAliveMs = keepAliveMs
-  }
-
-  /**
-   * Connections to the runtime for whole (unstreamed) answers, reused across requests. Made on first use:
-   * streamed requests relay over sockets of their own, and making the pool took ~0.16 ms of a cold start.
-   */
-  get pool (): Pool {
-    if (this.connections === null) {
-      const { baseUrl, socketPath } = this.process!
-      // llama-server closes idle keep-alive connections after 5 s; ours close sooner, so that no request is
-      // ever sent on a socket the runtime is about to close.
-      this.connections = new Pool(baseUrl, {
-        connections: this.options.num_parallel + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
-        ...(socketPath !== null ? { socketPath } : {}),
-      })
-      // Asked for after the unload: the request gets the pool's own "destroyed" error, and no pool is left open.
-      if (this.poolClosed) void this.connections.destroy().catch(() => {})
-    }
-    return this.connections
-  }
-
-  /** Closes the connections to the runtime, if any were made; a pool asked for later comes closed. */
-  async closePool (): Promise<void> {
-    this.poolClosed = true
-    await this.connections?.destroy().catch(() => {})
   }
 
   get slots (): number { return this.options.num_parallel }

@@ -2,6 +2,7 @@
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
 import type { Options } from '../../core/options-schema.js'
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
 
 /** The part of a stored model the scheduler reads. */
 export interface SchedulableModel {
@@ -31,9 +32,8 @@ export interface RuntimeProcess {
   stop(graceMs?: number): Promise<void>
   onExit(listener: (info: { code: number | null, signal: string | null, expected: boolean, logTail: string[] }) => void): void
   logTail(): string[]
-  readonly baseUrl: string
-  /** The Unix socket to connect to for `baseUrl`, or null for TCP. */
-  readonly socketPath: string | null
+  /** How requests reach it, once started. */
+  readonly endpoint: RuntimeEndpoint
   readonly pid: number | undefined
 }
 
@@ -47,8 +47,6 @@ export interface RuntimeSpawnOptions {
   threads?: number
   cacheTypeK?: string
   cacheTypeV?: string
-  /** Where it should listen instead of a loopback port, when the runtime can. */
-  socketPath?: string
 }
 
 export interface SchedulerRuntimes {

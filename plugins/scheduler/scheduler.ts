@@ -1,37 +1,12 @@
-import type { Pool } from 'undici'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
 import { linkedSignal } from '../../core/linked-signal.js'
+import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { Instance } from './instance.js'
+import type { AcquireRequest, Lease, LeaseSource, LoadedModel } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 
-export interface Logger { info(o: unknown, m?: string): void, warn(o: unknown, m?: string): void, error(o: unknown, m?: string): void }
-
-/** A slot on a loaded instance, held for one request. */
-export interface Lease {
-  readonly model: SchedulableModel
-  readonly instance: Instance
-  /** Connections to the runtime. */
-  readonly pool: Pool
-  /** Aborted when the client goes away or the instance is stopped or dies (the reason says which), until `release()`. */
-  readonly signal: AbortSignal
-  /** Time spent waiting for a load and a slot. */
-  readonly loadDurationMs: number
-  /** Sampling options for the runtime (defaults < per-model < request). */
-  readonly sampling: ResolvedOptions['sampling']
-  /** Gives the slot back; idempotent. */
-  release(): void
-}
-
-export interface AcquireRequest {
-  /** The request's `options` object. */
-  options?: Record<string, unknown>
-  /** The request's keep_alive in ms (Infinity = forever), if it set one. */
-  keepAliveMs?: number
-  /** Aborted when the client disconnects. */
-  signal?: AbortSignal
-}
 
 // Start failures of a model delay its next start: 1 s, 2 s, 4 s ... up to a minute.
 const BACKOFF_BASE_MS = 1000
@@ -43,7 +18,7 @@ const BUSY_STOP_GRACE_MS = 500
  * slots in arrival order, unloads on keep-alive, evicts the least recently used idle instance to make room,
  * and never cuts a running generation to make room for another model.
  */
-export class Scheduler {
+export class Scheduler implements LeaseSource {
   private readonly instances: Instance[] = []
   private readonly failures = new Map<string, { count: number, retryAt: number, message: string }>()
   /** Woken whenever room may have appeared (an unload, an instance going idle). */
@@ -55,7 +30,7 @@ export class Scheduler {
     runtimes: SchedulerRuntimes
     settings: SchedulerSettings
     ensureVariant?: EnsureVariant
-    log: Logger
+    log: Pick<Logger, 'info' | 'warn' | 'error'>
   }) {}
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
@@ -114,8 +89,25 @@ export class Scheduler {
     await Promise.all([...this.instances].map((i) => this.unload(i, new UnavailableError('the server is shutting down'))))
   }
 
-  /** The instances, for /api/ps. */
-  list (): readonly Instance[] {
+  /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
+  snapshot (): LoadedModel[] {
+    const now = Date.now()
+    return this.instances.map((i) => ({
+      model: i.model,
+      state: i.state,
+      estimatedBytes: i.estimatedBytes,
+      contextLength: i.options.num_ctx,
+      parallel: i.options.num_parallel,
+      // While busy, a model is due to unload its keep-alive after the current requests end.
+      expiresAt: i.keepAliveMs === Infinity ? null : i.expiresAt ?? now + i.keepAliveMs,
+      pid: i.process?.pid ?? null,
+      activeRequests: i.active,
+      queuedRequests: i.waiters.length,
+    }))
+  }
+
+  /** The instances themselves: for tests that look inside (what a request leaves on an instance's signal). */
+  instancesForTests (): readonly Instance[] {
     return this.instances
   }
 
@@ -248,8 +240,7 @@ export class Scheduler {
     const linked = clientSignal === undefined ? null : linkedSignal([instance.controller.signal, clientSignal])
     return {
       model: instance.model,
-      instance,
-      get pool () { return instance.pool },
+      endpoint: instance.process!.endpoint,
       signal: linked?.signal ?? instance.controller.signal,
       loadDurationMs,
       sampling: resolved.sampling,
@@ -290,7 +281,6 @@ export class Scheduler {
     try {
       await instance.process?.stop(graceMs)
     } finally {
-      await instance.closePool()
       this.remove(instance)
       this.deps.log.info({ model: instance.model.name, reason: reason.message }, 'model unloaded')
     }
@@ -306,7 +296,6 @@ export class Scheduler {
     instance.clearTimer()
     instance.controller.abort(error)
     instance.dismissWaiters()
-    void instance.closePool()
     this.remove(instance)
   }
 

@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
-import { ModelStore } from './model-store.js'
+import type { ModelStore } from './model-store.js'
+import { openStore } from './open-store.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -9,10 +10,8 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const store = new ModelStore(app.config.modelsDir, { onWarning: (message) => app.log.warn(message) })
-  await store.init()
   // An import by the CLI while the server runs shows up without a restart.
-  await store.watchChanges()
+  const store = await openStore(app.config.modelsDir, { log: app.log, followChanges: true })
   app.addHook('onClose', async () => { store.close() })
   app.decorate('store', store)
 }, { name: 'storage', dependencies: ['security'] })

@@ -5,15 +5,12 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Client } from 'undici'
 import { RuntimeError } from '../../core/errors.js'
+import { isAlive } from '../../core/process-alive.js'
 import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 
-function alive (pid: number | undefined): boolean {
-  if (pid === undefined) return false
-  try { process.kill(pid, 0); return true } catch { return false }
-}
 
 async function tinyModel (t: Test): Promise<string> {
   const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })
@@ -26,17 +23,17 @@ t.test('start, ready on /health, one completion, stop', async (t) => {
   t.equal(server.state, 'stopped')
   await server.start()
   t.equal(server.state, 'ready')
-  t.ok(alive(server.pid))
+  t.ok(isAlive(server.pid!))
   t.match(server.args().join(' '), /--host 127\.0\.0\.1 --port \d+ --alias acme\/tiny --ctx-size 512 --parallel 1 .*--jinja --no-webui/)
-  const health = await fetch(`${server.baseUrl}/health`)
+  const health = await fetch(`${server.endpoint.address.baseUrl}/health`)
   t.equal(health.status, 200)
-  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
+  const res = await fetch(`${server.endpoint.address.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
   const body = await res.json() as { content: string, tokens_predicted: number }
   t.equal(body.tokens_predicted, 8)
   const pid = server.pid
   await server.stop()
   t.equal(server.state, 'stopped')
-  t.notOk(alive(pid), 'the process is gone')
+  t.notOk(isAlive(pid!), 'the process is gone')
   await server.stop() // idempotent
 })
 
@@ -59,7 +56,7 @@ t.test('the next start runs in a shell forked after the last start, never during
   t.teardown(() => second.stop())
   await second.start()
   t.equal(second.pid, spare, 'the next llama-server runs in that shell (exec in place: same pid)')
-  t.equal((await fetch(`${second.baseUrl}/health`)).status, 200)
+  t.equal((await fetch(`${second.endpoint.address.baseUrl}/health`)).status, 200)
 })
 
 t.test('warm-up: skipped on CPU builds (it delays the start and speeds no request), kept on GPU builds', async (t) => {
@@ -121,7 +118,7 @@ t.test('stopAll stops every process started', async (t) => {
   await Promise.all(servers.map((s) => s.start()))
   const pids = servers.map((s) => s.pid)
   await LlamaServer.stopAll()
-  for (const pid of pids) t.notOk(alive(pid), `process ${pid} is gone`)
+  for (const pid of pids) t.notOk(isAlive(pid!), `process ${pid} is gone`)
 })
 
 t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', async (t) => {
@@ -137,7 +134,7 @@ t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', as
   const server = new LlamaServer({ build, modelPath: quantized, alias: 'acme/q8', ctxSize: 512, parallel: 1 })
   t.teardown(() => server.stop())
   await server.start()
-  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
+  const res = await fetch(`${server.endpoint.address.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
   t.equal(((await res.json()) as { tokens_predicted: number }).tokens_predicted, 8)
 })
 
@@ -146,10 +143,10 @@ t.test('on a Unix socket: ready, answers through the socket, no TCP port; the so
   const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
   t.teardown(() => server.stop())
   await server.start()
-  t.equal(server.socketPath, socketPath)
-  t.equal(server.baseUrl, 'http://localhost')
+  t.equal(server.endpoint.address.socketPath, socketPath)
+  t.equal(server.endpoint.address.baseUrl, 'http://localhost')
   t.match(server.args().join(' '), `--host ${socketPath} `)
-  const client = new Client(server.baseUrl, { socketPath })
+  const client = new Client(server.endpoint.address.baseUrl, { socketPath })
   t.teardown(() => client.close())
   const res = await client.request({ method: 'POST', path: '/completion', body: JSON.stringify({ prompt: 'hello', n_predict: 4, ignore_eos: true }) })
   t.equal(res.statusCode, 200)
@@ -164,9 +161,9 @@ t.test('a socket path too long for a socket address falls back to a loopback por
   const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
   t.teardown(() => server.stop())
   await server.start()
-  t.equal(server.socketPath, null)
-  t.match(server.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/)
-  t.equal((await fetch(`${server.baseUrl}/health`)).status, 200)
+  t.equal(server.endpoint.address.socketPath, null)
+  t.match(server.endpoint.address.baseUrl, /^http:\/\/127\.0\.0\.1:\d+$/)
+  t.equal((await fetch(`${server.endpoint.address.baseUrl}/health`)).status, 200)
   t.equal(tcpListenersOf(server.pid!).length >= 1, true, 'it listens on TCP instead')
 })
 

@@ -32,7 +32,7 @@ async function completes (t: Test, file: string, n = 4): Promise<void> {
   const server = new LlamaServer({ build: await cpuRuntime(), modelPath: file, alias: 'acme/converted', ctxSize: 256, parallel: 1 })
   t.teardown(() => server.stop())
   await server.start()
-  const res = await fetch(`${server.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: n, ignore_eos: true }) })
+  const res = await fetch(`${server.endpoint.address.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: n, ignore_eos: true }) })
   t.equal(res.status, 200)
   t.equal(((await res.json()) as { tokens_predicted: number }).tokens_predicted, n, `llama-server loaded ${file.split('/').at(-1)} and generated ${n} tokens`)
   await server.stop()

@@ -1,12 +1,10 @@
 import { join } from 'node:path'
 import t from 'tap'
+import { isAlive } from '../../../core/process-alive.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
-function alive (pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch { return false }
-}
 
 t.test('GET /api/runtimes lists hardware, builds, the chosen one and why', async (t) => {
   const runtime = await cpuRuntime()
@@ -54,9 +52,9 @@ t.test('closing the app leaves no llama-server running', async (t) => {
     await app.store.import(name, (await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed: seed++ })).file)
     await app.scheduler.load(name)
   }
-  const pids = app.scheduler.list().map((i) => i.process!.pid!)
+  const pids = app.scheduler.snapshot().map((m) => m.pid!)
   t.equal(pids.length, 2)
-  for (const pid of pids) t.ok(alive(pid))
+  for (const pid of pids) t.ok(isAlive(pid))
   await app.close()
-  for (const pid of pids) t.notOk(alive(pid), `llama-server ${pid} is gone`)
+  for (const pid of pids) t.notOk(isAlive(pid), `llama-server ${pid} is gone`)
 })

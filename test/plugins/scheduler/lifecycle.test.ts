@@ -1,14 +1,12 @@
 import { getEventListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
+import { isAlive } from '../../../core/process-alive.js'
 import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 
 type Ps = { models: Array<Record<string, any>> }
 const ps = async (url: string): Promise<Ps> => (await fetch(`${url}/api/ps`)).json() as Promise<Ps>
 
-function alive (pid: number): boolean {
-  try { process.kill(pid, 0); return true } catch { return false }
-}
 
 async function until (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 10_000): Promise<void> {
   const deadline = Date.now() + timeoutMs
@@ -77,7 +75,7 @@ t.test('requests leave nothing on the instance they ran on: its signal has no li
   const controller = new AbortController()
   const cut = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 2000 } }, {}, controller.signal)
   await firstEvent(cut)
-  const [instance] = app.scheduler.list()
+  const [instance] = app.scheduler.instancesForTests()
   t.ok(getEventListeners(instance!.controller.signal, 'abort').length > 0, 'while a request runs, it follows the instance')
   controller.abort()
   for (const events of await Promise.all(streams)) t.equal(events.at(-1), '[DONE]')
@@ -155,7 +153,7 @@ t.test('keep_alive: 0 unloads after the request; 1 s unloads on time', async (t)
   await sleep(500)
   t.equal((await ps(url)).models.length, 1, 'still loaded before its time')
   await until('unloaded after 1 s', async () => (await ps(url)).models.length === 0, 3000)
-  await until('the process is gone', () => !alive(pid), 3000)
+  await until('the process is gone', () => !isAlive(pid), 3000)
   t.pass('unloaded on time and the process exited')
 })
 
@@ -169,7 +167,7 @@ t.test('/api/stop during a stream ends it with an error event and unloads', asyn
   const last = JSON.parse((first.text + await first.rest()).trim().split('\n\n').at(-1)!.slice(6))
   t.match(last.error, /model "acme\/tiny" was stopped/)
   t.same((await ps(url)).models, [])
-  t.notOk(alive(pid), 'the runtime process is gone')
+  t.notOk(isAlive(pid), 'the runtime process is gone')
   const again = await post(`${url}/api/stop`, { model: 'acme/tiny' })
   t.same(await again.json(), { status: 'stopped' }, 'stopping an unloaded model is fine')
   const unknown = await post(`${url}/api/stop`, { model: 'acme/nope' })

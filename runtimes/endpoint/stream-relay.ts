@@ -1,15 +1,44 @@
 import { connect, type Socket } from 'node:net'
-import { whenDrained, type EventStream } from '../../core/event-stream.js'
 import { RuntimeError } from '../../core/errors.js'
-import type { Lease } from '../scheduler/scheduler.js'
+import { whenDrained } from '../../core/when-drained.js'
 import { ChunkFraming } from './chunk-framing.js'
 import { ReadSlab } from './read-slab.js'
-import { runtimeErrorFrom } from './runtime-client.js'
+import type { RuntimeAddress } from './runtime-endpoint.js'
+import { runtimeErrorFrom } from './runtime-error.js'
 
 /** How long a runtime may send nothing in the middle of a stream before the request is given up. */
 const SILENCE_MS = 300_000
 const HEAD_END = Buffer.from('\r\n\r\n')
 const MAX_HEAD = 64 << 10
+
+/**
+ * Where a relayed stream goes: the client's response (core/event-stream.ts's EventStream is one). Opened once
+ * the runtime said 200; anything before that is an error answer, rejected for the caller to report.
+ */
+export interface RelaySink {
+  /** Sends the response head. */
+  open(): void
+  /** The client's socket when its response is chunked too (whole chunks go there verbatim), else null. */
+  chunkedSocket(): Socket | null
+  /** Writes bytes that are already whole events; false when backed up. */
+  writeRaw(chunk: Buffer): boolean
+  /** Resolves when the client can take more, or is gone. */
+  drained(): Promise<void>
+}
+
+/** One relayed POST. */
+export interface RelayRequest {
+  /** The model, for messages. */
+  name: string
+  address: RuntimeAddress
+  path: string
+  /** The JSON body, serialized. */
+  payload: string
+  sink: RelaySink
+  progress: RelayProgress
+  /** Aborted when the client goes or the runtime is stopped: the relay ends with its reason. */
+  signal: AbortSignal
+}
 
 export interface RelayProgress {
   /** How many of the last bytes of the body to keep in `tail`. */
@@ -43,10 +72,10 @@ export interface RelayProgress {
  * saved at 8 streams, and a single stream slowed to 0.5-0.8 of its rate.
  *
  * Resolves once the runtime ended the body properly (`progress.tail` then holds its last bytes); rejects when
- * the runtime answered an error (before anything was sent to the client), broke off, or the lease was aborted.
+ * the runtime answered an error (before anything was sent to the client), broke off, or `signal` was aborted.
  */
-export function relayRuntimeStream (lease: Lease, path: string, payload: string, stream: EventStream, progress: RelayProgress): Promise<void> {
-  const { baseUrl, socketPath } = lease.instance.process!
+export function relayStream ({ name, address, path, payload, sink: stream, progress, signal }: RelayRequest): Promise<void> {
+  const { baseUrl, socketPath } = address
   const { hostname, port } = new URL(baseUrl)
   return new Promise<void>((resolve, reject) => {
     const slab = new ReadSlab()
@@ -56,14 +85,14 @@ export function relayRuntimeStream (lease: Lease, path: string, payload: string,
     const finish = (err: unknown): void => {
       if (settled) return
       settled = true
-      lease.signal.removeEventListener('abort', onAbort)
+      signal.removeEventListener('abort', onAbort)
       upstream.destroy()
       if (err === null) resolve(); else reject(err)
     }
-    const onAbort = (): void => finish(lease.signal.reason)
-    if (lease.signal.aborted) { onAbort(); return }
-    lease.signal.addEventListener('abort', onAbort, { once: true })
-    upstream.setTimeout(SILENCE_MS, () => finish(new RuntimeError(`the runtime of model "${lease.model.name}" sent nothing for ${SILENCE_MS / 1000} s`)))
+    const onAbort = (): void => finish(signal.reason)
+    if (signal.aborted) { onAbort(); return }
+    signal.addEventListener('abort', onAbort, { once: true })
+    upstream.setTimeout(SILENCE_MS, () => finish(new RuntimeError(`the runtime of model "${name}" sent nothing for ${SILENCE_MS / 1000} s`)))
     upstream.once('error', (err) => finish(err))
     upstream.once('close', () => finish(new Error('the runtime ended the stream early')))
     upstream.write(`POST ${path} HTTP/1.1\r\nHost: ${port ? `${hostname}:${port}` : hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`)

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { ReadSlab } from '../../../plugins/inference/read-slab.js'
+import { ReadSlab } from '../../../runtimes/endpoint/read-slab.js'
 
 t.test('reads are handed out front to back; a new block when too little is free; earlier bytes never reused', async (t) => {
   const slab = new ReadSlab(1024, 256)

@@ -1,15 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import { clientGone } from '../../core/client-gone.js'
 import { RuntimeError } from '../../core/errors.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { KNOWN_OPTIONS } from '../../core/options-schema.js'
-import { unknownOptionKeys } from '../../core/request-options.js'
-import { clientGone } from '../inference/client-signal.js'
-import { postToRuntime, readText } from '../inference/runtime-client.js'
-import { upstreamFailure } from '../inference/upstream-failure.js'
-import { normalizeRequestOptions, runtimeSampling } from '../inference/runtime-params.js'
-import { sseData } from '../inference/sse-events.js'
-import type { Scheduler } from '../scheduler/scheduler.js'
+import { normalizeRequestOptions, unknownOptionKeys } from '../../core/request-options.js'
+import { runtimeSampling } from '../../runtimes/index.js'
+import type { Lease, LeaseSource } from '../scheduler/lease.js'
+import { runLeased } from '../scheduler/run-leased.js'
 import { doneReason, ollamaStats, type RuntimeTimings } from './stats.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
@@ -67,71 +65,78 @@ function ollamaToolCalls (calls: ToolCall[]): unknown[] {
  * the runtime, and answers in Ollama's shapes, streamed or whole. Anything failing before the first event
  * gets a real HTTP status; after it, a last error event.
  */
-export async function runNative (scheduler: Scheduler, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
+export async function runNative (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
   const startedNs = process.hrtime.bigint()
   const options = normalizeRequestOptions(run.options)
   const unknown = unknownOptionKeys(options, KNOWN_OPTIONS)
   if (unknown.length > 0) request.log.warn({ unknown }, 'ignoring unknown options')
   const keepAliveMs = parseKeepAlive(run.keepAlive)
   const stream = run.stream ? new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, request.server.config.streamFormat)) : null
-  const lease = await scheduler.acquire(run.model, { options, keepAliveMs, signal: stream?.signal ?? clientGone(reply) })
+  const answer = await runLeased(leases, {
+    model: run.model,
+    request: { options, keepAliveMs, signal: stream?.signal ?? clientGone(reply) },
+    stream,
+    work: async (lease): Promise<Record<string, unknown> | undefined> => stream === null ? wholeAnswer(lease, run, startedNs) : streamedAnswer(lease, run, stream, startedNs),
+  })
+  return answer ?? reply
+}
+
+function runtimePath (run: NativeRun): string {
+  return run.endpoint === 'chat' ? '/v1/chat/completions' : '/completion'
+}
+
+function runtimeBody (lease: Lease, run: NativeRun): Record<string, unknown> {
+  return { ...run.body, ...runtimeSampling(lease.sampling, run.endpoint), stream: run.stream }
+}
+
+async function wholeAnswer (lease: Lease, run: NativeRun, startedNs: bigint): Promise<Record<string, unknown>> {
+  const fragment = fragmentOf(run.endpoint, await lease.endpoint.postJson(runtimePath(run), runtimeBody(lease, run), lease.signal))
+  if (fragment.error) throw runtimeFailure(fragment.error)
+  const calls: ToolCall[] = []
+  collectToolCalls(calls, fragment.toolCalls)
+  const text = run.kind === 'chat'
+    ? { message: { role: 'assistant', content: fragment.text, ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
+    : { response: fragment.text }
+  return {
+    model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
+    done_reason: doneReason(fragment.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, fragment.timings),
+  }
+}
+
+async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream, startedNs: bigint): Promise<undefined> {
   const modelJson = JSON.stringify(lease.model.name)
   const textKey = run.kind === 'chat' ? 'message' : 'response'
-  try {
-    const body = await postToRuntime(lease, run.endpoint === 'chat' ? '/v1/chat/completions' : '/completion', {
-      ...run.body, ...runtimeSampling(lease.sampling, run.endpoint), stream: run.stream,
-    })
-    const calls: ToolCall[] = []
-    if (stream === null) {
-      const fragment = fragmentOf(run.endpoint, JSON.parse(await readText(body)))
-      if (fragment.error) throw runtimeFailure(fragment.error)
-      collectToolCalls(calls, fragment.toolCalls)
+  const events = await lease.endpoint.events(runtimePath(run), runtimeBody(lease, run), lease.signal)
+  const calls: ToolCall[] = []
+  stream.open()
+  let last: Fragment = { text: EMPTY }
+  for await (const event of events) {
+    const fragment = fragmentOf(run.endpoint, event)
+    if (fragment.error) throw runtimeFailure(fragment.error)
+    collectToolCalls(calls, fragment.toolCalls)
+    if (fragment.text !== EMPTY) {
       const text = run.kind === 'chat'
-        ? { message: { role: 'assistant', content: fragment.text, ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
-        : { response: fragment.text }
-      return {
-        model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
-        done_reason: doneReason(fragment.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, fragment.timings),
-      }
+        ? `{"role":"assistant","content":${JSON.stringify(fragment.text)}}`
+        : JSON.stringify(fragment.text)
+      const ok = stream.sendJson(`{"model":${modelJson},"created_at":"${new Date().toISOString()}","${textKey}":${text},"done":false}`)
+      if (!ok) await stream.drained()
     }
-    stream.open()
-    let last: Fragment = { text: EMPTY }
-    for await (const data of sseData(body)) {
-      if (data === '[DONE]') break
-      const fragment = fragmentOf(run.endpoint, JSON.parse(data))
-      if (fragment.error) throw runtimeFailure(fragment.error)
-      collectToolCalls(calls, fragment.toolCalls)
-      if (fragment.text !== EMPTY) {
-        const text = run.kind === 'chat'
-          ? `{"role":"assistant","content":${JSON.stringify(fragment.text)}}`
-          : JSON.stringify(fragment.text)
-        const ok = stream.sendJson(`{"model":${modelJson},"created_at":"${new Date().toISOString()}","${textKey}":${text},"done":false}`)
-        if (!ok) await stream.drained()
-      }
-      if (fragment.finishReason || fragment.timings) last = fragment
-    }
-    if (lease.signal.aborted) throw lease.signal.reason
-    if (calls.length > 0) {
-      stream.send({ model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', tool_calls: ollamaToolCalls(calls) }, done: false })
-    }
-    // The last event: SSE as rest-interface §4.1 (no message), NDJSON as Ollama (an empty message).
-    const tail = run.kind === 'chat'
-      ? (stream.format === 'ndjson' ? { message: { role: 'assistant', content: '' } } : {})
-      : { response: '' }
-    stream.send({
-      model: lease.model.name, created_at: new Date().toISOString(), ...tail, done: true,
-      done_reason: doneReason(last.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, last.timings),
-    })
-    stream.end()
-    return reply
-  } catch (err) {
-    const reason = await upstreamFailure(lease, err)
-    if (stream === null) throw reason
-    stream.fail(reason)
-    return reply
-  } finally {
-    lease.release()
+    if (fragment.finishReason || fragment.timings) last = fragment
   }
+  if (lease.signal.aborted) throw lease.signal.reason
+  if (calls.length > 0) {
+    stream.send({ model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', tool_calls: ollamaToolCalls(calls) }, done: false })
+  }
+  // The last event: SSE as rest-interface §4.1 (no message), NDJSON as Ollama (an empty message).
+  const tail = run.kind === 'chat'
+    ? (stream.format === 'ndjson' ? { message: { role: 'assistant', content: '' } } : {})
+    : { response: '' }
+  stream.send({
+    model: lease.model.name, created_at: new Date().toISOString(), ...tail, done: true,
+    done_reason: doneReason(last.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, last.timings),
+  })
+  stream.end()
+  return undefined
 }
 
 function runtimeFailure (error: unknown): RuntimeError {

@@ -1,7 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
-import { normalizeRequestOptions, responseFormat } from '../inference/runtime-params.js'
+import { normalizeRequestOptions } from '../../core/request-options.js'
+import { responseFormat } from './format.js'
 import { runNative } from './native-run.js'
 import { GenerateBody } from './schemas.js'
 

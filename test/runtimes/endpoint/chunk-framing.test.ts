@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ChunkFraming } from '../../../plugins/inference/chunk-framing.js'
+import { ChunkFraming } from '../../../runtimes/endpoint/chunk-framing.js'
 
 const chunk = (data: string): string => `${Buffer.byteLength(data).toString(16)}\r\n${data}\r\n`
 const events = ['data: {"a":1}\n\n', 'data: {"b":"ü"}\n\n', 'data: [DONE]\n\n']

@@ -4,8 +4,8 @@ import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
-import { createSocketDir } from '../../../plugins/scheduler/socket-dir.js'
-import { tempDir } from '../../helpers/app.js'
+import { createSocketDir } from '../../runtimes/socket-dir.js'
+import { tempDir } from '../helpers/app.js'
 
 // The pid of a process that has exited.
 const deadPid = (): number => spawnSync(process.execPath, ['-e', '0']).pid!

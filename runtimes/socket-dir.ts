@@ -2,6 +2,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { connect } from 'node:net'
 import { join } from 'node:path'
+import { isAlive } from '../core/process-alive.js'
 
 const PREFIX = 'llamagate-sockets-'
 
@@ -20,7 +21,7 @@ async function removeOrphans (base: string): Promise<void> {
   const uid = process.getuid?.()
   for (const name of await readdir(base).catch(() => [] as string[])) {
     const pid = Number(new RegExp(`^${PREFIX}(\\d+)-`).exec(name)?.[1] ?? NaN)
-    if (!Number.isInteger(pid) || pid === process.pid || alive(pid)) continue
+    if (!Number.isInteger(pid) || pid === process.pid || isAlive(pid)) continue
     const path = join(base, name)
     const info = await stat(path).catch(() => null)
     if (!info?.isDirectory() || (uid !== undefined && info.uid !== uid)) continue
@@ -38,14 +39,4 @@ function answers (socketPath: string): Promise<boolean> {
     socket.once('connect', () => done(true))
     socket.once('error', () => done(false))
   })
-}
-
-function alive (pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (err) {
-    // EPERM: alive, someone else's.
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
-  }
 }

@@ -2,7 +2,7 @@ import { connect } from 'node:net'
 import t from 'tap'
 import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 
-// The streamed /v1 path relays llama-server's chunks verbatim over its own socket (plugins/inference/stream-relay.ts).
+// The streamed /v1 path relays llama-server's chunks verbatim over its own socket (runtimes/endpoint/stream-relay.ts).
 
 t.test('a runtime that refuses a streamed request: its status and words, in OpenAI shape, before any event', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 64, num_parallel: 1 } })

@@ -8,4 +8,4 @@ const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/health', { schema: { response: { 200: HealthReply } } }, async () => ({ status: 'ok' as const }))
 }
 
-export default fp(health, { name: 'health', dependencies: ['security'] })
+export default fp(health, { name: 'health-api', dependencies: ['security'] })

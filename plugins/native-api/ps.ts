@@ -1,0 +1,38 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { parseModelName } from '../../core/model-name.js'
+import { ModelBody } from './schemas.js'
+
+// keep_alive < 0 keeps a model loaded for good; Ollama shows such a model with a far-future expiry.
+const FOREVER = '2318-01-01T00:00:00.000Z'
+
+const ps: FastifyPluginAsyncTypebox = async (app) => {
+  app.get('/api/ps', async () => {
+    const backend = app.runtimes.chosen?.backend ?? null
+    const models = app.scheduler.snapshot().map((m) => ({
+      name: m.model.name,
+      model: m.model.name,
+      size: m.estimatedBytes,
+      format: m.model.format,
+      digest: m.model.digest,
+      details: m.model.details,
+      expires_at: m.expiresAt === null ? FOREVER : new Date(m.expiresAt).toISOString(),
+      size_vram: backend === 'cpu' || backend === null ? 0 : m.estimatedBytes,
+      context_length: m.contextLength,
+      num_parallel: m.parallel,
+      state: m.state,
+      runtime: backend,
+      pid: m.pid,
+      active_requests: m.activeRequests,
+      queued_requests: m.queuedRequests,
+    }))
+    return { models }
+  })
+
+  app.post('/api/stop', { schema: { body: ModelBody } }, async (request) => {
+    parseModelName(request.body.model)
+    await app.scheduler.stop(request.body.model)
+    return { status: 'stopped' }
+  })
+}
+
+export default ps

@@ -1,0 +1,47 @@
+import type { ResolvedOptions } from '../../core/request-options.js'
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { SchedulableModel } from './ports.js'
+
+/** A slot on a loaded model, held for one request: all a surface needs to run it. */
+export interface Lease {
+  readonly model: SchedulableModel
+  /** Sampling options for the runtime (defaults < per-model < request). */
+  readonly sampling: ResolvedOptions['sampling']
+  /** Aborted when the client goes away or the model is stopped or dies (the reason says which), until `release()`. */
+  readonly signal: AbortSignal
+  /** Time spent waiting for a load and a slot. */
+  readonly loadDurationMs: number
+  /** The model's running llama-server. */
+  readonly endpoint: RuntimeEndpoint
+  /** Gives the slot back; idempotent. */
+  release(): void
+}
+
+export interface AcquireRequest {
+  /** The request's `options` object. */
+  options?: Record<string, unknown>
+  /** The request's keep_alive in ms (Infinity = forever), if it set one. */
+  keepAliveMs?: number
+  /** Aborted when the client disconnects. */
+  signal?: AbortSignal
+}
+
+/** What a surface asks of the scheduler. */
+export interface LeaseSource {
+  /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
+  acquire(name: string, request?: AcquireRequest): Promise<Lease>
+}
+
+/** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
+export interface LoadedModel {
+  readonly model: SchedulableModel
+  readonly state: 'loading' | 'loaded' | 'unloading'
+  readonly estimatedBytes: number
+  readonly contextLength: number
+  readonly parallel: number
+  /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
+  readonly expiresAt: number | null
+  readonly pid: number | null
+  readonly activeRequests: number
+  readonly queuedRequests: number
+}

@@ -1,0 +1,41 @@
+import type { AcquireRequest, Lease, LeaseSource } from './lease.js'
+import { upstreamFailure } from './upstream-failure.js'
+
+/** A streamed answer, as far as failures go (core/event-stream.ts's EventStream is one). */
+export interface FailableStream {
+  readonly isOpen: boolean
+  /** Ends an open stream with an error event; rethrows when it never opened (a real status is still possible). */
+  fail(err: unknown): void
+}
+
+export interface LeasedRun<T> {
+  model: string
+  request: AcquireRequest
+  /** The streamed answer, or null for a whole one. */
+  stream: FailableStream | null
+  /** What the request does with its slot: the surface's mapping between its shapes and llama-server's. */
+  work(lease: Lease): Promise<T>
+  /** Before the error event of a stream that fails once open: lets a surface close what it was writing. */
+  beforeErrorEvent?(): void
+}
+
+/**
+ * The skeleton every inference surface shares: take a slot (loading the model if needed), run, turn a broken
+ * runtime connection into the real reason (the runtime died, the client left), give the slot back. A whole
+ * answer's failure is thrown for the error handler; a stream's, once open, is its last event (undefined is
+ * returned then); before it opened, it is thrown too, so that the client still gets a real status.
+ */
+export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
+  const lease = await leases.acquire(run.model, run.request)
+  try {
+    return await run.work(lease)
+  } catch (err) {
+    const reason = await upstreamFailure(lease, err)
+    if (run.stream === null) throw reason
+    if (run.stream.isOpen) run.beforeErrorEvent?.()
+    run.stream.fail(reason)
+    return undefined
+  } finally {
+    lease.release()
+  }
+}

@@ -1,0 +1,3 @@
+export { RuntimeEndpoint, type RuntimeAddress, type RuntimeEndpointOptions } from './runtime-endpoint.js'
+export type { RelayProgress, RelaySink } from './stream-relay.js'
+export { runtimeSampling } from './sampling-params.js'

@@ -1,0 +1,44 @@
+import { rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { RuntimeError } from '../core/errors.js'
+import type { Logger } from '../core/logger.js'
+import { LlamaServer, type LlamaServerOptions } from './llama-server.js'
+import type { RuntimeRegistry } from './registry.js'
+import { createSocketDir } from './socket-dir.js'
+
+/** What a caller decides about a llama-server; where it listens and which build runs it are the launcher's. */
+export type LaunchOptions = Omit<LlamaServerOptions, 'build' | 'log' | 'port' | 'socketPath' | 'startTimeoutMs'>
+
+/**
+ * Makes llama-server processes with the chosen build, each listening on a Unix socket of its own in a folder
+ * only this user can enter (named by a counter, so that no two ever share one). Closing stops every
+ * llama-server this gateway started and removes the folder.
+ */
+export class RuntimeLauncher {
+  private started = 0
+
+  private constructor (private readonly registry: RuntimeRegistry, private readonly socketDir: string, private readonly log?: Logger) {}
+
+  static async create (registry: RuntimeRegistry, log?: Logger): Promise<RuntimeLauncher> {
+    return new RuntimeLauncher(registry, await createSocketDir(), log)
+  }
+
+  /** The backend name of the build in use (`cpu`, `cuda`, ...), or null when there is none. */
+  backend (): string | null { return this.registry.chosen?.backend ?? null }
+
+  /** Bytes free for models right now on the chosen backend's memory. */
+  freeMemory (): Promise<number> { return this.registry.freeMemory() }
+
+  /** A process ready to be started. @throws RuntimeError when no build exists */
+  create (options: LaunchOptions): LlamaServer {
+    const build = this.registry.chosen
+    if (!build) throw new RuntimeError(`no llama.cpp runtime is available: ${this.registry.reason}`, [], 'no_runtime')
+    return new LlamaServer({ ...options, socketPath: join(this.socketDir, `${++this.started}.sock`), build, log: this.log })
+  }
+
+  /** Stops every llama-server of this process, then removes the sockets' folder. */
+  async close (): Promise<void> {
+    await LlamaServer.stopAll()
+    await rm(this.socketDir, { recursive: true, force: true })
+  }
+}
