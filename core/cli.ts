@@ -1,6 +1,6 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
-import { readFileSync, realpathSync } from 'node:fs'
-import { join, resolve } from 'node:path'
+import { realpathSync } from 'node:fs'
+import { resolve } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import type { FastifyInstance } from 'fastify'
@@ -8,7 +8,7 @@ import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type ConfigFlags } from './config.js'
 import { GatewayError } from './errors.js'
 import { openStore } from '../plugins/storage/open-store.js'
-import { PACKAGE_ROOT } from './paths.js'
+import { version } from './version.js'
 import { PluginLoadError } from './plugin-loader.js'
 
 const USAGE = `usage: llamagate <command> [flags]
@@ -127,9 +127,6 @@ function installShutdown (app: FastifyInstance): void {
   process.on('unhandledRejection', (err) => { app.log.fatal({ err }, 'unhandled rejection'); shutdown('unhandled rejection', 1) })
 }
 
-function version (): string {
-  return (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version
-}
 
 // Run only as the program, not when imported by a test.
 // (npm's bin link is a symlink, hence realpath.)

@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { errorBodyFor } from './error-shapes.js'
+import { errorBodyFor, errorEventNameFor } from './error-shapes.js'
 import { toErrorReply } from './error-handler.js'
 import { whenDrained } from './when-drained.js'
 
@@ -121,6 +121,8 @@ export class EventStream {
     if (!this.opened) throw err
     if (this.ended) return
     const reply = toErrorReply(err, this.request.log)
+    const name = this.format === 'sse' ? errorEventNameFor(this.request.url) : null
+    if (name !== null && !this.raw.destroyed) this.raw.write(`event: ${name}\n`)
     this.sendJson(JSON.stringify(errorBodyFor(this.request.url, reply)))
     this.end()
   }

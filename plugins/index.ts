@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
+import anthropicApi from './anthropic-api/index.js'
 import convert from './convert/index.js'
 import download from './download/index.js'
 import healthApi from './health-api/index.js'
@@ -29,5 +30,6 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   modelsApi,
   nativeApi,
   openaiApi,
+  anthropicApi,
   pullApi,
 ]

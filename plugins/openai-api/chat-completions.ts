@@ -1,12 +1,33 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { runOpenAi } from './openai-run.js'
-import { ChatCompletionBody, CompletionBody } from './schemas.js'
+import { runPassthrough, type PassthroughRoute } from './passthrough-run.js'
+import { ChatCompletionBody, CompletionBody, ResponsesBody } from './schemas.js'
+
+// OpenAI's top-level fields that are sampling options.
+const SAMPLING = ['temperature', 'top_p', 'max_tokens', 'seed', 'stop', 'presence_penalty', 'frequency_penalty'] as const
+// llama-server ends chat and text completion streams with `[DONE]`.
+const DONE = Buffer.from('data: [DONE]\n\n')
+
+const CHAT: PassthroughRoute = { path: '/v1/chat/completions', topLevelSampling: SAMPLING, streamEnd: DONE }
+const COMPLETIONS: PassthroughRoute = { path: '/v1/completions', topLevelSampling: SAMPLING, streamEnd: DONE }
+// A Responses stream has no [DONE]: its last event is `response.completed`, whose data holds the whole
+// response; the body ending in good order (the relay checks the chunked coding's end) is the sign.
+const RESPONSES: PassthroughRoute = { path: '/v1/responses', topLevelSampling: ['temperature', 'top_p'], streamEnd: null }
 
 const completions: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/chat/completions', { schema: { body: ChatCompletionBody } }, (request, reply) =>
-    runOpenAi(app.scheduler, request, reply, '/v1/chat/completions', request.body))
+  app.post('/v1/chat/completions', { schema: { body: ChatCompletionBody } }, (request, reply) => {
+    const body = request.body
+    // A message without a role is the user's; llama-server wants one on every message.
+    const messages = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)
+    return runPassthrough(app.scheduler, request, reply, CHAT, { ...body, messages })
+  })
   app.post('/v1/completions', { schema: { body: CompletionBody } }, (request, reply) =>
-    runOpenAi(app.scheduler, request, reply, '/v1/completions', request.body))
+    runPassthrough(app.scheduler, request, reply, COMPLETIONS, request.body))
+  app.post('/v1/responses', { schema: { body: ResponsesBody } }, (request, reply) => {
+    const { max_output_tokens: maxOutputTokens, ...body } = request.body
+    // Responses' `max_output_tokens` is the contract's max_tokens: a top-level value wins over `options`.
+    const options = maxOutputTokens !== undefined && maxOutputTokens !== null ? { ...body.options, max_tokens: maxOutputTokens } : body.options
+    return runPassthrough(app.scheduler, request, reply, RESPONSES, { ...body, options })
+  })
 }
 
 export default completions

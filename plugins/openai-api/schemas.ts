@@ -6,8 +6,9 @@ const Role = Type.Union(['system', 'user', 'assistant', 'tool', 'developer'].map
 // Content is a string or OpenAI's array of parts; llama-server reads both.
 const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() })), Type.Null()])
 
+// Optional in requests (rest-interface §2.2): a message without one is the user's.
 export const OpenAiMessage = Type.Object({
-  role: Role,
+  role: Type.Optional(Role),
   content: Type.Optional(Content),
   name: Type.Optional(Type.String()),
   tool_calls: Type.Optional(Type.Array(Type.Object({}))),
@@ -39,10 +40,25 @@ export const ChatCompletionBody = Type.Object({
   messages: Type.Array(OpenAiMessage, { minItems: 1 }),
   max_completion_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
   response_format: Type.Optional(Type.Object({ type: Type.Union([Type.Literal('text'), Type.Literal('json_object'), Type.Literal('json_schema')]) })),
-  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String() }) }))),
+  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String({ minLength: 1 }) }) }))),
 })
 
 export const CompletionBody = Type.Object({
   ...Common,
   prompt: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 1 })]),
+})
+
+// The Responses API (`client.responses.create`): `input` is a string or a list of items; llama-server converts
+// it to a chat and answers in the Responses shapes. The fields the gateway reads itself:
+export const ResponsesBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  input: Type.Union([Type.String(), Type.Array(Type.Object({}), { minItems: 1 })]),
+  instructions: Type.Optional(Type.Union([Type.String(), Type.Null()])),
+  stream: Type.Optional(Type.Boolean()),
+  temperature: Type.Optional(Type.Union([Type.Number({ minimum: 0, maximum: 2 }), Type.Null()])),
+  top_p: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Null()])),
+  max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
+  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String() }))),
+  options: Type.Optional(OptionsSchema),
+  keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
 })

@@ -13,11 +13,15 @@ export class ApiKeys {
 
   get enabled (): boolean { return this.digests.length > 0 }
 
-  /** True when `authorization` is `Bearer <one of the keys>`. */
-  accepts (authorization: string | undefined): boolean {
+  /**
+   * True when `authorization` is `Bearer <one of the keys>`, or `apiKey` (Anthropic's clients send theirs as
+   * `x-api-key`) is one of the keys.
+   */
+  accepts (authorization: string | undefined, apiKey?: string): boolean {
     const match = /^Bearer\s+(.+)$/i.exec(authorization ?? '')
-    if (!match) return false
-    const candidate = digest(match[1]!.trim())
+    const given = match?.[1] ?? apiKey
+    if (given === undefined || given.trim() === '') return false
+    const candidate = digest(given.trim())
     let found = false
     // No early exit: every key is compared, whatever matched.
     for (const key of this.digests) found = timingSafeEqual(key, candidate) || found

@@ -4,8 +4,9 @@ import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import { ApiKeys } from './api-keys.js'
 import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 
-// Reachable without a key, so that load balancers and supervisors can probe the server.
-const PUBLIC_PATHS = new Set(['/api/health'])
+// Reachable without a key, so that load balancers, supervisors and clients can probe the server (Ollama's
+// clients and Open WebUI ask `/` and `/api/version` before anything else).
+const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/version'])
 
 /**
  * Safe defaults for a server on a workstation: a DNS-rebinding guard when bound to loopback, browser
@@ -33,8 +34,10 @@ export default fp(async (app) => {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
     if (keys.enabled && request.method !== 'OPTIONS' && !PUBLIC_PATHS.has(request.url.split('?')[0]!)) {
-      if (!keys.accepts(request.headers.authorization)) {
-        throw new UnauthorizedError(request.headers.authorization ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>"')
+      const apiKey = request.headers['x-api-key']
+      const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
+      if (!keys.accepts(request.headers.authorization, xApiKey)) {
+        throw new UnauthorizedError(request.headers.authorization || xApiKey ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
       }
     }
   })

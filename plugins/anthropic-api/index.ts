@@ -1,0 +1,25 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import fp from 'fastify-plugin'
+import { runPassthrough, type PassthroughRoute } from '../openai-api/passthrough-run.js'
+import { CountTokensBody, MessagesBody } from './schemas.js'
+
+// llama-server converts a Messages request to a chat keeping only these sampling fields (and
+// stop_sequences): other options of the request or config.yaml do not reach generation on this surface.
+const SAMPLING = ['temperature', 'top_p', 'top_k', 'max_tokens'] as const
+// A Messages stream ends with `event: message_stop`, whose data is always the same.
+const MESSAGES: PassthroughRoute = { path: '/v1/messages', topLevelSampling: SAMPLING, streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n') }
+const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelSampling: [], streamEnd: null }
+
+/**
+ * Anthropic's Messages API (the Anthropic SDKs, Claude Code): POST /v1/messages, streamed or not, and
+ * POST /v1/messages/count_tokens, through llama-server's own implementation, with our model names, options,
+ * keep_alive, queueing, keys (`x-api-key` too) and Anthropic's error shape (core/error-shapes.ts).
+ */
+const anthropic: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/messages', { schema: { body: MessagesBody } }, (request, reply) =>
+    runPassthrough(app.scheduler, request, reply, MESSAGES, request.body))
+  app.post('/v1/messages/count_tokens', { schema: { body: CountTokensBody } }, (request, reply) =>
+    runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...request.body, stream: false }))
+}
+
+export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'scheduler'] })

@@ -1,0 +1,69 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { clientGone } from '../../core/client-gone.js'
+import { EventStream } from '../../core/event-stream.js'
+import { parseKeepAlive } from '../../core/keep-alive.js'
+import { parseModelName } from '../../core/model-name.js'
+import { runtimeSampling } from '../../runtimes/index.js'
+import type { LeaseSource } from '../scheduler/lease.js'
+import { runLeased } from '../scheduler/run-leased.js'
+
+const EVENT_END = Buffer.from('\n\n')
+
+/** One llama-server endpoint that already speaks a client API's shapes, and how its streams end. */
+export interface PassthroughRoute {
+  /** llama-server's path, which is also ours (`/v1/chat/completions`, `/v1/messages`, ...). */
+  path: string
+  /** The API's top-level fields that are sampling options: they win over the same settings in `options`. */
+  topLevelSampling: readonly string[]
+  /** The last bytes of a stream that finished (`data: [DONE]\n\n`); null when ending the body is the sign. */
+  streamEnd: Buffer | null
+}
+
+export type PassthroughBody = Record<string, unknown> & { model: string, stream?: boolean, options?: Record<string, unknown> }
+
+/**
+ * Runs a request against a llama-server endpoint that answers in the client's own shapes (OpenAI chat and
+ * text completions, OpenAI Responses, Anthropic Messages) with the model name we gave it as alias: streamed
+ * bytes are passed through as they come, no parsing, no re-encoding on the hot path. What the gateway adds
+ * is the options layering, keep_alive, the slot, and an error event when the runtime stops mid-stream.
+ */
+export async function runPassthrough (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, route: PassthroughRoute, body: PassthroughBody): Promise<unknown> {
+  parseModelName(body.model)
+  const { options, keep_alive: keepAlive, max_completion_tokens: maxCompletionTokens, ...fields } = body
+  // The API's top-level fields win over the same settings in `options` (contract: Options).
+  const requestOptions: Record<string, unknown> = { ...options }
+  for (const key of route.topLevelSampling) {
+    if (fields[key] !== undefined && fields[key] !== null) requestOptions[key] = fields[key]
+    delete fields[key]
+  }
+  if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
+  const streaming = body.stream === true
+  const stream = streaming ? new EventStream(request, reply, 'sse') : null
+  const progress = { tailBytes: route.streamEnd?.length ?? 2, tail: Buffer.alloc(0) }
+  const answer = await runLeased(leases, {
+    model: body.model,
+    request: { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) },
+    stream,
+    work: async (lease) => {
+      const runtimeBody = { ...fields, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
+      if (stream === null) {
+        const text = await lease.endpoint.post(route.path, runtimeBody, lease.signal)
+        reply.type('application/json; charset=utf-8')
+        return text
+      }
+      // The runtime's bytes go to the client as they come (runtimes/endpoint/stream-relay.ts); only the end is
+      // looked at, to tell a finished stream from one the runtime cut.
+      await lease.endpoint.relay(route.path, JSON.stringify(runtimeBody), stream, progress, lease.signal)
+      if (route.streamEnd !== null && !progress.tail.equals(route.streamEnd)) throw new Error('the runtime ended the stream early')
+      stream.end()
+      return undefined
+    },
+    // A runtime that died mid-event left half an event: close it so that the error event reads cleanly.
+    beforeErrorEvent: () => {
+      const { tail } = progress
+      const endsEvent = tail.length === 0 || (tail[tail.length - 1] === 0x0a && tail[tail.length - 2] === 0x0a)
+      if (!endsEvent) stream!.writeRaw(EVENT_END)
+    },
+  })
+  return answer ?? reply
+}
