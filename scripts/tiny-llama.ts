@@ -126,6 +126,14 @@ function hfToGgufRow (headDim: number): (row: number) => number {
   }
 }
 
+/**
+ * A tensor of seeded uniform values in [-scale, scale] (norm weights: all ones, with no scale), the same on
+ * every platform for the same seed and name.
+ */
+export function seededTensor (seed: number, name: string, shape: number[], dtype: Tensor['dtype'], scale?: number): Tensor {
+  return { name, shape, dtype: scale === undefined ? 'f32' : dtype, fillRows: rowFiller(seed, { gguf: name, hf: name, shape, ...(scale !== undefined ? { scale } : {}) }, (row) => row) }
+}
+
 function rowFiller (seed: number, w: WeightSpec, ggufRow: (row: number) => number): Tensor['fillRows'] {
   const width = w.shape.at(-1)!
   const { scale } = w

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
-import { responseFormat } from './format.js'
+import { refuseImages, responseFormat, thinkFields } from './format.js'
 import { runNative } from './native-run.js'
 import { ChatBody } from './schemas.js'
 
@@ -19,6 +19,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
+    refuseImages(app.store.get(body.model).name, messages.map((m) => m.images))
     return runNative(app.scheduler, request, reply, {
       kind: 'chat',
       model: body.model,
@@ -35,6 +36,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
           ...(m.tool_name ? { name: m.tool_name } : {}),
         })),
         ...(body.tools ? { tools: body.tools } : {}),
+        ...thinkFields(body.think),
         ...(responseFormat(body.format) ? { response_format: responseFormat(body.format) } : {}),
       },
     })

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
-import { responseFormat } from './format.js'
+import { refuseImages, responseFormat, thinkFields } from './format.js'
 import { runNative } from './native-run.js'
 import { GenerateBody } from './schemas.js'
 
@@ -19,6 +19,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
+    refuseImages(app.store.get(body.model).name, [body.images])
     const format = responseFormat(body.format)
     // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
     const templated = body.raw !== true
@@ -33,6 +34,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
         ? {
             messages: [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }],
             ...(format ? { response_format: format } : {}),
+            ...thinkFields(body.think),
           }
         : { prompt, ...(format ? { json_schema: format.type === 'json_object' ? { type: 'object' } : (format.json_schema as { schema: unknown }).schema } : {}) },
     })

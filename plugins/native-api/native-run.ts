@@ -9,6 +9,7 @@ import { runtimeSampling } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from '../scheduler/run-leased.js'
 import { doneReason, ollamaStats, type RuntimeTimings } from './stats.js'
+import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
 export interface NativeRun {
@@ -23,11 +24,8 @@ export interface NativeRun {
   keepAlive: unknown
 }
 
-interface ToolCallDelta { index?: number, id?: string, function?: { name?: string, arguments?: string } }
-interface ToolCall { id?: string, name: string, arguments: string }
-
 /** A fragment of the runtime's answer, whichever endpoint it came from. */
-interface Fragment { text: string, toolCalls?: ToolCallDelta[], finishReason?: string | null, timings?: RuntimeTimings, error?: unknown }
+interface Fragment { text: string, thinking?: string, toolCalls?: ToolCallDelta[], finishReason?: string | null, timings?: RuntimeTimings, error?: unknown }
 
 const EMPTY = ''
 
@@ -38,26 +36,8 @@ function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
   }
   const choice = event.choices?.[0]
   const delta = choice?.delta ?? choice?.message
-  return { text: delta?.content ?? EMPTY, toolCalls: delta?.tool_calls, finishReason: choice?.finish_reason, timings: event.timings }
-}
-
-/** Tool-call fragments arrive in pieces; Ollama clients expect whole calls with parsed arguments. */
-function collectToolCalls (calls: ToolCall[], deltas: ToolCallDelta[] | undefined): void {
-  for (const delta of deltas ?? []) {
-    const at = delta.index ?? calls.length
-    const call = calls[at] ?? (calls[at] = { name: '', arguments: '' })
-    if (delta.id) call.id = delta.id
-    if (delta.function?.name) call.name += delta.function.name
-    if (delta.function?.arguments) call.arguments += delta.function.arguments
-  }
-}
-
-function ollamaToolCalls (calls: ToolCall[]): unknown[] {
-  return calls.map((c, index) => {
-    let args: unknown = c.arguments
-    try { args = c.arguments === '' ? {} : JSON.parse(c.arguments) } catch { /* keep the text the model wrote */ }
-    return { ...(c.id ? { id: c.id } : {}), function: { index, name: c.name, arguments: args } }
-  })
+  // llama-server splits reasoning out of the answer (its default reasoning format) into reasoning_content.
+  return { text: delta?.content ?? EMPTY, thinking: delta?.reasoning_content || undefined, toolCalls: delta?.tool_calls, finishReason: choice?.finish_reason, timings: event.timings }
 }
 
 /**
@@ -95,8 +75,8 @@ async function wholeAnswer (lease: Lease, run: NativeRun, startedNs: bigint): Pr
   const calls: ToolCall[] = []
   collectToolCalls(calls, fragment.toolCalls)
   const text = run.kind === 'chat'
-    ? { message: { role: 'assistant', content: fragment.text, ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
-    : { response: fragment.text }
+    ? { message: { role: 'assistant', content: fragment.text, ...(fragment.thinking ? { thinking: fragment.thinking } : {}), ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
+    : { response: fragment.text, ...(fragment.thinking ? { thinking: fragment.thinking } : {}) }
   return {
     model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
     done_reason: doneReason(fragment.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, fragment.timings),
@@ -114,6 +94,13 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
     const fragment = fragmentOf(run.endpoint, event)
     if (fragment.error) throw runtimeFailure(fragment.error)
     collectToolCalls(calls, fragment.toolCalls)
+    if (fragment.thinking !== undefined) {
+      // Ollama's shape: reasoning in its own field, beside an empty answer fragment.
+      const event = run.kind === 'chat'
+        ? { model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', thinking: fragment.thinking }, done: false }
+        : { model: lease.model.name, created_at: new Date().toISOString(), response: '', thinking: fragment.thinking, done: false }
+      if (!stream.send(event)) await stream.drained()
+    }
     if (fragment.text !== EMPTY) {
       const text = run.kind === 'chat'
         ? `{"role":"assistant","content":${JSON.stringify(fragment.text)}}`

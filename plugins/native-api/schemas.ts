@@ -15,9 +15,11 @@ export const NativeMessage = Type.Object({
 })
 
 const KeepAlive = Type.Union([Type.Number(), Type.String()])
+// Ollama's `think`: on, off, or an effort for models that take one.
+const Think = Type.Union([Type.Boolean(), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')])
 // "json", or a JSON schema (an object)
 const Format = Type.Union([Type.Literal('json'), Type.Literal(''), Type.Object({})])
-const Tool = Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String() }) })
+const Tool = Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String({ minLength: 1 }) }) })
 
 export const ChatBody = Type.Object({
   model: Type.String({ minLength: 1 }),
@@ -26,6 +28,7 @@ export const ChatBody = Type.Object({
   options: Type.Optional(OptionsSchema),
   format: Type.Optional(Format),
   tools: Type.Optional(Type.Array(Tool)),
+  think: Type.Optional(Think),
   keep_alive: Type.Optional(KeepAlive),
 })
 
@@ -37,6 +40,7 @@ export const GenerateBody = Type.Object({
   stream: Type.Optional(Type.Boolean()),
   options: Type.Optional(OptionsSchema),
   format: Type.Optional(Format),
+  think: Type.Optional(Think),
   keep_alive: Type.Optional(KeepAlive),
   images: Type.Optional(Type.Array(Type.String())),
 })

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../core/app.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { testConfig, tempDir } from './app.js'
+import { realisticModel, type REALISTIC } from './realistic-models.js'
 import { cpuRuntime } from './runtime.js'
 
 type Test = Parameters<typeof tempDir>[0]
@@ -35,6 +36,25 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
     await writeTinyGguf({ file, seed: seed++, name })
     await app.store.import(name, file)
   }
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  return { app, url }
+}
+
+/**
+ * The whole gateway on a real socket with realistic tiny models (a real vocabulary and chat template, see
+ * realistic-models.ts) under the given names, llama-server on one thread.
+ */
+export async function serveRealisticModels (t: Test, models: Record<string, keyof typeof REALISTIC>, values: Record<string, unknown> = {}): Promise<InferenceServer> {
+  const runtime = await cpuRuntime()
+  const config = await testConfig(t, {
+    runtime: 'cpu',
+    runtimes: { cpu: { bin: runtime.binDir } },
+    ...values,
+    default_options: { num_ctx: 1024, num_parallel: 1, num_thread: 1, max_tokens: 32, ...(values.default_options as object) },
+  })
+  const app = await buildApp(config)
+  t.teardown(() => app.close())
+  for (const [name, kind] of Object.entries(models)) await app.store.import(name, await realisticModel(kind))
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }
 }

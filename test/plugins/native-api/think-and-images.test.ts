@@ -1,0 +1,55 @@
+import { Ollama } from 'ollama'
+import OpenAI from 'openai'
+import t from 'tap'
+import { post, serveRealisticModels } from '../../helpers/inference.js'
+
+// Thinking on a tiny random-weight model with DeepSeek-R1-Distill-Qwen's real template: its answer opens with
+// <think>, so what the model writes (noise, far from a closing </think> in a few tokens) is reasoning, and
+// llama-server hands it back apart from the answer.
+
+t.test('think: the reasoning lands in message.thinking (chat) and thinking (generate), streamed and not', async (t) => {
+  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const ollama = new Ollama({ host: url })
+  const whole = await ollama.chat({ model: 'acme/r1', messages: [{ role: 'user', content: 'why?' }], think: true, options: { num_predict: 8, seed: 1 } })
+  t.ok((whole.message.thinking ?? '').length > 0, `message.thinking: ${JSON.stringify(whole.message.thinking)}`)
+  t.equal(whole.message.content, '', 'nothing of it in the answer')
+  let thinking = ''
+  let content = ''
+  for await (const part of await ollama.chat({ model: 'acme/r1', messages: [{ role: 'user', content: 'why?' }], think: true, stream: true, options: { num_predict: 8, seed: 1 } })) {
+    thinking += part.message.thinking ?? ''
+    content += part.message.content
+  }
+  t.equal(thinking, whole.message.thinking, 'streamed, the same reasoning in pieces (same seed)')
+  t.equal(content, '')
+  const generated = await ollama.generate({ model: 'acme/r1', prompt: 'why?', think: 'high', options: { num_predict: 8, seed: 2 } })
+  t.ok((generated.thinking ?? '').length > 0, `generate: thinking ${JSON.stringify(generated.thinking)}`)
+  const raw = await post(`${url}/api/generate`, { model: 'acme/r1', prompt: 'why?', stream: true, options: { num_predict: 6 } }, { accept: 'application/x-ndjson' })
+  const events = (await raw.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
+  t.ok(events.some((e) => typeof e.thinking === 'string' && e.thinking !== ''), 'NDJSON events carry thinking')
+})
+
+t.test('/v1/chat/completions on the same model: reasoning_content apart from content', async (t) => {
+  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
+  const completion = await client.chat.completions.create({ model: 'acme/r1', messages: [{ role: 'user', content: 'why?' }], max_tokens: 8, seed: 1 })
+  const message = completion.choices[0]!.message as { content: string | null, reasoning_content?: string }
+  t.ok((message.reasoning_content ?? '').length > 0, `reasoning_content: ${JSON.stringify(message.reasoning_content)}`)
+  t.notOk(message.content, 'no answer text yet')
+})
+
+t.test('bad think values and images for a model without a projector: 400 that says so', async (t) => {
+  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const cases: Array<[string, string, Record<string, unknown>, RegExp]> = [
+    ['think of another type', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 3 }, /think/],
+    ['think an unknown word', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 'max-ish' }, /think/],
+    ['images on chat', '/api/chat', { messages: [{ role: 'user', content: 'what is this?', images: ['iVBORw0KGgo='] }] }, /cannot read images: it has no vision projector/],
+    ['images on generate', '/api/generate', { prompt: 'what is this?', images: ['iVBORw0KGgo='] }, /cannot read images: it has no vision projector/],
+  ]
+  for (const [what, path, body, message] of cases) {
+    const res = await post(`${url}${path}`, { model: 'acme/r1', stream: false, ...body })
+    t.equal(res.status, 400, `${what}: 400`)
+    t.match(await res.json(), { error: message }, `${what}: says why`)
+  }
+  const empty = await post(`${url}/api/chat`, { model: 'acme/r1', stream: false, messages: [{ role: 'user', content: 'hi', images: [] }], options: { num_predict: 1 } })
+  t.equal(empty.status, 200, 'an empty images list is no image')
+})
