@@ -34,3 +34,11 @@ export function parseModelName (text: unknown): ModelName {
   if (tag !== null && (!TAG.test(tag) || tag.includes('..'))) throw new InvalidModelNameError(text)
   return { owner, name, tag, id: `${owner}/${name}` }
 }
+
+/**
+ * The model a native request names: `model`, or `name`, which Ollama's server reads too and its clients still
+ * send for some calls (ollama-js's delete and pull). The body schema makes sure one of them is there.
+ */
+export function requestedModel (body: { model?: string, name?: string }): string {
+  return body.model ?? body.name ?? ''
+}

@@ -1,7 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
+import { requestedModel } from '../../core/model-name.js'
 import type { ModelRecord } from '../storage/model-store.js'
-import { DeleteReply, ImportBody, ModelBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
+import { capabilities, modelInfo as fullModelInfo, parametersText, showDetails } from './show.js'
+import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
 
 function tagOf (r: ModelRecord) {
   return { name: r.name, model: r.model, size: r.size, format: r.format, modified_at: r.modified_at, digest: r.digest, details: r.details }
@@ -34,21 +36,35 @@ function modelInfo (r: ModelRecord): Record<string, unknown> {
   return info
 }
 
-/** The model-record surfaces: /api/tags, /api/show, /api/delete, /api/import, /v1/models. */
+/** The model-record surfaces: /api/tags, /api/show, /api/copy, /api/delete, /api/import, /v1/models. */
 const routes: FastifyPluginAsyncTypebox = async (app) => {
   const { store } = app
 
   app.get('/api/tags', { schema: { response: { 200: TagsReply } } }, async () => ({ models: store.list().map(tagOf) }))
 
-  app.post('/api/show', { schema: { body: ModelBody, response: { 200: ShowReply } } }, async (request) => {
+  app.post('/api/show', { schema: { body: ShowBody, response: { 200: ShowReply } } }, async (request) => {
     // An invalid name is a 400 and an unknown one a 404 (ModelNotFoundError), both from the store.
-    const record = store.get(request.body.model)
-    return { modelfile: '', details: tagOf(record), model_info: modelInfo(record), template: record.gguf?.chat_template ?? '', modified_at: record.modified_at }
+    const record = store.get(requestedModel(request.body))
+    return {
+      modelfile: '',
+      details: showDetails(record),
+      model_info: await fullModelInfo(record, modelInfo(record), request.body.verbose === true),
+      template: record.gguf?.chat_template ?? '',
+      parameters: parametersText(app.config.models[record.name]?.options),
+      capabilities: capabilities(record),
+      modified_at: record.modified_at,
+    }
   })
 
-  app.delete('/api/delete', { schema: { body: ModelBody, response: { 200: DeleteReply } } }, async (request) => {
-    await store.delete(request.body.model)
+  app.delete('/api/delete', { schema: { body: ModelOrNameBody, response: { 200: DeleteReply } } }, async (request) => {
+    await store.delete(requestedModel(request.body))
     return { status: 'deleted' as const }
+  })
+
+  // Ollama answers an empty 200; its clients read no body, and a JSON one keeps this surface uniform.
+  app.post('/api/copy', { schema: { body: CopyBody, response: { 200: CopyReply } } }, async (request) => {
+    await store.copy(request.body.source, request.body.destination)
+    return { status: 'copied' as const }
   })
 
   app.post('/api/import', { schema: { body: ImportBody, response: { 200: ModelRecordSchema } } }, async (request) => {

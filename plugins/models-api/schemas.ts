@@ -1,6 +1,14 @@
 import { Type } from 'typebox'
 
-export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })
+/** A body naming one model by `model`, or by `name` as Ollama's older clients do. */
+export const ModelOrNameBody = Type.Object({
+  model: Type.Optional(Type.String({ minLength: 1 })),
+  name: Type.Optional(Type.String({ minLength: 1 })),
+}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
+/** Ollama's copy: `destination` becomes a second name of `source`. */
+export const CopyBody = Type.Object({ source: Type.String({ minLength: 1 }), destination: Type.String({ minLength: 1 }) })
+export const CopyReply = Type.Object({ status: Type.Literal('copied') })
+
 export const ImportBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   /** An absolute path on the server's machine (a relative one is taken from the server's working folder). */
@@ -30,11 +38,20 @@ export const ModelRecordSchema = Type.Object({
 export const TagsReply = Type.Object({ models: Type.Array(ModelRecordSchema) })
 
 /** rest-interface §4.5: `modelfile` and `details`, plus what the GGUF says about itself (Ollama's `model_info`). */
+// `verbose` keeps long arrays in model_info.
+export const ShowBody = Type.Object({
+  ...ModelOrNameBody.properties,
+  verbose: Type.Optional(Type.Boolean()),
+}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
+
 export const ShowReply = Type.Object({
   modelfile: Type.String(),
-  details: ModelRecordSchema,
+  // The spec's record (§2.2) and Ollama's flat details, in one object.
+  details: Type.Intersect([Type.Omit(ModelRecordSchema, ['details']), Details]),
   model_info: Type.Record(Type.String(), Type.Unknown()),
   template: Type.String(),
+  parameters: Type.String(),
+  capabilities: Type.Array(Type.String()),
   modified_at: Type.String(),
 })
 

@@ -3,21 +3,23 @@ import fp from 'fastify-plugin'
 import { Type } from 'typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
-import { parseModelName } from '../../core/model-name.js'
+import { parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
 
+// `name` is what ollama-js's pull() sends; Ollama's server reads either.
 const PullBody = Type.Object({
-  model: Type.String({ minLength: 1 }),
+  model: Type.Optional(Type.String({ minLength: 1 })),
+  name: Type.Optional(Type.String({ minLength: 1 })),
   stream: Type.Optional(Type.Boolean()),
   // Ollama's client sends it; there is nothing insecure to allow here.
   insecure: Type.Optional(Type.Boolean()),
   // The GGUF type a SafeTensors model is converted to (default: default_options.dtype).
   options: Type.Optional(Type.Object({ dtype: OptionsSchema.properties.dtype })),
-})
+}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
 
 const pull: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/pull', { schema: { body: PullBody } }, async (request, reply) => {
-    const { model } = request.body
+    const model = requestedModel(request.body)
     parseModelName(model)
     if (request.body.stream === false) {
       await app.puller.pull(model, () => {}, clientGone(reply), request.body.options?.dtype)

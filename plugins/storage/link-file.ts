@@ -26,6 +26,22 @@ export async function linkOrCopy (source: string, target: string): Promise<LinkK
   }
 }
 
+/**
+ * Shares a file already in the store with another model: a hard link (the same bytes under two names; either
+ * can be deleted without the other), else a copy. Never a symbolic link, which would break with the source.
+ */
+export async function hardLinkOrCopy (source: string, target: string): Promise<'hardlink' | 'copy'> {
+  await unlink(target).catch(() => {})
+  try {
+    await link(source, target)
+    return 'hardlink'
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') throw err
+    await copyFile(source, target)
+    return 'copy'
+  }
+}
+
 const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i
 
 /**

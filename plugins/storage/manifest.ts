@@ -26,7 +26,8 @@ export interface Manifest {
   version: 1
   name: string
   format: 'gguf' | 'safetensors'
-  source: { type: 'hub' | 'import', repository?: string, commit?: string, path?: string, link?: LinkKind }
+  /** Where it came from; a copy (`/api/copy`) names the model it was copied from in `model`. */
+  source: { type: 'hub' | 'import' | 'copy', repository?: string, commit?: string, path?: string, link?: LinkKind, model?: string }
   files: ManifestFile[]
   /** The GGUF to load (the first part of a split GGUF); null for SafeTensors models. */
   primary: string | null

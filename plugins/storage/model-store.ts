@@ -6,7 +6,7 @@ import { parseModelName } from '../../core/model-name.js'
 import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
-import { ggufParts, linkOrCopy, type LinkKind } from './link-file.js'
+import { ggufParts, hardLinkOrCopy, linkOrCopy, type LinkKind } from './link-file.js'
 import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 
@@ -277,6 +277,38 @@ export class ModelStore {
       })
     } finally {
       await writer.release()
+    }
+  }
+
+  /**
+   * Makes `to` a second name of the model `from` (Ollama's copy): its files hard-linked into the new folder, so
+   * that no byte is copied and either name can be deleted without the other. An existing `to` is replaced.
+   * @throws InvalidModelNameError, ModelNotFoundError, BadRequestError (the same name), ConflictError (either
+   *   being written)
+   */
+  async copy (from: string, to: string): Promise<ModelRecord> {
+    const source = this.get(from)
+    const { id } = parseModelName(to)
+    if (modelKey(id) === modelKey(source.name)) throw new BadRequestError(`"${to}" is the model "${source.name}" itself: copy it to another name`)
+    // The source's lock keeps it from being deleted or rewritten while its files are linked; not waited for.
+    const reading = await this.openWriter(source.name)
+    try {
+      const manifest = reading.existing
+      if (!manifest) throw new ModelNotFoundError(source.name)
+      const writer = await this.openWriter(id, { wait: true })
+      try {
+        let link: LinkKind | undefined
+        for (const name of [...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)]) {
+          const kind = await hardLinkOrCopy(join(reading.dir, name), join(writer.dir, name))
+          link ??= kind
+        }
+        const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
+        return await writer.commit({ ...input, name: id, source: { type: 'copy', model: source.name, link } })
+      } finally {
+        await writer.release()
+      }
+    } finally {
+      await reading.release()
     }
   }
 

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs'
 import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { Ollama } from 'ollama'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../../core/app.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
@@ -271,4 +272,23 @@ t.test('a pull right after its only client left starts afresh; another tag of a 
   t.same(again.events.at(-1), { status: 'success' }, 'the new pull did not join the cancelled one')
   t.equal(again.events[1].completed, 100_000, 'and it went on from the partial data')
   t.equal(fake.cdnBytes.get(shaOf(fake, 'acme/tiny-GGUF', 'tiny-Q4_K_M.gguf')), size, 'no byte fetched twice')
+})
+
+t.test('the official ollama client pulls, lists and deletes (it sends `name`, not `model`, for pull and delete)', async (t) => {
+  const fake = await hub(t)
+  const { app, url } = await serve(t, fake)
+  const ollama = new Ollama({ host: url })
+  const statuses: string[] = []
+  for await (const part of await ollama.pull({ model: 'acme/small-GGUF', stream: true })) statuses.push(part.status)
+  t.equal(statuses.at(-1), 'success')
+  t.ok(app.store.find('acme/small-GGUF'), 'pulled and listed')
+  t.equal((await ollama.pull({ model: 'acme/small-GGUF' })).status, 'success', 'unstreamed too (already there)')
+  t.ok((await ollama.list()).models.some((m) => m.name === 'acme/small-GGUF'))
+  await ollama.delete({ model: 'acme/small-GGUF' })
+  t.notOk(app.store.find('acme/small-GGUF'), 'deleted')
+  const missing = await ollama.delete({ model: 'acme/small-GGUF' }).catch((e: unknown) => e)
+  t.match(missing, { status_code: 404, error: /not found/ })
+  const neither = await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({}) })
+  t.equal(neither.status, 400, 'a body naming no model is still refused')
+  t.match(await neither.json(), { error: /model|name/ })
 })

@@ -1,0 +1,56 @@
+import { gguf } from '@huggingface/gguf'
+import type { Options } from '../../core/options-schema.js'
+import type { ModelRecord } from '../storage/model-store.js'
+
+// Architectures that embed rather than generate (llama.cpp's BERT family).
+const EMBEDDING_ARCHITECTURES = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2', 'jina-bert-v3', 'modern-bert', 'neo-bert', 't5encoder'])
+// Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
+const SHORT_ARRAY = 5
+
+/**
+ * What a model can do, as Ollama's clients read it to offer tools, thinking or image upload: decided, as Ollama
+ * decides it, from what the model's chat template renders.
+ */
+export function capabilities (record: ModelRecord): string[] {
+  if (record.gguf?.architecture && EMBEDDING_ARCHITECTURES.has(record.gguf.architecture)) return ['embedding']
+  const template = record.gguf?.chat_template ?? ''
+  const found = ['completion']
+  if (/\btools\b/.test(template)) found.push('tools')
+  if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')
+  return found
+}
+
+/** Ollama's flat `details`, beside every field of the spec's model record (rest-interface §2.2). */
+export function showDetails (record: ModelRecord): Omit<ModelRecord, 'id' | 'dir' | 'files' | 'variants' | 'gguf' | 'manifest' | 'details'> & ModelRecord['details'] {
+  // `format` is the same in both: the record's and Ollama's.
+  return { ...record.details, name: record.name, model: record.model, size: record.size, format: record.format, modified_at: record.modified_at, digest: record.digest }
+}
+
+/** The options config.yaml sets for this model, as Ollama's `parameters` text (`key value` lines). */
+export function parametersText (options: Options | undefined): string {
+  return Object.entries(options ?? {}).filter(([, v]) => v !== undefined)
+    .flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one) => `${k.padEnd(24)}${typeof one === 'string' ? JSON.stringify(one) : String(one)}`))
+    .join('\n')
+}
+
+/**
+ * The GGUF's metadata, read from its header when asked (a show is rare; the store keeps only what requests
+ * need): long arrays emptied unless `verbose`, the template left to `template`, numbers as JSON numbers. The
+ * fields the store reads at commit (parameter count, file type by name) are kept as they are there.
+ */
+export async function modelInfo (record: ModelRecord, curated: Record<string, unknown>, verbose: boolean): Promise<Record<string, unknown>> {
+  const file = record.manifest.primary ?? record.variants[0]?.file
+  const info: Record<string, unknown> = {}
+  if (file) {
+    const { metadata } = await gguf(`${record.dir}/${file}`, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
+    for (const [key, value] of Object.entries(metadata)) {
+      if (key === 'version' || key === 'tensor_count' || key === 'kv_count' || key === 'tokenizer.chat_template') continue
+      info[key] = Array.isArray(value) ? (verbose || value.length <= SHORT_ARRAY ? value.map(plain) : []) : plain(value)
+    }
+  }
+  return { ...info, ...curated }
+}
+
+function plain (value: unknown): unknown {
+  return typeof value === 'bigint' ? Number(value) : value
+}
