@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
 import type { ModelRecord } from '../storage/model-store.js'
-import { capabilities, modelInfo as fullModelInfo, parametersText, showDetails } from './show.js'
+import { capabilities } from '../storage/capabilities.js'
+import { modelInfo as fullModelInfo, parametersText, showDetails } from './show.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
 
 function tagOf (r: ModelRecord) {

@@ -2,23 +2,8 @@ import { gguf } from '@huggingface/gguf'
 import type { Options } from '../../core/options-schema.js'
 import type { ModelRecord } from '../storage/model-store.js'
 
-// Architectures that embed rather than generate (llama.cpp's BERT family).
-const EMBEDDING_ARCHITECTURES = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2', 'jina-bert-v3', 'modern-bert', 'neo-bert', 't5encoder'])
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
 const SHORT_ARRAY = 5
-
-/**
- * What a model can do, as Ollama's clients read it to offer tools, thinking or image upload: decided, as Ollama
- * decides it, from what the model's chat template renders.
- */
-export function capabilities (record: ModelRecord): string[] {
-  if (record.gguf?.architecture && EMBEDDING_ARCHITECTURES.has(record.gguf.architecture)) return ['embedding']
-  const template = record.gguf?.chat_template ?? ''
-  const found = ['completion']
-  if (/\btools\b/.test(template)) found.push('tools')
-  if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')
-  return found
-}
 
 /** Ollama's flat `details`, beside every field of the spec's model record (rest-interface §2.2). */
 export function showDetails (record: ModelRecord): Omit<ModelRecord, 'id' | 'dir' | 'files' | 'variants' | 'gguf' | 'manifest' | 'details'> & ModelRecord['details'] {

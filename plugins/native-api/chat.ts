@@ -19,7 +19,8 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
-    refuseImages(app.store.get(body.model).name, messages.map((m) => m.images))
+    const record = app.store.get(body.model)
+    refuseImages(record.name, messages.map((m) => m.images))
     return runNative(app.scheduler, request, reply, {
       kind: 'chat',
       model: body.model,
@@ -36,7 +37,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
           ...(m.tool_name ? { name: m.tool_name } : {}),
         })),
         ...(body.tools ? { tools: body.tools } : {}),
-        ...thinkFields(body.think),
+        ...thinkFields(record, body.think),
         ...(responseFormat(body.format) ? { response_format: responseFormat(body.format) } : {}),
       },
     })

@@ -19,7 +19,8 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
-    refuseImages(app.store.get(body.model).name, [body.images])
+    const record = app.store.get(body.model)
+    refuseImages(record.name, [body.images])
     const format = responseFormat(body.format)
     // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
     const templated = body.raw !== true
@@ -34,7 +35,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
         ? {
             messages: [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }],
             ...(format ? { response_format: format } : {}),
-            ...thinkFields(body.think),
+            ...thinkFields(record, body.think),
           }
         : { prompt, ...(format ? { json_schema: format.type === 'json_object' ? { type: 'object' } : (format.json_schema as { schema: unknown }).schema } : {}) },
     })

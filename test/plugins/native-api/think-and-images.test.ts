@@ -50,6 +50,14 @@ t.test('bad think values and images for a model without a projector: 400 that sa
     t.equal(res.status, 400, `${what}: 400`)
     t.match(await res.json(), { error: message }, `${what}: says why`)
   }
+  const { url: qwenUrl } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  for (const think of [true, 'low'] as const) {
+    const res = await post(`${qwenUrl}/api/chat`, { model: 'acme/qwen', stream: false, think, messages: [{ role: 'user', content: 'hi' }] })
+    t.equal(res.status, 400, `think ${think} on a model whose template has no reasoning: 400`)
+    t.same(await res.json(), { error: '"acme/qwen" does not support thinking' }, 'Ollama\'s words')
+  }
+  const off = await post(`${qwenUrl}/api/chat`, { model: 'acme/qwen', stream: false, think: false, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 1 } })
+  t.equal(off.status, 200, 'think: false is fine anywhere')
   const empty = await post(`${url}/api/chat`, { model: 'acme/r1', stream: false, messages: [{ role: 'user', content: 'hi', images: [] }], options: { num_predict: 1 } })
   t.equal(empty.status, 200, 'an empty images list is no image')
 })
