@@ -1,6 +1,11 @@
 import fp from 'fastify-plugin'
+import blobs from './blobs.js'
+import create from './create.js'
 import routes from './routes.js'
 
+/** The model-record surfaces: tags, show, copy, create and its blobs, delete, import, /v1/models. */
 export default fp(async (app) => {
   await app.register(routes)
+  await app.register(create)
+  await app.register(blobs)
 }, { name: 'models-api', dependencies: ['storage'] })

@@ -51,7 +51,9 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       details: showDetails(record),
       model_info: await fullModelInfo(record, modelInfo(record), request.body.verbose === true),
       template: record.gguf?.chat_template ?? '',
-      parameters: parametersText(app.config.models[record.name]?.options),
+      // The model's own (from /api/create), under config.yaml's, as requests get them.
+      parameters: parametersText({ ...record.parameters, ...app.config.models[record.name]?.options }),
+      ...(record.system !== null ? { system: record.system } : {}),
       capabilities: capabilities(record),
       modified_at: record.modified_at,
     }

@@ -51,6 +51,7 @@ export const ShowReply = Type.Object({
   model_info: Type.Record(Type.String(), Type.Unknown()),
   template: Type.String(),
   parameters: Type.String(),
+  system: Type.Optional(Type.String()),
   capabilities: Type.Array(Type.String()),
   modified_at: Type.String(),
 })

@@ -6,7 +6,7 @@ import type { ModelRecord } from '../storage/model-store.js'
 const SHORT_ARRAY = 5
 
 /** Ollama's flat `details`, beside every field of the spec's model record (rest-interface §2.2). */
-export function showDetails (record: ModelRecord): Omit<ModelRecord, 'id' | 'dir' | 'files' | 'variants' | 'gguf' | 'manifest' | 'details'> & ModelRecord['details'] {
+export function showDetails (record: ModelRecord): Pick<ModelRecord, 'name' | 'model' | 'size' | 'format' | 'modified_at' | 'digest'> & ModelRecord['details'] {
   // `format` is the same in both: the record's and Ollama's.
   return { ...record.details, name: record.name, model: record.model, size: record.size, format: record.format, modified_at: record.modified_at, digest: record.digest }
 }

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
+import { withModelSystem } from '../storage/model-system.js'
 import { refuseImages, responseFormat, thinkFields } from './format.js'
 import { runNative } from './native-run.js'
 import { ChatBody } from './schemas.js'
@@ -29,13 +30,13 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       options: body.options,
       keepAlive: body.keep_alive,
       body: {
-        messages: messages.map((m) => ({
+        messages: withModelSystem(record, messages.map((m) => ({
           role: m.role ?? 'user',
           content: m.content ?? '',
           ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function.arguments) } })) } : {}),
           ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
           ...(m.tool_name ? { name: m.tool_name } : {}),
-        })),
+        }))),
         ...(body.tools ? { tools: body.tools } : {}),
         ...thinkFields(record, body.think),
         ...(responseFormat(body.format) ? { response_format: responseFormat(body.format) } : {}),

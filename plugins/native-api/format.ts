@@ -31,3 +31,4 @@ export function refuseImages (model: string, images: Array<string[] | undefined>
     throw new BadRequestError(`model "${model}" cannot read images: it has no vision projector (mmproj); send text only`, 'images_not_supported')
   }
 }
+

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
+import { withModelSystem } from '../storage/model-system.js'
 import { refuseImages, responseFormat, thinkFields } from './format.js'
 import { runNative } from './native-run.js'
 import { GenerateBody } from './schemas.js'
@@ -33,7 +34,8 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       keepAlive: body.keep_alive,
       body: templated
         ? {
-            messages: [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }],
+            // The request's system prompt, else the one the model was created with.
+            messages: withModelSystem(record, [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }]),
             ...(format ? { response_format: format } : {}),
             ...thinkFields(record, body.think),
           }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { withModelSystem } from '../storage/model-system.js'
 import { runPassthrough, type PassthroughRoute } from './passthrough-run.js'
 import { ChatCompletionBody, CompletionBody, ResponsesBody } from './schemas.js'
 
@@ -16,8 +17,9 @@ const RESPONSES: PassthroughRoute = { path: '/v1/responses', topLevelSampling: [
 const completions: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/chat/completions', { schema: { body: ChatCompletionBody } }, (request, reply) => {
     const body = request.body
-    // A message without a role is the user's; llama-server wants one on every message.
-    const messages = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)
+    // A message without a role is the user's; llama-server wants one on every message. A model created with a
+    // system prompt gets it first when the conversation brings none.
+    const messages = withModelSystem(app.store.get(body.model), body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m))
     return runPassthrough(app.scheduler, request, reply, CHAT, { ...body, messages })
   })
   app.post('/v1/completions', { schema: { body: CompletionBody } }, (request, reply) =>

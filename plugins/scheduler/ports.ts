@@ -12,6 +12,8 @@ export interface SchedulableModel {
   size: number
   digest?: string
   details?: Record<string, unknown>
+  /** Options the model was created with: its own defaults, under config.yaml's per-model options. */
+  parameters?: Record<string, unknown> | null
   /** What the GGUF says about its shape, when known: used to estimate the KV cache. */
   gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null } | null
 }

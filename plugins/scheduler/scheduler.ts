@@ -38,7 +38,9 @@ export class Scheduler implements LeaseSource {
     const started = Date.now()
     const { store, settings } = this.deps
     const model = store.get(name)
-    const resolved = resolveOptions(settings.defaultOptions, settings.modelOptions[model.name]?.options, request.options)
+    const configured = settings.modelOptions[model.name]?.options
+    const perModel = model.parameters ? { ...model.parameters, ...configured } : configured
+    const resolved = resolveOptions(settings.defaultOptions, perModel, request.options)
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()

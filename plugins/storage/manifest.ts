@@ -26,14 +26,18 @@ export interface Manifest {
   version: 1
   name: string
   format: 'gguf' | 'safetensors'
-  /** Where it came from; a copy (`/api/copy`) names the model it was copied from in `model`. */
-  source: { type: 'hub' | 'import' | 'copy', repository?: string, commit?: string, path?: string, link?: LinkKind, model?: string }
+  /** Where it came from; a copy or a model created from another (`/api/copy`, `/api/create`) names it in `model`. */
+  source: { type: 'hub' | 'import' | 'copy' | 'create', repository?: string, commit?: string, path?: string, link?: LinkKind, model?: string }
   files: ManifestFile[]
   /** The GGUF to load (the first part of a split GGUF); null for SafeTensors models. */
   primary: string | null
   /** GGUF files made from a SafeTensors model, by dtype. */
   variants: Variant[]
   gguf: GgufInfo | null
+  /** The system prompt given to `/api/create`: used when a chat brings none. */
+  system?: string
+  /** Options given to `/api/create`: the model's own defaults (config.yaml's per-model options win). */
+  parameters?: Record<string, unknown>
   modified_at: string
 }
 

@@ -3,6 +3,7 @@ import { basename, dirname, join, resolve } from 'node:path'
 import lockfile from 'proper-lockfile'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
+import { BlobStore, parseDigest } from './blob-store.js'
 import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
@@ -30,6 +31,10 @@ export interface ModelRecord {
   variants: Variant[]
   /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
   gguf: GgufInfo | null
+  /** The system prompt it was created with (`/api/create`), if any. */
+  system: string | null
+  /** Default options it was created with (`/api/create`), if any. */
+  parameters: Record<string, unknown> | null
   manifest: Manifest
 }
 
@@ -37,6 +42,17 @@ export interface ModelRecord {
 export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & {
   /** The converted variants; left out, those of the committed model are kept while its files are unchanged. */
   variants?: Variant[]
+}
+
+/** What `/api/create` asks for. */
+export interface CreateInput {
+  name: string
+  /** A local model to start from. */
+  from?: string
+  /** GGUF files uploaded as blobs beforehand: file name → `sha256:<hex>`. */
+  files?: Record<string, string>
+  system?: string
+  parameters?: Record<string, unknown>
 }
 
 /** Write access to one model, holding its cross-process lock. Always `release()` it (in a `finally`). */
@@ -89,17 +105,21 @@ export class ModelStore {
   private readonly feed: ChangeFeed
   private readonly pending = new Set<string>()
   private draining: Promise<void> | null = null
+  /** Uploads for `/api/create`, by digest. */
+  readonly blobs: BlobStore
 
   constructor (readonly modelsDir: string, options: ModelStoreOptions = {}) {
     this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
     this.lockWaitMs = options.lockWaitMs ?? 600_000
     this.warn = options.onWarning ?? (() => {})
     this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'))
+    this.blobs = new BlobStore(join(modelsDir, STATE_DIR))
   }
 
   /** Scans the folder: lists whole models, drops half-written manifests, keeps partial downloads. */
   async init (): Promise<void> {
     await mkdir(join(this.modelsDir, STATE_DIR, 'locks'), { recursive: true })
+    await this.blobs.init()
     this.records.clear()
     const found: Array<{ id: string, dir: string }> = []
     for (const owner of await readdir(this.modelsDir, { withFileTypes: true })) {
@@ -287,10 +307,77 @@ export class ModelStore {
    *   being written)
    */
   async copy (from: string, to: string): Promise<ModelRecord> {
+    return this.derive(from, to, (manifest, id, link) => ({ ...manifest, name: id, source: { type: 'copy', model: manifest.name, link } }))
+  }
+
+  /**
+   * Ollama's create: a new model from a local one (`from`: its files shared, as by copy) or from GGUF files
+   * uploaded as blobs (`files`: file name → digest), with a system prompt and default options of its own.
+   * @throws BadRequestError (neither or both of from and files, a missing blob, a bad file name),
+   *   ModelNotFoundError (from), ConflictError, GatewayError 422 (not a GGUF)
+   */
+  async create (input: CreateInput): Promise<ModelRecord> {
+    const { id } = parseModelName(input.name)
+    const extras = { ...(input.system !== undefined ? { system: input.system } : {}) }
+    if ((input.from === undefined) === (input.files === undefined)) throw new BadRequestError('give either "from" (a local model) or "files" (uploaded GGUF blobs), not both or neither')
+    if (input.from !== undefined) {
+      return this.derive(input.from, id, (manifest, name, link) => ({
+        ...manifest, ...extras, name, source: { type: 'create', model: manifest.name, link },
+        ...(input.parameters ? { parameters: { ...manifest.parameters, ...input.parameters } } : {}),
+      }))
+    }
+    const entries = Object.entries(input.files!)
+    if (entries.length === 0) throw new BadRequestError('"files" names no file')
+    const blobs: Array<{ name: string, path: string, hex: string }> = []
+    for (const [name, digest] of entries) {
+      if (!/^[\w.-]+\.gguf$/i.test(name) || name.startsWith('.')) throw new BadRequestError(`file name ${JSON.stringify(name)} is not a GGUF file name (letters, digits, . _ -, ending in .gguf)`)
+      const path = await this.blobs.find(digest)
+      if (path === null) throw new BadRequestError(`blob ${digest} for ${name} was not uploaded: POST it to /api/blobs/${digest} first`, 'blob_not_found')
+      blobs.push({ name, path, hex: parseDigest(digest) })
+    }
+    const firsts = blobs.filter((b) => !/-\d{5}-of-\d{5}\.gguf$/i.test(b.name) || /-00001-of-\d{5}\.gguf$/i.test(b.name))
+    if (firsts.length !== 1) throw new BadRequestError(`"files" must hold one GGUF (or the parts of one split GGUF); found ${firsts.length} models`)
+    // Checked before anything is linked: a model this one replaces keeps its files if the upload is no GGUF.
+    await readGgufInfo(firsts[0]!.path).catch((err: Error) => {
+      throw new GatewayError(422, `model "${id}": ${firsts[0]!.name} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
+    })
+    const writer = await this.openWriter(id, { wait: true })
+    const linked: string[] = []
+    try {
+      const files: ManifestFile[] = []
+      for (const blob of blobs) {
+        await hardLinkOrCopy(blob.path, join(writer.dir, blob.name))
+        linked.push(blob.name)
+        files.push({ name: blob.name, size: (await stat(blob.path)).size, sha256: blob.hex })
+      }
+      const primary = firsts[0]!.name
+      await ggufParts(join(writer.dir, primary)).catch((err: Error) => { throw new BadRequestError(`"files": ${err.message}`) })
+      return await writer.commit({
+        name: id, format: 'gguf', source: { type: 'create' }, files, primary, variants: [],
+        ...extras, ...(input.parameters ? { parameters: input.parameters } : {}),
+      })
+    } catch (err) {
+      // A new model that failed leaves nothing behind; a model it would have replaced stays as it was (its own
+      // files have other names, or were only relinked to the same bytes).
+      if (writer.existing === null) {
+        for (const name of linked) await rm(join(writer.dir, name), { force: true })
+        await rmdir(writer.dir).then(() => rmdir(dirname(writer.dir))).catch(() => {})
+      }
+      throw err
+    } finally {
+      await writer.release()
+    }
+  }
+
+  /**
+   * A new model `to` made of the files of `from`, hard-linked (a copy where the file system has none), its
+   * manifest shaped by `shape`. Both models' locks are held: the source is neither deleted nor rewritten
+   * while its files are linked (its lock is not waited for).
+   */
+  private async derive (from: string, to: string, shape: (manifest: ManifestInput & { variants: Variant[] }, id: string, link: LinkKind | undefined) => ManifestInput): Promise<ModelRecord> {
     const source = this.get(from)
     const { id } = parseModelName(to)
-    if (modelKey(id) === modelKey(source.name)) throw new BadRequestError(`"${to}" is the model "${source.name}" itself: copy it to another name`)
-    // The source's lock keeps it from being deleted or rewritten while its files are linked; not waited for.
+    if (modelKey(id) === modelKey(source.name)) throw new BadRequestError(`"${to}" is the model "${source.name}" itself: give another name`)
     const reading = await this.openWriter(source.name)
     try {
       const manifest = reading.existing
@@ -303,7 +390,7 @@ export class ModelStore {
           link ??= kind
         }
         const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
-        return await writer.commit({ ...input, name: id, source: { type: 'copy', model: source.name, link } })
+        return await writer.commit(shape(input, id, link))
       } finally {
         await writer.release()
       }
@@ -442,6 +529,8 @@ export class ModelStore {
       files: manifest.files,
       variants: manifest.variants,
       gguf: g,
+      system: manifest.system ?? null,
+      parameters: manifest.parameters ?? null,
       manifest,
     }
     this.records.set(key, record)

@@ -1,0 +1,29 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { Readable } from 'node:stream'
+import { Type } from 'typebox'
+
+const BlobParams = Type.Object({ digest: Type.String() })
+
+/**
+ * Ollama's blob uploads, ahead of `/api/create`: `HEAD /api/blobs/sha256:<hex>` says whether the server has it
+ * (200, or 404), `POST` sends it (201 stored, 200 already there, 400 when the bytes do not hash to the digest).
+ * Registered in a scope of its own: its body is the file itself, streamed to disk, not JSON read into memory
+ * (and not held to limits.body_size: a model is gigabytes).
+ */
+const blobs: FastifyPluginAsyncTypebox = async (app) => {
+  app.removeAllContentTypeParsers()
+  app.addContentTypeParser('*', (_request, payload, done) => { done(null, payload) })
+
+  app.head('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+    const found = await app.store.blobs.find(request.params.digest)
+    return reply.code(found === null ? 404 : 200).send()
+  })
+
+  app.post('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+    const body = (request.body ?? request.raw) as Readable
+    const { created } = await app.store.blobs.put(request.params.digest, body)
+    return reply.code(created ? 201 : 200).send()
+  })
+}
+
+export default blobs
