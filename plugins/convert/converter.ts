@@ -198,16 +198,37 @@ export class Converter {
   }
 
   private async quantize (modelDir: string, dtype: string, target: string, req: ConvertRequest): Promise<MadeVariant> {
+    this.quantizeTool(dtype)
+    const f16 = await this.ensureVariant({ modelDir, dtype: 'f16', signal: req.signal, onProgress: req.onProgress })
+    return this.runQuantize(f16.file, dtype, target, req)
+  }
+
+  /**
+   * A GGUF file quantized to `dtype` by llama-quantize (a model created with `quantize`), written to `target`
+   * through a temporary name and checked to be a GGUF before it is renamed.
+   * @throws BadRequestError (an unknown dtype), ConversionError (503: no llama-quantize; 422: it failed), or the signal's reason
+   */
+  async quantizeGguf (req: { source: string, dtype: string, target: string, signal?: AbortSignal, onProgress?: (progress: ConvertProgress) => void }): Promise<MadeVariant> {
+    const dtype = checkDtype(req.dtype)
+    this.quantizeTool(dtype)
+    if (this.closed) throw new ConversionError('the converter is shutting down', [], 503, 'converter_unavailable')
+    return this.runQuantize(req.source, dtype, req.target, req)
+  }
+
+  private quantizeTool (dtype: string): string {
     const quantize = this.options.quantizePath
     if (!quantize || !existsSync(quantize)) {
       throw new ConversionError(`making ${dtype} needs llama-quantize, and no runtime build has it: npm run runtime:build (f32, f16, bf16 and q8_0 need only the converter)`, [], 503, 'converter_unavailable')
     }
-    const f16 = await this.ensureVariant({ modelDir, dtype: 'f16', signal: req.signal, onProgress: req.onProgress })
+    return quantize
+  }
+
+  private async runQuantize (source: string, dtype: string, target: string, req: { signal?: AbortSignal, onProgress?: (progress: ConvertProgress) => void }): Promise<MadeVariant> {
     const status = `quantizing ${dtype}`
     req.onProgress?.({ status })
     const temporary = temporaryName(target)
     try {
-      const run = await runTool(quantize, [f16.file, temporary, dtype.toUpperCase()], {
+      const run = await runTool(this.quantizeTool(dtype), [source, temporary, dtype.toUpperCase()], {
         timeoutMs: this.options.timeoutMs,
         signal: req.signal,
         onLine: progressParser(status, req.onProgress),

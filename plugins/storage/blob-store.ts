@@ -34,6 +34,22 @@ export class BlobStore {
     for (const name of await readdir(this.dir)) if (name.includes('.partial-')) await rm(join(this.dir, name), { force: true })
   }
 
+  /** A fresh temporary path inside the blob area (removed at the next start if a crash leaves it). */
+  temporaryPath (): string {
+    return join(this.dir, `made.partial-${process.pid}-${randomBytes(4).toString('hex')}`)
+  }
+
+  /** Keeps a file made in the blob area (a quantized model) under its digest; returns `sha256:<hex>`. */
+  async adopt (file: string, sha256Hex: string): Promise<string> {
+    await rename(file, join(this.dir, `sha256-${sha256Hex}`))
+    return `sha256:${sha256Hex}`
+  }
+
+  /** Forgets a blob (a model made from it keeps its own hard link to the bytes). */
+  async remove (digest: string): Promise<void> {
+    await rm(join(this.dir, `sha256-${parseDigest(digest)}`), { force: true })
+  }
+
   /** The blob's path, or null when no such blob was uploaded. @throws BadRequestError on a malformed digest */
   async find (digest: string): Promise<string | null> {
     const path = join(this.dir, `sha256-${parseDigest(digest)}`)

@@ -86,7 +86,6 @@ t.test('bad creates: 4xx with a message, nothing half-made listed', async (t) =>
     ['a blob that is not a GGUF', { model: 'me/x', files: { 'a.gguf': digestOf(notGguf) } }, 422, /not a readable GGUF/],
     ['an invalid name', { model: 'nope', from: 'acme/tiny' }, 400, /invalid model name/],
     ['a template', { model: 'me/x', from: 'acme/tiny', template: '{{ .Prompt }}' }, 400, /"template" is not supported/],
-    ['quantize', { model: 'me/x', from: 'acme/tiny', quantize: 'q4_K_M' }, 400, /"quantize" is not supported/],
     ['a bad parameter', { model: 'me/x', from: 'acme/tiny', parameters: { temperature: 'hot' } }, 400, /temperature/],
   ]
   for (const [what, body, status, message] of cases) {
@@ -96,4 +95,41 @@ t.test('bad creates: 4xx with a message, nothing half-made listed', async (t) =>
   }
   t.notOk(app.store.find('me/x'), 'nothing half-made listed')
   t.same(await readdir(app.config.modelsDir).then((owners) => owners.filter((o) => o === 'me')), [], 'and nothing half-made left on disk')
+})
+
+t.test('quantize: from a local model or an uploaded GGUF, through llama-quantize; progress streamed; no blob left', async (t) => {
+  const { app, url } = await serveTinyModels(t)
+  const ollama = new Ollama({ host: url })
+  const done = await ollama.create({ model: 'me/q8', from: 'acme/tiny', quantize: 'q8_0', system: 'Be brief.' })
+  t.equal(done.status, 'success')
+  const q8 = app.store.get('me/q8')
+  t.equal(q8.details.quantization_level, 'Q8_0', 'the GGUF says what it is')
+  t.ok(q8.size < app.store.get('acme/tiny').size, `smaller than the f16 (${q8.size} < ${app.store.get('acme/tiny').size} bytes)`)
+  t.equal(q8.system, 'Be brief.')
+  const answer = await ollama.chat({ model: 'me/q8', messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 3 } })
+  t.equal(answer.eval_count, 3, 'the quantized model answers')
+
+  const bytes = await readFile((await writeTinyGguf({ file: join(await tempDir(t), 'f16.gguf'), seed: 7 })).file)
+  const digest = digestOf(bytes)
+  t.equal(await upload(url, digest, bytes), 201)
+  const res = await post(`${url}/api/create`, { model: 'me/q4', files: { 'f16.gguf': digest }, quantize: 'Q4_K_M' }, { accept: 'application/x-ndjson' })
+  t.equal(res.status, 200)
+  const statuses = (await res.text()).trim().split('\n').map((l) => (JSON.parse(l) as { status: string }).status)
+  t.ok(statuses.includes('quantizing q4_k_m'), `progress: ${statuses.join(' | ')}`)
+  t.equal(statuses.at(-1), 'success')
+  t.ok(app.store.get('me/q4').details.quantization_level, 'listed with its type')
+  const blobs = await readdir(join(app.config.modelsDir, '.llamagate', 'blobs'))
+  t.same(blobs.filter((n) => n !== `sha256-${digest.slice(7)}`), [], 'only the uploaded blob stays: nothing made for the quantization is left')
+
+  const bad: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['an unknown type', { model: 'me/x', from: 'acme/tiny', quantize: 'q9_z' }, /unknown dtype "q9_z"/],
+    ['both from and files', { model: 'me/x', from: 'acme/tiny', files: { 'f16.gguf': digest }, quantize: 'q8_0' }, /not both/],
+    ['a blob never uploaded', { model: 'me/x', files: { 'a.gguf': digestOf(Buffer.from('no')) }, quantize: 'q8_0' }, /was not uploaded/],
+  ]
+  for (const [what, body, message] of bad) {
+    const r = await post(`${url}/api/create`, body)
+    t.equal(r.status, 400, `${what}: 400`)
+    t.match(await r.json(), { error: message }, `${what}: says why`)
+  }
+  t.notOk(app.store.find('me/x'))
 })
