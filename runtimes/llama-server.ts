@@ -27,6 +27,8 @@ export interface LlamaServerOptions {
   cacheTypeK?: string
   /** @default unset: llama-server's default (f16) */
   cacheTypeV?: string
+  /** A Jinja chat template instead of the GGUF's (`--chat-template`). @default the GGUF's */
+  chatTemplate?: string
   /** @default a free loopback port, picked at start */
   port?: number
   /**
@@ -176,6 +178,7 @@ export class LlamaServer {
     if (o.threads !== undefined) args.push('--threads', String(o.threads))
     if (o.cacheTypeK) args.push('--cache-type-k', o.cacheTypeK)
     if (o.cacheTypeV) args.push('--cache-type-v', o.cacheTypeV)
+    if (o.chatTemplate) args.push('--chat-template', o.chatTemplate)
     if (f.jinja) args.push('--jinja')
     if (f.noWebui) args.push('--no-webui')
     // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.

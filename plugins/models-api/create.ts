@@ -59,6 +59,7 @@ async function createQuantized (request: FastifyRequest, reply: FastifyReply, bo
         name,
         files: { [`${name.split('/')[1]}-${made.dtype}.gguf`]: digest },
         system: body.system ?? source?.system ?? undefined,
+        template: body.template ?? source?.template ?? undefined,
         parameters: { ...source?.parameters, ...normalizeRequestOptions(body.parameters) },
       })
     } finally {
@@ -86,16 +87,18 @@ const create: FastifyPluginAsyncTypebox = async (app) => {
     const body = request.body
     const name = requestedModel(body)
     parseModelName(name)
-    for (const field of ['template', 'adapters', 'messages'] as const) {
-      if (body[field] !== undefined) {
-        throw new BadRequestError(`"${field}" is not supported by /api/create yet: llama-server renders the GGUF's own chat template`, 'unsupported_field')
-      }
+    for (const field of ['adapters', 'messages'] as const) {
+      if (body[field] !== undefined) throw new BadRequestError(`"${field}" is not supported by /api/create yet`, 'unsupported_field')
+    }
+    // llama-server renders Jinja chat templates; Ollama's Go templates (`{{ .Prompt }}`) would render as text.
+    if (body.template !== undefined && /\{\{-?\s*(\.|(if|range|with)\s+\.)/.test(body.template)) {
+      throw new BadRequestError('"template" is an Ollama (Go) template; llamagate passes templates to llama-server, which reads Jinja chat templates (the GGUF\'s tokenizer.chat_template format)', 'unsupported_template')
     }
     if (body.quantize !== undefined) return createQuantized(request, reply, body, name)
     // A create links files already on this disk, in well under a second: it is done before the answer starts,
     // so that a bad request gets its real status rather than an error event in a 200 stream.
     // Ollama's num_predict is the contract's max_tokens, in a model's parameters as in a request's options.
-    const record = await app.store.create({ name, from: body.from, files: body.files, system: body.system, parameters: normalizeRequestOptions(body.parameters) })
+    const record = await app.store.create({ name, from: body.from, files: body.files, system: body.system, template: body.template, parameters: normalizeRequestOptions(body.parameters) })
     if (body.stream === false) return { status: 'success' }
     const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
     stream.send({ status: body.from !== undefined ? `using model ${body.from}` : 'using uploaded files' })

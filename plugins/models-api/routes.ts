@@ -50,7 +50,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       modelfile: '',
       details: showDetails(record),
       model_info: await fullModelInfo(record, modelInfo(record), request.body.verbose === true),
-      template: record.gguf?.chat_template ?? '',
+      template: record.template ?? record.gguf?.chat_template ?? '',
       // The model's own (from /api/create), under config.yaml's, as requests get them.
       parameters: parametersText({ ...record.parameters, ...app.config.models[record.name]?.options }),
       ...(record.system !== null ? { system: record.system } : {}),

@@ -14,6 +14,8 @@ export interface SchedulableModel {
   details?: Record<string, unknown>
   /** Options the model was created with: its own defaults, under config.yaml's per-model options. */
   parameters?: Record<string, unknown> | null
+  /** A chat template the model was created with, instead of its GGUF's. */
+  template?: string | null
   /** What the GGUF says about its shape, when known: used to estimate the KV cache. */
   gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null } | null
 }
@@ -49,6 +51,8 @@ export interface RuntimeSpawnOptions {
   threads?: number
   cacheTypeK?: string
   cacheTypeV?: string
+  /** A Jinja chat template instead of the GGUF's. */
+  chatTemplate?: string
 }
 
 export interface SchedulerRuntimes {

@@ -163,6 +163,7 @@ export class Scheduler implements LeaseSource {
       threads: options.num_thread,
       cacheTypeK: options.cache_type_k,
       cacheTypeV: options.cache_type_v,
+      ...(model.template ? { chatTemplate: model.template } : {}),
     })
     instance.process = process
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })

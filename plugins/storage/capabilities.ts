@@ -8,7 +8,7 @@ const EMBEDDING_ARCHITECTURES = new Set(['bert', 'nomic-bert', 'nomic-bert-moe',
  */
 export function capabilities (record: ModelRecord): string[] {
   if (record.gguf?.architecture && EMBEDDING_ARCHITECTURES.has(record.gguf.architecture)) return ['embedding']
-  const template = record.gguf?.chat_template ?? ''
+  const template = record.template ?? record.gguf?.chat_template ?? ''
   const found = ['completion']
   if (/\btools\b/.test(template)) found.push('tools')
   if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')

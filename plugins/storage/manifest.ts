@@ -38,6 +38,8 @@ export interface Manifest {
   system?: string
   /** Options given to `/api/create`: the model's own defaults (config.yaml's per-model options win). */
   parameters?: Record<string, unknown>
+  /** A Jinja chat template given to `/api/create`, used instead of the GGUF's. */
+  template?: string
   modified_at: string
 }
 

@@ -35,6 +35,8 @@ export interface ModelRecord {
   system: string | null
   /** Default options it was created with (`/api/create`), if any. */
   parameters: Record<string, unknown> | null
+  /** The chat template it was created with (`/api/create`), used instead of the GGUF's; null: the GGUF's. */
+  template: string | null
   manifest: Manifest
 }
 
@@ -53,6 +55,8 @@ export interface CreateInput {
   files?: Record<string, string>
   system?: string
   parameters?: Record<string, unknown>
+  /** A Jinja chat template, instead of the GGUF's. */
+  template?: string
 }
 
 /** Write access to one model, holding its cross-process lock. Always `release()` it (in a `finally`). */
@@ -318,7 +322,7 @@ export class ModelStore {
    */
   async create (input: CreateInput): Promise<ModelRecord> {
     const { id } = parseModelName(input.name)
-    const extras = { ...(input.system !== undefined ? { system: input.system } : {}) }
+    const extras = { ...(input.system !== undefined ? { system: input.system } : {}), ...(input.template !== undefined ? { template: input.template } : {}) }
     if ((input.from === undefined) === (input.files === undefined)) throw new BadRequestError('give either "from" (a local model) or "files" (uploaded GGUF blobs), not both or neither')
     if (input.from !== undefined) {
       return this.derive(input.from, id, (manifest, name, link) => ({
@@ -531,6 +535,7 @@ export class ModelStore {
       gguf: g,
       system: manifest.system ?? null,
       parameters: manifest.parameters ?? null,
+      template: manifest.template ?? null,
       manifest,
     }
     this.records.set(key, record)

@@ -5,7 +5,7 @@ import { Ollama } from 'ollama'
 import t from 'tap'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
-import { post, serveTinyModels } from '../../helpers/inference.js'
+import { post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
 
 const digestOf = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`
 
@@ -85,7 +85,8 @@ t.test('bad creates: 4xx with a message, nothing half-made listed', async (t) =>
     ['a file name with a path', { model: 'me/x', files: { '../a.gguf': missing } }, 400, /not a GGUF file name/],
     ['a blob that is not a GGUF', { model: 'me/x', files: { 'a.gguf': digestOf(notGguf) } }, 422, /not a readable GGUF/],
     ['an invalid name', { model: 'nope', from: 'acme/tiny' }, 400, /invalid model name/],
-    ['a template', { model: 'me/x', from: 'acme/tiny', template: '{{ .Prompt }}' }, 400, /"template" is not supported/],
+    ['an Ollama (Go) template', { model: 'me/x', from: 'acme/tiny', template: '{{ if .System }}{{ .System }}{{ end }}{{ .Prompt }}' }, 400, /"template" is an Ollama \(Go\) template; .* Jinja/],
+    ['adapters', { model: 'me/x', from: 'acme/tiny', adapters: { 'a.gguf': 'sha256:' + '0'.repeat(64) } }, 400, /"adapters" is not supported/],
     ['a bad parameter', { model: 'me/x', from: 'acme/tiny', parameters: { temperature: 'hot' } }, 400, /temperature/],
   ]
   for (const [what, body, status, message] of cases) {
@@ -132,4 +133,18 @@ t.test('quantize: from a local model or an uploaded GGUF, through llama-quantize
     t.match(await r.json(), { error: message }, `${what}: says why`)
   }
   t.notOk(app.store.find('me/x'))
+})
+
+t.test('template: a Jinja chat template of the model\'s own, used instead of the GGUF\'s (show and capabilities follow it)', async (t) => {
+  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const ollama = new Ollama({ host: url })
+  const bare = "{% for message in messages %}{{ message['content'] }}\n{% endfor %}"
+  t.equal((await ollama.create({ model: 'me/bare', from: 'acme/qwen', template: bare })).status, 'success')
+  const shown = await ollama.show({ model: 'me/bare' })
+  t.equal(shown.template, bare)
+  t.same(shown.capabilities, ['completion'], 'no tools in this template')
+  const messages = [{ role: 'user', content: 'What is the weather in Paris today?' }]
+  const qwen = await ollama.chat({ model: 'acme/qwen', messages, options: { num_predict: 1 } })
+  const mine = await ollama.chat({ model: 'me/bare', messages, options: { num_predict: 1 } })
+  t.ok(mine.prompt_eval_count < qwen.prompt_eval_count - 5, `llama-server rendered the new template: ${qwen.prompt_eval_count} -> ${mine.prompt_eval_count} prompt tokens (no system block, no role markers)`)
 })
