@@ -1,3 +1,4 @@
+import { Type, type TProperties } from 'typebox'
 import { InvalidModelNameError } from './errors.js'
 
 /** A parsed `<owner>/<name>[:tag]`. */
@@ -41,4 +42,16 @@ export function parseModelName (text: unknown): ModelName {
  */
 export function requestedModel (body: { model?: string, name?: string }): string {
   return body.model ?? body.name ?? ''
+}
+
+/**
+ * A body schema naming one model by `model` or by `name` (either required), with the route's other fields.
+ * Pair with `requestedModel()`.
+ */
+export function ModelOrName<P extends TProperties> (properties: P) {
+  return Type.Object({
+    model: Type.Optional(Type.String({ minLength: 1 })),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    ...properties,
+  }, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
 }

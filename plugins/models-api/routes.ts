@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
 import type { ModelRecord } from '../storage/model-store.js'
-import { capabilities } from '../storage/capabilities.js'
-import { modelInfo as fullModelInfo, parametersText, showDetails } from './show.js'
+import { capabilities, chatTemplate } from '../storage/capabilities.js'
+import { modelInfo, parametersText, showDetails } from './show.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
 
 function tagOf (r: ModelRecord) {
@@ -12,29 +12,6 @@ function tagOf (r: ModelRecord) {
 
 function openAiModel (r: ModelRecord) {
   return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
-}
-
-/** The GGUF metadata under the keys the GGUF (and Ollama's `model_info`) uses; read at commit, never per request. */
-function modelInfo (r: ModelRecord): Record<string, unknown> {
-  const g = r.gguf
-  if (!g) return {}
-  const info: Record<string, unknown> = {
-    'general.architecture': g.architecture,
-    'general.parameter_count': g.parameter_count,
-    'general.file_type': g.file_type,
-    'tokenizer.chat_template': g.chat_template,
-  }
-  if (g.architecture) {
-    const a = g.architecture
-    Object.assign(info, {
-      [`${a}.context_length`]: g.context_length,
-      [`${a}.block_count`]: g.block_count,
-      [`${a}.embedding_length`]: g.embedding_length,
-      [`${a}.attention.head_count`]: g.head_count,
-      [`${a}.attention.head_count_kv`]: g.head_count_kv,
-    })
-  }
-  return info
 }
 
 /** The model-record surfaces: /api/tags, /api/show, /api/copy, /api/delete, /api/import, /v1/models. */
@@ -49,8 +26,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
     return {
       modelfile: '',
       details: showDetails(record),
-      model_info: await fullModelInfo(record, modelInfo(record), request.body.verbose === true),
-      template: record.template ?? record.gguf?.chat_template ?? '',
+      model_info: await modelInfo(record, request.body.verbose === true),
+      template: chatTemplate(record),
       // The model's own (from /api/create), under config.yaml's, as requests get them.
       parameters: parametersText({ ...record.parameters, ...app.config.models[record.name]?.options }),
       ...(record.system !== null ? { system: record.system } : {}),

@@ -1,10 +1,8 @@
 import { Type } from 'typebox'
+import { ModelOrName } from '../../core/model-name.js'
 
 /** A body naming one model by `model`, or by `name` as Ollama's older clients do. */
-export const ModelOrNameBody = Type.Object({
-  model: Type.Optional(Type.String({ minLength: 1 })),
-  name: Type.Optional(Type.String({ minLength: 1 })),
-}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
+export const ModelOrNameBody = ModelOrName({})
 /** Ollama's copy: `destination` becomes a second name of `source`. */
 export const CopyBody = Type.Object({ source: Type.String({ minLength: 1 }), destination: Type.String({ minLength: 1 }) })
 export const CopyReply = Type.Object({ status: Type.Literal('copied') })
@@ -39,10 +37,7 @@ export const TagsReply = Type.Object({ models: Type.Array(ModelRecordSchema) })
 
 /** rest-interface §4.5: `modelfile` and `details`, plus what the GGUF says about itself (Ollama's `model_info`). */
 // `verbose` keeps long arrays in model_info.
-export const ShowBody = Type.Object({
-  ...ModelOrNameBody.properties,
-  verbose: Type.Optional(Type.Boolean()),
-}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
+export const ShowBody = ModelOrName({ verbose: Type.Optional(Type.Boolean()) })
 
 export const ShowReply = Type.Object({
   modelfile: Type.String(),

@@ -11,11 +11,34 @@ export function showDetails (record: ModelRecord): Pick<ModelRecord, 'name' | 'm
   return { ...record.details, name: record.name, model: record.model, size: record.size, format: record.format, modified_at: record.modified_at, digest: record.digest }
 }
 
-/** The options config.yaml sets for this model, as Ollama's `parameters` text (`key value` lines). */
+/** A model's own options (config.yaml's over those it was created with), as Ollama's `parameters` text (`key value` lines). */
 export function parametersText (options: Options | undefined): string {
   return Object.entries(options ?? {}).filter(([, v]) => v !== undefined)
     .flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one) => `${k.padEnd(24)}${typeof one === 'string' ? JSON.stringify(one) : String(one)}`))
     .join('\n')
+}
+
+/** What the store read from the GGUF at commit, under the GGUF's keys (the file type by name, as the store has it). */
+function curatedInfo (r: ModelRecord): Record<string, unknown> {
+  const g = r.gguf
+  if (!g) return {}
+  const info: Record<string, unknown> = {
+    'general.architecture': g.architecture,
+    'general.parameter_count': g.parameter_count,
+    'general.file_type': g.file_type,
+    'tokenizer.chat_template': g.chat_template,
+  }
+  if (g.architecture) {
+    const a = g.architecture
+    Object.assign(info, {
+      [`${a}.context_length`]: g.context_length,
+      [`${a}.block_count`]: g.block_count,
+      [`${a}.embedding_length`]: g.embedding_length,
+      [`${a}.attention.head_count`]: g.head_count,
+      [`${a}.attention.head_count_kv`]: g.head_count_kv,
+    })
+  }
+  return info
 }
 
 /**
@@ -23,7 +46,7 @@ export function parametersText (options: Options | undefined): string {
  * need): long arrays emptied unless `verbose`, the template left to `template`, numbers as JSON numbers. The
  * fields the store reads at commit (parameter count, file type by name) are kept as they are there.
  */
-export async function modelInfo (record: ModelRecord, curated: Record<string, unknown>, verbose: boolean): Promise<Record<string, unknown>> {
+export async function modelInfo (record: ModelRecord, verbose: boolean): Promise<Record<string, unknown>> {
   const file = record.manifest.primary ?? record.variants[0]?.file
   const info: Record<string, unknown> = {}
   if (file) {
@@ -33,7 +56,7 @@ export async function modelInfo (record: ModelRecord, curated: Record<string, un
       info[key] = Array.isArray(value) ? (verbose || value.length <= SHORT_ARRAY ? value.map(plain) : []) : plain(value)
     }
   }
-  return { ...info, ...curated }
+  return { ...info, ...curatedInfo(record) }
 }
 
 function plain (value: unknown): unknown {

@@ -3,19 +3,17 @@ import fp from 'fastify-plugin'
 import { Type } from 'typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
-import { parseModelName, requestedModel } from '../../core/model-name.js'
+import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
 
 // `name` is what ollama-js's pull() sends; Ollama's server reads either.
-const PullBody = Type.Object({
-  model: Type.Optional(Type.String({ minLength: 1 })),
-  name: Type.Optional(Type.String({ minLength: 1 })),
+const PullBody = ModelOrName({
   stream: Type.Optional(Type.Boolean()),
   // Ollama's client sends it; there is nothing insecure to allow here.
   insecure: Type.Optional(Type.Boolean()),
   // The GGUF type a SafeTensors model is converted to (default: default_options.dtype).
   options: Type.Optional(Type.Object({ dtype: OptionsSchema.properties.dtype })),
-}, { anyOf: [{ required: ['model'] }, { required: ['name'] }] })
+})
 
 const pull: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/pull', { schema: { body: PullBody } }, async (request, reply) => {

@@ -34,20 +34,19 @@ export class BlobStore {
     for (const name of await readdir(this.dir)) if (name.includes('.partial-')) await rm(join(this.dir, name), { force: true })
   }
 
-  /** A fresh temporary path inside the blob area (removed at the next start if a crash leaves it). */
+  /** A fresh temporary path inside the blob area, on the models' file system (removed at the next start if a crash leaves it). */
   temporaryPath (): string {
     return join(this.dir, `made.partial-${process.pid}-${randomBytes(4).toString('hex')}`)
   }
 
-  /** Keeps a file made in the blob area (a quantized model) under its digest; returns `sha256:<hex>`. */
-  async adopt (file: string, sha256Hex: string): Promise<string> {
-    await rename(file, join(this.dir, `sha256-${sha256Hex}`))
-    return `sha256:${sha256Hex}`
-  }
-
-  /** Forgets a blob (a model made from it keeps its own hard link to the bytes). */
-  async remove (digest: string): Promise<void> {
-    await rm(join(this.dir, `sha256-${parseDigest(digest)}`), { force: true })
+  /**
+   * The uploaded blob a model's file `name` is to be made of.
+   * @throws BadRequestError on a malformed digest, or a blob never uploaded (saying where to send it)
+   */
+  async fileFor (name: string, digest: string): Promise<{ name: string, path: string, sha256: string }> {
+    const path = await this.find(digest)
+    if (path === null) throw new BadRequestError(`blob ${digest} for ${name} was not uploaded: POST it to /api/blobs/${digest} first`, 'blob_not_found')
+    return { name, path, sha256: parseDigest(digest) }
   }
 
   /** The blob's path, or null when no such blob was uploaded. @throws BadRequestError on a malformed digest */
@@ -60,27 +59,26 @@ export class BlobStore {
    * Stores an upload under its digest. Resolves `created: false` when the blob was already there (the body is
    * drained unread). @throws BadRequestError when the bytes do not hash to the digest (nothing is kept)
    */
-  async put (digest: string, body: Readable): Promise<{ created: boolean, size: number }> {
+  async put (digest: string, body: Readable): Promise<{ created: boolean }> {
     const hex = parseDigest(digest)
     const target = join(this.dir, `sha256-${hex}`)
     const existing = await stat(target).catch(() => null)
     if (existing?.isFile()) {
       body.resume()
-      return { created: false, size: existing.size }
+      return { created: false }
     }
     await mkdir(this.dir, { recursive: true })
     const partial = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`
     const hash = createHash('sha256')
-    let size = 0
     try {
-      body.on('data', (chunk: Buffer) => { hash.update(chunk); size += chunk.length })
+      body.on('data', (chunk: Buffer) => { hash.update(chunk) })
       await pipeline(body, createWriteStream(partial))
       const got = hash.digest('hex')
       if (got !== hex) throw new BadRequestError(`digest mismatch, expected "sha256:${hex}", got "sha256:${got}"`, 'digest_mismatch')
       const file = await open(partial, 'r')
       try { await file.datasync() } finally { await file.close() }
       await rename(partial, target)
-      return { created: true, size }
+      return { created: true }
     } finally {
       await rm(partial, { force: true })
     }

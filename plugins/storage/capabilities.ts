@@ -8,9 +8,14 @@ const EMBEDDING_ARCHITECTURES = new Set(['bert', 'nomic-bert', 'nomic-bert-moe',
  */
 export function capabilities (record: ModelRecord): string[] {
   if (record.gguf?.architecture && EMBEDDING_ARCHITECTURES.has(record.gguf.architecture)) return ['embedding']
-  const template = record.template ?? record.gguf?.chat_template ?? ''
+  const template = chatTemplate(record)
   const found = ['completion']
   if (/\btools\b/.test(template)) found.push('tools')
   if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')
   return found
+}
+
+/** The chat template a model is served with: its own from `/api/create`, else its GGUF's ('' when none). */
+export function chatTemplate (record: ModelRecord): string {
+  return record.template ?? record.gguf?.chat_template ?? ''
 }

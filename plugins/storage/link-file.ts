@@ -44,6 +44,12 @@ export async function hardLinkOrCopy (source: string, target: string): Promise<'
 
 const SPLIT = /^(.*)-(\d{5})-of-(\d{5})\.gguf$/i
 
+/** True for parts 2 and later of a split GGUF (`foo-00002-of-00003.gguf`): files that are not a model's entry. */
+export function isLaterSplitPart (name: string): boolean {
+  const match = SPLIT.exec(basename(name))
+  return match !== null && Number(match[2]) !== 1
+}
+
 /**
  * The files of a GGUF as llama.cpp splits them (`foo-00001-of-00003.gguf`, ...): all parts, given the first;
  * `[file]` for an unsplit one. llama-server opens the first part and finds the others beside it.

@@ -3,11 +3,11 @@ import { basename, dirname, join, resolve } from 'node:path'
 import lockfile from 'proper-lockfile'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
-import { BlobStore, parseDigest } from './blob-store.js'
+import { BlobStore } from './blob-store.js'
 import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
-import { ggufParts, hardLinkOrCopy, linkOrCopy, type LinkKind } from './link-file.js'
+import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
 import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 
@@ -46,17 +46,29 @@ export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 
   variants?: Variant[]
 }
 
-/** What `/api/create` asks for. */
-export interface CreateInput {
-  name: string
-  /** A local model to start from. */
-  from?: string
-  /** GGUF files uploaded as blobs beforehand: file name → `sha256:<hex>`. */
-  files?: Record<string, string>
-  system?: string
-  parameters?: Record<string, unknown>
-  /** A Jinja chat template, instead of the GGUF's. */
-  template?: string
+/** What a created model has of its own (`/api/create`): its system prompt, default options, chat template. */
+export type ModelSettings = Pick<Manifest, 'system' | 'parameters' | 'template'>
+
+/** A file on this disk (a verified upload, a quantized output) to make a model of, under `name`. */
+export interface LocalFile { name: string, path: string, sha256: string }
+
+/** A file name a created model may use: a plain `.gguf` name in its folder. @throws BadRequestError */
+export function checkModelFileName (name: string): void {
+  if (!/^[\w.-]+\.gguf$/i.test(name) || name.startsWith('.')) throw new BadRequestError(`file name ${JSON.stringify(name)} is not a GGUF file name (letters, digits, . _ -, ending in .gguf)`)
+}
+
+/** A committed manifest as the input of the next commit: what the store derives again (GGUF facts, time) left out. */
+function manifestInput (manifest: Manifest): ManifestInput & { variants: Variant[] } {
+  const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
+  return input
+}
+
+/** `given` over `base`: what is given replaces, parameters merge key by key. */
+export function inheritSettings (base: ModelSettings | null, given: ModelSettings): ModelSettings {
+  const system = given.system ?? base?.system
+  const template = given.template ?? base?.template
+  const parameters = base?.parameters || given.parameters ? { ...base?.parameters, ...given.parameters } : undefined
+  return { ...(system !== undefined ? { system } : {}), ...(template !== undefined ? { template } : {}), ...(parameters ? { parameters } : {}) }
 }
 
 /** Write access to one model, holding its cross-process lock. Always `release()` it (in a `finally`). */
@@ -315,68 +327,46 @@ export class ModelStore {
   }
 
   /**
-   * Ollama's create: a new model from a local one (`from`: its files shared, as by copy) or from GGUF files
-   * uploaded as blobs (`files`: file name → digest), with a system prompt and default options of its own.
-   * @throws BadRequestError (neither or both of from and files, a missing blob, a bad file name),
-   *   ModelNotFoundError (from), ConflictError, GatewayError 422 (not a GGUF)
+   * Ollama's create from a local model: its files shared, as by copy, with `settings` over its own.
+   * @throws ModelNotFoundError (from), BadRequestError (the same name), ConflictError
    */
-  async create (input: CreateInput): Promise<ModelRecord> {
-    const { id } = parseModelName(input.name)
-    const extras = { ...(input.system !== undefined ? { system: input.system } : {}), ...(input.template !== undefined ? { template: input.template } : {}) }
-    if ((input.from === undefined) === (input.files === undefined)) throw new BadRequestError('give either "from" (a local model) or "files" (uploaded GGUF blobs), not both or neither')
-    if (input.from !== undefined) {
-      return this.derive(input.from, id, (manifest, name, link) => ({
-        ...manifest, ...extras, name, source: { type: 'create', model: manifest.name, link },
-        ...(input.parameters ? { parameters: { ...manifest.parameters, ...input.parameters } } : {}),
-      }))
-    }
-    const entries = Object.entries(input.files!)
-    if (entries.length === 0) throw new BadRequestError('"files" names no file')
-    const blobs: Array<{ name: string, path: string, hex: string }> = []
-    for (const [name, digest] of entries) {
-      if (!/^[\w.-]+\.gguf$/i.test(name) || name.startsWith('.')) throw new BadRequestError(`file name ${JSON.stringify(name)} is not a GGUF file name (letters, digits, . _ -, ending in .gguf)`)
-      const path = await this.blobs.find(digest)
-      if (path === null) throw new BadRequestError(`blob ${digest} for ${name} was not uploaded: POST it to /api/blobs/${digest} first`, 'blob_not_found')
-      blobs.push({ name, path, hex: parseDigest(digest) })
-    }
-    const firsts = blobs.filter((b) => !/-\d{5}-of-\d{5}\.gguf$/i.test(b.name) || /-00001-of-\d{5}\.gguf$/i.test(b.name))
+  async createFrom (name: string, from: string, settings: ModelSettings): Promise<ModelRecord> {
+    return this.derive(from, name, (manifest, id, link) => ({
+      ...manifest, ...inheritSettings(manifest, settings), name: id, source: { type: 'create', model: manifest.name, link },
+    }))
+  }
+
+  /**
+   * Ollama's create from GGUF files on this disk (verified uploads, a quantized output): one GGUF, or the
+   * parts of one split GGUF, linked into the model's folder under their names.
+   * @throws BadRequestError (a bad file name, not one model), GatewayError 422 (not a GGUF), ConflictError
+   */
+  async createFromFiles (name: string, files: LocalFile[], settings: ModelSettings): Promise<ModelRecord> {
+    const { id } = parseModelName(name)
+    for (const file of files) checkModelFileName(file.name)
+    const firsts = files.filter((f) => !isLaterSplitPart(f.name))
     if (firsts.length !== 1) throw new BadRequestError(`"files" must hold one GGUF (or the parts of one split GGUF); found ${firsts.length} models`)
+    const primary = firsts[0]!
     // Checked before anything is linked: a model this one replaces keeps its files if the upload is no GGUF.
-    await readGgufInfo(firsts[0]!.path).catch((err: Error) => {
-      throw new GatewayError(422, `model "${id}": ${firsts[0]!.name} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
+    await readGgufInfo(primary.path).catch((err: Error) => {
+      throw new GatewayError(422, `model "${id}": ${primary.name} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
     })
     const writer = await this.openWriter(id, { wait: true })
-    const linked: string[] = []
     try {
-      const files: ManifestFile[] = []
-      for (const blob of blobs) {
-        await hardLinkOrCopy(blob.path, join(writer.dir, blob.name))
-        linked.push(blob.name)
-        files.push({ name: blob.name, size: (await stat(blob.path)).size, sha256: blob.hex })
-      }
-      const primary = firsts[0]!.name
-      await ggufParts(join(writer.dir, primary)).catch((err: Error) => { throw new BadRequestError(`"files": ${err.message}`) })
-      return await writer.commit({
-        name: id, format: 'gguf', source: { type: 'create' }, files, primary, variants: [],
-        ...extras, ...(input.parameters ? { parameters: input.parameters } : {}),
+      return await this.linkAndCommit(writer, files.map((f) => ({ from: f.path, name: f.name })), async () => {
+        await ggufParts(join(writer.dir, primary.name)).catch((err: Error) => { throw new BadRequestError(`"files": ${err.message}`) })
+        const manifestFiles: ManifestFile[] = []
+        for (const f of files) manifestFiles.push({ name: f.name, size: (await stat(f.path)).size, sha256: f.sha256 })
+        return { name: id, format: 'gguf', source: { type: 'create' }, files: manifestFiles, primary: primary.name, variants: [], ...inheritSettings(null, settings) }
       })
-    } catch (err) {
-      // A new model that failed leaves nothing behind; a model it would have replaced stays as it was (its own
-      // files have other names, or were only relinked to the same bytes).
-      if (writer.existing === null) {
-        for (const name of linked) await rm(join(writer.dir, name), { force: true })
-        await rmdir(writer.dir).then(() => rmdir(dirname(writer.dir))).catch(() => {})
-      }
-      throw err
     } finally {
       await writer.release()
     }
   }
 
   /**
-   * A new model `to` made of the files of `from`, hard-linked (a copy where the file system has none), its
-   * manifest shaped by `shape`. Both models' locks are held: the source is neither deleted nor rewritten
-   * while its files are linked (its lock is not waited for).
+   * A new model `to` made of the files of `from`, its manifest shaped by `shape`. Both models' locks are held:
+   * the source is neither deleted nor rewritten while its files are linked (its lock is not waited for).
    */
   private async derive (from: string, to: string, shape: (manifest: ManifestInput & { variants: Variant[] }, id: string, link: LinkKind | undefined) => ManifestInput): Promise<ModelRecord> {
     const source = this.get(from)
@@ -388,18 +378,38 @@ export class ModelStore {
       if (!manifest) throw new ModelNotFoundError(source.name)
       const writer = await this.openWriter(id, { wait: true })
       try {
-        let link: LinkKind | undefined
-        for (const name of [...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)]) {
-          const kind = await hardLinkOrCopy(join(reading.dir, name), join(writer.dir, name))
-          link ??= kind
-        }
-        const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
-        return await writer.commit(shape(input, id, link))
+        const names = [...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)]
+        return await this.linkAndCommit(writer, names.map((name) => ({ from: join(reading.dir, name), name })),
+          (link) => shape(manifestInput(manifest), id, link))
       } finally {
         await writer.release()
       }
     } finally {
       await reading.release()
+    }
+  }
+
+  /**
+   * Hard-links files into a writer's folder (a copy where the file system has none, never a symlink that would
+   * break with its source), then commits the manifest `describe` gives. A new model that fails on the way leaves
+   * nothing behind; a model it would have replaced keeps its manifest, and so stays whole.
+   */
+  private async linkAndCommit (writer: ModelWriter, links: Array<{ from: string, name: string }>, describe: (link: LinkKind | undefined) => ManifestInput | Promise<ManifestInput>): Promise<ModelRecord> {
+    const linked: string[] = []
+    try {
+      let link: LinkKind | undefined
+      for (const { from, name } of links) {
+        const kind = await hardLinkOrCopy(from, join(writer.dir, name))
+        linked.push(name)
+        link ??= kind
+      }
+      return await writer.commit(await describe(link))
+    } catch (err) {
+      if (writer.existing === null) {
+        for (const name of linked) await rm(join(writer.dir, name), { force: true })
+        await rmdir(writer.dir).then(() => rmdir(dirname(writer.dir))).catch(() => {})
+      }
+      throw err
     }
   }
 
@@ -412,8 +422,7 @@ export class ModelStore {
     try {
       const current = writer.existing
       if (!current) throw new ModelNotFoundError(parseModelName(name).id)
-      const { version: _v, modified_at: _m, gguf: _g, ...input } = current
-      return await writer.commit({ ...input, variants: [...current.variants.filter((v) => v.dtype !== variant.dtype), variant] })
+      return await writer.commit({ ...manifestInput(current), variants: [...current.variants.filter((v) => v.dtype !== variant.dtype), variant] })
     } finally {
       await writer.release()
     }
