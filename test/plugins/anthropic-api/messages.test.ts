@@ -25,7 +25,10 @@ t.test('messages.create, not streamed: Anthropic\'s message shape with our model
 t.test('messages.create streamed: Anthropic\'s events in order, ending with message_stop; the final message assembles', async (t) => {
   const { url } = await serveTinyModels(t)
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })
-  const stream = client.messages.stream({ model: 'acme/tiny', max_tokens: 8, system: 'be brief', messages: [{ role: 'user', content: 'hello there' }] })
+  // Greedy (top_k 1): the streamed answer must be the same text as the whole one.
+  const request = { model: 'acme/tiny', max_tokens: 8, top_k: 1, system: 'be brief', messages: [{ role: 'user' as const, content: 'hello there' }] }
+  const whole = await client.messages.create(request)
+  const stream = client.messages.stream(request)
   const types: string[] = []
   for await (const event of stream) types.push(event.type)
   const final = await stream.finalMessage()
@@ -35,8 +38,10 @@ t.test('messages.create streamed: Anthropic\'s events in order, ending with mess
   t.equal(final.model, 'acme/tiny')
   t.equal(final.role, 'assistant')
   t.ok(final.usage.output_tokens >= 1, 'output counted')
-  const deltas = types.filter((ty) => ty === 'content_block_delta').length
-  if (final.content.length > 0) t.ok(deltas >= 1, 'text came as deltas')
+  const text = (m: { content: Array<{ type: string, text?: string }> }): string => m.content.map((b) => (b.type === 'text' ? b.text ?? '' : '')).join('')
+  t.equal(text(final), text(whole), 'the deltas make the same answer as the whole message')
+  t.equal(final.usage.output_tokens, whole.usage.output_tokens)
+  t.equal(types.filter((ty) => ty === 'content_block_delta').length > 0, text(whole) !== '', 'text came as deltas exactly when there was text')
 })
 
 t.test('messages.countTokens: the prompt\'s tokens, counted by the model\'s own tokenizer', async (t) => {

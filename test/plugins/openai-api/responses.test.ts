@@ -14,7 +14,9 @@ t.test('responses.create, not streamed: a response object with our model name an
   t.equal(response.model, 'acme/tiny')
   const message = response.output.find((item) => item.type === 'message')
   t.ok(message, 'a message item in the output')
-  t.type(response.output_text, 'string')
+  // The SDK's output_text joins the message's text parts: the same text the runtime put in the output item.
+  const parts = message?.type === 'message' ? message.content.map((c) => (c.type === 'output_text' ? c.text : '')).join('') : null
+  t.equal(response.output_text, parts, 'output_text is the message item\'s text')
   t.equal(response.usage?.output_tokens, 5, 'max_output_tokens honoured (ignore_eos from the defaults reached generation)')
 })
 
