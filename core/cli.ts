@@ -20,7 +20,8 @@ commands:
             --config FILE    config file (default: $LLAMAGATE_CONFIG, else the shipped config.yaml)
             --models DIR     models folder
   import    register a GGUF already on disk, linked rather than copied
-            llamagate import <owner>/<name> <file.gguf> [--config FILE] [--models DIR]
+            llamagate import <owner>/<name> <file.gguf> [--mmproj FILE] [--config FILE] [--models DIR]
+            --mmproj FILE    a vision projector to load beside the model
   help      show this text
   version   print the version
 `
@@ -77,7 +78,7 @@ async function serve (args: string[]): Promise<number> {
 async function importModel (args: string[]): Promise<number> {
   let parsed
   try {
-    parsed = parseArgs({ args, options: { config: { type: 'string' }, models: { type: 'string' } }, allowPositionals: true, strict: true })
+    parsed = parseArgs({ args, options: { config: { type: 'string' }, models: { type: 'string' }, mmproj: { type: 'string' } }, allowPositionals: true, strict: true })
   } catch (err) {
     process.stderr.write(`llamagate import: ${(err as Error).message}\n\n${USAGE}`)
     return 2
@@ -88,9 +89,10 @@ async function importModel (args: string[]): Promise<number> {
     return 2
   }
   try {
-    const config = loadConfig(parsed.values)
+    const { mmproj, ...flags } = parsed.values
+    const config = loadConfig(flags)
     const store = await openStore(config.modelsDir, { log: { warn: (message) => process.stderr.write(`llamagate import: warning: ${String(message)}\n`) } })
-    const record = await store.import(name, resolve(file)).finally(() => store.close())
+    const record = await store.import(name, resolve(file), mmproj !== undefined ? { projector: resolve(mmproj) } : {}).finally(() => store.close())
     process.stdout.write(`imported ${record.name} (${record.size} bytes, ${record.manifest.source.link}) into ${record.dir}\n`)
     return 0
   } catch (err) {

@@ -7,6 +7,8 @@ export interface FilePlan {
   files: HubFile[]
   /** The GGUF to load (part 1 of a split); null for SafeTensors. */
   primary: string | null
+  /** The vision projector (an `mmproj` GGUF, also in `files`) to load beside it; null when the repository has none. */
+  projector: string | null
 }
 
 // Largest to smallest, after huggingface.js GGUF_QUANT_ORDER: the default choice walks down from Q4_K_M.
@@ -14,6 +16,9 @@ const QUANT_ORDER = ['F32', 'BF16', 'F16', 'Q8_K_XL', 'Q8_0', 'Q6_K_XL', 'Q6_K',
   'Q4_K_XL', 'Q4_K_M', 'Q4_K_S', 'IQ4_NL', 'IQ4_XS', 'Q4_0', 'Q4_1', 'MXFP4_MOE', 'Q3_K_XL', 'Q3_K_L', 'Q3_K_M', 'Q3_K_S',
   'IQ3_M', 'IQ3_S', 'IQ3_XS', 'IQ3_XXS', 'Q2_K_XL', 'Q2_K', 'Q2_K_S', 'IQ2_M', 'IQ2_S', 'IQ2_XS', 'IQ2_XXS', 'IQ1_S', 'IQ1_M', 'TQ1_0', 'TQ2_0']
 const NOT_A_MODEL = /mmproj|imatrix|mtp-|eagle3-|dflash-|dspark-/i
+const PROJECTOR = /mmproj/i
+// When no projector matches the model's quant, full precision first: projectors are small, and quantized ones lose most.
+const PROJECTOR_FALLBACK = ['F16', 'BF16', 'F32']
 const SPLIT = /^(.+)-(\d{5})-of-(\d{5})\.gguf$/i
 const SAFETENSORS_EXTRAS = /^(config\.json|generation_config\.json|tokenizer\.json|tokenizer\.model|tokenizer_config\.json|special_tokens_map\.json|added_tokens\.json|vocab\.json|merges\.txt|model\.safetensors\.index\.json)$/
 
@@ -57,10 +62,47 @@ function candidates (files: HubFile[]): Candidate[] {
   return [...groups.values()]
 }
 
+function folderOf (path: string): string {
+  const at = path.lastIndexOf('/')
+  return at === -1 ? '' : path.slice(0, at)
+}
+
+function bitsOf (quant: string | null): number | null {
+  const digits = quant === null ? null : /\d+/.exec(quant)
+  return digits ? Number(digits[0]) : null
+}
+
+/**
+ * The vision projector for a chosen GGUF, as llama.cpp's `-hf` picks it (hub-protocol §7.2 step 6): an `mmproj`
+ * GGUF in the model file's folder or one above it, the deepest such folder winning; among those, the one of the
+ * model's quant, else F16 (then BF16, F32), else the nearest in bits.
+ */
+function chooseProjector (files: HubFile[], primary: string, quant: string | null): HubFile | null {
+  const home = folderOf(primary)
+  const near = files.filter((f) => {
+    const base = f.path.split('/').pop()!
+    const dir = folderOf(f.path)
+    return PROJECTOR.test(base) && base.toLowerCase().endsWith('.gguf') && (dir === '' || home === dir || home.startsWith(`${dir}/`))
+  })
+  if (near.length === 0) return null
+  const depth = Math.max(...near.map((f) => folderOf(f.path).length))
+  const deepest = near.filter((f) => folderOf(f.path).length === depth)
+  const quantOfFile = (f: HubFile): string | null => quantOf(f.path.split('/').pop()!)
+  const exact = quant === null ? undefined : deepest.find((f) => quantOfFile(f) === quant)
+  if (exact) return exact
+  for (const fallback of PROJECTOR_FALLBACK) {
+    const found = deepest.find((f) => quantOfFile(f) === fallback)
+    if (found) return found
+  }
+  const want = bitsOf(quant) ?? 16
+  const distance = (f: HubFile): number => Math.abs((bitsOf(quantOfFile(f)) ?? 1000) - want)
+  return [...deepest].sort((a, b) => distance(a) - distance(b))[0]!
+}
+
 /**
  * Chooses what to download (hub-protocol §7.4): a GGUF by `tag` (a quant label or a file name,
  * case-insensitive), or by default Q4_K_M, then Q8_0, then the nearest smaller quant, then the first;
- * every part of a split GGUF; never mmproj or imatrix files. Without GGUF, SafeTensors weights with their
+ * every part of a split GGUF, and the vision projector beside it if there is one (never as the model); never imatrix files. Without GGUF, SafeTensors weights with their
  * config and tokenizer. Neither: an error that says what the repository holds.
  */
 export function planFiles (repo: string, files: HubFile[], tag: string | null): FilePlan {
@@ -81,11 +123,13 @@ export function planFiles (repo: string, files: HubFile[], tag: string | null): 
         chosen = smaller[0] ?? ggufs[0]
       }
     }
-    return { format: 'gguf', files: chosen!.files, primary: chosen!.files[0]!.path }
+    const primary = chosen!.files[0]!.path
+    const projector = chooseProjector(files, primary, chosen!.quant)
+    return { format: 'gguf', files: projector ? [...chosen!.files, projector] : chosen!.files, primary, projector: projector?.path ?? null }
   }
   const weights = files.filter((f) => f.path.endsWith('.safetensors') && !f.path.includes('/'))
   if (weights.length > 0 && files.some((f) => f.path === 'config.json')) {
-    return { format: 'safetensors', files: [...weights, ...files.filter((f) => SAFETENSORS_EXTRAS.test(f.path))], primary: null }
+    return { format: 'safetensors', files: [...weights, ...files.filter((f) => SAFETENSORS_EXTRAS.test(f.path))], primary: null, projector: null }
   }
   const shown = files.slice(0, 8).map((f) => f.path).join(', ')
   throw new NotFoundError(`${repo} holds neither a GGUF file nor SafeTensors weights with a config.json (it has: ${shown || 'no files'}${files.length > 8 ? ', ...' : ''})`)

@@ -128,6 +128,7 @@ export class PullService {
         source: { type: 'hub', repository: id, commit },
         files: plan.files.map((f) => ({ name: f.path, size: f.size, sha256: f.sha256 })),
         primary: plan.primary,
+        ...(plan.projector !== null ? { projector: plan.projector } : {}),
       })
       // Files of an earlier version that the new manifest no longer names.
       for (const old of writer.existing?.files ?? []) {

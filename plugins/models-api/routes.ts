@@ -3,7 +3,7 @@ import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
 import type { ModelRecord } from '../storage/model-store.js'
 import { capabilities, chatTemplate } from '../storage/capabilities.js'
-import { modelInfo, parametersText, showDetails } from './show.js'
+import { ggufMetadata, modelInfo, parametersText, showDetails } from './show.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
 
 function tagOf (r: ModelRecord) {
@@ -32,6 +32,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       parameters: parametersText({ ...record.parameters, ...app.config.models[record.name]?.options }),
       ...(record.system !== null ? { system: record.system } : {}),
       capabilities: capabilities(record),
+      ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, request.body.verbose === true) } : {}),
       modified_at: record.modified_at,
     }
   })
@@ -48,7 +49,8 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.post('/api/import', { schema: { body: ImportBody, response: { 200: ModelRecordSchema } } }, async (request) => {
-    return tagOf(await store.import(request.body.model, request.body.path))
+    const { model, path, projector } = request.body
+    return tagOf(await store.import(model, path, projector !== undefined ? { projector } : {}))
   })
 
   app.get('/v1/models', { schema: { response: { 200: OpenAiModelList } } }, async () => ({ object: 'list' as const, data: store.list().map(openAiModel) }))

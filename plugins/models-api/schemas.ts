@@ -11,6 +11,8 @@ export const ImportBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   /** An absolute path on the server's machine (a relative one is taken from the server's working folder). */
   path: Type.String({ minLength: 1 }),
+  /** A vision projector (`mmproj-*.gguf`) to load beside it, on the server's machine too. */
+  projector: Type.Optional(Type.String({ minLength: 1 })),
 })
 
 const Details = Type.Object({
@@ -48,6 +50,8 @@ export const ShowReply = Type.Object({
   parameters: Type.String(),
   system: Type.Optional(Type.String()),
   capabilities: Type.Array(Type.String()),
+  /** The vision projector's GGUF metadata, as Ollama shows it; only for models that have one. */
+  projector_info: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   modified_at: Type.String(),
 })
 

@@ -48,15 +48,19 @@ function curatedInfo (r: ModelRecord): Record<string, unknown> {
  */
 export async function modelInfo (record: ModelRecord, verbose: boolean): Promise<Record<string, unknown>> {
   const file = record.manifest.primary ?? record.variants[0]?.file
-  const info: Record<string, unknown> = {}
-  if (file) {
-    const { metadata } = await gguf(`${record.dir}/${file}`, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
-    for (const [key, value] of Object.entries(metadata)) {
-      if (key === 'version' || key === 'tensor_count' || key === 'kv_count' || key === 'tokenizer.chat_template') continue
-      info[key] = Array.isArray(value) ? (verbose || value.length <= SHORT_ARRAY ? value.map(plain) : []) : plain(value)
-    }
-  }
+  const info = file ? await ggufMetadata(`${record.dir}/${file}`, verbose) : {}
   return { ...info, ...curatedInfo(record) }
+}
+
+/** A GGUF header's metadata as /api/show gives it (a model's `model_info`, a projector's `projector_info`). */
+export async function ggufMetadata (path: string, verbose: boolean): Promise<Record<string, unknown>> {
+  const info: Record<string, unknown> = {}
+  const { metadata } = await gguf(path, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
+  for (const [key, value] of Object.entries(metadata)) {
+    if (key === 'version' || key === 'tensor_count' || key === 'kv_count' || key === 'tokenizer.chat_template') continue
+    info[key] = Array.isArray(value) ? (verbose || value.length <= SHORT_ARRAY ? value.map(plain) : []) : plain(value)
+  }
+  return info
 }
 
 function plain (value: unknown): unknown {

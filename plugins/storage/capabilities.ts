@@ -1,21 +1,53 @@
+import { BadRequestError } from '../../core/errors.js'
+import type { GgufInfo } from './manifest.js'
 import type { ModelRecord } from './model-store.js'
 
-// Architectures that embed rather than generate (llama.cpp's BERT family).
+/**
+ * What a model is, which decides how llama-server is started for it and which endpoints it serves: a chat
+ * (generative) model, an embedding model (`--embeddings`), or a reranker (`--reranking`).
+ */
+export type ModelKind = 'chat' | 'embedding' | 'reranker'
+
+// Architectures that embed rather than generate (llama.cpp's BERT family), whether or not the GGUF says how they pool.
 const EMBEDDING_ARCHITECTURES = new Set(['bert', 'nomic-bert', 'nomic-bert-moe', 'jina-bert-v2', 'jina-bert-v3', 'modern-bert', 'neo-bert', 't5encoder'])
+// llama.cpp's LLAMA_POOLING_TYPE_RANK: a classification head scores a (query, document) pair.
+const POOLING_RANK = 4
+
+/**
+ * A model's kind from its GGUF metadata: rank pooling is a reranker; an encoder architecture, or any model that
+ * names a pooling (decoder-based embedders such as Qwen3-Embedding pool the last token), is an embedding model;
+ * anything else generates. Chat models' GGUFs name no pooling.
+ */
+export function modelKind (gguf: Pick<GgufInfo, 'architecture' | 'pooling_type'> | null | undefined): ModelKind {
+  if (!gguf) return 'chat'
+  if (gguf.pooling_type === POOLING_RANK) return 'reranker'
+  if ((gguf.architecture !== null && EMBEDDING_ARCHITECTURES.has(gguf.architecture)) || (gguf.pooling_type ?? 0) > 0) return 'embedding'
+  return 'chat'
+}
+
 /**
  * What a model can do, as Ollama's clients read it to offer tools, thinking or image upload: decided, as Ollama
- * decides it, from what the model's chat template renders.
+ * decides it, from the model's kind, what its chat template renders, and whether a vision projector sits beside it.
  */
 export function capabilities (record: ModelRecord): string[] {
-  if (record.gguf?.architecture && EMBEDDING_ARCHITECTURES.has(record.gguf.architecture)) return ['embedding']
+  if (record.kind === 'embedding') return ['embedding']
+  if (record.kind === 'reranker') return ['rerank']
   const template = chatTemplate(record)
   const found = ['completion']
   if (/\btools\b/.test(template)) found.push('tools')
   if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')
+  if (record.projector !== null) found.push('vision')
   return found
 }
 
 /** The chat template a model is served with: its own from `/api/create`, else its GGUF's ('' when none). */
 export function chatTemplate (record: ModelRecord): string {
   return record.template ?? record.gguf?.chat_template ?? ''
+}
+
+/** @throws BadRequestError when the model has no vision projector */
+export function requireVision (record: ModelRecord): void {
+  if (record.projector === null) {
+    throw new BadRequestError(`model "${record.name}" does not support images: it has no vision projector (mmproj); send text only, or use a vision model`, 'images_not_supported')
+  }
 }

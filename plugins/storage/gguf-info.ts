@@ -21,6 +21,7 @@ export async function readGgufInfo (path: string): Promise<GgufInfo> {
     head_count: num('attention.head_count'),
     head_count_kv: num('attention.head_count_kv'),
     chat_template: typeof meta['tokenizer.chat_template'] === 'string' ? meta['tokenizer.chat_template'] as string : null,
+    pooling_type: num('pooling_type'),
   }
 }
 

@@ -16,6 +16,11 @@ export interface GgufInfo {
   head_count: number | null
   head_count_kv: number | null
   chat_template: string | null
+  /**
+   * How the model pools its tokens into one vector (llama.cpp's `<arch>.pooling_type`: 0 none, 1 mean, 2 cls,
+   * 3 last, 4 rank); null when the GGUF does not say, as for chat models. Absent in manifests written before it.
+   */
+  pooling_type?: number | null
 }
 
 export interface ManifestFile { name: string, size: number, sha256: string | null }
@@ -33,6 +38,8 @@ export interface Manifest {
   primary: string | null
   /** GGUF files made from a SafeTensors model, by dtype. */
   variants: Variant[]
+  /** The vision projector (an `mmproj` GGUF, one of `files`) loaded beside the model; absent or null: none. */
+  projector?: string | null
   gguf: GgufInfo | null
   /** The system prompt given to `/api/create`: used when a chat brings none. */
   system?: string

@@ -4,6 +4,7 @@ import lockfile from 'proper-lockfile'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
+import { modelKind, type ModelKind } from './capabilities.js'
 import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
@@ -31,6 +32,10 @@ export interface ModelRecord {
   variants: Variant[]
   /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
   gguf: GgufInfo | null
+  /** What it is (chat, embedding, reranker), from its GGUF's metadata. */
+  kind: ModelKind
+  /** Its vision projector's file name (an `mmproj` GGUF in its folder), or null. */
+  projector: string | null
   /** The system prompt it was created with (`/api/create`), if any. */
   system: string | null
   /** Default options it was created with (`/api/create`), if any. */
@@ -208,6 +213,11 @@ export class ModelStore {
     return variant ? join(record.dir, variant.file) : null
   }
 
+  /** The vision projector to load beside the model (`--mmproj`), or null when it has none. */
+  projectorPath (record: ModelRecord): string | null {
+    return record.projector === null ? null : join(record.dir, record.projector)
+  }
+
   /** Whether this process is writing (pulling, converting, deleting) the model. */
   isBusy (name: string): boolean { return this.busy.has(modelKey(parseModelName(name).id)) }
 
@@ -272,21 +282,11 @@ export class ModelStore {
    * system allows; the manifest says where it came from and how it was linked.
    * @throws InvalidModelNameError, BadRequestError (no such file, not a GGUF), ConflictError
    */
-  async import (name: string, file: string): Promise<ModelRecord> {
+  async import (name: string, file: string, options: { projector?: string } = {}): Promise<ModelRecord> {
     const { id } = parseModelName(name)
-    const source = resolve(file)
-    let info
-    try {
-      info = await stat(source)
-    } catch {
-      throw new BadRequestError(`cannot import ${file}: no such file`)
-    }
-    if (!info.isFile()) throw new BadRequestError(`cannot import ${file}: not a file`)
-    try {
-      await readGgufInfo(source)
-    } catch (err) {
-      throw new BadRequestError(`cannot import ${file}: not a GGUF file (${(err as Error).message})`)
-    }
+    const source = await readableGguf(file)
+    const projector = options.projector === undefined ? null : await readableGguf(options.projector)
+    if (projector !== null && basename(projector) === basename(source)) throw new BadRequestError(`cannot import ${options.projector} as the projector: it has the model file's name (they would share one file in the model's folder)`)
     let parts: string[]
     try {
       parts = await ggufParts(source)
@@ -303,6 +303,11 @@ export class ModelStore {
         link ??= kind
         files.push({ name: basename(part), size: (await stat(target)).size, sha256: await sha256File(target) })
       }
+      if (projector !== null) {
+        const target = join(writer.dir, basename(projector))
+        await linkOrCopy(projector, target)
+        files.push({ name: basename(projector), size: (await stat(target)).size, sha256: await sha256File(target) })
+      }
       return await writer.commit({
         name: id,
         format: 'gguf',
@@ -310,6 +315,7 @@ export class ModelStore {
         files,
         primary: basename(source),
         variants: [],
+        ...(projector !== null ? { projector: basename(projector) } : {}),
       })
     } finally {
       await writer.release()
@@ -459,6 +465,16 @@ export class ModelStore {
     const named = [...input.files.map((f) => f.name), ...(input.variants ?? []).map((v) => v.file), ...(input.primary ? [input.primary] : [])]
     const outside = named.find((n) => !isInside(dir, n))
     if (outside !== undefined) throw new Error(`manifest of "${input.name}" names a file outside its folder: ${JSON.stringify(outside)}`)
+    if (input.projector) {
+      if (!input.files.some((f) => f.name === input.projector)) throw new Error(`manifest of "${input.name}" names a projector that is not one of its files: ${JSON.stringify(input.projector)}`)
+      const projector = await readGgufInfo(join(dir, input.projector)).catch((err: Error) => {
+        throw new GatewayError(422, `model "${input.name}": its projector ${input.projector} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
+      })
+      // llama.cpp's converter writes every projector under the architecture `clip`; anything else would fail the load.
+      if (projector.architecture !== 'clip') {
+        throw new GatewayError(422, `model "${input.name}": ${input.projector} is not a vision projector (its architecture is ${projector.architecture ?? 'unnamed'}, not clip)`, { code: 'invalid_projector' })
+      }
+    }
     // Variants converted from other weights would be stale: kept only while the files are the same.
     const variants = input.variants ?? (existing && sameFiles(existing.files, input.files) ? existing.variants : [])
     const ggufFile = input.primary ?? variants[0]?.file ?? null
@@ -542,6 +558,8 @@ export class ModelStore {
       files: manifest.files,
       variants: manifest.variants,
       gguf: g,
+      kind: modelKind(g),
+      projector: manifest.projector ?? null,
       system: manifest.system ?? null,
       parameters: manifest.parameters ?? null,
       template: manifest.template ?? null,
@@ -551,6 +569,24 @@ export class ModelStore {
     this.sorted = null
     return record
   }
+}
+
+/** The absolute path of a GGUF file to import. @throws BadRequestError when it is missing or no GGUF */
+async function readableGguf (file: string): Promise<string> {
+  const path = resolve(file)
+  let info
+  try {
+    info = await stat(path)
+  } catch {
+    throw new BadRequestError(`cannot import ${file}: no such file`)
+  }
+  if (!info.isFile()) throw new BadRequestError(`cannot import ${file}: not a file`)
+  try {
+    await readGgufInfo(path)
+  } catch (err) {
+    throw new BadRequestError(`cannot import ${file}: not a GGUF file (${(err as Error).message})`)
+  }
+  return path
 }
 
 function sameFiles (a: ManifestFile[], b: ManifestFile[]): boolean {

@@ -3,7 +3,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../core/app.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { testConfig, tempDir } from './app.js'
-import { realisticModel, type REALISTIC } from './realistic-models.js'
+import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'
 import { cpuRuntime } from './runtime.js'
 
 type Test = Parameters<typeof tempDir>[0]
@@ -40,11 +40,14 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
   return { app, url }
 }
 
+/** A fixture to import: its kind, or a chat fixture with a vision projector beside it. */
+export type FixtureModel = FixtureKind | { kind: keyof typeof REALISTIC, projector: true }
+
 /**
  * The whole gateway on a real socket with realistic tiny models (a real vocabulary and chat template, see
  * realistic-models.ts) under the given names, llama-server on one thread.
  */
-export async function serveRealisticModels (t: Test, models: Record<string, keyof typeof REALISTIC>, values: Record<string, unknown> = {}): Promise<InferenceServer> {
+export async function serveRealisticModels (t: Test, models: Record<string, FixtureModel>, values: Record<string, unknown> = {}): Promise<InferenceServer> {
   const runtime = await cpuRuntime()
   const config = await testConfig(t, {
     runtime: 'cpu',
@@ -54,7 +57,10 @@ export async function serveRealisticModels (t: Test, models: Record<string, keyo
   })
   const app = await buildApp(config)
   t.teardown(() => app.close())
-  for (const [name, kind] of Object.entries(models)) await app.store.import(name, await realisticModel(kind))
+  for (const [name, fixture] of Object.entries(models)) {
+    if (typeof fixture === 'string') await app.store.import(name, await realisticModel(fixture))
+    else await app.store.import(name, await realisticModel(fixture.kind), { projector: await realisticModel('projector') })
+  }
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }
 }

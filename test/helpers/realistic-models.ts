@@ -3,10 +3,12 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
+import { writeTinyBert } from '../../scripts/realistic-bert.js'
 import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/realistic-model.js'
+import { writeTinyProjector } from '../../scripts/realistic-projector.js'
 import { cpuRuntime } from './runtime.js'
 
-/** The fixtures the tests use: a real vocabulary and template from the runtime's own llama.cpp tree. */
+/** The chat fixtures the tests use: a real vocabulary and template from the runtime's own llama.cpp tree. */
 export const REALISTIC = {
   /** Qwen2.5-Instruct's template: tools (Hermes-style <tool_call>), JSON schemas. */
   qwen25: { vocab: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct', eosToken: '<|im_end|>' },
@@ -14,14 +16,30 @@ export const REALISTIC = {
   r1: { vocab: 'qwen2', template: 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B', eosToken: '<|endoftext|>' },
 } satisfies Record<string, Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>>
 
-const made = new Map<string, Promise<string>>()
+/** Every fixture: the chat models above, a BERT embedder and reranker (bge's vocabulary), and a vision projector. */
+export type FixtureKind = keyof typeof REALISTIC | 'bert' | 'reranker' | 'projector'
+
+/** The width of the chat fixtures (realistic-model.ts's default n_embd): the projector must match it. */
+const CHAT_EMBD = 64
+
+const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promise<unknown>> = {
+  qwen25: (file, src) => writeRealisticModel({ ...REALISTIC.qwen25, file, llamaCppSrc: src, name: 'tiny qwen25' }),
+  r1: (file, src) => writeRealisticModel({ ...REALISTIC.r1, file, llamaCppSrc: src, name: 'tiny r1' }),
+  bert: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'embedding', name: 'tiny bert' }),
+  reranker: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'reranker', name: 'tiny reranker' }),
+  projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
+}
+// Bumped when a writer changes what it writes, so that cached fixtures are made again.
+const GENERATOR = { qwen25: 2, r1: 2, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+
+const made = new Map<FixtureKind, Promise<string>>()
 
 /**
- * A realistic tiny model's GGUF (scripts/realistic-model.ts), made once per machine and source tree and kept
- * under ~/.llamagate/test-fixtures (about 20 MB each, out of the clone). Written to a temporary name and
- * renamed, so that a test run killed mid-write leaves nothing half-made for the next one.
+ * A tiny fixture's GGUF, made once per machine and source tree and kept under ~/.llamagate/test-fixtures (up to
+ * about 20 MB each, out of the clone). Written to a temporary name and renamed, so that a test run killed
+ * mid-write leaves nothing half-made for the next one.
  */
-export function realisticModel (kind: keyof typeof REALISTIC): Promise<string> {
+export function realisticModel (kind: FixtureKind): Promise<string> {
   let file = made.get(kind)
   if (file === undefined) {
     file = (async () => {
@@ -30,15 +48,15 @@ export function realisticModel (kind: keyof typeof REALISTIC): Promise<string> {
       if (!info.source || !existsSync(join(info.source, 'models'))) {
         throw new Error(`the runtime at ${runtime.binDir} does not say which llama.cpp tree it was built from (build-info.json "source"), or that tree is gone: the realistic fixtures are made from its models/ folder`)
       }
-      const options = REALISTIC[kind]
-      const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit, generator: 2 })).digest('hex').slice(0, 12)
+      const options = kind in REALISTIC ? REALISTIC[kind as keyof typeof REALISTIC] : {}
+      const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit, generator: GENERATOR[kind] })).digest('hex').slice(0, 12)
       const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')
       const target = join(dir, `${kind}-${key}.gguf`)
       if (existsSync(target)) return target
       await mkdir(dir, { recursive: true })
       const partial = `${target}.tmp-${process.pid}`
       try {
-        await writeRealisticModel({ ...options, file: partial, llamaCppSrc: info.source, name: `tiny ${kind}` })
+        await WRITERS[kind](partial, info.source)
         await rename(partial, target)
       } finally {
         await rm(partial, { force: true })

@@ -1,9 +1,10 @@
 import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { request } from 'node:http'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
+import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
@@ -215,4 +216,37 @@ t.test('delete of a loaded model unloads it first (the real runtime), then remov
   t.notOk(existsSync(dir), 'the files are gone')
   const after = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false })
   t.equal(after.status, 404)
+})
+
+t.test('import with a vision projector: by /api/import and by the CLI; a file that is no projector is refused', async (t) => {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  const app = await build(t)
+  const dir = await tempDir(t)
+  const model = await gguf(t)
+  const { file: projector } = await writeTinyProjector({ file: join(dir, 'mmproj-tiny-F16.gguf'), textEmbd: 64 })
+  const imported = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/seeing', path: model, projector } })
+  t.equal(imported.statusCode, 200, imported.body)
+  const record = app.store.get('acme/seeing')
+  t.equal(record.projector, 'mmproj-tiny-F16.gguf')
+  t.same((await readdir(record.dir)).sort(), ['manifest.json', 'mmproj-tiny-F16.gguf', basename(model)].sort(), 'the projector sits beside the model')
+  const show = await app.inject({ method: 'POST', url: '/api/show', payload: { model: 'acme/seeing' } })
+  t.ok(show.json().capabilities.includes('vision'))
+  const copied = await app.inject({ method: 'POST', url: '/api/copy', payload: { source: 'acme/seeing', destination: 'acme/seeing-too' } })
+  t.equal(copied.statusCode, 200)
+  t.equal(app.store.get('acme/seeing-too').projector, 'mmproj-tiny-F16.gguf', 'a copy keeps the projector')
+
+  const notProjector = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/blind', path: model, projector: model } })
+  t.equal(notProjector.statusCode, 400, 'the model file itself as its projector')
+  const chatAsProjector = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/blind', path: model, projector: await gguf(t, 2, 'mmproj-fake.gguf') } })
+  t.equal(chatAsProjector.statusCode, 422)
+  t.match(chatAsProjector.json(), { error: /is not a vision projector \(its architecture is llama, not clip\)/ })
+  const missing = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/blind', path: model, projector: join(dir, 'nope.gguf') } })
+  t.equal(missing.statusCode, 400)
+  t.match(missing.json(), { error: /cannot import .*nope\.gguf: no such file/ })
+  t.equal(app.store.find('acme/blind'), null, 'nothing half-made is listed')
+
+  const cli = await runCli(['import', 'acme/from-cli', model, '--mmproj', projector, '--models', app.config.modelsDir])
+  t.equal(cli.code, 0, cli.stderr)
+  await until('the server lists the model the CLI imported', async () => app.store.find('acme/from-cli') !== null)
+  t.equal(app.store.get('acme/from-cli').projector, 'mmproj-tiny-F16.gguf', 'llamagate import --mmproj')
 })

@@ -4,6 +4,7 @@ import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../../core/app.js'
+import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir, testConfig } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
@@ -25,8 +26,13 @@ async function hub (t: Test): Promise<FakeHub> {
   fake.addRepo('acme/tiny-GGUF', { files: [
     { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
     { path: 'tiny-Q2_K.gguf', content: q2 }, { path: 'tiny-Q4_K_M.gguf', content: q4 }, { path: 'tiny-Q8_0.gguf', content: q8 },
-    { path: 'mmproj-tiny-f16.gguf', content: q8 },
   ] })
+  const projector = async (seed: number) => readFile((await writeTinyProjector({ file: join(await tempDir(t), 'p.gguf'), textEmbd: 64, seed })).file)
+  fake.addRepo('acme/vision-GGUF', { files: [
+    { path: 'vision-Q4_K_M.gguf', content: q4 }, { path: 'vision-Q8_0.gguf', content: q8 },
+    { path: 'mmproj-vision-Q8_0.gguf', content: await projector(1) }, { path: 'mmproj-vision-F16.gguf', content: await projector(2) },
+  ] })
+  fake.addRepo('acme/badproj-GGUF', { files: [{ path: 'b-Q4_K_M.gguf', content: q4 }, { path: 'mmproj-b-F16.gguf', content: q8 }] })
   fake.addRepo('acme/small-GGUF', { files: [{ path: 'tiny-Q6_K.gguf', content: q8 }, { path: 'tiny-Q2_K.gguf', content: q2 }] })
   fake.addRepo('acme/split-GGUF', { files: [
     { path: 'big-Q4_K_M-00001-of-00003.gguf', content: q4 },
@@ -291,4 +297,55 @@ t.test('the official ollama client pulls, lists and deletes (it sends `name`, no
   const neither = await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({}) })
   t.equal(neither.status, 400, 'a body naming no model is still refused')
   t.match(await neither.json(), { error: /model|name/ })
+})
+
+t.test('a repository with a vision projector: it is pulled, verified and resumed with the model, recorded, and deleted with it', async (t) => {
+  const fake = await hub(t)
+  const projectorSha = shaOf(fake, 'acme/vision-GGUF', 'mmproj-vision-F16.gguf')
+  const projectorSize = fake.repos.get('acme/vision-GGUF')!.files.find((f) => f.path === 'mmproj-vision-F16.gguf')!.content.length
+  fake.faults = { stallAfterBytes: 20_000, stallShas: new Set([projectorSha]) }
+  const { app, url } = await serve(t, fake)
+  const controller = new AbortController()
+  const stalled = pull(url, 'acme/vision-GGUF', {}, controller.signal).catch(() => null)
+  const partial = join(app.config.modelsDir, 'acme', 'vision-GGUF', 'mmproj-vision-F16.gguf.partial')
+  for (let i = 0; i < 500 && (!existsSync(partial) || (await stat(partial)).size < 20_000); i++) await new Promise((r) => setTimeout(r, 20))
+  t.equal((await stat(partial)).size, 20_000, 'the projector was cut short mid-download')
+  controller.abort()
+  await stalled
+  t.equal(app.store.find('acme/vision-GGUF'), null, 'a model whose projector is not whole is not listed')
+
+  fake.faults = {}
+  const { events } = await pull(url, 'acme/vision-GGUF')
+  t.same(events.at(-1), { status: 'success' })
+  t.same([...new Set(events.filter((e) => e.digest).map((e) => e.digest))], ['vision-Q4_K_M.gguf', 'mmproj-vision-F16.gguf'], 'the model, then its projector (F16: none matches Q4_K_M)')
+  t.equal(events.find((e) => e.digest === 'mmproj-vision-F16.gguf').completed, 20_000, 'the projector resumed from its partial data')
+  t.equal(fake.cdnBytes.get(projectorSha), projectorSize, `its bytes crossed the wire once in all (${projectorSize})`)
+  const record = app.store.get('acme/vision-GGUF')
+  t.equal(record.manifest.projector, 'mmproj-vision-F16.gguf')
+  t.equal(record.projector, 'mmproj-vision-F16.gguf')
+  const projectorFile = record.manifest.files.find((f) => f.name === 'mmproj-vision-F16.gguf')!
+  t.equal(sha256(await readFile(join(record.dir, projectorFile.name))), projectorFile.sha256, 'verified like the weights')
+  t.same((await readdir(record.dir)).sort(), ['manifest.json', 'mmproj-vision-F16.gguf', 'vision-Q4_K_M.gguf'], 'no partial or other projector left')
+  const show = await (await fetch(`${url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'acme/vision-GGUF' }) })).json() as any
+  t.ok(show.capabilities.includes('vision'), '/api/show says vision')
+  t.equal(show.projector_info['general.architecture'], 'clip')
+
+  t.same((await pull(url, 'acme/vision-GGUF:Q8_0')).events.at(-1), { status: 'success' })
+  t.equal(app.store.get('acme/vision-GGUF').projector, 'mmproj-vision-Q8_0.gguf', 'another quant: the projector of that quant, the old one gone')
+  t.same((await readdir(record.dir)).sort(), ['manifest.json', 'mmproj-vision-Q8_0.gguf', 'vision-Q8_0.gguf'])
+
+  await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'acme/vision-GGUF' }) })
+  t.notOk(existsSync(record.dir), 'deleting the model removes its projector with it')
+})
+
+t.test('a projector that does not match its SHA-256, or is no projector, fails the pull and nothing is listed', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { corrupt: new Set([shaOf(fake, 'acme/vision-GGUF', 'mmproj-vision-F16.gguf')]) }
+  const { app, url } = await serve(t, fake)
+  const corrupt = await pull(url, 'acme/vision-GGUF')
+  t.match(corrupt.events.at(-1).error, /mmproj-vision-F16\.gguf does not match its SHA-256/)
+  t.equal(app.store.find('acme/vision-GGUF'), null)
+  const bad = await pull(url, 'acme/badproj-GGUF')
+  t.match(bad.events.at(-1).error, /mmproj-b-F16\.gguf is not a vision projector \(its architecture is llama, not clip\)/)
+  t.equal(app.store.find('acme/badproj-GGUF'), null)
 })
