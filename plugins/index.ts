@@ -2,6 +2,7 @@ import type { FastifyPluginAsync } from 'fastify'
 import anthropicApi from './anthropic-api/index.js'
 import convert from './convert/index.js'
 import download from './download/index.js'
+import embeddingsApi from './embeddings-api/index.js'
 import healthApi from './health-api/index.js'
 import modelsApi from './models-api/index.js'
 import nativeApi from './native-api/index.js'
@@ -31,5 +32,6 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   nativeApi,
   openaiApi,
   anthropicApi,
+  embeddingsApi,
   pullApi,
 ]

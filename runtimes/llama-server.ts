@@ -29,6 +29,16 @@ export interface LlamaServerOptions {
   cacheTypeV?: string
   /** A Jinja chat template instead of the GGUF's (`--chat-template`). @default the GGUF's */
   chatTemplate?: string
+  /** Serve embeddings (`--embeddings`). @default false */
+  embeddings?: boolean
+  /** `--pooling`; unset, the GGUF's. */
+  pooling?: string
+  /** Serve reranking (`--reranking`). @default false */
+  reranking?: boolean
+  /** `--batch-size` and `--ubatch-size` both: an embedding input must fit in one physical batch. @default llama-server's */
+  batchSize?: number
+  /** A vision projector GGUF (`--mmproj`). */
+  projectorPath?: string
   /** @default a free loopback port, picked at start */
   port?: number
   /**
@@ -179,6 +189,11 @@ export class LlamaServer {
     if (o.cacheTypeK) args.push('--cache-type-k', o.cacheTypeK)
     if (o.cacheTypeV) args.push('--cache-type-v', o.cacheTypeV)
     if (o.chatTemplate) args.push('--chat-template', o.chatTemplate)
+    if (o.embeddings) args.push('--embeddings')
+    if (o.pooling) args.push('--pooling', o.pooling)
+    if (o.reranking) args.push('--reranking')
+    if (o.batchSize !== undefined) args.push('--batch-size', String(o.batchSize), '--ubatch-size', String(o.batchSize))
+    if (o.projectorPath) args.push('--mmproj', o.projectorPath)
     if (f.jinja) args.push('--jinja')
     if (f.noWebui) args.push('--no-webui')
     // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.

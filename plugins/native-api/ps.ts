@@ -20,6 +20,8 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       context_length: m.contextLength,
       num_parallel: m.parallel,
       state: m.state,
+      // A chat model asked for embeddings runs a second instance, started to embed.
+      purpose: m.purpose,
       runtime: backend,
       pid: m.pid,
       active_requests: m.activeRequests,

@@ -15,6 +15,7 @@ function storePort (store: ModelStore): SchedulerStore {
   return {
     get: (name) => store.get(name),
     ggufPath: (model, dtype) => store.ggufPath(store.get(model.name), dtype),
+    projectorPath: (model) => store.projectorPath(store.get(model.name)),
   }
 }
 

@@ -1,4 +1,5 @@
 import type { ResolvedOptions } from '../../core/request-options.js'
+import type { Purpose } from './lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
 
 export type InstanceState = 'loading' | 'loaded' | 'unloading'
@@ -37,6 +38,7 @@ export class Instance {
     readonly options: ResolvedOptions['load'],
     readonly estimatedBytes: number,
     keepAliveMs: number,
+    readonly purpose: Purpose = 'generate',
   ) {
     this.keepAliveMs = keepAliveMs
   }

@@ -2,6 +2,12 @@ import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import type { SchedulableModel } from './ports.js'
 
+/**
+ * What a request needs of a model's runtime: generation (chat, completions), embeddings, or reranking. A chat
+ * model asked for embeddings gets an instance of its own, started to embed.
+ */
+export type Purpose = 'generate' | 'embed' | 'rerank'
+
 /** A slot on a loaded model, held for one request: all a surface needs to run it. */
 export interface Lease {
   readonly model: SchedulableModel
@@ -11,6 +17,8 @@ export interface Lease {
   readonly signal: AbortSignal
   /** Time spent waiting for a load and a slot. */
   readonly loadDurationMs: number
+  /** Tokens one request may hold on this instance (its context per slot). */
+  readonly contextLength: number
   /** The model's running llama-server. */
   readonly endpoint: RuntimeEndpoint
   /** Gives the slot back; idempotent. */
@@ -24,6 +32,8 @@ export interface AcquireRequest {
   keepAliveMs?: number
   /** Aborted when the client disconnects. */
   signal?: AbortSignal
+  /** What the request does with the model. @default 'generate' */
+  purpose?: Purpose
 }
 
 /** What a surface asks of the scheduler. */
@@ -35,6 +45,8 @@ export interface LeaseSource {
 /** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
 export interface LoadedModel {
   readonly model: SchedulableModel
+  /** What the instance was started for. */
+  readonly purpose: Purpose
   readonly state: 'loading' | 'loaded' | 'unloading'
   readonly estimatedBytes: number
   readonly contextLength: number

@@ -16,6 +16,8 @@ export interface SchedulableModel {
   parameters?: Record<string, unknown> | null
   /** A chat template the model was created with, instead of its GGUF's. */
   template?: string | null
+  /** What it is, from its GGUF: a chat model generates; embedding models and rerankers only serve their endpoints. @default 'chat' */
+  kind?: 'chat' | 'embedding' | 'reranker'
   /** What the GGUF says about its shape, when known: used to estimate the KV cache. */
   gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null } | null
 }
@@ -25,6 +27,8 @@ export interface SchedulerStore {
   get(name: string): SchedulableModel
   /** The GGUF file to load for a dtype, or null when a SafeTensors model has no such variant yet. */
   ggufPath(model: SchedulableModel, dtype?: string): string | null
+  /** The vision projector to load beside the model, or null when it has none. */
+  projectorPath(model: SchedulableModel): string | null
 }
 
 /** Makes a missing GGUF variant of a SafeTensors model (the converter), if one is configured. */
@@ -53,6 +57,16 @@ export interface RuntimeSpawnOptions {
   cacheTypeV?: string
   /** A Jinja chat template instead of the GGUF's. */
   chatTemplate?: string
+  /** Serve embeddings (`--embeddings`), pooled as the GGUF says unless `pooling` is given. */
+  embeddings?: boolean
+  /** How tokens are pooled into one vector (`--pooling`): `last` for a chat model asked for embeddings. */
+  pooling?: 'mean' | 'cls' | 'last'
+  /** Serve reranking (`--reranking`). */
+  reranking?: boolean
+  /** Logical and physical batch size: an embedding input must fit in one physical batch. */
+  batchSize?: number
+  /** A vision projector (`--mmproj`). */
+  projectorPath?: string
 }
 
 export interface SchedulerRuntimes {

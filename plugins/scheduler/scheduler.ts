@@ -3,8 +3,9 @@ import { linkedSignal } from '../../core/linked-signal.js'
 import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { Instance } from './instance.js'
-import type { AcquireRequest, Lease, LeaseSource, LoadedModel } from './lease.js'
+import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
+import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 
 
@@ -38,13 +39,15 @@ export class Scheduler implements LeaseSource {
     const started = Date.now()
     const { store, settings } = this.deps
     const model = store.get(name)
+    const purpose = request.purpose ?? 'generate'
+    checkPurpose(model, purpose)
     const configured = settings.modelOptions[model.name]?.options
     const perModel = model.parameters ? { ...model.parameters, ...configured } : configured
-    const resolved = resolveOptions(settings.defaultOptions, perModel, request.options)
+    const resolved = purposeOptions(model, purpose, resolveOptions(settings.defaultOptions, perModel, request.options))
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
-      const instance = this.findInstance(model, resolved) ?? this.startInstance(model, resolved, request.keepAliveMs)
+      const instance = this.findInstance(model, resolved, purpose) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
       await instance.loaded
       const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
       if (!granted) {
@@ -96,6 +99,7 @@ export class Scheduler implements LeaseSource {
     const now = Date.now()
     return this.instances.map((i) => ({
       model: i.model,
+      purpose: i.purpose,
       state: i.state,
       estimatedBytes: i.estimatedBytes,
       contextLength: i.options.num_ctx,
@@ -113,20 +117,20 @@ export class Scheduler implements LeaseSource {
     return this.instances
   }
 
-  private findInstance (model: SchedulableModel, resolved: ResolvedOptions): Instance | undefined {
-    const candidates = this.instances.filter((i) => i.model.name === model.name && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
+  private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose): Instance | undefined {
+    const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
     // The one with the shortest line, so that requests spread over equivalent instances.
     return candidates.sort((a, b) => (a.active + a.waiters.length) - (b.active + b.waiters.length))[0]
   }
 
-  private startInstance (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined): Instance {
+  private startInstance (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined, purpose: Purpose): Instance {
     const load = resolved.load
     const ctxSize = load.num_ctx * load.num_parallel
     const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
-      keepAliveMs ?? this.deps.settings.keepAliveMs)
-    // Instances of this model with other options finish what they have, then go.
+      keepAliveMs ?? this.deps.settings.keepAliveMs, purpose)
+    // Instances of this model for the same purpose with other options finish what they have, then go.
     for (const old of this.instances) {
-      if (old.model.name === model.name && old.accepting) {
+      if (old.model.name === model.name && old.purpose === purpose && old.accepting) {
         old.draining = true
         if (old.idle && old.state === 'loaded') void this.unload(old, new UnavailableError('replaced'))
       }
@@ -140,8 +144,9 @@ export class Scheduler implements LeaseSource {
   }
 
   private async bringUp (instance: Instance, ctxSize: number): Promise<void> {
-    const { model, options } = instance
-    const failure = this.failures.get(model.name)
+    const { model, options, purpose } = instance
+    const failureKey = `${model.name}\0${purpose}`
+    const failure = this.failures.get(failureKey)
     if (failure && failure.retryAt > Date.now()) {
       throw new RuntimeError(`model "${model.name}" failed to start ${failure.count} time(s); next try in ${Math.ceil((failure.retryAt - Date.now()) / 1000)} s. Last error: ${failure.message}`, [], 'runtime_backoff')
     }
@@ -164,6 +169,7 @@ export class Scheduler implements LeaseSource {
       cacheTypeK: options.cache_type_k,
       cacheTypeV: options.cache_type_v,
       ...(model.template ? { chatTemplate: model.template } : {}),
+      ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
     })
     instance.process = process
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
@@ -171,14 +177,14 @@ export class Scheduler implements LeaseSource {
       await process.start()
     } catch (err) {
       // A start cut short by a stop is not the model's failure: no backoff for it.
-      if ((err as { code?: string }).code !== 'runtime_stopped') this.recordFailure(model.name, err)
+      if ((err as { code?: string }).code !== 'runtime_stopped') this.recordFailure(failureKey, err)
       throw err
     }
     if (instance.state === 'unloading') return // stopped while it loaded
-    this.failures.delete(model.name)
+    this.failures.delete(failureKey)
     instance.state = 'loaded'
     instance.loadedAt = Date.now()
-    this.deps.log.info({ model: model.name, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+    this.deps.log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
   }
 
   /**
@@ -246,6 +252,7 @@ export class Scheduler implements LeaseSource {
       endpoint: instance.process!.endpoint,
       signal: linked?.signal ?? instance.controller.signal,
       loadDurationMs,
+      contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
       release: () => {
         if (released) return
@@ -302,10 +309,10 @@ export class Scheduler implements LeaseSource {
     this.remove(instance)
   }
 
-  private recordFailure (name: string, err: unknown): void {
-    const count = (this.failures.get(name)?.count ?? 0) + 1
+  private recordFailure (key: string, err: unknown): void {
+    const count = (this.failures.get(key)?.count ?? 0) + 1
     const delay = Math.min(BACKOFF_BASE_MS * 2 ** (count - 1), BACKOFF_MAX_MS)
-    this.failures.set(name, { count, retryAt: Date.now() + delay, message: (err as Error).message })
+    this.failures.set(key, { count, retryAt: Date.now() + delay, message: (err as Error).message })
   }
 
   private remove (instance: Instance): void {
