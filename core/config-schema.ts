@@ -65,6 +65,9 @@ export const ConfigSchema = Type.Object({
     }),
   }, { additionalProperties: false, default: {} }),
   allowed_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+  vision: Type.Object({
+    allow_remote_images: Type.Boolean({ default: false }),
+  }, { additionalProperties: false, default: {} }),
   plugins: Type.Array(PluginEntry, { default: [] }),
 }, { additionalProperties: false })
 

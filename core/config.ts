@@ -27,6 +27,8 @@ export interface Config {
   auth: { apiKeys: string[] }
   cors: { origins: string[] }
   allowedHosts: string[]
+  /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
+  vision: { allowRemoteImages: boolean }
   plugins: Array<{ path: string, options: Record<string, unknown> }>
   /** The config file that was read, or null when none was. */
   configFile: string | null
@@ -268,6 +270,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     auth: { apiKeys: raw.auth.api_keys },
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
+    vision: { allowRemoteImages: raw.vision.allow_remote_images },
     // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
     plugins: raw.plugins.map((p) => ({
       path: /^(\.{1,2}\/|\/|~\/)/.test(p.path) ? resolvePath(p.path, base) : p.path,

@@ -1,5 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
+import { clientGone } from '../../core/client-gone.js'
+import { inlineImages, type RemoteImages } from '../openai-api/image-urls.js'
 import { runPassthrough, type PassthroughRoute } from '../openai-api/passthrough-run.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
@@ -16,8 +18,12 @@ const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topL
  * keep_alive, queueing, keys (`x-api-key` too) and Anthropic's error shape (core/error-shapes.ts).
  */
 const anthropic: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/messages', { schema: { body: MessagesBody } }, (request, reply) =>
-    runPassthrough(app.scheduler, request, reply, MESSAGES, request.body))
+  const remoteImages: RemoteImages = { allow: app.config.vision.allowRemoteImages, maxBytes: app.config.limits.bodySize }
+  app.post('/v1/messages', { schema: { body: MessagesBody } }, async (request, reply) => {
+    const { body } = request
+    const messages = await inlineImages(app.store.get(body.model), body.messages, remoteImages, clientGone(reply))
+    return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
+  })
   app.post('/v1/messages/count_tokens', { schema: { body: CountTokensBody } }, (request, reply) =>
     runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...request.body, stream: false }))
 }

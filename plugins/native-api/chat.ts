@@ -3,7 +3,7 @@ import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
 import { withModelSystem } from '../storage/model-system.js'
-import { refuseImages, responseFormat, thinkFields } from './format.js'
+import { imageParts, responseFormat, thinkFields, withImages } from './format.js'
 import { runNative } from './native-run.js'
 import { ChatBody } from './schemas.js'
 
@@ -21,7 +21,6 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
     const record = app.store.get(body.model)
-    refuseImages(record.name, messages.map((m) => m.images))
     return runNative(app.scheduler, request, reply, {
       kind: 'chat',
       model: body.model,
@@ -30,9 +29,9 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       options: body.options,
       keepAlive: body.keep_alive,
       body: {
-        messages: withModelSystem(record, messages.map((m) => ({
+        messages: withModelSystem(record, messages.map((m, i) => ({
           role: m.role ?? 'user',
-          content: m.content ?? '',
+          content: withImages(m.content ?? '', imageParts(record, m.images, `message ${i}`)),
           ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function.arguments) } })) } : {}),
           ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
           ...(m.tool_name ? { name: m.tool_name } : {}),

@@ -1,5 +1,6 @@
 import { BadRequestError } from '../../core/errors.js'
-import { capabilities } from '../storage/capabilities.js'
+import { imageDataUrl } from '../../core/image-data.js'
+import { capabilities, requireVision } from '../storage/capabilities.js'
 import type { ModelRecord } from '../storage/model-store.js'
 
 /** Ollama's `format` ("json" or a JSON schema) as an OpenAI `response_format` for llama-server. */
@@ -22,13 +23,22 @@ export function thinkFields (record: ModelRecord, think: boolean | 'low' | 'medi
   return {}
 }
 
+/** An OpenAI content part carrying an image, as llama-server's multimodal chat path reads it. */
+export interface ImagePart { type: 'image_url', image_url: { url: string } }
+
 /**
- * Images need a vision projector (mmproj) beside the model, which no model has yet (pulls do not fetch
- * one): a request that carries images is refused, never answered as if they were not there.
+ * Ollama's `images` (base64) as content parts for llama-server, which hands them to the model's vision
+ * projector (mmproj). A model without one is told so, never answered as if the images were not there.
+ * `where` names the message in errors. @throws BadRequestError
  */
-export function refuseImages (model: string, images: Array<string[] | undefined>): void {
-  if (images.some((list) => list !== undefined && list.length > 0)) {
-    throw new BadRequestError(`model "${model}" cannot read images: it has no vision projector (mmproj); send text only`, 'images_not_supported')
-  }
+export function imageParts (record: ModelRecord, images: string[] | undefined, where: string): ImagePart[] {
+  if (images === undefined || images.length === 0) return []
+  requireVision(record)
+  return images.map((image, i) => ({ type: 'image_url', image_url: { url: imageDataUrl(image, `image ${i} of ${where}`) } }))
 }
 
+
+/** A message's text, with its images before it as content parts when it has any (llama-server places each where its part is). */
+export function withImages (text: string, images: ImagePart[]): string | Array<ImagePart | { type: 'text', text: string }> {
+  return images.length === 0 ? text : [...images, { type: 'text', text }]
+}

@@ -3,7 +3,8 @@ import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
 import { withModelSystem } from '../storage/model-system.js'
-import { refuseImages, responseFormat, thinkFields } from './format.js'
+import { BadRequestError } from '../../core/errors.js'
+import { imageParts, responseFormat, thinkFields, withImages } from './format.js'
 import { runNative } from './native-run.js'
 import { GenerateBody } from './schemas.js'
 
@@ -21,10 +22,12 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
     }
     const record = app.store.get(body.model)
-    refuseImages(record.name, [body.images])
     const format = responseFormat(body.format)
     // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
     const templated = body.raw !== true
+    const images = imageParts(record, body.images, 'the request')
+    // A raw prompt would need the runtime's own media markers where each image goes: not a form clients use.
+    if (!templated && images.length > 0) throw new BadRequestError('images need the chat template: send them without "raw": true', 'images_not_supported')
     return runNative(app.scheduler, request, reply, {
       kind: 'generate',
       model: body.model,
@@ -35,7 +38,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       body: templated
         ? {
             // The request's system prompt, else the one the model was created with.
-            messages: withModelSystem(record, [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: prompt }]),
+            messages: withModelSystem(record, [...(body.system ? [{ role: 'system', content: body.system }] : []), { role: 'user', content: withImages(prompt, images) }]),
             ...(format ? { response_format: format } : {}),
             ...thinkFields(record, body.think),
           }

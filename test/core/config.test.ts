@@ -21,7 +21,7 @@ t.test('the shipped config.yaml says exactly what the built-in defaults are', as
   // Every top-level key of the schema is written out (and so commented) in config.yaml.
   const written = Object.keys(parseYaml(readFileSync(SHIPPED_CONFIG, 'utf8')) as object)
   const keys = ['host', 'port', 'data_dir', 'models_dir', 'log_level', 'keep_alive', 'stream_format', 'default_options',
-    'models', 'limits', 'runtime', 'runtimes', 'llama_cpp_src', 'conversion', 'hub', 'auth', 'cors', 'allowed_hosts', 'plugins']
+    'models', 'limits', 'runtime', 'runtimes', 'llama_cpp_src', 'conversion', 'hub', 'auth', 'cors', 'allowed_hosts', 'vision', 'plugins']
   t.same(written.sort(), keys.sort())
 })
 

@@ -42,8 +42,8 @@ t.test('bad think values and images for a model without a projector: 400 that sa
   const cases: Array<[string, string, Record<string, unknown>, RegExp]> = [
     ['think of another type', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 3 }, /think/],
     ['think an unknown word', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 'max-ish' }, /think/],
-    ['images on chat', '/api/chat', { messages: [{ role: 'user', content: 'what is this?', images: ['iVBORw0KGgo='] }] }, /cannot read images: it has no vision projector/],
-    ['images on generate', '/api/generate', { prompt: 'what is this?', images: ['iVBORw0KGgo='] }, /cannot read images: it has no vision projector/],
+    ['images on chat', '/api/chat', { messages: [{ role: 'user', content: 'what is this?', images: ['iVBORw0KGgo='] }] }, /does not support images: it has no vision projector/],
+    ['images on generate', '/api/generate', { prompt: 'what is this?', images: ['iVBORw0KGgo='] }, /does not support images: it has no vision projector/],
   ]
   for (const [what, path, body, message] of cases) {
     const res = await post(`${url}${path}`, { model: 'acme/r1', stream: false, ...body })
