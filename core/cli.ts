@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp } from './app.js'
 import { ConfigError, loadConfig, type ConfigFlags } from './config.js'
 import { GatewayError } from './errors.js'
+import { exposureRisk } from './exposure.js'
 import { openStore } from '../plugins/storage/open-store.js'
 import { version } from './version.js'
 import { PluginLoadError } from './plugin-loader.js'
@@ -60,7 +61,13 @@ async function serve (args: string[]): Promise<number> {
   }
   let app: FastifyInstance
   try {
-    app = await buildApp(loadConfig(flags))
+    const config = loadConfig(flags)
+    const risk = exposureRisk(config.host, config.auth.apiKeys)
+    if (risk !== null && config.auth.requireKeysOffLoopback) {
+      process.stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
+      return 2
+    }
+    app = await buildApp(config)
   } catch (err) {
     if (err instanceof ConfigError || err instanceof PluginLoadError) {
       process.stderr.write(`llamagate: ${err.message}\n`)
@@ -72,6 +79,9 @@ async function serve (args: string[]): Promise<number> {
   const { host, port, configFile } = app.config
   const address = await app.listen({ host, port })
   app.log.info(`llamagate ${version()} listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
+  const risk = exposureRisk(host, app.config.auth.apiKeys)
+  // Its own line at warn level, so that it stands out of the start-up log and reaches log filters.
+  if (risk !== null) app.log.warn(`WARNING: ${risk}; auth.require_keys_off_loopback: true in config.yaml makes this a refusal to start`)
   return new Promise<number>(() => {}) // runs until a signal ends the process
 }
 

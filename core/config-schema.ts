@@ -54,6 +54,7 @@ export const ConfigSchema = Type.Object({
   }, { additionalProperties: false, default: {} }),
   auth: Type.Object({
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    require_keys_off_loopback: Type.Boolean({ default: false }),
   }, { additionalProperties: false, default: {} }),
   cors: Type.Object({
     origins: Type.Array(Type.String({ minLength: 1 }), {

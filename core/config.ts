@@ -24,7 +24,8 @@ export interface Config {
   llamaCppSrc: string | null
   conversion: { python: string | null, timeoutMs: number }
   hub: { endpoint: string, token: string | null }
-  auth: { apiKeys: string[] }
+  /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
+  auth: { apiKeys: string[], requireKeysOffLoopback: boolean }
   cors: { origins: string[] }
   allowedHosts: string[]
   /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
@@ -267,7 +268,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
     conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout) },
     hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token },
-    auth: { apiKeys: raw.auth.api_keys },
+    auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
     vision: { allowRemoteImages: raw.vision.allow_remote_images },

@@ -1,7 +1,7 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
 import { errorBodyFor, fromGatewayError, type ErrorReply } from './error-shapes.js'
-import { GatewayError } from './errors.js'
+import { ClientGoneError, GatewayError } from './errors.js'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
 
@@ -10,6 +10,8 @@ const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as 
  * status and message; anything else is a bug: logged in full, answered 500 with a generic message.
  */
 export function toErrorReply (err: unknown, log?: FastifyBaseLogger): ErrorReply {
+  // A client leaving mid-answer is an everyday event, not a failure of the server.
+  if (err instanceof ClientGoneError) log?.info('client went away before the answer was complete')
   if (err instanceof GatewayError) return fromGatewayError(err)
   const fastifyError = err as Partial<FastifyError> & { validation?: unknown }
   if (fastifyError.validation) {

@@ -62,6 +62,14 @@ export class RuntimeError extends GatewayError {
   }
 }
 
+/**
+ * The client went away before its answer was whole: nothing to answer, nobody to tell, nothing wrong with the
+ * server. 499 is nginx's "client closed request", for the log's sake.
+ */
+export class ClientGoneError extends GatewayError {
+  constructor () { super(499, 'the client went away before the answer was complete', { code: 'client_gone' }) }
+}
+
 /** The server is shutting down or a model is being unloaded under a request. */
 export class UnavailableError extends GatewayError {
   constructor (message: string, code = 'unavailable') { super(503, message, { code }) }

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { errorBodyFor, errorEventNameFor } from './error-shapes.js'
 import { toErrorReply } from './error-handler.js'
+import { ClientGoneError } from './errors.js'
 import { whenDrained } from './when-drained.js'
 
 export type StreamFormat = 'sse' | 'ndjson'
@@ -40,7 +41,7 @@ export class EventStream {
     this.raw = reply.raw
     // 'close' fires when the response is finished or the connection is gone; only the second is an abort.
     this.raw.once('close', () => {
-      if (!this.raw.writableFinished) this.controller.abort(new Error('client disconnected'))
+      if (!this.raw.writableFinished) this.controller.abort(new ClientGoneError())
     })
   }
 

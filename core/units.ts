@@ -25,6 +25,21 @@ export function parseDuration(value: unknown): number | null {
   return match[1] === '-' ? -total : total
 }
 
+const BINARY_UNITS = ['bytes', 'KiB', 'MiB', 'GiB', 'TiB']
+
+/**
+ * A byte count for a person: in the largest unit that keeps it at 1 or more, with about three significant digits, so
+ * that two sizes in one message can be told apart ("11.0 MiB", "6.00 MiB", "512 bytes").
+ */
+export function formatBytes (bytes: number): string {
+  let value = bytes
+  let unit = 0
+  while (Math.abs(value) >= 1024 && unit < BINARY_UNITS.length - 1) { value /= 1024; unit++ }
+  if (unit === 0) return `${bytes} bytes`
+  const digits = Math.abs(value) < 10 ? value.toFixed(2) : Math.abs(value) < 100 ? value.toFixed(1) : String(Math.round(value))
+  return `${digits} ${BINARY_UNITS[unit]}`
+}
+
 const SIZE_UNITS: Record<string, number> = {
   '': 1, b: 1, k: 1e3, kb: 1e3, kib: 1024, m: 1e6, mb: 1e6, mib: 1024 ** 2, g: 1e9, gb: 1e9, gib: 1024 ** 3,
 }

@@ -2,6 +2,7 @@ import { statfs, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ConflictError, GatewayError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
+import { formatBytes } from '../../core/units.js'
 import type { ModelStore } from '../storage/model-store.js'
 import { downloadFile, type FileProgress } from './download-file.js'
 import { planFiles } from './file-plan.js'
@@ -101,7 +102,7 @@ export class PullService {
       const needed = plan.files.filter((f) => !unchanged.has(f.path)).reduce((sum, f) => sum + f.size, 0)
       const fs = await statfs(writer.dir)
       if (needed > fs.bavail * fs.bsize) {
-        throw new GatewayError(507, `not enough disk space for ${id}: it needs ${(needed / 2 ** 30).toFixed(2)} GiB, ${(fs.bavail * fs.bsize / 2 ** 30).toFixed(2)} GiB are free in ${writer.dir}`, { code: 'disk_full' })
+        throw new GatewayError(507, `not enough disk space for ${id}: it needs ${formatBytes(needed)}, ${formatBytes(fs.bavail * fs.bsize)} are free in ${writer.dir}`, { code: 'disk_full' })
       }
       for (const file of plan.files) {
         const status = `downloading ${file.path}`

@@ -1,4 +1,5 @@
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
+import { formatBytes } from '../../core/units.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
@@ -9,7 +10,8 @@ import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 
 
-// Start failures of a model delay its next start: 1 s, 2 s, 4 s ... up to a minute.
+// Start failures delay the next start of the same model with the same load options: 1 s, 2 s, 4 s ... up to a
+// minute. Keyed by the options, so that one client's bad options never hold back another's requests.
 const BACKOFF_BASE_MS = 1000
 const BACKOFF_MAX_MS = 60_000
 const BUSY_STOP_GRACE_MS = 500
@@ -119,8 +121,10 @@ export class Scheduler implements LeaseSource {
 
   private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose): Instance | undefined {
     const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
-    // The one with the shortest line, so that requests spread over equivalent instances.
-    return candidates.sort((a, b) => (a.active + a.waiters.length) - (b.active + b.waiters.length))[0]
+    // A loaded one before one still loading (whose load, asked for with other options, may fail), then the one
+    // with the shortest line, so that requests spread over equivalent instances.
+    const loading = (i: Instance): number => i.state === 'loaded' ? 0 : 1
+    return candidates.sort((a, b) => loading(a) - loading(b) || (a.active + a.waiters.length) - (b.active + b.waiters.length))[0]
   }
 
   private startInstance (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined, purpose: Purpose): Instance {
@@ -128,13 +132,6 @@ export class Scheduler implements LeaseSource {
     const ctxSize = load.num_ctx * load.num_parallel
     const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
       keepAliveMs ?? this.deps.settings.keepAliveMs, purpose)
-    // Instances of this model for the same purpose with other options finish what they have, then go.
-    for (const old of this.instances) {
-      if (old.model.name === model.name && old.purpose === purpose && old.accepting) {
-        old.draining = true
-        if (old.idle && old.state === 'loaded') void this.unload(old, new UnavailableError('replaced'))
-      }
-    }
     this.instances.push(instance)
     instance.loaded = this.bringUp(instance, ctxSize).catch((err) => {
       this.remove(instance)
@@ -145,11 +142,12 @@ export class Scheduler implements LeaseSource {
 
   private async bringUp (instance: Instance, ctxSize: number): Promise<void> {
     const { model, options, purpose } = instance
-    const failureKey = `${model.name}\0${purpose}`
+    const failureKey = `${model.name}\0${purpose}\0${JSON.stringify(Object.entries(options).sort(([a], [b]) => a.localeCompare(b)))}`
     const failure = this.failures.get(failureKey)
     if (failure && failure.retryAt > Date.now()) {
-      throw new RuntimeError(`model "${model.name}" failed to start ${failure.count} time(s); next try in ${Math.ceil((failure.retryAt - Date.now()) / 1000)} s. Last error: ${failure.message}`, [], 'runtime_backoff')
+      throw new RuntimeError(`model "${model.name}" failed to start with these load options ${failure.count} time(s); next try in ${Math.ceil((failure.retryAt - Date.now()) / 1000)} s. Last error: ${failure.message}`, [], 'runtime_backoff')
     }
+    await this.refuseWhatCannotFit(instance)
     await this.makeRoom(instance)
     let path = this.deps.store.ggufPath(model, options.dtype)
     if (path === null && this.deps.ensureVariant) {
@@ -184,7 +182,32 @@ export class Scheduler implements LeaseSource {
     this.failures.delete(failureKey)
     instance.state = 'loaded'
     instance.loadedAt = Date.now()
+    // Only now do the model's instances with other options finish what they have and go: a load that fails
+    // (one client's impossible options) leaves everyone else's instance serving.
+    for (const old of this.instances) {
+      if (old !== instance && old.model.name === model.name && old.purpose === purpose && old.accepting) {
+        old.draining = true
+        if (old.idle && old.state === 'loaded') void this.unload(old, new UnavailableError('replaced'))
+      }
+    }
     this.deps.log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+  }
+
+  /**
+   * Refuses, before anything starts, a load whose KV cache alone is larger than the memory it could ever have:
+   * what is free now plus what unloading every other model would free. The weights are left out (llama.cpp maps
+   * them, and a model larger than memory can still run from the page cache); the cache is allocated whole.
+   * @throws GatewayError 400 naming the options, what they need and what is free
+   */
+  private async refuseWhatCannotFit (instance: Instance): Promise<void> {
+    const cache = instance.estimatedBytes - instance.model.size
+    if (cache <= 0) return
+    const free = await this.deps.runtimes.freeMemory()
+    const others = this.instances.filter((i) => i !== instance && i.process !== null).reduce((sum, i) => sum + i.estimatedBytes, 0)
+    if (cache <= free + others) return
+    const { num_ctx: ctx, num_parallel: parallel, cache_type_k: k, cache_type_v: v } = instance.options
+    const trained = instance.model.gguf?.context_length
+    throw new GatewayError(400, `options num_ctx ${ctx} × num_parallel ${parallel} need a KV cache of ${formatBytes(cache)} (cache types ${k}/${v}), more than the ${formatBytes(free + others)} of memory this model could have (${formatBytes(free)} free${others > 0 ? `, ${formatBytes(others)} more with every other model unloaded` : ''}); lower num_ctx${trained ? ` (the model was trained with ${trained})` : ''} or num_parallel`, { code: 'insufficient_memory' })
   }
 
   /**

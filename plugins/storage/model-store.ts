@@ -9,6 +9,7 @@ import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
 import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
+import { expireLock, forgetOwner, ownerIsGone, recordOwner } from './lock-owner.js'
 import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 
@@ -231,27 +232,34 @@ export class ModelStore {
     const key = modelKey(id)
     const lockPath = join(this.modelsDir, STATE_DIR, 'locks', key)
     await mkdir(dirname(lockPath), { recursive: true })
+    const ownerPath = `${lockPath}.owner`
     let lost: Error | null = null
     let unlock: () => Promise<void>
+    const take = (): Promise<() => Promise<void>> => lockfile.lock(lockPath, {
+      stale: this.lockStaleMs,
+      realpath: false,
+      retries: opts.wait ? { retries: Math.ceil(this.lockWaitMs / 500), factor: 1.5, minTimeout: 50, maxTimeout: 500 } : 0,
+      // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
+      // must only be kept from committing.
+      onCompromised: (err) => { lost = err },
+    })
     try {
-      unlock = await lockfile.lock(lockPath, {
-        stale: this.lockStaleMs,
-        realpath: false,
-        retries: opts.wait ? { retries: Math.ceil(this.lockWaitMs / 500), factor: 1.5, minTimeout: 50, maxTimeout: 500 } : 0,
-        // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
-        // must only be kept from committing.
-        onCompromised: (err) => { lost = err },
-      })
+      // A holder that died on this host (kill -9, a crash) is known at once from its owner record; its lock need
+      // not wait out the staleness period, which only a holder on another host (a shared volume) needs.
+      if (await ownerIsGone(ownerPath)) await expireLock(`${lockPath}.lock`)
+      unlock = await take()
     } catch (err) {
       if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being pulled or written by another process; try again when that has finished`)
       throw err
     }
+    await recordOwner(ownerPath).catch(() => {})
     this.busy.add(key)
     let released = false
     const release = async (): Promise<void> => {
       if (released) return
       released = true
       this.busy.delete(key)
+      await forgetOwner(ownerPath).catch(() => {})
       await unlock().catch(() => {}) // a compromised lock is no longer ours to remove
     }
     try {

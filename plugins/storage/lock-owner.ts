@@ -1,0 +1,65 @@
+import { readFileSync } from 'node:fs'
+import { readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
+import { isAlive } from '../../core/process-alive.js'
+
+/** Who holds a writer's lock: written beside the lock by its holder, read by a writer who finds it taken. */
+interface Owner { pid: number, host: string, started: string | null }
+
+/**
+ * When a process started, from /proc (clock ticks since boot): with the pid it names one process for good,
+ * so that a pid reused by another program is not taken for the lock's holder. Null where /proc has no such
+ * field (not Linux): then a live pid counts as the holder.
+ */
+function startTime (pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+const SELF: Owner = { pid: process.pid, host: hostname(), started: startTime(process.pid) }
+
+/** Records this process as the holder of the lock at `lockPath`. */
+export async function recordOwner (ownerPath: string): Promise<void> {
+  await writeFile(ownerPath, JSON.stringify(SELF))
+}
+
+/** Forgets the record, if it is still ours (a taker-over may have written its own). */
+export async function forgetOwner (ownerPath: string): Promise<void> {
+  const owner = await readOwner(ownerPath)
+  if (owner !== null && owner.pid === SELF.pid && owner.host === SELF.host) await rm(ownerPath, { force: true })
+}
+
+async function readOwner (ownerPath: string): Promise<Owner | null> {
+  try {
+    const parsed = JSON.parse(await readFile(ownerPath, 'utf8')) as Partial<Owner>
+    return typeof parsed.pid === 'number' && typeof parsed.host === 'string' ? { pid: parsed.pid, host: parsed.host, started: parsed.started ?? null } : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * Whether the lock's recorded holder is a process of this host that is gone: its pid is dead, or now belongs
+ * to a process that started at another time. A holder on another host (a shared volume) is never judged so:
+ * only the lock's staleness tells about it.
+ */
+export async function ownerIsGone (ownerPath: string): Promise<boolean> {
+  const owner = await readOwner(ownerPath)
+  if (owner === null || owner.host !== SELF.host) return false
+  if (!isAlive(owner.pid)) return true
+  return owner.started !== null && startTime(owner.pid) !== owner.started
+}
+
+/**
+ * Makes a dead holder's lock look stale at once, so that proper-lockfile's own takeover (which removes and
+ * retakes it atomically) applies now rather than after the staleness period. If a live writer took the lock over
+ * in between, it finds out at its next refresh and its commit is refused, never half-made.
+ */
+export async function expireLock (lockDir: string): Promise<void> {
+  await utimes(lockDir, 0, 0).catch(() => {})
+}

@@ -1,0 +1,70 @@
+import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { hostname } from 'node:os'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { ConflictError } from '../../../core/errors.js'
+import { ModelStore } from '../../../plugins/storage/model-store.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
+import { childEnv } from '../../helpers/child-env.js'
+
+const WRITER = fileURLToPath(new URL('./writer-process.ts', import.meta.url))
+
+/** A second process that takes the writer's lock of `id`, writes half a file and holds on until killed. */
+async function holdingWriter (t: Test, models: string, id: string): Promise<{ kill: () => Promise<void> }> {
+  const source = (await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed: 1 })).file
+  const child = spawn(process.execPath, [...process.execArgv, WRITER, models, id, 'hang', source], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
+  t.teardown(() => { child.kill('SIGKILL') })
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()))
+  let out = ''
+  let err = ''
+  child.stderr.on('data', (d) => { err += d })
+  await new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`the writer did not take the lock within 60 s: ${err}`)), 60_000)
+    child.stdout.on('data', (d) => { out += d; if (out.includes('"holding"')) { clearTimeout(timer); resolve() } })
+    void exited.then(() => { clearTimeout(timer); reject(new Error(`the writer exited before holding the lock: ${err}`)) })
+  })
+  return { kill: async () => { child.kill('SIGKILL'); await exited } }
+}
+
+async function store (t: Test, models: string): Promise<ModelStore> {
+  // The shipped staleness (10 s): a takeover well under it is the owner record's doing.
+  const s = new ModelStore(models)
+  await s.init()
+  t.teardown(() => s.close())
+  return s
+}
+
+t.test('a lock whose holder was killed on this host is taken over at once; a live holder\'s is not', async (t) => {
+  const models = await tempDir(t)
+  const writer = await holdingWriter(t, models, 'acme/held')
+  const s = await store(t, models)
+  await t.rejects(s.openWriter('acme/held'), ConflictError, 'a live holder keeps its lock')
+  t.ok(existsSync(join(models, '.llamagate', 'locks', 'acme@held.owner')), 'the holder recorded itself beside the lock')
+  await writer.kill()
+  const started = Date.now()
+  const w = await s.openWriter('acme/held')
+  t.ok(Date.now() - started < 2000, `taken over without waiting for staleness (${Date.now() - started} ms, the staleness rule is 10 s)`)
+  await w.release()
+  t.notOk(existsSync(join(models, '.llamagate', 'locks', 'acme@held.owner')), 'released: the record is gone with the lock')
+})
+
+t.test('a holder\'s pid reused by another program counts as gone; a holder on another host keeps the staleness rule', async (t) => {
+  const models = await tempDir(t)
+  const locks = join(models, '.llamagate', 'locks')
+  const s = await store(t, models)
+  // A fresh lock (its mtime now) whose recorded holder has this test's pid but another start time: the holder is dead
+  // and its pid went to another process.
+  await mkdir(join(locks, 'acme@reused.lock'), { recursive: true })
+  await writeFile(join(locks, 'acme@reused.owner'), JSON.stringify({ pid: process.pid, host: hostname(), started: '1' }))
+  const reused = await s.openWriter('acme/reused')
+  t.pass('taken over at once')
+  await reused.release()
+
+  await mkdir(join(locks, 'acme@remote.lock'), { recursive: true })
+  await writeFile(join(locks, 'acme@remote.owner'), JSON.stringify({ pid: 999_999_999, host: `not-${hostname()}`, started: '1' }))
+  await t.rejects(s.openWriter('acme/remote'), ConflictError, 'a fresh lock held from another host: its pid means nothing here')
+})
