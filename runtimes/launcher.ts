@@ -17,10 +17,12 @@ export type LaunchOptions = Omit<LlamaServerOptions, 'build' | 'log' | 'port' | 
 export class RuntimeLauncher {
   private started = 0
 
-  private constructor (private readonly registry: RuntimeRegistry, private readonly socketDir: string, private readonly log?: Logger) {}
+  private constructor (private readonly registry: RuntimeRegistry, private readonly socketDir: string, private readonly log?: Logger,
+    private readonly startTimeoutMs?: number) {}
 
-  static async create (registry: RuntimeRegistry, log?: Logger): Promise<RuntimeLauncher> {
-    return new RuntimeLauncher(registry, await createSocketDir(), log)
+  /** `startTimeoutMs`: how long a llama-server may take to serve before its start fails (config's limits.load_timeout). */
+  static async create (registry: RuntimeRegistry, log?: Logger, startTimeoutMs?: number): Promise<RuntimeLauncher> {
+    return new RuntimeLauncher(registry, await createSocketDir(), log, startTimeoutMs)
   }
 
   /** The backend name of the build in use (`cpu`, `cuda`, ...), or null when there is none. */
@@ -33,7 +35,10 @@ export class RuntimeLauncher {
   create (options: LaunchOptions): LlamaServer {
     const build = this.registry.chosen
     if (!build) throw new RuntimeError(`no llama.cpp runtime is available: ${this.registry.reason}`, [], 'no_runtime')
-    return new LlamaServer({ ...options, socketPath: join(this.socketDir, `${++this.started}.sock`), build, log: this.log })
+    return new LlamaServer({
+      ...options, socketPath: join(this.socketDir, `${++this.started}.sock`), build, log: this.log,
+      ...(this.startTimeoutMs !== undefined ? { startTimeoutMs: this.startTimeoutMs } : {}),
+    })
   }
 
   /** Stops every llama-server of this process, then removes the sockets' folder. */

@@ -14,7 +14,7 @@ export default fp(async (app) => {
   // Without any build the gateway still starts: `chosen` is null and the reason says how to build one.
   const registry = await RuntimeRegistry.create({ config: app.config, log: app.log })
   app.decorate('runtimes', registry)
-  app.decorate('launcher', await RuntimeLauncher.create(registry, app.log))
+  app.decorate('launcher', await RuntimeLauncher.create(registry, app.log, app.config.limits.loadTimeoutMs))
   app.startupNotes.push(registry.summary())
   // The shell the first llama-server will start from, forked now rather than on the first request's path.
   LlamaServer.prepareStart()

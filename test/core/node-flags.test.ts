@@ -12,7 +12,8 @@ t.test('the bin\'s shebang and npm start run node with the gateway\'s V8 flags',
   const built = (await readFile(join(PACKAGE_ROOT, 'dist/core/cli.js'), 'utf8')).split('\n')[0]
   t.equal(built, shebang, 'the build keeps the shebang')
   const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
-  t.equal(pkg.scripts.start, `node ${GATEWAY_NODE_FLAGS.join(' ')} dist/core/cli.js serve`)
+  // exec: the shell npm runs the script in hands its place to node, so that a SIGTERM to npm start reaches the gateway.
+  t.equal(pkg.scripts.start, `exec node ${GATEWAY_NODE_FLAGS.join(' ')} dist/core/cli.js serve`)
 })
 
 t.test('a served gateway has the small young generation the flags ask for', async (t) => {

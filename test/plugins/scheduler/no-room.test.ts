@@ -1,0 +1,119 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
+import t from 'tap'
+import { isAlive } from '../../../core/process-alive.js'
+import { tempDir } from '../../helpers/app.js'
+import { post, serveTinyModels } from '../../helpers/inference.js'
+
+// limits.max_loaded_models and limits.load_timeout (config.yaml: "How long a model may take to load (or a
+// request may wait for room) before the request fails"); docs/api.md: "503 ... no room to load".
+
+async function until<T> (what: string, check: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs
+  for (;;) {
+    const value = await check()
+    if (value) return value
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`)
+    await sleep(25)
+  }
+}
+
+/** Reads a streamed response until its first event; `rest` reads on to the end and returns the whole text. */
+async function firstEvent (res: Response): Promise<{ rest: () => Promise<string> }> {
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  while (!text.includes('\n\n')) {
+    const { value, done } = await reader.read()
+    if (done) throw new Error(`the stream ended before its first event: ${text}`)
+    text += decoder.decode(value, { stream: true })
+  }
+  return {
+    rest: async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return text
+        text += decoder.decode(value, { stream: true })
+      }
+    },
+  }
+}
+
+const NO_ROOM = /no room to load "acme\/b": 1 model\(s\) loaded and busy \(limits\.max_loaded_models is 1\); waited 2 s/
+
+t.test('no room: with max_loaded_models 1 and a busy model, another model\'s request waits load_timeout, then 503 on every surface', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    limits: { max_loaded_models: 1, load_timeout: '2s' },
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1 },
+  })
+  const holding = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 3000 } })
+  t.equal(holding.status, 200)
+  const first = await firstEvent(holding) // acme/a is loaded and busy
+  const message = [{ role: 'user', content: 'hi' }]
+  const started = Date.now()
+  const timed = async (request: Promise<Response>): Promise<{ res: Response, ms: number }> => { const res = await request; return { res, ms: Date.now() - started } }
+  const [chat, streamed, openai, anthropic] = await Promise.all([
+    timed(post(`${url}/api/chat`, { model: 'acme/b', messages: message, stream: false, options: { max_tokens: 2 } })),
+    timed(post(`${url}/api/generate`, { model: 'acme/b', prompt: 'hi', options: { max_tokens: 2 } })),
+    timed(post(`${url}/v1/chat/completions`, { model: 'acme/b', messages: message, max_tokens: 2 })),
+    timed(post(`${url}/v1/messages`, { model: 'acme/b', messages: message, max_tokens: 2 })),
+  ])
+  for (const [what, { res, ms }] of Object.entries({ chat, streamed, openai, anthropic })) {
+    t.equal(res.status, 503, `${what}: 503`)
+    t.ok(ms >= 1900 && ms < 8000, `${what}: answered after the 2 s load_timeout (${ms} ms)`)
+  }
+  t.match(await chat.res.json(), { error: NO_ROOM }, '/api/chat: the native shape, with the reason')
+  t.match(streamed.res.headers.get('content-type'), /application\/json/, 'a streamed request that never started is a plain JSON error, not a stream')
+  t.match(await streamed.res.json(), { error: NO_ROOM })
+  t.match(await openai.res.json(), { error: { message: NO_ROOM, type: 'server_error' } }, '/v1: OpenAI\'s shape, server_error')
+  t.match(await anthropic.res.json(), { type: 'error', error: { type: 'overloaded_error', message: NO_ROOM } }, '/v1/messages: Anthropic\'s overloaded_error')
+  const whole = await first.rest()
+  t.match(whole, /"done":true/, 'the busy model\'s generation was not cut')
+  t.notMatch(whole, /"error"/)
+  const after = await post(`${url}/api/chat`, { model: 'acme/b', messages: message, stream: false, options: { max_tokens: 2 } })
+  t.equal(after.status, 200, 'once acme/a is idle, acme/b loads (acme/a evicted)')
+  const ps = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Array<{ name: string }> }).models.map((m) => m.name)
+  t.same(ps, ['acme/b'])
+})
+
+t.test('load_timeout bounds the load itself: a runtime that never becomes ready fails the request after it', async (t) => {
+  // A llama-server that answers the build probes but, started for a model, never listens.
+  const bin = await tempDir(t, 'llamagate-never-ready-')
+  const pids = join(bin, 'pids')
+  await writeFile(join(bin, 'llama-server'), [
+    '#!/bin/sh',
+    'case "$1" in',
+    '  --version) echo "version: 9.9.9-never-ready (build 7, commit f00ba47)" >&2; exit 0 ;;',
+    '  --help) echo "--jinja  --no-webui  --no-warmup"; exit 0 ;;',
+    '  --list-devices) echo "Available devices:"; exit 0 ;;',
+    'esac',
+    `echo $$ >> ${pids}`,
+    'exec sleep 600',
+    '',
+  ].join('\n'), { mode: 0o755 })
+  const { app, url } = await serveTinyModels(t, ['acme/slow'], {
+    runtimes: { cpu: { bin } },
+    limits: { load_timeout: '2s' },
+    default_options: { num_thread: 1, num_ctx: 256, num_parallel: 1 },
+  })
+  const started = Date.now()
+  let res: Response | null = null
+  try {
+    res = await post(`${url}/api/generate`, { model: 'acme/slow', prompt: 'hi', stream: false }, {}, AbortSignal.timeout(20_000))
+  } catch (err) {
+    t.fail(`no answer within 20 s although limits.load_timeout is 2 s (${(err as Error).name}): the load is not bounded by load_timeout`)
+  }
+  if (res !== null) {
+    const ms = Date.now() - started
+    t.ok(ms >= 1900 && ms < 10_000, `failed after about the 2 s load_timeout (${ms} ms)`)
+    t.ok(res.status === 502 || res.status === 503 || res.status === 504, `a 5xx (${res.status})`)
+    t.match(await res.json(), { error: /acme\/slow/ }, 'naming the model')
+  }
+  // Whatever happened, the stand-in must not outlive the gateway.
+  const started_pids = (await readFile(pids, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number)
+  t.ok(started_pids.length > 0, 'the stand-in llama-server was started')
+  await app.close()
+  await until('the stand-in llama-server to be gone', async () => started_pids.every((pid) => !isAlive(pid)), 5000)
+  t.pass('no stand-in left after close')
+})
