@@ -1,4 +1,4 @@
-import { LOAD_TIME_OPTIONS, type LoadOptions, type Options } from './options-schema.js'
+import { KNOWN_OPTIONS, LOAD_TIME_OPTIONS, type LoadOptions, type Options } from './options-schema.js'
 
 /** What a request's options mean once defaults and per-model overrides are applied. */
 export interface ResolvedOptions {
@@ -11,6 +11,7 @@ export interface ResolvedOptions {
 }
 
 const LOAD_KEYS = new Set<string>(LOAD_TIME_OPTIONS)
+const KNOWN_KEYS = new Set<string>(KNOWN_OPTIONS)
 
 /**
  * Layers options as the contract says: config defaults, then the model's overrides in config.yaml, then the
@@ -22,7 +23,9 @@ export function resolveOptions (defaults: Options, modelOverrides: Options | und
   const loadRequested: Record<string, unknown> = {}
   const sampling: Record<string, unknown> = {}
   for (const [key, value] of Object.entries(merged)) {
-    if (value === undefined) continue
+    // Unknown keys are ignored (the contract; the surface logs them): none reaches llama-server, where a key
+    // such as tool_choice or grammar would change what it does behind the gateway's back.
+    if (value === undefined || !KNOWN_KEYS.has(key)) continue
     if (LOAD_KEYS.has(key)) load[key] = value
     else sampling[key] = value
   }
