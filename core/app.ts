@@ -3,6 +3,8 @@ import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import { BUILTIN_PLUGINS } from '../plugins/index.js'
 import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
+import { GatewayError } from './errors.js'
+import { exceedsJsonDepth } from './json-depth.js'
 import { registerAdminPlugins } from './plugin-loader.js'
 
 declare module 'fastify' {
@@ -13,6 +15,9 @@ declare module 'fastify' {
     startupNotes: string[]
   }
 }
+
+// JSON schemas in `format` and tool parameters nest a few dozen levels at most.
+const MAX_JSON_DEPTH = 128
 
 export interface BuildOptions {
   /** Fastify logger options; defaults to pino at the configured level. */
@@ -39,9 +44,20 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.decorate('startupNotes', [] as string[])
   installErrorHandling(app)
 
-  // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON.
-  app.removeContentTypeParser('text/plain')
-  app.addContentTypeParser('*', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'))
+  // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON. Bodies nested
+  // deeper than any real request are refused before parsing: handlers that walk a body (images, tool calls)
+  // would otherwise overflow the stack on a few kilobytes of brackets.
+  const parseJson = app.getDefaultJsonParser('error', 'error')
+  const parseChecked: typeof parseJson = (request, body, done) => {
+    if (typeof body === 'string' && exceedsJsonDepth(body, MAX_JSON_DEPTH)) {
+      done(new GatewayError(400, `request body is nested more than ${MAX_JSON_DEPTH} levels deep`, { code: 'too_deep' }), undefined)
+      return
+    }
+    parseJson(request, body, done)
+  }
+  app.removeContentTypeParser(['text/plain', 'application/json'])
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parseChecked)
+  app.addContentTypeParser('*', { parseAs: 'string' }, parseChecked)
 
   for (const plugin of BUILTIN_PLUGINS) app.register(plugin)
   try {

@@ -22,7 +22,8 @@ export const LegacyEmbeddingsBody = Type.Object({
   keep_alive: Type.Optional(KeepAlive),
 })
 
-const TokenIds = Type.Array(Type.Integer({ minimum: 0 }), { minItems: 1 })
+// llama.cpp's token ids are int32.
+const TokenIds = Type.Array(Type.Integer({ minimum: 0, maximum: 2 ** 31 - 1 }), { minItems: 1 })
 
 /** OpenAI's `/v1/embeddings`: text or token ids, one or a list; `truncate` is Ollama's, which its /v1 honours too. */
 export const OpenAiEmbeddingsBody = Type.Object({

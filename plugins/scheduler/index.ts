@@ -1,4 +1,5 @@
 import fp from 'fastify-plugin'
+import { MAX_TIMER_MS } from '../../core/keep-alive.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
 import { Scheduler } from './scheduler.js'
@@ -25,7 +26,7 @@ export default fp(async (app) => {
     store: storePort(app.store),
     runtimes: app.launcher,
     settings: {
-      keepAliveMs: config.keepAliveMs < 0 ? Infinity : config.keepAliveMs,
+      keepAliveMs: config.keepAliveMs < 0 || config.keepAliveMs > MAX_TIMER_MS ? Infinity : config.keepAliveMs,
       maxLoadedModels: config.limits.maxLoadedModels,
       queueLength: config.limits.queueLength,
       loadTimeoutMs: config.limits.loadTimeoutMs,

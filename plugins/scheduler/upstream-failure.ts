@@ -12,6 +12,9 @@ const EXIT_NOTICE_MS = 1000
 export async function upstreamFailure (lease: Lease, err: unknown): Promise<unknown> {
   if (lease.signal.aborted) return lease.signal.reason
   if (err instanceof GatewayError) return err
+  // A bug of the gateway's own (a TypeError, a stack overflow) is not the runtime's failure: it goes to the error
+  // handler as it is, to be logged in full and answered 500.
+  if (err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError) return err
   await new Promise<void>((resolve) => {
     // Whichever comes first ends the wait and takes the other away: nothing is left on the lease's signal.
     const onAbort = (): void => { clearTimeout(timer); resolve() }
