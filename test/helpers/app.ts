@@ -16,11 +16,20 @@ export async function tempDir (t: Test, prefix = 'llamagate-test-'): Promise<str
 
 /**
  * A config as a test wants it: a temporary data folder (so models and state never leak between tests),
- * silent logs, and the given raw config keys on top (the same keys as config.yaml).
+ * silent logs, llama-server on one thread (`default_options.num_thread: 1`: its default, one spinning thread
+ * per core, leaves a 2-core machine nothing for the gateway and the test; a test about threads unsets it with
+ * `num_thread: undefined`), and the given raw config keys on top (the same keys as config.yaml). Resolved from
+ * these layers alone: no config file and no environment variable of the caller's counts.
  */
 export async function testConfig (t: Test, values: Record<string, unknown> = {}): Promise<Config> {
   const dataDir = await tempDir(t)
-  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', ...values } }])
+  const defaultOptions = defined({ num_thread: 1, ...(values.default_options as object) })
+  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', ...values, default_options: defaultOptions } }])
+}
+
+/** The keys whose value is not undefined (so that a test can unset a default by naming it undefined). */
+function defined (values: Record<string, unknown>): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(values).filter(([, value]) => value !== undefined))
 }
 
 /** The whole app on a temporary data folder, closed when the test ends. Drive it with `app.inject`. */

@@ -17,6 +17,7 @@ export interface InferenceServer {
 /**
  * The whole gateway on a real socket, with the real CPU llama-server and tiny models imported under the
  * given names (each with its own seed, so they differ). Closed, with every runtime stopped, when the test ends.
+ * llama-server runs on one thread (testConfig's num_thread 1; a test about threads unsets it).
  */
 export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'], values: Record<string, unknown> = {}): Promise<InferenceServer> {
   const runtime = await cpuRuntime()
@@ -40,6 +41,17 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
   return { app, url }
 }
 
+/**
+ * Imports a tiny model whose header says it was trained on `nCtxTrain` tokens of context. llama-server caps a
+ * slot's context at the model's training context (2048 for the default tiny model: a generation of it ends
+ * there, after a few seconds), so a test that needs a generation running for a minute or more uses this one.
+ */
+export async function importLongContextModel (t: Test, app: FastifyInstance, name: string, nCtxTrain = 32_768): Promise<void> {
+  const file = join(await tempDir(t, 'llamagate-models-'), 'long.gguf')
+  await writeTinyGguf({ file, name, nCtxTrain })
+  await app.store.import(name, file)
+}
+
 /** A fixture to import: its kind, or a chat fixture with a vision projector beside it. */
 export type FixtureModel = FixtureKind | { kind: keyof typeof REALISTIC, projector: true }
 
@@ -53,7 +65,7 @@ export async function serveRealisticModels (t: Test, models: Record<string, Fixt
     runtime: 'cpu',
     runtimes: { cpu: { bin: runtime.binDir } },
     ...values,
-    default_options: { num_ctx: 1024, num_parallel: 1, num_thread: 1, max_tokens: 32, ...(values.default_options as object) },
+    default_options: { num_ctx: 1024, num_parallel: 1, max_tokens: 32, ...(values.default_options as object) },
   })
   const app = await buildApp(config)
   t.teardown(() => app.close())

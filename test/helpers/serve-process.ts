@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
+import { childEnv } from './child-env.js'
 
 export const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
 
@@ -19,12 +20,15 @@ export interface ServeProcess {
   exited: Promise<{ code: number | null, signal: NodeJS.Signals | null }>
 }
 
-/** Starts `llamagate serve` as a real process (the built CLI) and waits for its listening line. */
+/**
+ * Starts `llamagate serve` as a real process (the built CLI) and waits for its listening line. It sees only
+ * `env` besides PATH and HOME (test/helpers/child-env.ts): none of the caller's LLAMAGATE_* or HF_* settings.
+ */
 export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   const mark = randomUUID()
   const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args], {
-    env: { ...process.env, ...env, LLAMAGATE_TEST_MARK: mark },
+    env: childEnv({ ...env, LLAMAGATE_TEST_MARK: mark }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   let output = ''
@@ -46,9 +50,9 @@ export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, t
   return { child, address, mark, output: () => output, exited }
 }
 
-/** Runs `llamagate <args>` to completion. */
+/** Runs `llamagate <args>` to completion, with the same clean environment as startServe. */
 export async function runCli (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })

@@ -7,6 +7,7 @@ import t, { type Test } from 'tap'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { buildRuntime, cudaArchitectures } from '../../scripts/build-runtime.js'
 import { testConfig, tempDir } from '../helpers/app.js'
+import { childEnv } from '../helpers/child-env.js'
 
 const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
 const SCRIPT = fileURLToPath(new URL('../../scripts/build-runtime.ts', import.meta.url))
@@ -101,7 +102,7 @@ t.test('CUDA through the script: GGML_CUDA on, architectures limited', async (t)
 
 /** Runs the script as `npm run runtime:build` does (here under the test's TypeScript loader). */
 function runScript (args: string[]): Promise<{ code: number | null, out: string }> {
-  const child = spawn(process.execPath, [...process.execArgv, SCRIPT, ...args], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...process.execArgv, SCRIPT, ...args], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   let out = ''
   child.stdout.on('data', (d) => { out += d })
   child.stderr.on('data', (d) => { out += d })

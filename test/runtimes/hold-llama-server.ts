@@ -6,7 +6,7 @@ import { LlamaServer } from '../../runtimes/llama-server.js'
 const [binDir, modelPath] = process.argv.slice(2) as [string, string]
 const build = await inspectBuild(binDir, 'config', 'cpu')
 if ('error' in build) throw new Error(build.error)
-const server = new LlamaServer({ build, modelPath, alias: 'acme/held', ctxSize: 256, parallel: 1 })
+const server = new LlamaServer({ build, modelPath, alias: 'acme/held', ctxSize: 256, parallel: 1, threads: 1 })
 await server.start()
 process.stdout.write(`${JSON.stringify({ pid: server.pid, port: server.port })}\n`)
 setInterval(() => {}, 60_000)

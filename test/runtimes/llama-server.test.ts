@@ -10,6 +10,7 @@ import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { cpuRuntime } from '../helpers/runtime.js'
+import { until } from '../helpers/until.js'
 
 
 async function tinyModel (t: Test): Promise<string> {
@@ -18,7 +19,7 @@ async function tinyModel (t: Test): Promise<string> {
 }
 
 t.test('start, ready on /health, one completion, stop', async (t) => {
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 })
   t.teardown(() => server.stop())
   t.equal(server.state, 'stopped')
   await server.start()
@@ -39,7 +40,7 @@ t.test('start, ready on /health, one completion, stop', async (t) => {
 
 t.test('the next start runs in a shell forked after the last start, never during one', async (t) => {
   LlamaServer.releaseSpare()
-  const options = { build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 }
+  const options = { build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 }
   const first = new LlamaServer(options)
   t.teardown(() => first.stop())
   let forkedDuring = false
@@ -48,10 +49,8 @@ t.test('the next start runs in a shell forked after the last start, never during
   clearInterval(watch)
   t.notOk(forkedDuring, 'no shell was forked while llama-server loaded')
   t.equal(LlamaServer.sparePid(), undefined, 'nor as the start ended (the first request would wait for the fork)')
-  const deadline = Date.now() + 3000
-  while (LlamaServer.sparePid() === undefined && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10))
+  await until('a spare shell forked after the start', () => LlamaServer.sparePid() !== undefined, 10_000, 10)
   const spare = LlamaServer.sparePid()
-  t.ok(spare, 'a shell waits shortly after the start')
   const second = new LlamaServer(options)
   t.teardown(() => second.stop())
   await second.start()
@@ -62,16 +61,16 @@ t.test('the next start runs in a shell forked after the last start, never during
 t.test('warm-up: skipped on CPU builds (it delays the start and speeds no request), kept on GPU builds', async (t) => {
   const build = await cpuRuntime()
   t.ok(build.features.noWarmup, 'this build knows --no-warmup')
-  const args = (backend: typeof build.backend) => new LlamaServer({ build: { ...build, backend }, modelPath: '/m.gguf', alias: 'acme/tiny', ctxSize: 512, parallel: 1 }).args()
+  const args = (backend: typeof build.backend) => new LlamaServer({ build: { ...build, backend }, modelPath: '/m.gguf', alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 }).args()
   t.ok(args('cpu').includes('--no-warmup'))
   t.notOk(args('cuda').includes('--no-warmup'))
-  t.notOk(new LlamaServer({ build: { ...build, features: { ...build.features, noWarmup: false } }, modelPath: '/m.gguf', alias: 'a/b', ctxSize: 512, parallel: 1 }).args().includes('--no-warmup'), 'not passed to a build that lacks it')
+  t.notOk(new LlamaServer({ build: { ...build, features: { ...build.features, noWarmup: false } }, modelPath: '/m.gguf', alias: 'a/b', ctxSize: 512, parallel: 1, threads: 1 }).args().includes('--no-warmup'), 'not passed to a build that lacks it')
 })
 
 t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (t) => {
   const file = join(await tempDir(t), 'corrupt.gguf')
   await writeFile(file, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xff)]))
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: file, alias: 'acme/corrupt', ctxSize: 512, parallel: 1 })
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: file, alias: 'acme/corrupt', ctxSize: 512, parallel: 1, threads: 1 })
   const err = await t.rejects(server.start())
   t.type(err, RuntimeError)
   t.match((err as Error).message, /model "acme\/corrupt" failed to start: llama-server exited during start-up \(exit code 1\)/)
@@ -81,7 +80,7 @@ t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (
 
 t.test('a missing binary: the start fails saying so', async (t) => {
   const build = { ...await cpuRuntime(), serverPath: '/nonexistent/llama-server' }
-  const server = new LlamaServer({ build, modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+  const server = new LlamaServer({ build, modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 })
   const err = await t.rejects(server.start())
   t.type(err, RuntimeError)
   t.match((err as Error).message, /ENOENT|not found|no such file/i)
@@ -92,20 +91,21 @@ t.test('a port already taken: the start fails with the runtime\'s bind error', a
   await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve))
   t.teardown(() => blocker.close())
   const port = (blocker.address() as { port: number }).port
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, port })
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1, port })
   const err = await t.rejects(server.start())
   t.match((err as Error).message, /bind|address already in use/i)
 })
 
-t.test('a process killed from outside is noticed within a second', async (t) => {
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1 })
+t.test('a process killed from outside is noticed at once, from its exit (not at a later health poll)', async (t) => {
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 })
   t.teardown(() => server.stop())
   await server.start()
   const exited = new Promise<ExitInfo>((resolve) => server.onExit(resolve))
   const killedAt = Date.now()
   process.kill(server.pid!, 'SIGKILL')
   const info = await exited
-  t.ok(Date.now() - killedAt < 1000, `noticed in ${Date.now() - killedAt} ms`)
+  // The exit event comes in milliseconds; 5 s leaves a loaded machine room.
+  t.ok(Date.now() - killedAt < 5000, `noticed in ${Date.now() - killedAt} ms`)
   t.equal(info.signal, 'SIGKILL')
   t.equal(info.expected, false, 'nobody asked it to stop')
   t.equal(server.state, 'stopped')
@@ -114,7 +114,7 @@ t.test('a process killed from outside is noticed within a second', async (t) => 
 t.test('stopAll stops every process started', async (t) => {
   const build = await cpuRuntime()
   const model = await tinyModel(t)
-  const servers = [0, 1].map(() => new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 }))
+  const servers = [0, 1].map(() => new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 }))
   await Promise.all(servers.map((s) => s.start()))
   const pids = servers.map((s) => s.pid)
   await LlamaServer.stopAll()
@@ -131,7 +131,7 @@ t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', as
   const quantized = join(dir, 'q8_0.gguf')
   const result = await execa(build.quantizePath!, [f16, quantized, 'Q8_0'], { reject: false, all: true })
   t.equal(result.exitCode, 0, result.all?.split('\n').slice(-3).join(' | '))
-  const server = new LlamaServer({ build, modelPath: quantized, alias: 'acme/q8', ctxSize: 512, parallel: 1 })
+  const server = new LlamaServer({ build, modelPath: quantized, alias: 'acme/q8', ctxSize: 512, parallel: 1, threads: 1 })
   t.teardown(() => server.stop())
   await server.start()
   const res = await fetch(`${server.endpoint.address.baseUrl}/completion`, { method: 'POST', body: JSON.stringify({ prompt: 'hello', n_predict: 8, ignore_eos: true }) })
@@ -140,7 +140,7 @@ t.test('a quantized model (Q8_0 made by llama-quantize) loads and generates', as
 
 t.test('on a Unix socket: ready, answers through the socket, no TCP port; the socket file goes with the process', async (t) => {
   const socketPath = join(await tempDir(t), 'rt.sock')
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1, socketPath })
   t.teardown(() => server.stop())
   await server.start()
   t.equal(server.endpoint.address.socketPath, socketPath)
@@ -158,7 +158,7 @@ t.test('on a Unix socket: ready, answers through the socket, no TCP port; the so
 
 t.test('a socket path too long for a socket address falls back to a loopback port', async (t) => {
   const socketPath = join(await tempDir(t), `${'x'.repeat(120)}.sock`)
-  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, socketPath })
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1, socketPath })
   t.teardown(() => server.stop())
   await server.start()
   t.equal(server.endpoint.address.socketPath, null)

@@ -6,9 +6,10 @@ import { join } from 'node:path'
 import t from 'tap'
 import { createSocketDir } from '../../runtimes/socket-dir.js'
 import { tempDir } from '../helpers/app.js'
+import { childEnv } from '../helpers/child-env.js'
 
 // The pid of a process that has exited.
-const deadPid = (): number => spawnSync(process.execPath, ['-e', '0']).pid!
+const deadPid = (): number => spawnSync(process.execPath, ['-e', '0'], { env: childEnv() }).pid!
 
 t.test('a private folder named after this process; orphans of dead gateways removed, live ones kept', async (t) => {
   const base = await tempDir(t)

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { SpareShell } from '../../runtimes/spare-shell.js'
+import { childEnv } from '../helpers/child-env.js'
+import { until } from '../helpers/until.js'
 
 // The script every launch runs: says its shell's pid, then becomes the command, as the watchdog does.
 const SCRIPT = 'echo "shell $$"\nexec "$@"'
@@ -59,7 +61,7 @@ t.test('without a spare, or with an argument a line cannot carry, a fresh shell 
   t.not(multiline.pid, sparePid)
   t.same((await output(multiline)).args, ['two\nlines'])
   const started = Date.now()
-  while (alive(sparePid) && Date.now() - started < 2000) await sleep(10)
+  while (alive(sparePid) && Date.now() - started < 10_000) await sleep(10)
   t.notOk(alive(sparePid), 'the spare it could not use was ended')
 })
 
@@ -69,7 +71,7 @@ t.test('a spare that died is not used: the launch forks anew', async (t) => {
   shells.prepare()
   const sparePid = (shells as unknown as { spare: { pid: number } }).spare.pid
   process.kill(sparePid, 'SIGKILL')
-  while (shells.hasSpare) await sleep(5)
+  await until('the dead spare to be noticed', () => !shells.hasSpare, 10_000, 5)
   const child = shells.launch([...ECHO_ARGS, 'x'])
   t.not(child.pid, sparePid)
   t.same((await output(child)).args, ['x'])
@@ -82,7 +84,7 @@ t.test('close() ends the spare', async (t) => {
   shells.close()
   t.equal(shells.hasSpare, false)
   const started = Date.now()
-  while (alive(sparePid) && Date.now() - started < 2000) await sleep(10)
+  while (alive(sparePid) && Date.now() - started < 10_000) await sleep(10)
   t.notOk(alive(sparePid), 'the spare shell is gone')
 })
 
@@ -93,7 +95,7 @@ t.test('a spare never outlives its gateway: killed with SIGKILL, its spare goes 
     shells.prepare()
     console.log(shells.spare.pid)
     setInterval(() => {}, 1000)
-  `], { stdio: ['ignore', 'pipe', 'inherit'] })
+  `], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
   t.teardown(() => { holder.kill('SIGKILL') })
   const sparePid = Number(await new Promise<string>((resolve, reject) => {
     holder.stdout.once('data', (d: Buffer) => resolve(d.toString()))
@@ -102,7 +104,7 @@ t.test('a spare never outlives its gateway: killed with SIGKILL, its spare goes 
   t.ok(alive(sparePid), 'the spare waits')
   holder.kill('SIGKILL')
   const started = Date.now()
-  while (alive(sparePid) && Date.now() - started < 5000) await sleep(10)
+  while (alive(sparePid) && Date.now() - started < 10_000) await sleep(10)
   t.notOk(alive(sparePid), `the spare ended ${Date.now() - started} ms after its gateway's SIGKILL`)
 })
 
@@ -110,7 +112,7 @@ t.test('a process with only a spare left exits: the spare does not keep it alive
   const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `
     const { SpareShell } = await import(${JSON.stringify(new URL('../../runtimes/spare-shell.ts', import.meta.url).href)})
     new SpareShell('exec "$@"', 'test-shell').prepare()
-  `], { stdio: ['ignore', 'ignore', 'inherit'] })
+  `], { env: childEnv(), stdio: ['ignore', 'ignore', 'inherit'] })
   t.teardown(() => { holder.kill('SIGKILL') })
   const code = await Promise.race([new Promise((resolve) => holder.once('exit', resolve)), sleep(20_000, 'still running', { ref: false })])
   t.equal(code, 0)

@@ -8,7 +8,9 @@ import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { cpuRuntime } from '../helpers/runtime.js'
+import { childEnv } from '../helpers/child-env.js'
 import { processesWithMark, runCli, startServe } from '../helpers/serve-process.js'
+import { until } from '../helpers/until.js'
 
 const HOLDER = fileURLToPath(new URL('./hold-llama-server.ts', import.meta.url))
 
@@ -42,7 +44,7 @@ t.test('a gateway killed with SIGKILL leaves no llama-server: the watchdog sees 
   const runtime = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })).file
   // The same TypeScript loader this test runs under.
-  const holder = spawn(process.execPath, [...process.execArgv, HOLDER, runtime.binDir, model], { stdio: ['ignore', 'pipe', 'inherit'] })
+  const holder = spawn(process.execPath, [...process.execArgv, HOLDER, runtime.binDir, model], { env: childEnv(), stdio: ['ignore', 'pipe', 'inherit'] })
   t.teardown(() => { holder.kill('SIGKILL') })
   let out = ''
   const { pid, port } = await new Promise<{ pid: number, port: number }>((resolve, reject) => {
@@ -57,9 +59,9 @@ t.test('a gateway killed with SIGKILL leaves no llama-server: the watchdog sees 
   holder.kill('SIGKILL')
   const killedAt = Date.now()
   // llama-server itself: exited once it is a zombie or reaped (init reaps orphans when it gets to them).
-  while (Date.now() - killedAt < 8000 && !/\) Z /.test(await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => ') Z '))) await sleep(10)
+  await until('llama-server to exit after the gateway\'s SIGKILL', async () => /\) Z /.test(await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => ') Z ')), 15_000, 10)
   t.comment(`llama-server exited ${Date.now() - killedAt} ms after the gateway's SIGKILL`)
-  const tookMs = await waitUntilEmpty(pid, 8000)
+  const tookMs = await waitUntilEmpty(pid, 15_000)
   t.ok(tookMs >= 0, `llama-server and its watcher are gone ${tookMs} ms after the gateway's SIGKILL`)
   await t.rejects(fetch(`http://127.0.0.1:${port}/health`), 'its port is closed')
 })
@@ -69,7 +71,7 @@ t.test('llamagate serve killed with SIGKILL while serving a model: every process
   const runtime = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file
   const config = join(dir, 'config.yaml')
-  await writeFile(config, `data_dir: ${dir}\nport: 0\nruntimes:\n  cpu: { bin: ${runtime.binDir} }\ndefault_options: { num_ctx: 256, num_parallel: 1 }\n`)
+  await writeFile(config, `data_dir: ${dir}\nport: 0\nruntimes:\n  cpu: { bin: ${runtime.binDir} }\ndefault_options: { num_ctx: 256, num_parallel: 1, num_thread: 1 }\n`)
   const imported = await runCli(['import', 'acme/tiny', model, '--config', config])
   t.equal(imported.code, 0, imported.stderr)
   const serve = await startServe(['--config', config])
@@ -81,22 +83,22 @@ t.test('llamagate serve killed with SIGKILL while serving a model: every process
   await serve.exited
   const killedAt = Date.now()
   let left = await processesWithMark(serve.mark)
-  while (left.length > 0 && Date.now() - killedAt < 8000) { await sleep(20); left = await processesWithMark(serve.mark) }
+  while (left.length > 0 && Date.now() - killedAt < 15_000) { await sleep(20); left = await processesWithMark(serve.mark) }
   t.same(left, [], `nothing is left, ${Date.now() - killedAt} ms after the SIGKILL`)
 })
 
 t.test('after a stop or a crash nothing of the process group is left', async (t) => {
   const build = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })).file
-  const stopped = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 })
+  const stopped = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
   await stopped.start()
   const stoppedPid = stopped.pid!
   t.equal(LlamaServer.liveCount(), 1)
   await stopped.stop()
   t.equal(LlamaServer.liveCount(), 0)
-  t.ok(await waitUntilEmpty(stoppedPid, 500) >= 0, 'stop() leaves no watcher behind')
+  t.ok(await waitUntilEmpty(stoppedPid, 5000) >= 0, 'stop() leaves no watcher behind')
 
-  const crashed = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 })
+  const crashed = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
   t.teardown(() => crashed.stop())
   await crashed.start()
   const exited = new Promise<ExitInfo>((resolve) => crashed.onExit(resolve))
@@ -104,17 +106,17 @@ t.test('after a stop or a crash nothing of the process group is left', async (t)
   const info = await exited
   t.equal(info.signal, 'SIGSEGV')
   t.equal(info.expected, false)
-  t.ok(await waitUntilEmpty(crashed.pid!, 7000) >= 0, 'the watcher of a crashed llama-server goes too')
+  t.ok(await waitUntilEmpty(crashed.pid!, 15_000) >= 0, 'the watcher of a crashed llama-server goes too')
 })
 
 t.test('stop() during the start: the start fails saying it was stopped, not that the model is bad', async (t) => {
   const build = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })).file
-  const server = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 })
+  const server = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
   const starting = server.start()
   t.equal(server.state, 'starting')
   // Once the process exists (the port is picked just before the spawn).
-  while (server.pid === undefined) await sleep(1)
+  await until('llama-server to be spawned', () => server.pid !== undefined, 30_000, 1)
   await server.stop()
   const err = await t.rejects(starting)
   t.match((err as Error).message, /model "acme\/tiny" was stopped while it started/)
@@ -125,7 +127,7 @@ t.test('stop() during the start: the start fails saying it was stopped, not that
 t.test('an aborted start stops the process and rejects with the abort reason', async (t) => {
   const build = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })).file
-  const server = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1 })
+  const server = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
   const controller = new AbortController()
   controller.abort(new Error('client went away'))
   await t.rejects(server.start(controller.signal), /client went away/)

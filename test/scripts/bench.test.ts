@@ -1,19 +1,26 @@
 import { spawn } from 'node:child_process'
-import { readFile, stat } from 'node:fs/promises'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { tempDir } from '../helpers/app.js'
+import { childEnv } from '../helpers/child-env.js'
+import { cpuRuntime } from '../helpers/runtime.js'
 
 // The benchmark is how issue #9's targets are measured: this runs it end to end on the smallest load (the
 // real llama-server direct, its router mode, the bare relay in front of it and a real `llamagate serve`), so
 // that a change that breaks one of the setups, the cold starts or the report is caught here and not on the day
 // of a measurement.
 t.test('npm run bench, smallest load: all four setups answer, every figure is there, and --out is honoured', async (t) => {
-  const out = join(await tempDir(t), 'bench.json')
+  const dir = await tempDir(t)
+  const out = join(dir, 'bench.json')
+  // The benchmark finds its llama-server through the config (LLAMAGATE_CONFIG): the tests' runtime, whatever
+  // the caller's environment or ~/.llamagate hold.
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `data_dir: ${dir}\nruntimes:\n  cpu: { bin: ${(await cpuRuntime()).binDir} }\n`)
   const committed = join(PACKAGE_ROOT, 'docs/benchmarks.json')
   const before = await stat(committed)
-  const bench = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/bench.js'), '--concurrency', '1', '--reps', '1', '--tokens', '8', '--cold', '1', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const bench = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/bench.js'), '--concurrency', '1', '--reps', '1', '--tokens', '8', '--cold', '1', '--threads', '1', '--out', out], { env: childEnv({ LLAMAGATE_CONFIG: config }), stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   bench.stdout.on('data', (d) => { output += d })
   bench.stderr.on('data', (d) => { output += d })
@@ -25,6 +32,7 @@ t.test('npm run bench, smallest load: all four setups answer, every figure is th
   const report = JSON.parse(await readFile(out, 'utf8'))
   t.equal(report.backend, 'cpu')
   t.equal(report.settings.max_tokens, 8)
+  t.equal(report.settings.threads, 1, 'llama-server on one thread in every setup')
   const [tiny] = report.models
   t.equal(tiny.model, 'tiny')
   const [row] = tiny.summary

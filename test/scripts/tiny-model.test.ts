@@ -1,18 +1,15 @@
 import { spawn, type ChildProcess } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { createServer } from 'node:net'
-import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { gguf, GGMLQuantizationType } from '@huggingface/gguf'
 import t, { type Test } from 'tap'
 import { main } from '../../scripts/make-tiny-model.js'
 import { toFloat16Bits } from '../../scripts/tensor-data.js'
 import { writeTinyGguf, writeTinySafetensors } from '../../scripts/tiny-model.js'
-
-const LLAMA_SERVER = process.env.LLAMA_SERVER_BIN ??
-  join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'runtimes', 'llama.cpp-v0.5.0', 'cpu', 'bin', 'llama-server')
+import { childEnv } from '../helpers/child-env.js'
+import { cpuRuntime } from '../helpers/runtime.js'
 
 const sha256 = async (file: string): Promise<string> => createHash('sha256').update(await readFile(file)).digest('hex')
 
@@ -24,14 +21,14 @@ async function freePort (): Promise<number> {
   return port
 }
 
-/** The real llama-server on `model`, ready on /health; stopped (SIGTERM, then SIGKILL) when the test ends. */
+/**
+ * The test runtime's llama-server (test/helpers/runtime.ts: whatever build the tests run, not a folder name)
+ * on `model`, on one thread, ready on /health; stopped (SIGTERM, then SIGKILL) when the test ends.
+ */
 async function serve (t: Test, model: string): Promise<string | null> {
-  if (!existsSync(LLAMA_SERVER)) {
-    t.fail(`no llama-server at ${LLAMA_SERVER}: set LLAMA_SERVER_BIN, or build one with npm run build && node dist/scripts/ensure-runtime.js`)
-    return null
-  }
+  const { serverPath } = await cpuRuntime()
   const port = await freePort()
-  const child: ChildProcess = spawn(LLAMA_SERVER, ['--host', '127.0.0.1', '--port', String(port), '-m', model, '-c', '512', '-np', '1', '--no-webui'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child: ChildProcess = spawn(serverPath, ['--host', '127.0.0.1', '--port', String(port), '-m', model, '-c', '512', '-np', '1', '--threads', '1', '--no-webui'], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   let log = ''
   const keep = (data: Buffer | Error): void => { log = (log + String(data)).slice(-8000) }
   child.stdout!.on('data', keep)

@@ -73,14 +73,25 @@ export async function fakePython (t: Test, body: string): Promise<string> {
   return file
 }
 
+/** Set (to 1) where the converter must be ready: CI (.ci/run) sets it, so that CI never skips these tests. */
+export const REQUIRE_CONVERTER = 'LLAMAGATE_REQUIRE_CONVERTER'
+
 /**
- * Says loudly that the conversion tests are skipped and what to install; returns the skip reason (false
- * when ready). CI installs the packages, so CI never skips here.
+ * Whether the conversion tests can run here: false when the converter is ready (the interpreter with its
+ * packages, llama.cpp's source tree and llama-quantize), else the reason, for `{ skip }` or an early return.
+ * Not ready is a failure of `t`, with the reason and what to install, where LLAMAGATE_REQUIRE_CONVERTER=1
+ * (CI); elsewhere it is a skip, said loudly, so that a developer without the Python packages can still run
+ * the suite.
  */
 export function skipUnlessReady (t: Test, readiness: ConverterReadiness): string | false {
   if (readiness.ready && readiness.quantize) return false
-  const message = `SafeTensors conversion tests SKIPPED: ${readiness.problems.join('; ')}. To run them: ${readiness.fix}`
+  const reason = `${readiness.problems.join('; ') || 'no llama-quantize'}. To run them: ${readiness.fix ?? 'build the runtime with llama-quantize (npm run runtime:build)'}`
+  if (process.env[REQUIRE_CONVERTER] === '1') {
+    t.fail(`the SafeTensors converter is not ready, and ${REQUIRE_CONVERTER}=1 says it must be: ${reason}`)
+    return `converter not ready: ${reason}`
+  }
+  const message = `SafeTensors conversion tests SKIPPED: ${reason}`
   process.stderr.write(`\n*** ${message} ***\n\n`)
-  t.comment(message)
+  t.pass('the SafeTensors converter is ready', { skip: message })
   return message
 }

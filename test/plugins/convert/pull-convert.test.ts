@@ -1,11 +1,13 @@
 // End to end through the gateway: a SafeTensors repository pulled from the fake hub is converted at the end
 // of the pull, listed with its variant, and served by the real llama-server; other dtypes are made on
-// request. Skipped, loudly, where the Python packages are missing.
+// request. Skipped, loudly, where the Python packages are missing; a failure instead where
+// LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { ndjsonEvents, post, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
 import { checkpoint, realConverter, skipUnlessReady } from './fixtures.js'
 
 const skip = skipUnlessReady(t, await (await realConverter(t)).readiness())
@@ -102,6 +104,6 @@ t.test('GET /api/convert/status on the whole gateway: ready, with the runtime\'s
   const server = await serveTinyModels(t, [])
   const status = await (await fetch(`${server.url}/api/convert/status`)).json() as Record<string, unknown>
   t.equal(status.ready, true)
-  t.equal(status.quantize, server.app.runtimes.chosen?.quantizePath)
+  t.equal(status.quantize, join((await cpuRuntime()).binDir, 'llama-quantize'), 'the llama-quantize beside the test runtime\'s llama-server')
   t.same(status.problems, [])
 })

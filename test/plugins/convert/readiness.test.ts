@@ -45,7 +45,7 @@ t.test('no llama.cpp source tree: not ready, and says where one comes from', asy
 t.test('the real interpreter on this machine', async (t) => {
   const conv = await realConverter(t)
   const r = await conv.readiness()
-  if (skipUnlessReady(t, r)) return t.pass('readiness reported why it is not ready (see the message above)')
+  if (skipUnlessReady(t, r)) return // a failure where the converter is required (CI), else a skip saying why
   t.equal(r.problems.length, 0, r.problems.join('; '))
   t.equal(r.fix, null)
   t.equal(r.shim, r.papered.length > 0, 'the shim is used exactly when something is papered over')
@@ -53,7 +53,8 @@ t.test('the real interpreter on this machine', async (t) => {
   if (r.shim) t.ok(r.papered.every((p) => p === 'transformers' || p.startsWith('torch.')), `papered over: ${r.papered.join(', ')}`)
   const started = Date.now()
   t.same(await conv.readiness(), r, 'a ready result is remembered')
-  t.ok(Date.now() - started < 100, 'and answered without importing torch again')
+  // Importing torch takes seconds; a remembered answer, none (1 s leaves a loaded machine room).
+  t.ok(Date.now() - started < 1000, `and answered without importing torch again (${Date.now() - started} ms)`)
 })
 
 t.test('no llama-quantize: f16 and q8_0 only; other types answer 503 before anything runs', async (t) => {
@@ -137,7 +138,7 @@ t.test('GET /api/convert/status answers readiness', async (t) => {
 t.test('a fake interpreter that passes the probe is accepted (the failure tests rely on it)', async (t) => {
   const fake = await fakePython(t, 'exit 0')
   const r = await (await realConverter(t, { python: fake })).readiness()
-  if (skipUnlessReady(t, r)) return t.pass('skipped: see the message above')
+  if (skipUnlessReady(t, r)) return // a failure where the converter is required (CI), else a skip saying why
   t.equal(r.python, fake)
   t.equal(JSON.parse(await readFile(join(await checkpoint(t), 'config.json'), 'utf8')).architectures[0], 'LlamaForCausalLM', 'the fixture is a Llama')
 })

@@ -2,13 +2,13 @@ import { existsSync } from 'node:fs'
 import { readdir } from 'node:fs/promises'
 import { request } from 'node:http'
 import { basename, join } from 'node:path'
-import { setTimeout as sleep } from 'node:timers/promises'
 import t, { type Test } from 'tap'
 import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
 import { CLI, runCli } from '../../helpers/serve-process.js'
+import { until } from '../../helpers/until.js'
 
 async function gguf (t: Test, seed = 1, name = 'tiny.gguf'): Promise<string> {
   return (await writeTinyGguf({ file: join(await tempDir(t), name), seed })).file
@@ -26,18 +26,10 @@ function rawGet (base: string, path: string): Promise<{ status: number, body: an
   })
 }
 
-async function until (what: string, check: () => Promise<boolean>, timeoutMs = 5000): Promise<void> {
-  const deadline = Date.now() + timeoutMs
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`)
-    await sleep(25)
-  }
-}
-
 t.test('list, show and delete on real files', async (t) => {
   const app = await build(t)
-  await app.store.import('acme/first', await gguf(t, 1))
-  await sleep(5)
+  const { modified_at: firstModified } = await app.store.import('acme/first', await gguf(t, 1))
+  await until('the clock to pass the first import', () => Date.now() > Date.parse(firstModified), 5000, 1)
   await app.store.import('Acme/Second', await gguf(t, 2))
   const tags = (await app.inject({ method: 'GET', url: '/api/tags' })).json() as { models: any[] }
   t.same(tags.models.map((m) => m.name), ['Acme/Second', 'acme/first'], 'most recently modified first')

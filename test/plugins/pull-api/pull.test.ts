@@ -8,6 +8,7 @@ import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir, testConfig } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
+import { until } from '../../helpers/until.js'
 
 async function tinyGguf (t: Test, seed: number): Promise<Buffer> {
   const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed })
@@ -145,7 +146,7 @@ t.test('a restart in the middle of a pull: the next pull finishes from the parti
   const controller = new AbortController()
   const stalled = pull(firstUrl, 'acme/tiny-GGUF', {}, controller.signal).catch(() => null)
   const partial = join(config.modelsDir, 'acme', 'tiny-GGUF', 'tiny-Q4_K_M.gguf.partial')
-  for (let i = 0; i < 200 && (!existsSync(partial) || (await stat(partial)).size < 200_000); i++) await new Promise((r) => setTimeout(r, 20))
+  await until('the first server to write the 200,000 bytes it gets', async () => existsSync(partial) && (await stat(partial)).size >= 200_000)
   t.equal((await stat(partial)).size, 200_000, 'the first server wrote what it got')
   controller.abort()
   await stalled
@@ -211,14 +212,14 @@ t.test('two pulls of one model share one download; a client leaving cancels it; 
   fake.faults = { stallAfterBytes: 100_000 }
   const controller = new AbortController()
   const leaving = pull(url, 'acme/small-GGUF', {}, controller.signal).catch(() => null)
-  for (let i = 0; i < 200 && !app.puller.isPulling('acme/small-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
-  await new Promise((r) => setTimeout(r, 200))
+  // Once the pull holds the model's write lock, a delete is a conflict.
+  await until('the pull to hold the model', () => app.puller.isPulling('acme/small-GGUF') && app.store.isBusy('acme/small-GGUF'))
   const del = await fetch(`${url}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: 'acme/small-GGUF' }) })
   t.equal(del.status, 409, 'delete while pulling')
   controller.abort()
   await leaving
-  for (let i = 0; i < 200 && app.puller.isPulling('acme/small-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
-  t.notOk(app.puller.isPulling('acme/small-GGUF'), 'the download stopped when its only client left')
+  await until('the download to stop once its only client left', () => !app.puller.isPulling('acme/small-GGUF'))
+  t.pass('the download stopped when its only client left')
 })
 
 t.test('a tree that lists ../../x is refused', async (t) => {
@@ -236,7 +237,7 @@ t.test('a pull that cannot fit on the disk is refused before any download', asyn
   fake.faults = { extraTreeEntries: [{ type: 'file', path: 'huge-Q4_K_M.gguf', size: 2 ** 60, oid: 'b'.repeat(40) }] }
   const { app, url } = await serve(t, fake)
   const { events } = await pull(url, 'acme/nothing')
-  t.match(events.at(-1).error, /^not enough disk space for acme\/nothing: it needs \d+\.\d\d GiB, \d+\.\d\d GiB are free in /)
+  t.match(events.at(-1).error, /^not enough disk space for acme\/nothing: it needs 1048576 TiB, \d[\d.]* (bytes|KiB|MiB|GiB|TiB) are free in /, 'sizes in units that tell them apart')
   t.notOk(events.some((e) => e.digest), 'no download started')
   t.equal(fake.cdnBytes.size, 0)
   const whole = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/nothing', stream: false }) })
@@ -251,7 +252,7 @@ t.test('pulls of different models run side by side', async (t) => {
   const { app, url } = await serve(t, fake)
   const controller = new AbortController()
   const stalled = pull(url, 'acme/split-GGUF', {}, controller.signal).catch(() => null)
-  for (let i = 0; i < 200 && !app.puller.isPulling('acme/split-GGUF'); i++) await new Promise((r) => setTimeout(r, 10))
+  await until('the split model\'s pull to start', () => app.puller.isPulling('acme/split-GGUF'))
   const other = await pull(url, 'acme/small-GGUF')
   t.same(other.events.at(-1), { status: 'success' })
   t.ok(app.puller.isPulling('acme/split-GGUF'), 'the first pull was still running when the second finished')
@@ -267,7 +268,7 @@ t.test('a pull right after its only client left starts afresh; another tag of a 
   const controller = new AbortController()
   const leaving = pull(url, 'acme/tiny-GGUF', {}, controller.signal).catch(() => null)
   const partial = join(app.config.modelsDir, 'acme', 'tiny-GGUF', 'tiny-Q4_K_M.gguf.partial')
-  for (let i = 0; i < 300 && (!existsSync(partial) || (await stat(partial)).size < 100_000); i++) await new Promise((r) => setTimeout(r, 10))
+  await until('the first 100,000 bytes to be written', async () => existsSync(partial) && (await stat(partial)).size >= 100_000)
   const other = await fetch(`${url}/api/pull`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny-GGUF:Q8_0', stream: false }) })
   t.equal(other.status, 409)
   t.match(((await other.json()) as { error: string }).error, /^acme\/tiny-GGUF is being pulled with the default tag; pull again when that has finished$/)
@@ -308,7 +309,7 @@ t.test('a repository with a vision projector: it is pulled, verified and resumed
   const controller = new AbortController()
   const stalled = pull(url, 'acme/vision-GGUF', {}, controller.signal).catch(() => null)
   const partial = join(app.config.modelsDir, 'acme', 'vision-GGUF', 'mmproj-vision-F16.gguf.partial')
-  for (let i = 0; i < 500 && (!existsSync(partial) || (await stat(partial)).size < 20_000); i++) await new Promise((r) => setTimeout(r, 20))
+  await until('the projector\'s first 20,000 bytes to be written', async () => existsSync(partial) && (await stat(partial)).size >= 20_000)
   t.equal((await stat(partial)).size, 20_000, 'the projector was cut short mid-download')
   controller.abort()
   await stalled

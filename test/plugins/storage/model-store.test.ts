@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { copyFile, lstat, mkdir, readdir, readFile, rm, stat, symlink, utimes, writeFile } from 'node:fs/promises'
 import { fileURLToPath } from 'node:url'
@@ -6,11 +7,17 @@ import { join } from 'node:path'
 import { gguf as parseGguf } from '@huggingface/gguf'
 import t, { type Test } from 'tap'
 import { ModelStore } from '../../../plugins/storage/model-store.js'
-import { sha256File } from '../../../plugins/storage/file-hash.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
+import { childEnv } from '../../helpers/child-env.js'
+import { until } from '../../helpers/until.js'
 
 const WRITER = fileURLToPath(new URL('./writer-process.ts', import.meta.url))
+
+/** A file's SHA-256, computed here (not by the store's own hashing, which the expectations check). */
+async function sha256File (file: string): Promise<string> {
+  return createHash('sha256').update(await readFile(file)).digest('hex')
+}
 
 async function gguf (t: Test, seed = 1, name = 'tiny.gguf'): Promise<string> {
   return (await writeTinyGguf({ file: join(await tempDir(t), name), seed })).file
@@ -27,7 +34,7 @@ interface WriterEvent { pid: number, event: string, at?: number, sha256?: string
 
 /** Starts writer-process.ts as another node process; `events` resolves with its JSON lines once it exits. */
 function startWriter (t: Test, models: string, id: string, mode: 'commit' | 'try' | 'hang', source: string) {
-  const child = spawn(process.execPath, [...process.execArgv, WRITER, models, id, mode, source], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [...process.execArgv, WRITER, models, id, mode, source], { env: childEnv(), stdio: ['ignore', 'pipe', 'pipe'] })
   t.teardown(() => { child.kill('SIGKILL') })
   let out = ''
   let err = ''
@@ -92,7 +99,8 @@ t.test('a writer process killed mid-write: nothing listed, its lock is taken ove
   const started = Date.now()
   const w = await store.openWriter('acme/killed', { wait: true })
   const waited = Date.now() - started
-  t.ok(waited < 6000, `taken over once stale (${waited} ms)`)
+  // Stale after 2 s of no refresh; 15 s leaves a loaded machine room and still tells it from waiting forever.
+  t.ok(waited < 15_000, `taken over once stale (${waited} ms)`)
   t.equal(w.existing, null)
   await copyFile(source, join(w.dir, 'model.gguf'))
   const record = await w.commit({ name: 'acme/killed', format: 'gguf', source: { type: 'import' }, files: [{ name: 'model.gguf', size: (await stat(source)).size, sha256: await sha256File(source) }], primary: 'model.gguf' })
@@ -154,7 +162,9 @@ t.test('a writer that lost its lock cannot commit', async (t) => {
   await copyFile(await gguf(t), join(writer.dir, 'model.gguf'))
   // Someone removed the lock (as a taker-over of a "stale" one would): the next refresh finds out.
   await rm(join(models, '.llamagate', 'locks', 'acme@lost.lock'), { recursive: true })
-  await new Promise((r) => setTimeout(r, 1500))
+  // The lock is refreshed every second (half of lockStaleMs) and the store tells no one when a refresh finds it
+  // gone: three refresh periods leave a loaded machine room for one to have run.
+  await new Promise((r) => setTimeout(r, 3500))
   const err = await writer.commit({ name: 'acme/lost', format: 'gguf', source: { type: 'import' }, files: [{ name: 'model.gguf', size: 1, sha256: null }], primary: 'model.gguf' }).then(() => null, (e: Error & { statusCode?: number }) => e)
   t.equal(err?.statusCode, 409)
   t.match(err?.message, /lost the write lock/)
@@ -318,8 +328,9 @@ t.test('list: most recently modified first, from memory', async (t) => {
   const store = await openStore(t)
   const file = await gguf(t)
   for (const name of ['acme/a', 'acme/b', 'acme/c']) {
-    await store.import(name, file)
-    await new Promise((r) => setTimeout(r, 3))
+    const { modified_at: modified } = await store.import(name, file)
+    // The next import is modified later: the clock has moved past this one's millisecond.
+    await until('the clock to pass the last modification', () => Date.now() > Date.parse(modified), 5000, 1)
   }
   t.same(store.list().map((r) => r.name), ['acme/c', 'acme/b', 'acme/a'])
   t.equal(store.list(), store.list(), 'the same cached array until something changes')
