@@ -25,13 +25,15 @@ export const ConfigSchema = Type.Object({
   log_level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
   keep_alive: Type.Union([Duration], { default: '5m' }),
   stream_format: Type.Union([Type.Literal('sse'), Type.Literal('ndjson')], { default: 'sse' }),
+  // Closed, unlike a request's options: a typo in config.yaml (num_threadz) is the admin's to hear about.
   default_options: Type.Object(OptionsSchema.properties, {
+    additionalProperties: false,
     default: {
       temperature: 0.7, top_p: 0.9, top_k: 40, max_tokens: 2048, seed: -1, num_ctx: 4096,
       num_parallel: 4, cache_type_k: 'f16', cache_type_v: 'f16', dtype: 'f16',
     },
   }),
-  models: Type.Record(Type.String(), Type.Object({ options: Type.Optional(OptionsSchema) }, { additionalProperties: false }), { default: {} }),
+  models: Type.Record(Type.String(), Type.Object({ options: Type.Optional(Type.Object(OptionsSchema.properties, { additionalProperties: false })) }, { additionalProperties: false }), { default: {} }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),
