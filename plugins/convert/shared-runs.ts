@@ -1,3 +1,4 @@
+import { ClientGoneError } from '../../core/errors.js'
 /** What a waiter hears while a shared run goes on. */
 export type Listener<P> = (progress: P) => void
 
@@ -38,7 +39,7 @@ export class SharedRuns<T, P> {
       const leave = (): void => {
         left = true
         if (listener) joined.listeners.delete(listener)
-        if (--joined.waiters === 0) joined.controller.abort(new Error('every caller of this conversion went away'))
+        if (--joined.waiters === 0) joined.controller.abort(new ClientGoneError())
         reject(opts.signal!.reason)
       }
       opts.signal?.addEventListener('abort', leave, { once: true })

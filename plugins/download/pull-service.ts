@@ -1,6 +1,6 @@
 import { statfs, rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConflictError, GatewayError } from '../../core/errors.js'
+import { ClientGoneError, ConflictError, GatewayError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { formatBytes } from '../../core/units.js'
 import type { ModelStore } from '../storage/model-store.js'
@@ -70,7 +70,7 @@ export class PullService {
     job.listeners.add(listener)
     const leave = (): void => {
       job!.listeners.delete(listener)
-      if (job!.listeners.size === 0) job!.controller.abort(new Error('every client of this pull went away'))
+      if (job!.listeners.size === 0) job!.controller.abort(new ClientGoneError())
     }
     if (signal?.aborted) leave()
     else signal?.addEventListener('abort', leave, { once: true })

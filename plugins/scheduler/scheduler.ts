@@ -99,7 +99,8 @@ export class Scheduler implements LeaseSource {
   /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
   snapshot (): LoadedModel[] {
     const now = Date.now()
-    return this.instances.map((i) => ({
+    // An instance still waiting for room has started nothing: it is not a loaded (or loading) model yet.
+    return this.instances.filter((i) => i.process !== null).map((i) => ({
       model: i.model,
       purpose: i.purpose,
       state: i.state,

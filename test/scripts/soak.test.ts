@@ -1,0 +1,67 @@
+import { spawn } from 'node:child_process'
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { PACKAGE_ROOT } from '../../core/paths.js'
+import { tempDir } from '../helpers/app.js'
+
+// The soak (npm run soak) is how the gateway's reliability is measured over minutes: this runs the built
+// script end to end on a short load, so that a change that breaks the harness (a client, a fault, a probe,
+// the ledger) is caught here and not on the day of a long run. Everything is real: a `llamagate serve`, the
+// CPU llama-server, the fake hub, the converter. The run must come out clean: no request hung, no process
+// left, no partial model listed, descriptors flat, every kind of fault injected and weathered.
+t.test('npm run soak, 35 s: it stops by itself, every request is accounted for, every fault injected, nothing left', async (t) => {
+  const out = join(await tempDir(t), 'soak.json')
+  const soak = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/soak.js'), '--seconds', '35', '--concurrency', '4', '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let output = ''
+  soak.stdout.on('data', (d) => { output += d })
+  soak.stderr.on('data', (d) => { output += d })
+  const code = await new Promise<number | null>((resolve) => soak.once('close', resolve))
+  t.equal(code, 0, `the soak passes:\n${output.slice(-4000)}`)
+  t.match(output, /requests: \d+, accounted for \d+/, 'the ledger is printed')
+  t.match(output, /soak: everything held/)
+
+  const report = JSON.parse(await readFile(out, 'utf8'))
+  t.equal(report.ok, true)
+  t.same(report.problems, [])
+  t.equal(report.settings.max_loaded_models, 2)
+  t.equal(report.settings.clients, 4)
+
+  const { requests } = report
+  t.ok(requests.total > 20, `${requests.total} requests`)
+  t.same(Object.keys(requests.by_outcome).sort(), ['client_aborted', 'cut', 'error_event', 'finished', 'http_error', 'hung', 'transport_error'], 'every outcome is counted')
+  t.equal(requests.by_outcome.hung, 0, 'none hung')
+  t.equal(requests.by_outcome.cut, 0, 'none cut silently')
+  t.equal(requests.by_outcome.transport_error, 0, 'no connection failed')
+  t.equal(requests.accounted, requests.total, 'every request is accounted for')
+  t.equal(Object.values(requests.by_outcome as Record<string, number>).reduce((a, b) => a + b, 0), requests.total)
+  t.ok(requests.by_outcome.finished > 0, 'answers came')
+  t.ok(requests.by_outcome.client_aborted > 0, 'clients left mid-stream')
+  t.ok(requests.by_outcome.error_event > 0 || requests.by_outcome.http_error > 0, 'the faults cost some requests an error, reported as one')
+  t.same(Object.keys(requests.by_surface).sort(), ['api/chat', 'api/chat stream', 'api/generate', 'api/generate stream', 'v1/chat/completions', 'v1/chat/completions stream'], 'every surface, streamed and whole')
+  t.equal(requests.slots_held_after_settle, 0, 'no slot held once the clients were gone')
+
+  const { faults } = report
+  for (const kind of ['kill_runtime', 'converter_run', 'pull_dropped_connections', 'delete_during_load', 'pull_client_left', 'pull_corrupt_file']) {
+    t.ok(faults.by_kind[kind]?.injected >= 1, `${kind} injected`)
+    t.equal(faults.by_kind[kind]?.as_expected, faults.by_kind[kind]?.injected, `${kind}: the gateway came through it`)
+  }
+  t.ok(report.gateway_log.evictions > 0, `models evicted (${report.gateway_log.evictions}) with max_loaded_models 2`)
+  t.ok(report.gateway_log.runtime_died >= 1, 'the killed runtime was seen to die')
+
+  t.equal(report.processes.left_after_exit, 0, 'no process left after the gateway exited')
+  t.same(report.processes.orphans_while_running, [])
+  t.ok(report.processes.samples > 0, 'processes were compared with /api/ps while it ran')
+  t.ok(report.processes.peak_llama_servers <= 2 + 1, 'never more llama-servers than max_loaded_models (plus one stopping)')
+  t.equal(report.processes.gateway_exit.code, 0, 'the gateway exits cleanly on SIGTERM')
+  t.equal(report.models.partial_listed, 0, 'no partial model listed')
+  t.ok(report.models.checks > 3, 'the listing was checked against the disk many times')
+
+  for (const when of ['start', 'after_warmup', 'end']) {
+    const q = report.resources[when]
+    t.ok(q.rss_mib > 20 && q.fds > 5, `${when}: RSS ${q.rss_mib} MiB, ${q.fds} fds`)
+    t.equal(q.loaded_models, 0, `${when}: measured with no model loaded`)
+  }
+  t.ok(report.resources.end.fds - report.resources.after_warmup.fds <= report.settings.tolerance.fds, 'descriptors flat')
+  t.ok(report.resources.samples.length > 10, 'RSS and descriptors sampled through the run')
+})
