@@ -96,3 +96,36 @@ export async function sseEvents (res: Response): Promise<unknown[]> {
 export async function ndjsonEvents (res: Response): Promise<unknown[]> {
   return (await res.text()).split('\n').filter((l) => l !== '').map((l) => JSON.parse(l))
 }
+
+/**
+ * Reads a streamed (SSE) response until its first event. `next` reads on to the next whole event and returns it;
+ * `rest` reads on to the end and returns the whole text.
+ */
+export async function firstEvent (res: Response): Promise<{ next: () => Promise<string>, rest: () => Promise<string> }> {
+  const reader = res.body!.getReader()
+  const decoder = new TextDecoder()
+  let text = ''
+  let seen = 0
+  const readEvent = async (): Promise<string> => {
+    while (text.indexOf('\n\n', seen) === -1) {
+      const { value, done } = await reader.read()
+      if (done) throw new Error(`the stream ended before its next event: ${text.slice(seen)}`)
+      text += decoder.decode(value, { stream: true })
+    }
+    const end = text.indexOf('\n\n', seen) + 2
+    const event = text.slice(seen, end)
+    seen = end
+    return event
+  }
+  await readEvent()
+  return {
+    next: readEvent,
+    rest: async () => {
+      for (;;) {
+        const { value, done } = await reader.read()
+        if (done) return text
+        text += decoder.decode(value, { stream: true })
+      }
+    },
+  }
+}

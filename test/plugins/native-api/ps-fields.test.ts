@@ -2,7 +2,8 @@ import { readFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
 import { isAlive } from '../../../core/process-alive.js'
-import { post, serveTinyModels } from '../../helpers/inference.js'
+import { firstEvent, post, serveTinyModels } from '../../helpers/inference.js'
+import { until } from '../../helpers/until.js'
 
 // Every field docs/api.md lists for GET /api/ps, with its value checked against what it stands for: the memory
 // estimate, the keep-alive, the load-time options, the llama-server process, the requests running and waiting.
@@ -17,36 +18,6 @@ async function ps (url: string): Promise<Entry[]> {
   return ((await res.json()) as { models: Entry[] }).models
 }
 
-async function until<T> (what: string, check: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs
-  for (;;) {
-    const value = await check()
-    if (value) return value
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for: ${what}`)
-    await sleep(20)
-  }
-}
-
-/** Reads a streamed response until its first event; `rest` reads on to the end. */
-async function firstEvent (res: Response): Promise<{ rest: () => Promise<string> }> {
-  const reader = res.body!.getReader()
-  const decoder = new TextDecoder()
-  let text = ''
-  while (!text.includes('\n\n')) {
-    const { value, done } = await reader.read()
-    if (done) throw new Error(`the stream ended before its first event: ${text}`)
-    text += decoder.decode(value, { stream: true })
-  }
-  return {
-    rest: async () => {
-      for (;;) {
-        const { value, done } = await reader.read()
-        if (done) return text
-        text += decoder.decode(value, { stream: true })
-      }
-    },
-  }
-}
 
 const MINUTE = 60_000
 const near = (iso: string, expected: number, toleranceMs = 5000): boolean => Math.abs(Date.parse(iso) - expected) <= toleranceMs
