@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
-import { open, readFile, rename, unlink } from 'node:fs/promises'
+import { open, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
+import { isAlive } from '../../core/process-alive.js'
 import type { LinkKind } from './link-file.js'
 
 export const MANIFEST = 'manifest.json'
@@ -104,7 +105,19 @@ function isManifest (m: Manifest): boolean {
     typeof m.modified_at === 'string' && (m.primary === null || typeof m.primary === 'string')
 }
 
-/** Removes what a killed writer of the manifest left behind. */
+// A manifest is written and renamed in milliseconds: a temporary one this old was left by a writer that died.
+const TEMPORARY_MAX_AGE_MS = 60_000
+
+/**
+ * Removes what a killed writer of the manifest left behind: a temporary manifest whose writer (its pid is in the
+ * name) is gone, or that is older than any write takes. Another process's write under way is left alone: a
+ * second process starting on the same folder must not take the file from under its rename.
+ */
 export async function removeTemporaryManifests (dir: string, entries: string[]): Promise<void> {
-  await Promise.all(entries.filter((e) => e.startsWith(`${MANIFEST}.tmp-`)).map((e) => unlink(join(dir, e)).catch(() => {})))
+  await Promise.all(entries.filter((e) => e.startsWith(`${MANIFEST}.tmp-`)).map(async (e) => {
+    const pid = Number(/^manifest\.json\.tmp-(\d+)-/.exec(e)?.[1])
+    const age = await stat(join(dir, e)).then((s) => Date.now() - s.mtimeMs, () => Infinity)
+    if (age < TEMPORARY_MAX_AGE_MS && isAlive(pid)) return
+    await unlink(join(dir, e)).catch(() => {})
+  }))
 }

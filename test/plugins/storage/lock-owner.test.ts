@@ -68,3 +68,15 @@ t.test('a holder\'s pid reused by another program counts as gone; a holder on an
   await writeFile(join(locks, 'acme@remote.owner'), JSON.stringify({ pid: 999_999_999, host: `not-${hostname()}`, started: '1' }))
   await t.rejects(s.openWriter('acme/remote'), ConflictError, 'a fresh lock held from another host: its pid means nothing here')
 })
+
+t.test('a store opening the folder leaves another process\'s temporary manifest alone; a dead writer\'s goes', async (t) => {
+  const models = await tempDir(t)
+  const dir = join(models, 'acme', 'busy')
+  await mkdir(dir, { recursive: true })
+  // A live writer mid-rename (this test's own pid stands for it), and one whose process is gone.
+  await writeFile(join(dir, `manifest.json.tmp-${process.pid}-1`), '{}')
+  await writeFile(join(dir, 'manifest.json.tmp-2147483647-1'), '{}')
+  await store(t, models)
+  t.ok(existsSync(join(dir, `manifest.json.tmp-${process.pid}-1`)), 'the write under way keeps its file')
+  t.notOk(existsSync(join(dir, 'manifest.json.tmp-2147483647-1')), 'the dead writer\'s is removed')
+})

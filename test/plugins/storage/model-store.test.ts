@@ -66,7 +66,7 @@ t.test('a model killed mid-write is not listed after a restart; partial download
   const half = join(models, 'acme', 'half')
   await mkdir(half, { recursive: true })
   await writeFile(join(half, 'model.gguf'), 'GGUF half of it')
-  await writeFile(join(half, 'manifest.json.tmp-999-1'), '{"version":1,"na')
+  await writeFile(join(half, 'manifest.json.tmp-2147483647-1'), '{"version":1,"na')
   await writeFile(join(half, 'big.gguf.partial'), Buffer.alloc(1000))
   await writeFile(join(half, 'big.gguf.partial.json'), '{"size":5000}')
   const broken = join(models, 'acme', 'broken')
