@@ -15,6 +15,8 @@ import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSetti
 const BACKOFF_BASE_MS = 1000
 const BACKOFF_MAX_MS = 60_000
 const BUSY_STOP_GRACE_MS = 500
+// KV caches below this load without asking whether they fit (llama-server decides, as for any small load).
+const CACHE_CHECK_BYTES = 2 ** 30
 
 /**
  * Owns every running model instance: loads on first use (one load shared by concurrent requests), hands out
@@ -202,7 +204,8 @@ export class Scheduler implements LeaseSource {
    */
   private async refuseWhatCannotFit (instance: Instance): Promise<void> {
     const cache = instance.estimatedBytes - instance.model.size
-    if (cache <= 0) return
+    // Asking for free memory costs a cold start an nvidia-smi run on a GPU: only a cache that could matter asks.
+    if (cache < CACHE_CHECK_BYTES) return
     const free = await this.deps.runtimes.freeMemory()
     const others = this.instances.filter((i) => i !== instance && i.process !== null).reduce((sum, i) => sum + i.estimatedBytes, 0)
     if (cache <= free + others) return
