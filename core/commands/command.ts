@@ -1,0 +1,58 @@
+import type { ParseArgsConfig } from 'node:util'
+import { GatewayClient } from './gateway-client.js'
+import { serverAddress } from './server-address.js'
+
+export type OptionSpec = NonNullable<ParseArgsConfig['options']>
+export type OptionValues = Record<string, string | boolean | string[] | undefined>
+
+/** What a command gets: its parsed flags and arguments, the terminal, and the server (resolved on first use). */
+export interface CommandContext {
+  values: OptionValues
+  positionals: string[]
+  stdout: NodeJS.WriteStream
+  stderr: NodeJS.WriteStream
+  stdin: NodeJS.ReadStream
+  /** The client of the server named by --host, the environment or config.yaml. */
+  client: () => GatewayClient
+}
+
+export interface Command {
+  name: string
+  aliases?: string[]
+  /** One line for `llamagate help`. */
+  summary: string
+  /** `llamagate <name> ...` lines. */
+  usage: string[]
+  /** Flag lines for `llamagate help <name>`. */
+  flags?: string[]
+  options: OptionSpec
+  /** How many positional arguments it takes. */
+  positionals: { min: number, max: number }
+  /** What the usage line says was wrong when the count is off. */
+  positionalsHint?: string
+  run: (ctx: CommandContext) => Promise<number>
+}
+
+/** Flags every client command takes: where the server is. */
+export const CLIENT_OPTIONS: OptionSpec = {
+  host: { type: 'string' },
+  config: { type: 'string' },
+}
+export const CLIENT_FLAGS = [
+  '--host URL       the server (default: LLAMAGATE_HOST, else config.yaml\'s host and port)',
+  '--config FILE    config file to read the address from (default: $LLAMAGATE_CONFIG, else the shipped one)',
+]
+export const JSON_OPTION: OptionSpec = { json: { type: 'boolean' } }
+export const JSON_FLAG = '--json           print the server\'s JSON instead of a table'
+
+/** A lazily made client: commands that never reach the server never read config.yaml. */
+export function clientFor (values: OptionValues, env: NodeJS.ProcessEnv = process.env): () => GatewayClient {
+  let client: GatewayClient | undefined
+  return () => {
+    if (client === undefined) {
+      const { url, apiKey } = serverAddress({ host: values.host as string | undefined, config: values.config as string | undefined }, env)
+      client = new GatewayClient(url, apiKey)
+    }
+    return client
+  }
+}

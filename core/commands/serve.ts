@@ -1,0 +1,64 @@
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../app.js'
+import { loadConfig, type ConfigFlags } from '../config.js'
+import { exposureRisk } from '../exposure.js'
+import { version } from '../version.js'
+import type { Command } from './command.js'
+
+/** How long a shutdown may take before the process gives up waiting and exits anyway. */
+const SHUTDOWN_GRACE_MS = 20_000
+
+export const serve: Command = {
+  name: 'serve',
+  summary: 'start the server',
+  usage: ['llamagate serve [--host HOST] [--port PORT] [--config FILE] [--models DIR]'],
+  flags: [
+    '--host HOST      address to listen on (default 127.0.0.1)',
+    '--port PORT      port to listen on (default 11435)',
+    '--config FILE    config file (default: $LLAMAGATE_CONFIG, else the shipped config.yaml)',
+    '--models DIR     models folder',
+  ],
+  options: { host: { type: 'string' }, port: { type: 'string' }, config: { type: 'string' }, models: { type: 'string' } },
+  positionals: { min: 0, max: 0 },
+  async run ({ values, stderr }) {
+    const config = loadConfig(values as ConfigFlags)
+    const risk = exposureRisk(config.host, config.auth.apiKeys)
+    if (risk !== null && config.auth.requireKeysOffLoopback) {
+      stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
+      return 2
+    }
+    const app = await buildApp(config)
+    installShutdown(app)
+    const { host, port, configFile } = app.config
+    const address = await app.listen({ host, port })
+    app.log.info(`llamagate ${version()} listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
+    // Its own line at warn level, so that it stands out of the start-up log and reaches log filters.
+    if (risk !== null) app.log.warn(`WARNING: ${risk}; auth.require_keys_off_loopback: true in config.yaml makes this a refusal to start`)
+    return new Promise<number>(() => {}) // runs until a signal ends the process
+  },
+}
+
+/** Closing the app stops every child process its plugins started; only then does the process exit. */
+function installShutdown (app: FastifyInstance): void {
+  let closing = false
+  const shutdown = (reason: string, code: number): void => {
+    if (closing) {
+      app.log.warn(`${reason} while shutting down: still waiting for running models to stop`)
+      return
+    }
+    closing = true
+    app.log.info(`${reason}: shutting down`)
+    setTimeout(() => {
+      app.log.error(`shutdown took over ${SHUTDOWN_GRACE_MS / 1000}s; exiting anyway`)
+      process.exit(1)
+    }, SHUTDOWN_GRACE_MS).unref()
+    app.close().then(() => process.exit(code), (err) => {
+      app.log.error({ err }, 'error while shutting down')
+      process.exit(1)
+    })
+  }
+  process.on('SIGINT', () => shutdown('SIGINT', 0))
+  process.on('SIGTERM', () => shutdown('SIGTERM', 0))
+  process.on('uncaughtException', (err) => { app.log.fatal({ err }, 'uncaught exception'); shutdown('uncaught exception', 1) })
+  process.on('unhandledRejection', (err) => { app.log.fatal({ err }, 'unhandled rejection'); shutdown('unhandled rejection', 1) })
+}
