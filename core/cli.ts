@@ -2,14 +2,14 @@
 import { realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
-import { ConfigError } from './config.js'
+import { ConfigError } from './config-error.js'
 import { GatewayError } from './errors.js'
 import { PluginLoadError } from './plugin-loader.js'
 import { version } from './version.js'
 import { clientFor, type Command } from './commands/command.js'
 import { ServerError, ServerUnreachableError } from './commands/gateway-client.js'
 import { COMMANDS, findCommand } from './commands/index.js'
-import { UsageError } from './commands/server-address.js'
+import { needsConfig, UsageError } from './commands/server-address.js'
 
 function usage (): string {
   const width = Math.max('version'.length, ...COMMANDS.map((c) => [c.name, ...(c.aliases ?? [])].join(', ').length))
@@ -56,8 +56,12 @@ async function runCommand (command: Command, args: string[]): Promise<number> {
       process.stdout.write(commandHelp(command))
       return 0
     }
+    // config.yaml is read (and its schema loaded) only when it is where the address comes from.
+    const readConfig = 'host' in command.options && needsConfig(values as { host?: string }, process.env)
+      ? (await import('./config.js')).loadConfig
+      : undefined
     return await command.run({
-      values, positionals, stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, client: clientFor(values),
+      values, positionals, stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, client: clientFor(values, process.env, readConfig),
     })
   } catch (err) {
     if (err instanceof UsageError) {

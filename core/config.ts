@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from 'ajv'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { ConfigSchema, type Backend, type RawConfig } from './config-schema.js'
 import type { Options } from './options-schema.js'
+import { ConfigError } from './config-error.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
 
@@ -35,16 +36,11 @@ export interface Config {
   configFile: string | null
 }
 
+export { ConfigError }
+
 /** Values given on the command line; they win over everything else. */
 export interface ConfigFlags { host?: string, port?: string, config?: string, models?: string }
 
-/** A config that cannot be used. `message` lists every problem, one per line, for a person to read. */
-export class ConfigError extends Error {
-  constructor (readonly problems: string[]) {
-    super('invalid configuration:\n  ' + problems.join('\n  '))
-    this.name = 'ConfigError'
-  }
-}
 
 type Layer = { source: string, values: Record<string, unknown> }
 

@@ -1,5 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import { GatewayClient } from './gateway-client.js'
+import type { loadConfig } from '../config.js'
 import { serverAddress } from './server-address.js'
 
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>
@@ -46,11 +47,11 @@ export const JSON_OPTION: OptionSpec = { json: { type: 'boolean' } }
 export const JSON_FLAG = '--json           print the server\'s JSON instead of a table'
 
 /** A lazily made client: commands that never reach the server never read config.yaml. */
-export function clientFor (values: OptionValues, env: NodeJS.ProcessEnv = process.env): () => GatewayClient {
+export function clientFor (values: OptionValues, env: NodeJS.ProcessEnv, readConfig: typeof loadConfig | undefined): () => GatewayClient {
   let client: GatewayClient | undefined
   return () => {
     if (client === undefined) {
-      const { url, apiKey } = serverAddress({ host: values.host as string | undefined, config: values.config as string | undefined }, env)
+      const { url, apiKey } = serverAddress({ host: values.host as string | undefined, config: values.config as string | undefined }, env, readConfig)
       client = new GatewayClient(url, apiKey)
     }
     return client

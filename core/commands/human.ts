@@ -1,19 +1,18 @@
 // How the command line shows sizes, times and tables to a person.
 export { formatBytes } from '../units.js'
 
-const UNITS: Array<[Intl.RelativeTimeFormatUnit, number]> = [
+const UNITS: Array<[string, number]> = [
   ['year', 365 * 24 * 3600_000], ['month', 30 * 24 * 3600_000], ['week', 7 * 24 * 3600_000],
   ['day', 24 * 3600_000], ['hour', 3600_000], ['minute', 60_000], ['second', 1000],
 ]
-const relative = new Intl.RelativeTimeFormat('en', { numeric: 'auto' })
-
 /** "4 minutes from now", "2 days ago", "now". */
 export function relativeTime (when: Date | number | string, now = Date.now()): string {
   const at = new Date(when).getTime()
   if (!Number.isFinite(at)) return 'unknown'
   const delta = at - now
   for (const [unit, ms] of UNITS) {
-    if (Math.abs(delta) >= ms) return relative.format(Math.trunc(delta / ms), unit)
+    const count = Math.trunc(Math.abs(delta) / ms)
+    if (count >= 1) return `${count} ${unit}${count === 1 ? '' : 's'} ${delta > 0 ? 'from now' : 'ago'}`
   }
   return 'now'
 }

@@ -1,6 +1,4 @@
 import { resolve } from 'node:path'
-import { loadConfig } from '../config.js'
-import { openStore } from '../../plugins/storage/open-store.js'
 import type { Command } from './command.js'
 
 /**
@@ -22,6 +20,9 @@ export const importCommand: Command = {
   async run ({ values, positionals, stdout, stderr }) {
     const [name, file] = positionals as [string, string]
     const { mmproj, config, models } = values as { mmproj?: string, config?: string, models?: string }
+    // Loaded here, not at the top: the client commands must start without the server's modules.
+    const { loadConfig } = await import('../config.js')
+    const { openStore } = await import('../../plugins/storage/open-store.js')
     const store = await openStore(loadConfig({ config, models }).modelsDir, {
       log: { warn: (message) => stderr.write(`llamagate import: warning: ${String(message)}\n`) },
     })

@@ -1,10 +1,22 @@
 import type { Command } from './command.js'
+import { copy } from './copy.js'
 import { importCommand } from './import.js'
+import { list } from './list.js'
+import { ps } from './ps.js'
+import { remove } from './remove.js'
+import { show } from './show.js'
+import { stop } from './stop.js'
 import { serve } from './serve.js'
 
 /** Every command, in the order `llamagate help` lists them. */
 export const COMMANDS: Command[] = [
   serve,
+  list,
+  ps,
+  show,
+  copy,
+  remove,
+  stop,
   importCommand,
 ]
 

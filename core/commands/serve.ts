@@ -1,6 +1,5 @@
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../app.js'
-import { loadConfig, type ConfigFlags } from '../config.js'
+import type { ConfigFlags } from '../config.js'
 import { exposureRisk } from '../exposure.js'
 import { version } from '../version.js'
 import type { Command } from './command.js'
@@ -21,12 +20,15 @@ export const serve: Command = {
   options: { host: { type: 'string' }, port: { type: 'string' }, config: { type: 'string' }, models: { type: 'string' } },
   positionals: { min: 0, max: 0 },
   async run ({ values, stderr }) {
+    // Loaded here, not at the top: the client commands must start without the server's modules.
+    const { loadConfig } = await import('../config.js')
     const config = loadConfig(values as ConfigFlags)
     const risk = exposureRisk(config.host, config.auth.apiKeys)
     if (risk !== null && config.auth.requireKeysOffLoopback) {
       stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
       return 2
     }
+    const { buildApp } = await import('../app.js')
     const app = await buildApp(config)
     installShutdown(app)
     const { host, port, configFile } = app.config

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config.js'
+import type { loadConfig } from '../config.js'
 
 /** The port `llamagate serve` listens on unless told otherwise. */
 export const DEFAULT_PORT = 11435
@@ -13,14 +13,20 @@ export interface ServerAddress {
 /**
  * Where the client commands find the server: `--host URL`, else `LLAMAGATE_HOST` when it is a URL, else the
  * host and port `serve` would listen on (config.yaml, `LLAMAGATE_HOST`, `LLAMAGATE_PORT`), with a wildcard
- * listening address reached through loopback.
+ * listening address reached through loopback. `readConfig` is passed in only when config.yaml is needed (see
+ * `needsConfig`): the configuration's schema takes a noticeable part of a second to load.
  * @throws ConfigError when the configuration it has to read is invalid.
  */
-export function serverAddress (flags: { host?: string | undefined, config?: string | undefined }, env: NodeJS.ProcessEnv = process.env): ServerAddress {
+export function serverAddress (
+  flags: { host?: string | undefined, config?: string | undefined },
+  env: NodeJS.ProcessEnv,
+  readConfig: typeof loadConfig | undefined,
+): ServerAddress {
   const apiKey = env.LLAMAGATE_API_KEY || undefined
   if (flags.host !== undefined) return { url: toUrl(flags.host), apiKey }
   if (env.LLAMAGATE_HOST?.includes('://')) return { url: toUrl(env.LLAMAGATE_HOST), apiKey }
-  const config = loadConfig({ config: flags.config }, env)
+  if (readConfig === undefined) throw new Error('the configuration is needed to find the server but was not loaded')
+  const config = readConfig({ config: flags.config }, env)
   return { url: toUrl(`${bracketed(reachable(config.host))}:${config.port}`), apiKey }
 }
 
@@ -57,4 +63,9 @@ function bracketed (host: string): string {
 /** A mistake in how a command was called: reported with the command's usage, exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError'
+}
+
+/** Whether serverAddress will read config.yaml for these flags. */
+export function needsConfig (flags: { host?: string | undefined }, env: NodeJS.ProcessEnv): boolean {
+  return flags.host === undefined && !env.LLAMAGATE_HOST?.includes('://')
 }

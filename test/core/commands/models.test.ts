@@ -1,0 +1,54 @@
+import t from 'tap'
+import { serveForCli } from '../../helpers/cli-server.js'
+import { runCli } from '../../helpers/serve-process.js'
+
+t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, exit codes', async (t) => {
+  const { serve } = await serveForCli(t)
+  const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', serve.address])
+
+  const list = await cli('list')
+  t.equal(list.code, 0, list.stderr)
+  t.match(list.stdout, /^NAME\s+ID\s+SIZE\s+FORMAT\s+MODIFIED\n/, 'a header line')
+  t.match(list.stdout, /\nacme\/qwen\s+[0-9a-f]{12}\s+\d+(\.\d+)? MiB\s+gguf\s+(now|\d+ seconds? ago)\n$/, 'one row: name, short digest, human size, age')
+  t.equal(list.stderr, '')
+  const ls = await cli('ls', '--json')
+  t.equal(ls.code, 0)
+  const tags = JSON.parse(ls.stdout) as { models: Array<{ name: string, size: number, digest: string }> }
+  t.same(tags.models.map((m) => m.name), ['acme/qwen'], '--json is the server\'s /api/tags, parsed back')
+  t.ok(list.stdout.includes(tags.models[0]!.digest.replace(/^sha256:/, '').slice(0, 12)), 'the ID is the digest\'s start')
+
+  const idle = await cli('ps')
+  t.equal(idle.code, 0)
+  t.equal(idle.stdout, 'NAME   ID   SIZE   PROCESSOR   CONTEXT   REQUESTS   UNTIL\n', 'nothing loaded: the header alone')
+  const load = await fetch(`${serve.address}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen' }) })
+  t.equal(load.status, 200)
+  const ps = await cli('ps')
+  t.match(ps.stdout, /\nacme\/qwen\s+[0-9a-f]{12}\s+\d+(\.\d+)? MiB\s+100% CPU\s+512\s+0\s+(4|5) minutes from now\n$/, 'the loaded model, its context and when it unloads')
+  const psJson = JSON.parse((await cli('ps', '--json')).stdout) as { models: Array<{ name: string, state: string, context_length: number }> }
+  t.match(psJson.models, [{ name: 'acme/qwen', state: 'loaded', context_length: 512 }])
+
+  const show = await cli('show', 'acme/qwen')
+  t.equal(show.code, 0, show.stderr)
+  t.match(show.stdout, /^ {2}Model\n {4}architecture {8}qwen2\n {4}parameters {10}\S+\n {4}context length {6}\d+\n {4}embedding length {4}64\n/, 'the Model section, aligned')
+  t.match(show.stdout, /\n {2}Capabilities\n {4}completion\n {4}tools\n/)
+  const showJson = JSON.parse((await cli('show', 'acme/qwen', '--json')).stdout) as { capabilities: string[], template: string }
+  t.same(showJson.capabilities, ['completion', 'tools'])
+  t.equal((await cli('show', 'acme/qwen', '--template')).stdout, `${showJson.template}\n`, '--template prints the template alone')
+  t.match((await cli('show', 'acme/qwen', '--verbose')).stdout, /\n {2}Metadata\n[\s\S]*general\.architecture\s+qwen2/)
+
+  const cp = await cli('cp', 'acme/qwen', 'acme/copy')
+  t.equal(cp.code, 0, cp.stderr)
+  t.equal(cp.stdout, "copied 'acme/qwen' to 'acme/copy'\n")
+  t.match((await cli('list')).stdout, /acme\/copy[\s\S]*acme\/qwen|acme\/qwen[\s\S]*acme\/copy/, 'both names listed')
+
+  const stop = await cli('stop', 'acme/qwen')
+  t.equal(stop.code, 0, stop.stderr)
+  t.equal(stop.stdout, "stopped 'acme/qwen'\n")
+  t.equal((await cli('ps')).stdout.split('\n').length, 2, 'nothing loaded after stop')
+
+  const rm = await cli('rm', 'acme/copy', 'acme/missing')
+  t.equal(rm.code, 1, 'one of the names could not be deleted')
+  t.equal(rm.stdout, "deleted 'acme/copy'\n", 'the other was')
+  t.equal(rm.stderr, 'llamagate rm: model "acme/missing" not found, pull it first\n', 'one line for the one that failed')
+  t.same((JSON.parse((await cli('list', '--json')).stdout) as typeof tags).models.map((m) => m.name), ['acme/qwen'])
+})
