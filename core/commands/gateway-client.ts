@@ -3,7 +3,7 @@ import { version } from '../version.js'
 /** The server did not answer at all: not running, wrong address, or a network in between. */
 export class ServerUnreachableError extends Error {
   override name = 'ServerUnreachableError'
-  constructor (readonly url: string, reason: string) {
+  constructor (readonly url: string, readonly reason: string) {
     super(`could not reach llamagate at ${url} (${reason}). Is it running? Start it with: llamagate serve` +
       ' (or point at another with --host URL or LLAMAGATE_HOST)')
   }

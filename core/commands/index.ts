@@ -3,6 +3,7 @@ import { copy } from './copy.js'
 import { importCommand } from './import.js'
 import { list } from './list.js'
 import { ps } from './ps.js'
+import { pull } from './pull.js'
 import { remove } from './remove.js'
 import { show } from './show.js'
 import { stop } from './stop.js'
@@ -11,6 +12,7 @@ import { serve } from './serve.js'
 /** Every command, in the order `llamagate help` lists them. */
 export const COMMANDS: Command[] = [
   serve,
+  pull,
   list,
   ps,
   show,

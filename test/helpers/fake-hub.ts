@@ -26,6 +26,8 @@ export interface FakeHubFaults {
   serverErrors?: number
   /** Hub: send non-LFS files through a relative 307 to /api/resolve-cache/... first, as the real hub does since 2025. */
   resolveCache?: boolean
+  /** CDN: send at most this many bytes a second (a tenth every 100 ms), so that a download takes a while. */
+  bytesPerSecond?: number
   /** CDN: answer ranges with the whole file (200). */
   ignoreRange?: boolean
   /** Hub: answer the next N requests 429 with RateLimit headers. */
@@ -227,9 +229,31 @@ export class FakeHub {
       res.write(body, () => res.destroy())
       return
     }
+    if (this.faults.bytesPerSecond !== undefined) {
+      throttle(res, body, this.faults.bytesPerSecond, count)
+      return
+    }
     count(body.length)
     res.end(body)
   }
+}
+
+/** Sends `body` a slice every 100 ms until it is all sent or the client has gone. */
+function throttle (res: ServerResponse, body: Buffer, bytesPerSecond: number, count: (n: number) => void): void {
+  const slice = Math.max(1, Math.round(bytesPerSecond / 10))
+  let at = 0
+  const timer = setInterval(() => {
+    const part = body.subarray(at, at + slice)
+    at += part.length
+    count(part.length)
+    if (at >= body.length) {
+      clearInterval(timer)
+      res.end(part)
+    } else {
+      res.write(part)
+    }
+  }, 100)
+  res.once('close', () => clearInterval(timer))
 }
 
 // Digests are computed once per content buffer: the hub answers listings and redirects many times, and a
