@@ -1,5 +1,7 @@
 import type { Command } from './command.js'
 import { copy } from './copy.js'
+import { create } from './create.js'
+import { doctor } from './doctor.js'
 import { importCommand } from './import.js'
 import { list } from './list.js'
 import { ps } from './ps.js'
@@ -20,6 +22,8 @@ export const COMMANDS: Command[] = [
   remove,
   stop,
   importCommand,
+  create,
+  doctor,
 ]
 
 export function findCommand (name: string): Command | undefined {

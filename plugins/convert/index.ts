@@ -1,10 +1,10 @@
-import { readFile } from 'node:fs/promises'
-import { basename, join } from 'node:path'
+import { basename } from 'node:path'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
 import { CONVERTER_DTYPES } from '../../core/options-schema.js'
 import type { ModelStore } from '../storage/model-store.js'
-import { Converter, type ConvertProgress } from './converter.js'
+import type { Converter, ConvertProgress } from './converter.js'
+import { converterFor } from './converter-for.js'
 
 export type EnsureVariant = (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
 
@@ -35,27 +35,9 @@ export function variantMaker (store: ModelStore, converter: Converter): EnsureVa
   return make
 }
 
-async function buildSourceOf (binDir: string): Promise<string | null> {
-  try {
-    return (JSON.parse(await readFile(join(binDir, '..', 'build-info.json'), 'utf8')) as { source?: string }).source ?? null
-  } catch {
-    return null
-  }
-}
-
 const convert: FastifyPluginAsync = async (app) => {
   const { config, runtimes, store } = app
-  // The tree the chosen runtime was built from, by default: its converter matches its llama-quantize.
-  const build = runtimes.chosen?.quantizePath ? runtimes.chosen : runtimes.builds.find((b) => b.quantizePath) ?? null
-  const converter = new Converter({
-    python: config.conversion.python,
-    llamaCppSrc: config.llamaCppSrc,
-    buildSource: build ? await buildSourceOf(build.binDir) : null,
-    dataDir: config.dataDir,
-    quantizePath: build?.quantizePath ?? null,
-    timeoutMs: config.conversion.timeoutMs,
-    log: app.log,
-  })
+  const converter = await converterFor(config, runtimes, app.log)
   app.decorate('converter', converter)
   app.decorate('ensureVariant', variantMaker(store, converter))
   // Deleting a model first stops its conversions (their partial files go with them).

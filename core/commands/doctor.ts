@@ -1,0 +1,81 @@
+import { CLIENT_FLAGS, CLIENT_OPTIONS, JSON_OPTION, type Command } from './command.js'
+import { conversionCheck, inspectModelsFolder, modelsCheck, runtimeChecks, type Check } from './doctor-checks.js'
+import { ServerError, ServerUnreachableError, type GatewayClient } from './gateway-client.js'
+
+/** A server that accepts the connection but never answers must not hold doctor up. */
+const SERVER_TIMEOUT_MS = 5000
+const MARKS: Record<Check['status'], string> = { ok: '✓', warn: '!', fail: '✗' }
+
+/**
+ * This machine as `serve` would see it (the same configuration, the same runtime registry and converter), and
+ * whether the server answers. Reads only: it makes no folder and starts nothing that outlives it.
+ */
+export const doctor: Command = {
+  name: 'doctor',
+  summary: 'check this machine: hardware, runtime builds, conversion, models folder, the server',
+  usage: ['llamagate doctor [--config FILE] [--models DIR] [--host URL] [--json]'],
+  flags: [
+    CLIENT_FLAGS[0]!,
+    '--config FILE    config file, as serve reads it (default: $LLAMAGATE_CONFIG, else the shipped one)',
+    '--models DIR     models folder to check (as serve --models)',
+    '--json           print the checks as JSON',
+    'Each line is ✓ (fine), ! (a warning) or ✗ (a problem, with its fix). Exit status: 0 when a runtime',
+    'build is chosen and the server answers (taking LLAMAGATE_API_KEY if it wants a key), 1 otherwise.',
+  ],
+  options: { ...CLIENT_OPTIONS, ...JSON_OPTION, models: { type: 'string' } },
+  positionals: { min: 0, max: 0 },
+  async run ({ values, stdout, client }) {
+    const { config: file, models } = values as { config?: string, models?: string }
+    // Loaded here, not at the top: the other commands must start without the server's modules.
+    const [{ loadConfig }, { RuntimeRegistry }, { converterFor }] = await Promise.all([
+      import('../config.js'), import('../../runtimes/registry.js'), import('../../plugins/convert/converter-for.js'),
+    ])
+    const config = loadConfig({ config: file, models })
+    const server = checkServer(client())
+    const folder = inspectModelsFolder(config.modelsDir)
+    const registry = await RuntimeRegistry.create({ config })
+    const runtimes = registry.describe()
+    const conversion = await (await converterFor(config, registry)).readiness({ fresh: true })
+    const { checks: serverChecks, version, usable } = await server
+    const checks: Check[] = [
+      { name: 'config', status: 'ok', message: config.configFile ?? 'built-in defaults (no config file)', fix: null },
+      ...runtimeChecks(runtimes, config),
+      conversionCheck(conversion),
+      modelsCheck(await folder),
+      ...serverChecks,
+    ]
+    const healthy = registry.chosen !== null && usable
+    if (values.json === true) {
+      stdout.write(`${JSON.stringify({ ok: healthy, checks, runtimes, conversion, models: await folder, server: { url: client().url, version } }, null, 2)}\n`)
+    } else {
+      for (const c of checks) stdout.write(`${MARKS[c.status]} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}\n`)
+    }
+    return healthy ? 0 : 1
+  },
+}
+
+/**
+ * Whether the server answers (`/api/version`, no key needed), and whether this client's key is accepted.
+ * Never throws: whatever goes wrong is a finding.
+ */
+async function checkServer (client: GatewayClient): Promise<{ checks: Check[], version: string | null, usable: boolean }> {
+  const start = 'llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)'
+  const down = (message: string, fix = start): { checks: Check[], version: null, usable: false } => ({ checks: [{ name: 'server', status: 'fail', message, fix }], version: null, usable: false })
+  let version: string
+  try {
+    version = (await client.json<{ version: string }>('GET', '/api/version', undefined, AbortSignal.timeout(SERVER_TIMEOUT_MS))).version
+  } catch (err) {
+    if (err instanceof ServerUnreachableError) return down(`not running at ${client.url} (${err.reason})`)
+    if (err instanceof ServerError) return down(`${client.url} answered ${err.status} to /api/version (${err.message}): not a llamagate server?`)
+    if ((err as Error).name === 'TimeoutError') return down(`${client.url} took the connection but did not answer within ${SERVER_TIMEOUT_MS / 1000} s`, `see what listens there; ${start}`)
+    return down(`${client.url}: ${(err as Error).message}`)
+  }
+  const checks: Check[] = [{ name: 'server', status: 'ok', message: `llamagate ${version} answers at ${client.url}`, fix: null }]
+  // /api/version needs no key; every other command does when the server has keys.
+  const refused = await client.send('GET', '/api/tags', { signal: AbortSignal.timeout(SERVER_TIMEOUT_MS) })
+    .then(() => false, (err: unknown) => err instanceof ServerError && err.status === 401)
+  if (refused) {
+    checks.push({ name: 'api key', status: 'fail', message: `the server wants an API key and ${process.env.LLAMAGATE_API_KEY ? 'refuses LLAMAGATE_API_KEY' : 'LLAMAGATE_API_KEY is not set'}`, fix: 'set LLAMAGATE_API_KEY to one of the server\'s keys (its auth.api_keys)' })
+  }
+  return { checks, version, usable: !refused }
+}
