@@ -7,6 +7,7 @@ import { list } from './list.js'
 import { ps } from './ps.js'
 import { pull } from './pull.js'
 import { remove } from './remove.js'
+import { run } from './run.js'
 import { show } from './show.js'
 import { stop } from './stop.js'
 import { serve } from './serve.js'
@@ -15,6 +16,7 @@ import { serve } from './serve.js'
 export const COMMANDS: Command[] = [
   serve,
   pull,
+  run,
   list,
   ps,
   show,
