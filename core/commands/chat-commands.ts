@@ -1,5 +1,3 @@
-import { Value } from 'typebox/value'
-import { KNOWN_OPTIONS, OptionsSchema } from '../options-schema.js'
 import type { GatewayClient } from './gateway-client.js'
 import { describe } from './show.js'
 
@@ -34,10 +32,12 @@ export class ParameterError extends Error {
 /**
  * A model parameter from text, as `/set parameter <name> <value>...` gives it: `stop` takes every value as a
  * stop word, other names one number, `true`/`false` or word, checked against the server's own schema so that a
- * mistake is refused here, before anything is sent.
+ * mistake is refused here, before anything is sent. (The schema is loaded on first use: the other commands
+ * start without it.)
  * @throws ParameterError naming the parameter and what it takes
  */
-export function parseParameter (name: string, values: string[]): unknown {
+export async function parseParameter (name: string, values: string[]): Promise<unknown> {
+  const [{ Value }, { KNOWN_OPTIONS, OptionsSchema }] = await Promise.all([import('typebox/value'), import('../options-schema.js')])
   if (!KNOWN_OPTIONS.includes(name)) {
     throw new ParameterError(`unknown parameter "${name}"; known: ${KNOWN_OPTIONS.join(', ')}`)
   }
@@ -110,7 +110,7 @@ export async function runSlashCommand (line: string, state: ChatState, io: Slash
   }
 }
 
-function setCommand (line: string, args: string[], state: ChatState, say: (text: string) => void): SlashResult {
+async function setCommand (line: string, args: string[], state: ChatState, say: (text: string) => void): Promise<SlashResult> {
   const [what, ...rest] = args
   switch (what) {
     case 'parameter': {
@@ -120,7 +120,7 @@ function setCommand (line: string, args: string[], state: ChatState, say: (text:
         return DONE
       }
       try {
-        state.options[name] = parseParameter(name, values)
+        state.options[name] = await parseParameter(name, values)
         say(`Set parameter '${name}' to '${values.join(', ')}'`)
       } catch (err) {
         if (!(err instanceof ParameterError)) throw err

@@ -5,7 +5,6 @@ import { homedir } from 'node:os'
 import { basename, dirname, resolve } from 'node:path'
 import { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { KNOWN_OPTIONS } from '../options-schema.js'
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command } from './command.js'
 import { ServerError, type GatewayClient } from './gateway-client.js'
 import { formatBytes } from './human.js'
@@ -41,7 +40,9 @@ export const create: Command = {
       const code = (err as NodeJS.ErrnoException).code
       return fail(`cannot read the Modelfile ${path}: ${code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a folder' : (err as Error).message}`)
     }
-    // The server ignores options it does not know; a typo would otherwise go unnoticed.
+    // The server ignores options it does not know; a typo would otherwise go unnoticed. (Loaded here: the option
+    // schemas are a noticeable part of a second that the other commands start without.)
+    const { KNOWN_OPTIONS } = await import('../options-schema.js')
     for (const [key, line] of Object.entries(modelfile.parameterLines)) {
       if (!KNOWN_OPTIONS.includes(key)) stderr.write(`llamagate create: warning: ${path} line ${line}: PARAMETER ${key} is not an option llamagate knows; the model is made without it having any effect\n`)
     }

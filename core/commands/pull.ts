@@ -1,11 +1,7 @@
-import { parseModelName } from '../model-name.js'
-import { CONVERTER_DTYPES, QUANTIZE_DTYPES } from '../options-schema.js'
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command, type CommandContext } from './command.js'
 import { ServerError } from './gateway-client.js'
 import { pullProgress, type PullEvent } from './pull-progress.js'
 import { UsageError } from './server-address.js'
-
-const DTYPES: readonly string[] = [...CONVERTER_DTYPES, ...QUANTIZE_DTYPES]
 
 /** A pull stopped by its signal (Ctrl-C): the line saying so is written already; the caller exits 130. */
 export class PullInterruptedError extends Error {
@@ -22,9 +18,11 @@ export class PullInterruptedError extends Error {
  *   ServerUnreachableError, InvalidModelNameError or UsageError otherwise.
  */
 export async function pullModel (ctx: CommandContext, model: string, signal?: AbortSignal): Promise<void> {
-  // A name the server would refuse is refused here, without asking it.
+  // A name the server would refuse is refused here, without asking it. (Both checks load the request schemas,
+  // which the other commands start without.)
+  const [{ parseModelName }, { CONVERTER_DTYPES, QUANTIZE_DTYPES }] = await Promise.all([import('../model-name.js'), import('../options-schema.js')])
   parseModelName(model)
-  const dtype = dtypeOf(ctx.values.dtype)
+  const dtype = dtypeOf(ctx.values.dtype, [...CONVERTER_DTYPES, ...QUANTIZE_DTYPES])
   const started = Date.now()
   const progress = pullProgress(ctx.stderr)
   let succeeded = false
@@ -48,7 +46,7 @@ export async function pullModel (ctx: CommandContext, model: string, signal?: Ab
   ctx.stdout.write(`${progress.summary(model, Date.now() - started)}\n`)
 }
 
-function dtypeOf (value: unknown): string | undefined {
+function dtypeOf (value: unknown, DTYPES: readonly string[]): string | undefined {
   if (typeof value !== 'string') return undefined
   const dtype = value.toLowerCase()
   if (!DTYPES.includes(dtype)) throw new UsageError(`--dtype "${value}" is not a GGUF type the converter makes; one of ${DTYPES.join(', ')}`)

@@ -40,7 +40,7 @@ export const run: Command = {
   positionalsHint: 'expected <model> [prompt...]',
   async run (ctx) {
     const model = ctx.positionals[0]!
-    const state = chatState(model, ctx.values)
+    const state = await chatState(model, ctx.values)
     const prompt = await promptOf(ctx)
     const info = await modelInfo(ctx, model)
     if (info === undefined) return 130
@@ -61,7 +61,7 @@ export const run: Command = {
 }
 
 /** The chat's settings from the flags. @throws UsageError for a value that cannot be right */
-function chatState (model: string, values: OptionValues): ChatState {
+async function chatState (model: string, values: OptionValues): Promise<ChatState> {
   const thinkFlag = values.think as string | undefined
   const think = thinkFlag === undefined ? undefined : parseThink(thinkFlag)
   if (thinkFlag !== undefined && think === undefined) throw new UsageError(`--think "${thinkFlag}": use true, false, low, medium or high`)
@@ -73,7 +73,7 @@ function chatState (model: string, values: OptionValues): ChatState {
     model,
     system: undefined,
     history: [],
-    options: parameters((values.parameter as string[] | undefined) ?? []),
+    options: await parameters((values.parameter as string[] | undefined) ?? []),
     think,
     hideThinking: values['hide-thinking'] === true || values.hidethinking === true,
     format: formatOf(values.format as string | undefined),
@@ -83,7 +83,7 @@ function chatState (model: string, values: OptionValues): ChatState {
 }
 
 /** `--parameter NAME=VALUE`s as options; `stop` may be given again for each stop word. */
-function parameters (flags: string[]): Record<string, unknown> {
+async function parameters (flags: string[]): Promise<Record<string, unknown>> {
   const options: Record<string, unknown> = {}
   for (const flag of flags) {
     const eq = flag.indexOf('=')
@@ -91,7 +91,7 @@ function parameters (flags: string[]): Record<string, unknown> {
     const name = flag.slice(0, eq)
     const value = flag.slice(eq + 1)
     try {
-      options[name] = parseParameter(name, name === 'stop' ? [...(options.stop as string[] | undefined ?? []), value] : [value])
+      options[name] = await parseParameter(name, name === 'stop' ? [...(options.stop as string[] | undefined ?? []), value] : [value])
     } catch (err) {
       if (err instanceof ParameterError) throw new UsageError(`--parameter ${flag}: ${err.message}`)
       throw err

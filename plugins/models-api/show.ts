@@ -1,9 +1,15 @@
+import { stat } from 'node:fs/promises'
 import { gguf } from '@huggingface/gguf'
 import type { Options } from '../../core/options-schema.js'
 import type { ModelRecord } from '../storage/model-store.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
 const SHORT_ARRAY = 5
+
+// Reading a header with a real vocabulary takes over a second (every token and merge is parsed), and clients ask
+// /api/show before each chat (`ollama run`, Open WebUI). The short form is small: kept per file, by size and mtime.
+const SHORT_INFO_CACHE = new Map<string, Record<string, unknown>>()
+const SHORT_INFO_CACHE_SIZE = 64
 
 /** Ollama's flat `details`, beside every field of the spec's model record (rest-interface §2.2). */
 export function showDetails (record: ModelRecord): Pick<ModelRecord, 'name' | 'model' | 'size' | 'format' | 'modified_at' | 'digest'> & ModelRecord['details'] {
@@ -54,6 +60,19 @@ export async function modelInfo (record: ModelRecord, verbose: boolean): Promise
 
 /** A GGUF header's metadata as /api/show gives it (a model's `model_info`, a projector's `projector_info`). */
 export async function ggufMetadata (path: string, verbose: boolean): Promise<Record<string, unknown>> {
+  if (verbose) return readMetadata(path, true)
+  const { size, mtimeMs } = await stat(path)
+  const key = `${path}\0${size}\0${mtimeMs}`
+  let info = SHORT_INFO_CACHE.get(key)
+  if (info === undefined) {
+    info = await readMetadata(path, false)
+    if (SHORT_INFO_CACHE.size >= SHORT_INFO_CACHE_SIZE) SHORT_INFO_CACHE.delete(SHORT_INFO_CACHE.keys().next().value!)
+    SHORT_INFO_CACHE.set(key, info)
+  }
+  return structuredClone(info)
+}
+
+async function readMetadata (path: string, verbose: boolean): Promise<Record<string, unknown>> {
   const info: Record<string, unknown> = {}
   const { metadata } = await gguf(path, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
   for (const [key, value] of Object.entries(metadata)) {

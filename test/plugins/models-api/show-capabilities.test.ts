@@ -20,3 +20,19 @@ t.test('ollama.show on realistic models: capabilities from the template, flat de
   const r1 = await ollama.show({ model: 'acme/r1' })
   t.ok(r1.capabilities.includes('thinking'), `the R1 template handles reasoning: ${r1.capabilities.join(', ')}`)
 })
+
+t.test('model_info is read from the file once and then kept; verbose still reads the long arrays', async (t) => {
+  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const ollama = new Ollama({ host: url })
+  const first = await ollama.show({ model: 'acme/qwen' })
+  const second = await ollama.show({ model: 'acme/qwen' })
+  t.same(second.model_info, first.model_info, 'the kept header says what the file says')
+  const tokens = (first.model_info as unknown as Record<string, unknown>)['tokenizer.ggml.tokens']
+  t.same(tokens, [], 'long arrays are empty without verbose')
+  // ollama-js does not send verbose; its API does.
+  const verbose = await (await fetch(`${url}/api/show`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen', verbose: true }) })).json() as { model_info: Record<string, unknown> }
+  const all = verbose.model_info['tokenizer.ggml.tokens'] as string[]
+  t.ok(all.length > 150_000, `verbose has the whole vocabulary (${all.length} tokens)`)
+  const third = await ollama.show({ model: 'acme/qwen' })
+  t.same((third.model_info as unknown as Record<string, unknown>)['tokenizer.ggml.tokens'], [], 'a verbose answer does not change what is kept')
+})
