@@ -84,6 +84,8 @@ async function runCommand (command: Command, args: string[]): Promise<number> {
 }
 
 function parseFlags (command: Command, args: string[]): { values: Record<string, string | boolean | string[] | undefined>, positionals: string[] } {
+  const bare = command.bareValues ?? {}
+  args = args.map((arg) => arg.startsWith('--') && Object.hasOwn(bare, arg.slice(2)) ? `${arg}=${bare[arg.slice(2)]}` : arg)
   let parsed
   try {
     parsed = parseArgs({ args, options: { ...command.options, help: { type: 'boolean', short: 'h' } }, allowPositionals: true, strict: true })

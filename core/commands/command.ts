@@ -27,6 +27,11 @@ export interface Command {
   /** Flag lines for `llamagate help <name>`. */
   flags?: string[]
   options: OptionSpec
+  /**
+   * Values of string flags that may also be given bare, as Go's flags with a default (`--think` is
+   * `--think=true`); a bare one never takes the next argument as its value.
+   */
+  bareValues?: Record<string, string>
   /** How many positional arguments it takes. */
   positionals: { min: number, max: number }
   /** What the usage line says was wrong when the count is off. */

@@ -15,9 +15,9 @@ import { UsageError } from './server-address.js'
 export const run: Command = {
   name: 'run',
   summary: 'answer a prompt, or chat in the terminal; pulls the model first if it is missing',
-  usage: ['llamagate run <model> [prompt...] [--think=VALUE] [--hide-thinking] [--keep-alive D] [--format json] [--parameter NAME=VALUE]... [--verbose]'],
+  usage: ['llamagate run <model> [prompt...] [--think[=VALUE]] [--hide-thinking] [--keep-alive D] [--format json] [--parameter NAME=VALUE]... [--verbose]'],
   flags: [
-    '--think=VALUE    thinking: true, false or an effort (low, medium, high); default: on for models that think',
+    '--think[=VALUE]  thinking: true (alone: --think), false or an effort (low, medium, high); default: on for models that think',
     '--hide-thinking  show only the answer, not the thinking before it (also --hidethinking)',
     '--keep-alive D   how long the model stays loaded when idle: 5m, 1h, 0, -1 for ever (also --keepalive)',
     '--format FORMAT  json, or a JSON schema the answer must follow',
@@ -36,6 +36,7 @@ export const run: Command = {
     parameter: { type: 'string', multiple: true },
     verbose: { type: 'boolean' },
   },
+  bareValues: { think: 'true' },
   positionals: { min: 1, max: Infinity },
   positionalsHint: 'expected <model> [prompt...]',
   async run (ctx) {

@@ -7,7 +7,7 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { formatBytes } from '../../../core/units.js'
-import { writeTinyGguf, writeTinySafetensors } from '../../../scripts/tiny-model.js'
+import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { serveTinyModels } from '../../helpers/inference.js'
@@ -15,25 +15,21 @@ import { CLI, processesWithMark } from '../../helpers/serve-process.js'
 import { startTerminal } from '../../helpers/tmux.js'
 import { until } from '../../helpers/until.js'
 import { realConverter, skipUnlessReady } from '../../plugins/convert/fixtures.js'
+import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
 // The SafeTensors pull runs llama.cpp's real converter: skipped, loudly, where its Python packages are missing;
 // a failure instead under LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
 const skipConversion = skipUnlessReady(t, await (await realConverter(t)).readiness())
 
-async function tinyGguf (t: Test, seed: number): Promise<Buffer> {
-  const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed })
-  return readFile(file)
-}
-
 async function hub (t: Test): Promise<FakeHub> {
   const fake = await FakeHub.start()
   t.teardown(() => fake.close())
   fake.addRepo('acme/split-GGUF', { files: [
-    { path: 'big-Q4_K_M-00001-of-00003.gguf', content: await tinyGguf(t, 1) },
+    { path: 'big-Q4_K_M-00001-of-00003.gguf', content: await tinyGgufBytes(t, 1) },
     { path: 'big-Q4_K_M-00002-of-00003.gguf', content: Buffer.alloc(200_000, 2) },
     { path: 'big-Q4_K_M-00003-of-00003.gguf', content: Buffer.alloc(150_000, 3) },
   ] })
-  fake.addRepo('acme/other-GGUF', { files: [{ path: 'other-Q4_K_M.gguf', content: await tinyGguf(t, 2) }] })
+  fake.addRepo('acme/other-GGUF', { files: [{ path: 'other-Q4_K_M.gguf', content: await tinyGgufBytes(t, 2) }] })
   return fake
 }
 

@@ -5,29 +5,25 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { formatBytes } from '../../../core/units.js'
-import { writeTinyGguf, writeTinySafetensors } from '../../../scripts/tiny-model.js'
+import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
 import { serveTinyModels } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'
 import { realConverter, skipUnlessReady } from '../../plugins/convert/fixtures.js'
+import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
 // The SafeTensors pull runs llama.cpp's real converter: skipped, loudly, where its Python packages are missing;
 // a failure instead under LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
 const skipConversion = skipUnlessReady(t, await (await realConverter(t)).readiness())
-
-async function tinyGguf (t: Test, seed: number): Promise<Buffer> {
-  const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed })
-  return readFile(file)
-}
 
 async function hub (t: Test): Promise<FakeHub> {
   const fake = await FakeHub.start()
   t.teardown(() => fake.close())
   fake.addRepo('acme/tiny-GGUF', { files: [
     { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
-    { path: 'tiny-Q4_K_M.gguf', content: await tinyGguf(t, 1) },
-    { path: 'tiny-Q8_0.gguf', content: await tinyGguf(t, 2) },
+    { path: 'tiny-Q4_K_M.gguf', content: await tinyGgufBytes(t, 1) },
+    { path: 'tiny-Q8_0.gguf', content: await tinyGgufBytes(t, 2) },
   ] })
   return fake
 }

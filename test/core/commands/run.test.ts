@@ -107,6 +107,11 @@ t.test('thinking: shown apart, under "Thinking...", and hidden by --hide-thinkin
   const ollamaSpelling = await run(['acme/r1', 'why', ...GREEDY, '--hidethinking'])
   t.equal(ollamaSpelling.stdout, '', 'Ollama\'s spelling of the flag too')
 
+  // As Ollama's flag: alone it means true, and the next word stays part of the prompt.
+  const bare = await run(['acme/r1', '--think', 'why', ...GREEDY])
+  t.equal(bare.code, 0, bare.stderr)
+  t.equal(bare.stdout, shown.stdout, '--think alone: thinking on, "why" the prompt')
+
   const off = await run(['acme/r1', 'why', ...GREEDY, '--think=false'])
   t.equal(off.code, 0, off.stderr)
   t.notMatch(off.stdout, /Thinking/, '--think=false: no thinking')

@@ -5,15 +5,10 @@ import { Ollama } from 'ollama'
 import t, { type Test } from 'tap'
 import { buildApp } from '../../../core/app.js'
 import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir, testConfig } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
 import { until } from '../../helpers/until.js'
-
-async function tinyGguf (t: Test, seed: number): Promise<Buffer> {
-  const { file } = await writeTinyGguf({ file: join(await tempDir(t), 'm.gguf'), seed })
-  return readFile(file)
-}
+import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
 /** The SHA-256 of a file of a fake repository: the CDN's key. */
 function shaOf (fake: FakeHub, repo: string, path: string): string {
@@ -23,7 +18,7 @@ function shaOf (fake: FakeHub, repo: string, path: string): string {
 async function hub (t: Test): Promise<FakeHub> {
   const fake = await FakeHub.start()
   t.teardown(() => fake.close())
-  const [q4, q8, q2] = [await tinyGguf(t, 1), await tinyGguf(t, 2), await tinyGguf(t, 3)]
+  const [q4, q8, q2] = [await tinyGgufBytes(t, 1), await tinyGgufBytes(t, 2), await tinyGgufBytes(t, 3)]
   fake.addRepo('acme/tiny-GGUF', { files: [
     { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
     { path: 'tiny-Q2_K.gguf', content: q2 }, { path: 'tiny-Q4_K_M.gguf', content: q4 }, { path: 'tiny-Q8_0.gguf', content: q8 },
