@@ -1,4 +1,6 @@
 import { render } from 'preact'
+import { App, applyStoredTheme } from './app.js'
 import './styles.css'
 
-render(<h1>llamagate</h1>, document.getElementById('app')!)
+applyStoredTheme()
+render(<App />, document.getElementById('app')!)
