@@ -3,21 +3,25 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 
-type Test = { teardown: (fn: () => unknown) => void, skip: (message: string) => void }
+type Test = { teardown: (fn: () => unknown) => void, fail: (message: string) => void }
 
 /** Debian's chromium (`apt-get install chromium`): playwright-core drives it; no browser is downloaded. */
 export const CHROMIUM = process.env.LLAMAGATE_CHROMIUM ?? '/usr/bin/chromium'
 
 /**
- * Chromium, closed when the test ends. Where it is not installed the test skips, saying so, except in CI
- * (`CI` set, as .ci/run is run), where a missing browser must fail rather than pass unseen.
+ * For `t.test(name, { skip }, fn)`: false where Chromium is installed, else why the browser tests skip (said on
+ * stderr too). In CI (`CI` set, as .ci/run is run) a missing browser is a failure instead: .ci/run installs it.
  */
-export async function openBrowser (t: Test): Promise<Browser | null> {
-  if (!existsSync(CHROMIUM)) {
-    if (process.env.CI) throw new Error(`no Chromium at ${CHROMIUM}: .ci/run installs Debian's chromium package`)
-    t.skip(`no Chromium at ${CHROMIUM} (apt-get install chromium, or set LLAMAGATE_CHROMIUM)`)
-    return null
-  }
+export function skipUnlessChromium (t: Test): string | false {
+  if (existsSync(CHROMIUM)) return false
+  const reason = `no Chromium at ${CHROMIUM} (apt-get install chromium, or set LLAMAGATE_CHROMIUM)`
+  if (process.env.CI) t.fail(`the browser tests must run in CI: ${reason}`)
+  else process.stderr.write(`\n*** browser tests SKIPPED: ${reason} ***\n\n`)
+  return `browser tests SKIPPED: ${reason}`
+}
+
+/** Chromium, closed when the test ends. */
+export async function openBrowser (t: Test): Promise<Browser> {
   // The sandbox needs user namespaces that a root shell in a container does not have; the pages are our own.
   const browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--no-sandbox', '--disable-dev-shm-usage'] })
   t.teardown(() => browser.close())

@@ -280,7 +280,7 @@ export function App () {
             {models.map((m) => <option key={m.name} value={m.name}>{m.name} ({formatBytes(m.size)})</option>)}
           </select>
           {selected
-            ? <span class="capabilities" aria-label="Capabilities">{(capabilities[selected.name] ?? []).join(' · ')}</span>
+            ? <span class="capabilities"><span class="visually-hidden">Capabilities: </span>{(capabilities[selected.name] ?? []).join(' · ')}</span>
             : null}
         </div>
         <button type="button" class="theme-toggle" aria-pressed={theme === 'dark'} onClick={toggleTheme}>Dark theme</button>
