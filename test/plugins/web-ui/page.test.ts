@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Page, Route } from 'playwright-core'
@@ -233,7 +234,19 @@ assert count_words("a b A")["a"] == 2
 
 See the [collections documentation](https://docs.python.org/3/library/collections.html).`
 
+/**
+ * Where the screenshots go: docs/ when they are missing there or LLAMAGATE_UPDATE_SCREENSHOTS=1 says to replace
+ * them; a temporary folder otherwise, so that a test run does not leave docs/ changed (the time to first token in
+ * the pictures differs on every run).
+ */
+async function screenshotsDir (t: Test): Promise<string> {
+  const docs = join(PACKAGE_ROOT, 'docs')
+  if (process.env.LLAMAGATE_UPDATE_SCREENSHOTS === '1' || !existsSync(join(docs, 'web-ui-light-desktop.png'))) return docs
+  return tempDir(t)
+}
+
 t.test('screenshots for docs/ (light and dark, desktop and phone), each with no serious accessibility violation', { skip }, async (t) => {
+  const shotsDir = await screenshotsDir(t)
   const url = await servePage(t, {}, ['bartowski/Qwen2.5-0.5B-Instruct-GGUF', 'acme/tiny'])
   const browser = await openBrowser(t)
   const { page, problems } = await openPage(browser, { viewport: { width: 1280, height: 800 } })
@@ -260,7 +273,7 @@ t.test('screenshots for docs/ (light and dark, desktop and phone), each with no 
     const serious = (await axeViolations(page)).filter((v) => v.impact === 'serious' || v.impact === 'critical')
     t.same(serious, [], `${theme}, ${size}: no serious or critical accessibility violation`)
     t.equal(await page.evaluate('document.documentElement.scrollWidth <= window.innerWidth'), true, `${theme}, ${size}: nothing wider than the window`)
-    await page.screenshot({ path: join(PACKAGE_ROOT, 'docs', `web-ui-${theme}-${size}.png`) })
+    await page.screenshot({ path: join(shotsDir, `web-ui-${theme}-${size}.png`) })
   }
   // The models view too (light, desktop).
   await page.setViewportSize({ width: 1280, height: 800 })
