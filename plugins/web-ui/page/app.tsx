@@ -185,7 +185,7 @@ export function App () {
   }
 
   const send = (text: string): void => {
-    if (!current) return
+    if (!current || running) return
     const history: Message[] = [...current.messages, { role: 'user', content: text }]
     const title = current.messages.length === 0 ? titleOf(text) : current.title
     update(current.id, { title })
@@ -318,7 +318,7 @@ export function App () {
               onChat={(m) => startChat(m)}
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
           : current
-            ? <ChatView conversation={current} streaming={streaming} hasModel={models.length > 0}
+            ? <ChatView conversation={current} streaming={streaming} elsewhere={running !== null && !streaming} hasModel={models.length > 0}
                 onSend={send} onStop={() => running?.controller.abort()} onRegenerate={regenerate} onEdit={edit}
                 onChange={(change) => update(current.id, change)} />
             : null}

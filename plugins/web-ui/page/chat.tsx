@@ -141,6 +141,8 @@ function Settings ({ conversation, onChange }: { conversation: Conversation, onC
 export interface ChatViewProps {
   conversation: Conversation
   streaming: boolean
+  /** An answer is being written in another conversation: one at a time, so that Stop always reaches it. */
+  elsewhere: boolean
   hasModel: boolean
   onSend: (text: string) => void
   onStop: () => void
@@ -149,7 +151,7 @@ export interface ChatViewProps {
   onChange: (c: Partial<Conversation>) => void
 }
 
-export function ChatView ({ conversation, streaming, hasModel, onSend, onStop, onRegenerate, onEdit, onChange }: ChatViewProps) {
+export function ChatView ({ conversation, streaming, elsewhere, hasModel, onSend, onStop, onRegenerate, onEdit, onChange }: ChatViewProps) {
   const [draft, setDraft] = useState('')
   const log = useRef<HTMLElement>(null)
   const input = useRef<HTMLTextAreaElement>(null)
@@ -165,7 +167,7 @@ export function ChatView ({ conversation, streaming, hasModel, onSend, onStop, o
 
   const send = (): void => {
     const text = draft.trim()
-    if (text === '' || streaming || !hasModel) return
+    if (text === '' || streaming || elsewhere || !hasModel) return
     onSend(text)
     setDraft('')
   }
@@ -192,7 +194,8 @@ export function ChatView ({ conversation, streaming, hasModel, onSend, onStop, o
           }} />
         {streaming
           ? <button type="button" class="stop" onClick={onStop}>Stop</button>
-          : <button type="submit" class="primary" disabled={!hasModel || draft.trim() === ''}>Send</button>}
+          : <button type="submit" class="primary" disabled={!hasModel || elsewhere || draft.trim() === ''}
+              title={elsewhere ? 'An answer is being written in another conversation' : undefined}>Send</button>}
       </form>
     </div>
   )
