@@ -13,6 +13,7 @@ import scheduler from './scheduler/index.js'
 import security from './security/index.js'
 import storage from './storage/index.js'
 import systemApi from './system-api/index.js'
+import webUi from './web-ui/index.js'
 
 /**
  * The built-in plugins, in the order they are registered. Each declares its `dependencies` by name, so
@@ -34,4 +35,5 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   anthropicApi,
   embeddingsApi,
   pullApi,
+  webUi,
 ]

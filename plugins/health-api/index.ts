@@ -9,12 +9,17 @@ const VersionReply = Type.Object({ version: Type.String() })
 /**
  * What clients ask to see whether a server is there: `/api/health` (ours), and Ollama's `GET /` (plain text)
  * and `GET /api/version`, which Open WebUI and many Ollama integrations probe before anything else and
- * refuse the connection when they fail. Each answers HEAD too.
+ * refuse the connection when they fail. Each answers HEAD too. A browser asking for `/` is sent to the web page.
  */
 const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/health', { schema: { response: { 200: HealthReply } } }, async () => ({ status: 'ok' as const }))
   app.get('/api/version', { schema: { response: { 200: VersionReply } } }, async () => ({ version: version() }))
-  app.get('/', async (_request, reply) => reply.type('text/plain; charset=utf-8').send('llamagate is running'))
+  app.get('/', async (request, reply) => {
+    // A person who opens the server's address in a browser gets the web page (plugins/web-ui); clients probing
+    // for Ollama send no text/html and keep the text they check for.
+    if (/\btext\/html\b/i.test(request.headers.accept ?? '')) return reply.redirect('/ui/', 302)
+    return reply.type('text/plain; charset=utf-8').send('llamagate is running')
+  })
 }
 
 export default fp(health, { name: 'health-api', dependencies: ['security'] })

@@ -8,6 +8,16 @@ import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 // clients and Open WebUI ask `/` and `/api/version` before anything else).
 const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/version'])
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * Reachable without an API key, like the paths above: the web page's own files, which hold no data (the page
+     * asks for the key when the API answers 401). Read from the route that matched, never from the URL's text.
+     */
+    public?: boolean
+  }
+}
+
 /**
  * Safe defaults for a server on a workstation: a DNS-rebinding guard when bound to loopback, browser
  * origins limited to a list, and optional API keys.
@@ -33,7 +43,7 @@ export default fp(async (app) => {
     if (origin && !originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
-    if (keys.enabled && request.method !== 'OPTIONS' && !PUBLIC_PATHS.has(request.url.split('?')[0]!)) {
+    if (keys.enabled && request.method !== 'OPTIONS' && !PUBLIC_PATHS.has(request.url.split('?')[0]!) && request.routeOptions.config.public !== true) {
       const apiKey = request.headers['x-api-key']
       const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
       if (!keys.accepts(request.headers.authorization, xApiKey)) {

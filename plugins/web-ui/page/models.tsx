@@ -1,0 +1,115 @@
+import { useState } from 'preact/hooks'
+import type { LoadedModel, ModelRecord } from './api.js'
+import { formatAgo, formatBytes, formatUntil } from './format.js'
+
+/** A pull in progress or finished: one bar per file, as /api/pull reports them. */
+export interface PullState {
+  id: number
+  model: string
+  status: string
+  files: Array<{ name: string, total: number, completed: number }>
+  done: boolean
+  error?: string
+  controller: AbortController
+}
+
+function PullView ({ pull, onCancel, onDismiss }: { pull: PullState, onCancel: () => void, onDismiss: () => void }) {
+  const state = pull.error ? `failed: ${pull.error}` : pull.done ? 'done' : pull.status
+  return (
+    <div class="pull" role="group" aria-label={`Pull of ${pull.model}`}>
+      <p><strong>{pull.model}</strong> <span class="pull-status" role="status">{state}</span></p>
+      {pull.files.map((f) => {
+        const percent = f.total > 0 ? Math.floor(f.completed / f.total * 100) : 0
+        return (
+          <div class="file-progress" key={f.name}>
+            <span class="file-name">{f.name}</span>
+            <progress max={f.total || 1} value={f.completed} aria-label={f.name} />
+            <span class="percent">{percent}% · {formatBytes(f.completed)} / {formatBytes(f.total)}</span>
+          </div>
+        )
+      })}
+      {pull.done || pull.error
+        ? <button type="button" onClick={onDismiss}>Dismiss</button>
+        : <button type="button" onClick={onCancel}>Cancel pull</button>}
+    </div>
+  )
+}
+
+export interface ModelsViewProps {
+  models: ModelRecord[]
+  capabilities: Record<string, string[]>
+  loaded: LoadedModel[]
+  pulls: PullState[]
+  onPull: (name: string) => void
+  onCancelPull: (id: number) => void
+  onDismissPull: (id: number) => void
+  onUnload: (name: string) => void
+  onDelete: (name: string) => void
+  onChat: (name: string) => void
+  onRefresh: () => void
+}
+
+export function ModelsView (props: ModelsViewProps) {
+  const [name, setName] = useState('')
+  const { models, capabilities, loaded, pulls } = props
+  return (
+    <div class="models-view">
+      <section aria-labelledby="pull-heading">
+        <h2 id="pull-heading">Pull a model</h2>
+        <form class="pull-form" onSubmit={(e) => { e.preventDefault(); if (name.trim()) { props.onPull(name.trim()); setName('') } }}>
+          <label for="pull-name">Model name</label>
+          <input id="pull-name" value={name} placeholder="owner/name or owner/name:Q4_K_M" autocomplete="off" spellcheck={false}
+            onInput={(e) => setName(e.currentTarget.value)} />
+          <button type="submit" class="primary" disabled={name.trim() === ''}>Pull</button>
+        </form>
+        {pulls.map((p) => <PullView key={p.id} pull={p} onCancel={() => props.onCancelPull(p.id)} onDismiss={() => props.onDismissPull(p.id)} />)}
+      </section>
+
+      <section aria-labelledby="loaded-heading">
+        <div class="section-head">
+          <h2 id="loaded-heading">Loaded models</h2>
+          <button type="button" onClick={props.onRefresh}>Refresh</button>
+        </div>
+        {loaded.length === 0
+          ? <p class="empty">None loaded: a model loads on its first request.</p>
+          : <div class="table-wrap"><table>
+              <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">State</th><th scope="col">Unloads</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <tbody>
+                {loaded.map((m) => (
+                  <tr key={`${m.name}-${m.purpose ?? ''}`}>
+                    <th scope="row">{m.name}{m.purpose && m.purpose !== 'generate' ? ` (${m.purpose})` : ''}</th>
+                    <td>{formatBytes(m.size)}</td>
+                    <td>{m.state ?? 'loaded'}</td>
+                    <td>{formatUntil(m.expires_at)}</td>
+                    <td><button type="button" onClick={() => props.onUnload(m.name)} aria-label={`Unload ${m.name}`}>Unload</button></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table></div>}
+      </section>
+
+      <section aria-labelledby="local-heading">
+        <h2 id="local-heading">Local models</h2>
+        {models.length === 0
+          ? <p class="empty">No models yet.</p>
+          : <div class="table-wrap"><table>
+              <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Capabilities</th><th scope="col">Modified</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <tbody>
+                {models.map((m) => (
+                  <tr key={m.name}>
+                    <th scope="row">{m.name}</th>
+                    <td>{formatBytes(m.size)}</td>
+                    <td>{(capabilities[m.name] ?? []).join(', ')}</td>
+                    <td>{formatAgo(m.modified_at)}</td>
+                    <td><div class="row-actions">
+                      <button type="button" onClick={() => props.onChat(m.name)} aria-label={`Chat with ${m.name}`}>Chat</button>
+                      <button type="button" class="danger" onClick={() => props.onDelete(m.name)} aria-label={`Delete ${m.name}`}>Delete</button>
+                    </div></td>
+                  </tr>
+                ))}
+              </tbody>
+            </table></div>}
+      </section>
+    </div>
+  )
+}
