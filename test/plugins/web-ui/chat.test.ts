@@ -38,8 +38,9 @@ const OBSERVE_LENGTHS = `(() => {
 
 t.test('chat in a real browser: pick a model, stream, stop, regenerate, edit, switch after a reload, export, unload', { skip }, async (t) => {
   const { url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25', 'acme/thinker': 'r1' }, {
-    // ignore_eos: random weights may end an answer at once; these answers must run their length.
-    default_options: { max_tokens: 200, ignore_eos: true },
+    // ignore_eos: random weights may end an answer at once; these answers must run their length. repeat_penalty:
+    // left alone, the qwen2 fixture's random weights write nothing but newlines, which Markdown shows as nothing.
+    default_options: { max_tokens: 200, ignore_eos: true, repeat_penalty: 2 },
   })
   const browser = await openBrowser(t)
   const { page, problems } = await openPage(browser)
