@@ -125,7 +125,7 @@ t.test('LLAMAGATE_CONFIG, _HOST, _PORT, _HOME, _MODELS, _KEEP_ALIVE, _RUNTIME, _
 t.test('LLAMAGATE_API_KEYS, LLAMAGATE_ORIGINS, LLAMAGATE_MAX_QUEUE; models under LLAMAGATE_HOME when LLAMAGATE_MODELS is unset', async (t) => {
   const home = await homeWithRuntime(t)
   const config = join(await tempDir(t), 'config.yaml')
-  await writeFile(config, 'default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 }\n')
+  await writeFile(config, 'default_options: { num_thread: 1, num_ctx: 32768, num_parallel: 1, max_tokens: 2 }\n')
   const server = await serve(t, {
     LLAMAGATE_CONFIG: config, LLAMAGATE_HOME: home, LLAMAGATE_PORT: '0',
     LLAMAGATE_API_KEYS: 'key-one, key-two', LLAMAGATE_ORIGINS: 'https://app.example', LLAMAGATE_MAX_QUEUE: '0',
@@ -145,13 +145,17 @@ t.test('LLAMAGATE_API_KEYS, LLAMAGATE_ORIGINS, LLAMAGATE_MAX_QUEUE; models under
   t.equal((await get(`${url}/api/tags`, { ...key, origin: 'http://localhost:5173' })).status, 200, 'the shipped origins still are')
   t.equal((await get(`${url}/api/tags`, { ...key, origin: 'https://other.example' })).status, 403, 'others are not')
   // Models go under <LLAMAGATE_HOME>/models when LLAMAGATE_MODELS is unset.
-  const imported = await post(`${url}/api/import`, { model: 'acme/tiny', path: await tinyModel(t, 3) }, key)
+  // Trained for a long context, so that the busy answer below can run for seconds (32k tokens, end of text
+  // ignored): the tiny model writes thousands of tokens a second, and a short answer ended before the next
+  // request came on a loaded machine.
+  const long = (await writeTinyGguf({ file: join(await tempDir(t), 'long.gguf'), seed: 3, nCtxTrain: 32_768 })).file
+  const imported = await post(`${url}/api/import`, { model: 'acme/tiny', path: long }, key)
   t.equal(imported.status, 200)
   t.ok(existsSync(join(home, 'models', 'acme', 'tiny', 'manifest.json')), 'stored under LLAMAGATE_HOME/models')
   // LLAMAGATE_MAX_QUEUE 0: with the one slot busy, the next request is refused at once.
   const controller = new AbortController()
   t.teardown(() => controller.abort())
-  const running = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 4000 } }, key)
+  const running = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000, ignore_eos: true } }, key)
   const reader = running.body!.getReader()
   await reader.read() // generating: the slot is taken
   const refused = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'me too' }] }, key)
