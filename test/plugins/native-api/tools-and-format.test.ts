@@ -43,6 +43,29 @@ t.test('tools reach the model\'s template (random weights call none on their own
   t.ok(withTools.prompt_eval_count > plain.prompt_eval_count + 40, `prompt ${plain.prompt_eval_count} -> ${withTools.prompt_eval_count} tokens with the tool`)
 })
 
+t.test('a model that calls a tool: the call comes back as tool_calls with parsed arguments, whole and streamed', async (t) => {
+  // The "caller" fixture opens <tool_call> at once; llama-server's own grammar writes the call from the tool's schema.
+  const { url } = await serveRealisticModels(t, { 'acme/caller': 'caller' })
+  const ollama = new Ollama({ host: url })
+  const tool = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Tokyo'] } }, required: ['city'] } } }
+  const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
+  const whole = await ollama.chat({ model: 'acme/caller', messages, tools: [tool], options: { num_predict: 200, temperature: 0.2, seed: 1 } })
+  t.equal(whole.message.content, '', 'no text beside the call')
+  t.ok((whole.message.tool_calls ?? []).length >= 1, `calls: ${JSON.stringify(whole.message.tool_calls)}`)
+  for (const call of whole.message.tool_calls ?? []) {
+    t.equal(call.function.name, 'get_weather')
+    t.ok(['Paris', 'Tokyo'].includes((call.function.arguments as { city?: string }).city ?? ''), `arguments parsed to an object: ${JSON.stringify(call.function.arguments)}`)
+  }
+  t.equal(whole.done_reason, 'stop', 'the turn ended after the call')
+
+  const parts = []
+  for await (const part of await ollama.chat({ model: 'acme/caller', messages, tools: [tool], stream: true, options: { num_predict: 200, temperature: 0.2, seed: 2 } })) parts.push(part)
+  const withCalls = parts.filter((p) => (p.message.tool_calls ?? []).length > 0)
+  t.equal(withCalls.length, 1, 'streamed: the calls arrive in one event, whole, as Ollama sends them')
+  t.equal(withCalls[0]?.message.tool_calls?.[0]?.function.name, 'get_weather')
+  t.ok(parts.at(-1)?.done, 'then the last event')
+})
+
 t.test('a tool result in the history (role "tool" with tool_name) reaches the template', async (t) => {
   const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
   const ollama = new Ollama({ host: url })
