@@ -1,7 +1,10 @@
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
+import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
+import { PACKAGE_ROOT } from '../../core/paths.js'
+import { tempDir } from './app.js'
 
 type Test = { teardown: (fn: () => unknown) => void, fail: (message: string) => void }
 
@@ -67,4 +70,15 @@ export async function axeViolations (page: Page): Promise<AxeViolation[]> {
   return page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => String(n.target)),
   })))`)
+}
+
+/**
+ * Where a test's screenshots go: docs/ when `probe` (one of them) is missing there or LLAMAGATE_UPDATE_SCREENSHOTS=1
+ * says to replace them; a temporary folder otherwise, so that a test run does not leave docs/ changed (the times in
+ * the pictures differ on every run).
+ */
+export async function screenshotsDir (t: Test, probe: string): Promise<string> {
+  const docs = join(PACKAGE_ROOT, 'docs')
+  if (process.env.LLAMAGATE_UPDATE_SCREENSHOTS === '1' || !existsSync(join(docs, probe))) return docs
+  return tempDir(t)
 }

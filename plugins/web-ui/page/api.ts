@@ -28,11 +28,18 @@ export interface LoadedModel {
   active_requests?: number
 }
 
-export interface ChatMessage { role: 'system' | 'user' | 'assistant', content: string }
+/** A message as /api/chat takes it. */
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant' | 'tool'
+  content: string
+  images?: string[]
+  tool_calls?: Array<{ function: { name: string, arguments: unknown } }>
+  tool_name?: string
+}
 
 /** One event of /api/chat's NDJSON stream. */
 export interface ChatEvent {
-  message?: { role?: string, content?: string, thinking?: string }
+  message?: { role?: string, content?: string, thinking?: string, tool_calls?: Array<{ function?: { name?: string, arguments?: unknown } }> }
   done?: boolean
   done_reason?: string
   eval_count?: number

@@ -1,13 +1,15 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
-import { ApiError, getJson, onKeyNeeded, sendJson, setApiKey, stream, type ChatEvent, type LoadedModel, type ModelRecord, type PullEvent } from './api.js'
+import { ApiError, getJson, onKeyNeeded, sendJson, setApiKey, stream, type ChatEvent, type ChatMessage, type LoadedModel, type ModelRecord, type PullEvent } from './api.js'
+import { base64Of } from './attachments.js'
 import { ChatView } from './chat.js'
 import {
   exportConversations, loadConversations, loadCurrentId, newConversation, saveConversations, saveCurrentId, titleOf,
-  type ChatOptions, type Conversation, type Message,
+  type ChatOptions, type Conversation, type Message, type ToolCall,
 } from './conversations.js'
 import { formatBytes } from './format.js'
 import { KeyDialog } from './key-dialog.js'
 import { ModelsView, type PullState } from './models.js'
+import { parseTools } from './tools.js'
 
 type Theme = 'light' | 'dark'
 const THEME_STORAGE = 'llamagate.theme'
@@ -31,6 +33,21 @@ function requestOptions (options: ChatOptions): Record<string, number> {
     if (typeof value === 'number' && Number.isFinite(value)) out[key === 'max_tokens' ? 'num_predict' : key] = value
   }
   return out
+}
+
+/** A kept message as /api/chat takes it: images without their data: prefix, calls and results in Ollama's fields. */
+function requestMessage (m: Message): ChatMessage {
+  return {
+    role: m.role,
+    content: m.content,
+    ...(m.images?.length ? { images: m.images.map(base64Of) } : {}),
+    ...(m.toolCalls?.length ? { tool_calls: m.toolCalls.map((c) => ({ function: { name: c.name, arguments: c.arguments } })) } : {}),
+    ...(m.toolName !== undefined ? { tool_name: m.toolName } : {}),
+  }
+}
+
+function toolCallsOf (event: ChatEvent): ToolCall[] {
+  return (event.message?.tool_calls ?? []).map((c) => ({ name: c.function?.name ?? '', arguments: c.function?.arguments ?? {} }))
 }
 
 function errorText (err: unknown): string {
@@ -103,7 +120,9 @@ export function App () {
 
   // Saved a moment after the last change, so that a streaming answer is not written out on every fragment.
   useEffect(() => {
-    const timer = setTimeout(() => saveConversations(conversations), running ? 1000 : 0)
+    const timer = setTimeout(() => {
+      if (!saveConversations(conversations)) setProblem('This browser\'s storage is full: the latest changes to the conversations are not kept. Export them, or delete some (images take the most room).')
+    }, running ? 1000 : 0)
     return () => clearTimeout(timer)
   }, [conversations, running])
 
@@ -131,7 +150,7 @@ export function App () {
     update(id, (c) => ({ messages: c.messages.map((m, i) => i === c.messages.length - 1 ? { ...m, ...change } : m) }))
   }
 
-  /** Streams an answer to `history` (which ends with the person's message) into conversation `c`. */
+  /** Streams an answer to `history` (which ends with the person's message or tool results) into conversation `c`. */
   async function answer (c: Conversation, history: Message[]): Promise<void> {
     const controller = new AbortController()
     setRunning({ id: c.id, controller })
@@ -140,24 +159,30 @@ export function App () {
     let firstTokenMs: number | undefined
     let content = ''
     let thinking = ''
+    let toolCalls: ToolCall[] = []
+    const tools = parseTools(c.tools ?? '')
     const body = {
       model: c.model,
       messages: [
         ...(c.system.trim() ? [{ role: 'system', content: c.system }] : []),
-        ...history.map((m) => ({ role: m.role, content: m.content })),
+        ...history.map(requestMessage),
       ],
       stream: true,
       options: requestOptions(c.options),
+      ...('tools' in tools && tools.tools.length > 0 ? { tools: tools.tools } : {}),
+      ...((capabilities[c.model] ?? []).includes('thinking') ? { think: c.think !== false } : {}),
     }
     try {
       await stream<ChatEvent>('/api/chat', body, (event) => {
         const piece = event.message?.content ?? ''
         const thought = event.message?.thinking ?? ''
-        if (piece || thought) {
+        const calls = toolCallsOf(event)
+        if (piece || thought || calls.length > 0) {
           firstTokenMs ??= performance.now() - started
           content += piece
           thinking += thought
-          setLastMessage(c.id, { content, ...(thinking ? { thinking } : {}) })
+          toolCalls = [...toolCalls, ...calls]
+          setLastMessage(c.id, { content, ...(thinking ? { thinking } : {}), ...(toolCalls.length > 0 ? { toolCalls } : {}) })
         }
         if (event.done) {
           const tokensPerSecond = event.eval_count && event.eval_duration ? event.eval_count / (event.eval_duration / 1e9) : undefined
@@ -184,21 +209,28 @@ export function App () {
     }
   }
 
-  const send = (text: string): void => {
+  const send = (text: string, images: string[]): void => {
     if (!current || running) return
-    const history: Message[] = [...current.messages, { role: 'user', content: text }]
+    const history: Message[] = [...current.messages, { role: 'user', content: text, ...(images.length > 0 ? { images } : {}) }]
     const title = current.messages.length === 0 ? titleOf(text) : current.title
     update(current.id, { title })
     void answer({ ...current, title }, history)
   }
+  const sendToolResults = (results: Array<{ name: string, content: string }>): void => {
+    if (!current || running) return
+    void answer(current, [...current.messages, ...results.map((r): Message => ({ role: 'tool', toolName: r.name, content: r.content }))])
+  }
+  // The last answer again, to what came before it: the person's question or the tool results.
   const regenerate = (): void => {
     if (!current) return
-    const lastUser = current.messages.map((m) => m.role).lastIndexOf('user')
-    if (lastUser !== -1) void answer(current, current.messages.slice(0, lastUser + 1))
+    const lastAsked = current.messages.findLastIndex((m) => m.role !== 'assistant')
+    if (lastAsked !== -1) void answer(current, current.messages.slice(0, lastAsked + 1))
   }
+  // An edited question keeps its images.
   const edit = (index: number, text: string): void => {
     if (!current || text.trim() === '') return
-    void answer(current, [...current.messages.slice(0, index), { role: 'user', content: text.trim() }])
+    const images = current.messages[index]?.images
+    void answer(current, [...current.messages.slice(0, index), { role: 'user', content: text.trim(), ...(images?.length ? { images } : {}) }])
   }
 
   const startChat = (model = current?.model || firstModel): void => {
@@ -318,8 +350,9 @@ export function App () {
               onChat={(m) => startChat(m)}
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
           : current
-            ? <ChatView conversation={current} streaming={streaming} elsewhere={running !== null && !streaming} hasModel={models.length > 0}
-                onSend={send} onStop={() => running?.controller.abort()} onRegenerate={regenerate} onEdit={edit}
+            ? <ChatView conversation={current} capabilities={capabilities[current.model] ?? []} streaming={streaming}
+                elsewhere={running !== null && !streaming} hasModel={models.length > 0}
+                onSend={send} onToolResults={sendToolResults} onStop={() => running?.controller.abort()} onRegenerate={regenerate} onEdit={edit}
                 onChange={(change) => update(current.id, change)} />
             : null}
       </main>

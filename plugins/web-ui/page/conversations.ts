@@ -11,10 +11,19 @@ export interface AnswerStats {
   doneReason?: string
 }
 
+/** A call the model asked for, as /api/chat sends it (arguments parsed, or the text when they did not parse). */
+export interface ToolCall { name: string, arguments: unknown }
+
 export interface Message {
-  role: 'user' | 'assistant'
+  /** "tool": a tool's result, typed in by the person in answer to the model's call. */
+  role: 'user' | 'assistant' | 'tool'
   content: string
+  /** Images sent with a question, as data: URLs (the page strips the prefix for the server). */
+  images?: string[]
   thinking?: string
+  toolCalls?: ToolCall[]
+  /** The tool a "tool" message answers. */
+  toolName?: string
   stats?: AnswerStats
   /** The error that ended this answer, if one did. */
   error?: string
@@ -37,6 +46,10 @@ export interface Conversation {
   model: string
   system: string
   options: ChatOptions
+  /** Tool definitions as the person typed them (a JSON array, Ollama's and OpenAI's shape); empty for none. */
+  tools?: string
+  /** Thinking off (false) or on for a model that can think; unset is on, as Ollama's thinking models start. */
+  think?: boolean
   messages: Message[]
   updatedAt: number
 }
@@ -58,12 +71,15 @@ function isConversation (value: unknown): value is Conversation {
   return typeof c === 'object' && c !== null && typeof c.id === 'string' && Array.isArray(c.messages)
 }
 
-export function saveConversations (list: Conversation[]): void {
+/** Keeps the conversations; false when the browser's storage refused them (full: images take the most room). */
+export function saveConversations (list: Conversation[]): boolean {
   try {
     localStorage.setItem(STORAGE, JSON.stringify(list))
+    return true
   } catch (err) {
     // A full storage must not break the chat in progress; the next save tries again.
     console.warn('llamagate: could not save the conversations', err)
+    return false
   }
 }
 

@@ -77,7 +77,7 @@ t.test('chat in a real browser: pick a model, stream, stop, regenerate, edit, sw
 
   await t.test('stop one mid-answer: it stops at once, says so, and the server ends the generation', async (t) => {
     // A long answer, through the page's own options: 4000 tokens in a 4096-token context.
-    await page.getByText('System prompt and options').click()
+    await page.getByText('System prompt, options and tools').click()
     await page.getByLabel('Context (num_ctx)').fill('4096')
     await page.getByLabel('Max tokens').fill('4000')
     const box = page.getByLabel('Message', { exact: true })

@@ -1,12 +1,10 @@
-import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Page, Route } from 'playwright-core'
 import t, { type Test } from 'tap'
-import { PACKAGE_ROOT } from '../../../core/paths.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
-import { axeViolations, openBrowser, openPage, skipUnlessChromium } from '../../helpers/browser.js'
+import { axeViolations, openBrowser, openPage, screenshotsDir, skipUnlessChromium } from '../../helpers/browser.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { until } from '../../helpers/until.js'
 
@@ -69,6 +67,9 @@ const HOSTILE = [
   '```js\nconst answer = 42\n```',
 ].join('\n\n')
 
+// A tool call is model output too: its name and arguments are shown as text.
+const HOSTILE_CALL = { model: 'acme/tiny', message: { role: 'assistant', content: '', tool_calls: [{ function: { name: '<img src=x onerror="window.__pwned=14">', arguments: { html: '<script>window.__pwned=15</script>' } } }] }, done: false }
+
 t.test('hostile model output goes through the page\'s renderer inert: no script runs, nothing loads, raw HTML is text', { skip }, async (t) => {
   const url = await servePage(t)
   const browser = await openBrowser(t)
@@ -76,7 +77,7 @@ t.test('hostile model output goes through the page\'s renderer inert: no script 
   const dialogs: string[] = []
   page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
   // Fragments of 7 characters: half-written tags must be as harmless as whole ones.
-  await scriptChat(page, [...fragments('<img src=x onerror="window.__pwned=13">thinking', 7, 'thinking'), ...fragments(HOSTILE, 7), DONE])
+  await scriptChat(page, [...fragments('<img src=x onerror="window.__pwned=13">thinking', 7, 'thinking'), ...fragments(HOSTILE, 7), HOSTILE_CALL, DONE])
   await page.goto(`${url}/ui/`)
   await until('the model in the picker', async () => (await page.getByLabel('Model', { exact: true }).inputValue()) === 'acme/tiny')
   await send(page, 'say something nasty')
@@ -84,7 +85,8 @@ t.test('hostile model output goes through the page\'s renderer inert: no script 
   const answer = page.locator('.message.assistant').last()
   t.equal(await page.evaluate('window.__pwned'), undefined, 'no payload ran')
   t.same(dialogs, [], 'no dialog was opened')
-  t.equal(await page.evaluate(`document.querySelectorAll('.messages :is(img, script, iframe, svg, style, form, object, embed, video, audio)').length`), 0,
+  // Within the messages: the form under them, where the person types a tool's result, is the page's own.
+  t.equal(await page.evaluate(`document.querySelectorAll('.messages article :is(img, script, iframe, svg, style, form, object, embed, video, audio)').length`), 0,
     'no image, script, frame, SVG, style, form or media element in the conversation')
   t.same(await page.evaluate(`[...document.querySelectorAll('.messages *')].flatMap((el) => [...el.attributes].map((a) => a.name)).filter((n) => n.startsWith('on') || n === 'style' || n === 'formaction')`), [],
     'no event handler or style attribute')
@@ -99,6 +101,9 @@ t.test('hostile model output goes through the page\'s renderer inert: no script 
   t.equal(await answer.locator('pre code .hljs-keyword').first().textContent(), 'const', 'code is highlighted')
   t.equal(await answer.locator('pre button.copy').count(), 2, 'each code block has a copy button')
   t.match(await answer.locator('details.thinking').textContent(), '<img src=x onerror="window.__pwned=13">', 'thinking is rendered the same way')
+  t.equal(await answer.locator('.tool-call .tool-name').textContent(), '<img src=x onerror="window.__pwned=14">', 'a tool call\'s name is text')
+  t.match(await answer.locator('.tool-call .tool-arguments').textContent(), '"html": "<script>window.__pwned=15</script>"', 'and so are its arguments')
+  t.equal(await page.getByLabel('Result of <img src=x onerror="window.__pwned=14">').count(), 1, 'even in the label of its result field')
   t.equal(await page.evaluate('window.__pwned'), undefined, 'still nothing ran')
   t.same(problems, [], 'no script error, nothing refused by the CSP (nothing tried to load)')
 })
@@ -234,19 +239,8 @@ assert count_words("a b A")["a"] == 2
 
 See the [collections documentation](https://docs.python.org/3/library/collections.html).`
 
-/**
- * Where the screenshots go: docs/ when they are missing there or LLAMAGATE_UPDATE_SCREENSHOTS=1 says to replace
- * them; a temporary folder otherwise, so that a test run does not leave docs/ changed (the time to first token in
- * the pictures differs on every run).
- */
-async function screenshotsDir (t: Test): Promise<string> {
-  const docs = join(PACKAGE_ROOT, 'docs')
-  if (process.env.LLAMAGATE_UPDATE_SCREENSHOTS === '1' || !existsSync(join(docs, 'web-ui-light-desktop.png'))) return docs
-  return tempDir(t)
-}
-
 t.test('screenshots for docs/ (light and dark, desktop and phone), each with no serious accessibility violation', { skip }, async (t) => {
-  const shotsDir = await screenshotsDir(t)
+  const shotsDir = await screenshotsDir(t, 'web-ui-light-desktop.png')
   const url = await servePage(t, {}, ['bartowski/Qwen2.5-0.5B-Instruct-GGUF', 'acme/tiny'])
   const browser = await openBrowser(t)
   const { page, problems } = await openPage(browser, { viewport: { width: 1280, height: 800 } })
