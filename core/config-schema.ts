@@ -33,7 +33,12 @@ export const ConfigSchema = Type.Object({
       num_parallel: 4, cache_type_k: 'f16', cache_type_v: 'f16', dtype: 'f16',
     },
   }),
-  models: Type.Record(Type.String(), Type.Object({ options: Type.Optional(Type.Object(OptionsSchema.properties, { additionalProperties: false })) }, { additionalProperties: false }), { default: {} }),
+  models: Type.Record(Type.String(), Type.Object({
+    options: Type.Optional(Type.Object(OptionsSchema.properties, { additionalProperties: false })),
+    args: Type.Optional(Type.Array(Type.String())),
+    preload: Type.Optional(Type.Boolean()),
+    keep_alive: Type.Optional(Duration),
+  }, { additionalProperties: false }), { default: {} }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),
@@ -72,6 +77,9 @@ export const ConfigSchema = Type.Object({
     allow_remote_images: Type.Boolean({ default: false }),
   }, { additionalProperties: false, default: {} }),
   plugins: Type.Array(PluginEntry, { default: [] }),
+  shutdown: Type.Object({
+    drain_timeout: Type.Union([Duration], { default: '30s' }),
+  }, { additionalProperties: false, default: {} }),
 }, { additionalProperties: false })
 
 /** The config as written (after defaults); see `Config` for the resolved form the app uses. */

@@ -7,6 +7,7 @@ import type { Options } from './options-schema.js'
 import { ConfigError } from './config-error.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
+import { isPathItem, mapModelFiles, ownedFlagProblems } from '../runtimes/extra-args.js'
 
 /** The resolved configuration the app runs with: durations in ms, sizes in bytes, paths absolute. */
 export interface Config {
@@ -18,7 +19,8 @@ export interface Config {
   keepAliveMs: number
   streamFormat: 'sse' | 'ndjson'
   defaultOptions: Options
-  models: Record<string, { options?: Options }>
+  /** Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. */
+  models: Record<string, ModelConfig>
   limits: { bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -32,8 +34,20 @@ export interface Config {
   /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
   vision: { allowRemoteImages: boolean }
   plugins: Array<{ path: string, options: Record<string, unknown> }>
+  /** How long SIGTERM waits for answers and pulls in flight before cutting them. */
+  shutdown: { drainTimeoutMs: number }
   /** The config file that was read, or null when none was. */
   configFile: string | null
+}
+
+export interface ModelConfig {
+  options?: Options
+  /** Appended to the model's llama-server command line; model file items are model names or absolute paths. */
+  args?: string[]
+  /** Loaded at start and kept (keepAliveMs, else forever). */
+  preload?: boolean
+  /** The preloaded model's keep-alive; unset: forever. */
+  keepAliveMs?: number
 }
 
 export { ConfigError }
@@ -175,7 +189,7 @@ function describeErrors (errors: ErrorObject[], value: unknown, sources: Map<str
       const parent = errors.find((e) => e.keyword === 'anyOf' && e.instancePath === error.instancePath)
       if (parent && error !== parent) continue
     }
-    const path = error.instancePath.split('/').slice(1).map(decodeURIComponent)
+    const path = error.instancePath.split('/').slice(1).map((part) => decodeURIComponent(part).replaceAll('~1', '/').replaceAll('~0', '~'))
     let key = path.join('.')
     let problem: string
     if (error.keyword === 'additionalProperties') {
@@ -252,7 +266,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     keepAliveMs: duration('keep_alive', raw.keep_alive),
     streamFormat: raw.stream_format,
     defaultOptions: raw.default_options,
-    models: raw.models,
+    models: modelConfigs(raw.models, base, duration, problems),
     limits: {
       bodySize: bodySize ?? 0,
       queueLength: raw.limits.queue_length,
@@ -273,10 +287,29 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       path: /^(\.{1,2}\/|\/|~\/)/.test(p.path) ? resolvePath(p.path, base) : p.path,
       options: p.options ?? {},
     })),
+    shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
     configFile,
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
+}
+
+/**
+ * `models.<name>`: flags the gateway owns are refused in `args`, with what to use instead; model file paths in them
+ * (--model-draft ./draft.gguf) are resolved against the config file like every other path, model names kept.
+ */
+function modelConfigs (raw: RawConfig['models'], base: string, duration: (key: string, value: unknown) => number, problems: string[]): Record<string, ModelConfig> {
+  return Object.fromEntries(Object.entries(raw).map(([name, m]) => {
+    const args = m.args ?? []
+    for (const problem of ownedFlagProblems(args)) problems.push(`models.${name}.args: ${problem}`)
+    const config: ModelConfig = {
+      ...(m.options ? { options: m.options } : {}),
+      ...(args.length > 0 ? { args: mapModelFiles(args, (item) => isPathItem(item) ? resolvePath(item, base) : item) } : {}),
+      ...(m.preload ? { preload: true } : {}),
+      ...(m.keep_alive !== undefined ? { keepAliveMs: duration(`models.${name}.keep_alive`, m.keep_alive) } : {}),
+    }
+    return [name, config]
+  }))
 }
 
 function setPath (target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -4,6 +4,7 @@ import convert from './convert/index.js'
 import download from './download/index.js'
 import embeddingsApi from './embeddings-api/index.js'
 import healthApi from './health-api/index.js'
+import lifecycle from './lifecycle/index.js'
 import modelsApi from './models-api/index.js'
 import nativeApi from './native-api/index.js'
 import openaiApi from './openai-api/index.js'
@@ -27,6 +28,7 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   convert,
   download,
   scheduler,
+  lifecycle,
   healthApi,
   systemApi,
   modelsApi,

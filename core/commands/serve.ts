@@ -4,7 +4,7 @@ import { exposureRisk } from '../exposure.js'
 import { version } from '../version.js'
 import type { Command } from './command.js'
 
-/** How long a shutdown may take before the process gives up waiting and exits anyway. */
+/** How long closing may take, after the drain, before the process gives up waiting and exits anyway. */
 const SHUTDOWN_GRACE_MS = 20_000
 
 export const serve: Command = {
@@ -40,24 +40,37 @@ export const serve: Command = {
   },
 }
 
-/** Closing the app stops every child process its plugins started; only then does the process exit. */
+/**
+ * SIGTERM and SIGINT drain first: /readyz turns 503, new work gets 503 with Retry-After, answers and pulls in flight
+ * finish (up to shutdown.drain_timeout); then closing the app stops every child process its plugins started, and
+ * only then does the process exit. A second signal, or the timeout, cuts what is left (streams end with an error).
+ */
 function installShutdown (app: FastifyInstance): void {
   let closing = false
+  const cut = new AbortController()
   const shutdown = (reason: string, code: number): void => {
     if (closing) {
-      app.log.warn(`${reason} while shutting down: still waiting for running models to stop`)
+      if (!cut.signal.aborted) {
+        app.log.warn(`${reason} while draining: cutting the requests in flight`)
+        cut.abort()
+      } else {
+        app.log.warn(`${reason} while shutting down: still waiting for running models to stop`)
+      }
       return
     }
     closing = true
-    app.log.info(`${reason}: shutting down`)
+    const drainMs = code === 0 ? app.config.shutdown.drainTimeoutMs : 0
+    app.log.info(`${reason}: shutting down${drainMs > 0 ? ` (draining for up to ${drainMs / 1000} s)` : ''}`)
     setTimeout(() => {
-      app.log.error(`shutdown took over ${SHUTDOWN_GRACE_MS / 1000}s; exiting anyway`)
+      app.log.error(`shutdown took over ${(drainMs + SHUTDOWN_GRACE_MS) / 1000}s; exiting anyway`)
       process.exit(1)
-    }, SHUTDOWN_GRACE_MS).unref()
-    app.close().then(() => process.exit(code), (err) => {
-      app.log.error({ err }, 'error while shutting down')
-      process.exit(1)
-    })
+    }, drainMs + SHUTDOWN_GRACE_MS).unref()
+    app.lifecycle.drain(drainMs, cut.signal)
+      .then(() => { cut.abort(); return app.close() })
+      .then(() => process.exit(code), (err) => {
+        app.log.error({ err }, 'error while shutting down')
+        process.exit(1)
+      })
   }
   process.on('SIGINT', () => shutdown('SIGINT', 0))
   process.on('SIGTERM', () => shutdown('SIGTERM', 0))

@@ -20,13 +20,14 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
     const model = requestedModel(request.body)
     parseModelName(model)
     if (request.body.stream === false) {
-      await app.puller.pull(model, () => {}, clientGone(reply), request.body.options?.dtype)
+      await app.puller.pull(model, () => {}, AbortSignal.any([clientGone(reply), app.lifecycle.cutSignal]), request.body.options?.dtype)
       return { status: 'success' }
     }
     const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
     stream.open()
     try {
-      await app.puller.pull(model, (event) => { stream.send(event) }, stream.signal, request.body.options?.dtype)
+      // A shutdown's drain lets a pull finish; one that gives up waiting cuts it (what is downloaded is kept).
+      await app.puller.pull(model, (event) => { stream.send(event) }, AbortSignal.any([stream.signal, app.lifecycle.cutSignal]), request.body.options?.dtype)
       stream.end()
     } catch (err) {
       stream.fail(err)
@@ -35,4 +36,4 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
   })
 }
 
-export default fp(async (app) => { await app.register(pull) }, { name: 'pull-api', dependencies: ['download'] })
+export default fp(async (app) => { await app.register(pull) }, { name: 'pull-api', dependencies: ['download', 'lifecycle'] })

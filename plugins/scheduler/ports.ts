@@ -67,6 +67,8 @@ export interface RuntimeSpawnOptions {
   batchSize?: number
   /** A vision projector (`--mmproj`). */
   projectorPath?: string
+  /** The admin's own arguments (config.yaml's models.<name>.args), model files already resolved. */
+  extraArgs?: string[]
 }
 
 export interface SchedulerRuntimes {
@@ -84,5 +86,6 @@ export interface SchedulerSettings {
   queueLength: number
   loadTimeoutMs: number
   defaultOptions: Options
-  modelOptions: Record<string, { options?: Options }>
+  /** config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths). */
+  modelOptions: Record<string, { options?: Options, args?: string[] }>
 }

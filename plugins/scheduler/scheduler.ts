@@ -1,4 +1,7 @@
+import { existsSync } from 'node:fs'
+import { isAbsolute } from 'node:path'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
+import { mapModelFiles } from '../../runtimes/extra-args.js'
 import { formatBytes } from '../../core/units.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Logger } from '../../core/logger.js'
@@ -29,6 +32,7 @@ export class Scheduler implements LeaseSource {
   /** Woken whenever room may have appeared (an unload, an instance going idle). */
   private roomWaiters: Array<() => void> = []
   private closing = false
+  private draining = false
 
   constructor (private readonly deps: {
     store: SchedulerStore
@@ -40,6 +44,7 @@ export class Scheduler implements LeaseSource {
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
+    if (this.draining) throw new GatewayError(503, 'the server is shutting down and takes no new work', { code: 'draining', headers: { 'Retry-After': '5' } })
     const started = Date.now()
     const { store, settings } = this.deps
     const model = store.get(name)
@@ -90,6 +95,11 @@ export class Scheduler implements LeaseSource {
     const instances = this.instances.filter((i) => i.model.name === model.name)
     for (const instance of instances) instance.keepAliveMs = 0
     await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))
+  }
+
+  /** A graceful shutdown began: requests already here go on (those waiting for a slot too), new ones are refused. */
+  drain (): void {
+    this.draining = true
   }
 
   /** Stops everything: the app is closing. */
@@ -171,6 +181,7 @@ export class Scheduler implements LeaseSource {
       cacheTypeV: options.cache_type_v,
       ...(model.template ? { chatTemplate: model.template } : {}),
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
+      ...this.extraArgs(model, options.dtype),
     })
     instance.process = process
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
@@ -194,6 +205,35 @@ export class Scheduler implements LeaseSource {
       }
     }
     this.deps.log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+  }
+
+  /**
+   * config.yaml's `models.<name>.args`, with each model named in them (a draft model, an adapter) as its GGUF.
+   * @throws GatewayError 500 for a name that is neither a local model nor an existing file: the admin's to fix
+   */
+  private extraArgs (model: SchedulableModel, dtype: string): { extraArgs?: string[] } {
+    const args = this.deps.settings.modelOptions[model.name]?.args
+    if (!args?.length) return {}
+    const { store } = this.deps
+    const problem = (item: string, why: string): GatewayError =>
+      new GatewayError(500, `config.yaml models.${model.name}.args names "${item}", ${why}`, { code: 'bad_model_args' })
+    return {
+      extraArgs: mapModelFiles(args, (item) => {
+        if (isAbsolute(item)) {
+          if (!existsSync(item)) throw problem(item, 'and there is no such file')
+          return item
+        }
+        let named: SchedulableModel
+        try {
+          named = store.get(item)
+        } catch {
+          throw problem(item, 'which is neither a local model nor a file path (paths start with /, ./ or ~, or end in .gguf)')
+        }
+        const path = store.ggufPath(named, dtype) ?? store.ggufPath(named)
+        if (path === null) throw problem(item, `which has no GGUF file yet (convert it first: ollama-style pull or /api/create)`)
+        return path
+      }),
+    }
   }
 
   /**
