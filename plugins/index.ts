@@ -4,6 +4,7 @@ import convert from './convert/index.js'
 import download from './download/index.js'
 import embeddingsApi from './embeddings-api/index.js'
 import healthApi from './health-api/index.js'
+import metrics from './metrics/index.js'
 import modelsApi from './models-api/index.js'
 import nativeApi from './native-api/index.js'
 import openaiApi from './openai-api/index.js'
@@ -27,6 +28,8 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   convert,
   download,
   scheduler,
+  // Before the surfaces: its request counting is a hook on every route.
+  metrics,
   healthApi,
   systemApi,
   modelsApi,
