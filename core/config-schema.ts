@@ -76,6 +76,13 @@ export const ConfigSchema = Type.Object({
   vision: Type.Object({
     allow_remote_images: Type.Boolean({ default: false }),
   }, { additionalProperties: false, default: {} }),
+  metrics: Type.Object({
+    enabled: Type.Boolean({ default: true }),
+    listen: Type.Union([
+      Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$' }),
+      Type.Null(),
+    ], { default: null, description: 'null, or an address and port such as "127.0.0.1:9464" or "[::1]:9464"' }),
+  }, { additionalProperties: false, default: {} }),
   plugins: Type.Array(PluginEntry, { default: [] }),
   shutdown: Type.Object({
     drain_timeout: Type.Union([Duration], { default: '30s' }),

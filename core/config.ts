@@ -33,6 +33,8 @@ export interface Config {
   allowedHosts: string[]
   /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
   vision: { allowRemoteImages: boolean }
+  /** `listen`: where /metrics is served on its own, without a key, instead of on the main address; null: the main address. */
+  metrics: { enabled: boolean, listen: { host: string, port: number } | null }
   plugins: Array<{ path: string, options: Record<string, unknown> }>
   /** How long SIGTERM waits for answers and pulls in flight before cutting them. */
   shutdown: { drainTimeoutMs: number }
@@ -254,6 +256,12 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
     return ms ?? 0
   }
+  const listenAddress = (text: string): { host: string, port: number } => {
+    const colon = text.lastIndexOf(':')
+    const port = Number(text.slice(colon + 1))
+    if (port < 1 || port > 65535) problems.push(`metrics.listen = ${JSON.stringify(text)} is not allowed: the port must be 1-65535 (from ${sourceOf(['metrics', 'listen'], sources) ?? 'defaults'})`)
+    return { host: text.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port }
+  }
   const bodySize = parseSize(raw.limits.body_size)
   if (bodySize === null || bodySize < 1) problems.push(`limits.body_size = ${JSON.stringify(raw.limits.body_size)} is not allowed: must be a size such as 1048576 or "16MiB"`)
   const dataDir = resolvePath(raw.data_dir, base)
@@ -282,6 +290,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
     vision: { allowRemoteImages: raw.vision.allow_remote_images },
+    metrics: { enabled: raw.metrics.enabled, listen: raw.metrics.listen === null ? null : listenAddress(raw.metrics.listen) },
     // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
     plugins: raw.plugins.map((p) => ({
       path: /^(\.{1,2}\/|\/|~\/)/.test(p.path) ? resolvePath(p.path, base) : p.path,

@@ -5,6 +5,7 @@ import download from './download/index.js'
 import embeddingsApi from './embeddings-api/index.js'
 import healthApi from './health-api/index.js'
 import lifecycle from './lifecycle/index.js'
+import metrics from './metrics/index.js'
 import modelsApi from './models-api/index.js'
 import nativeApi from './native-api/index.js'
 import openaiApi from './openai-api/index.js'
@@ -29,6 +30,8 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   download,
   scheduler,
   lifecycle,
+  // Before the surfaces: its request counting is a hook on every route.
+  metrics,
   healthApi,
   systemApi,
   modelsApi,

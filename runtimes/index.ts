@@ -2,5 +2,5 @@ export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type
 export { RuntimeLauncher, type LaunchOptions } from './launcher.js'
 export { RuntimeRegistry, builtRuntimesDir, choose, type RuntimesDescription } from './registry.js'
 export { inspectBuild } from './inspect-build.js'
-export { RuntimeEndpoint, runtimeSampling, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'
+export { RuntimeEndpoint, answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type AnswerUsage, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'
 export type { Backend, Device, RuntimeBuild } from './types.js'

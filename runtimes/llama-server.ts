@@ -194,6 +194,9 @@ export class LlamaServer {
     if (o.reranking) args.push('--reranking')
     if (o.batchSize !== undefined) args.push('--batch-size', String(o.batchSize), '--ubatch-size', String(o.batchSize))
     if (o.projectorPath) args.push('--mmproj', o.projectorPath)
+    // Its Prometheus statistics (GET /metrics), which the gateway's /metrics re-exposes per model. Not looked up
+    // in --help like the flags below: every llama-server that has --jinja has had --metrics longer.
+    args.push('--metrics')
     if (f.jinja) args.push('--jinja')
     if (f.noWebui) args.push('--no-webui')
     // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.

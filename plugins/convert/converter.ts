@@ -3,11 +3,13 @@ import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import { BadRequestError, ConversionError } from '../../core/errors.js'
+import { EventHub } from '../../core/event-hub.js'
 import type { Logger } from '../../core/logger.js'
 import { CONVERTER_DTYPES, QUANTIZE_DTYPES } from '../../core/options-schema.js'
 import { isAlive } from '../../core/process-alive.js'
 import { sha256File } from '../storage/file-hash.js'
 import { checkCheckpoint } from './checkpoint-check.js'
+import type { ConverterEvents } from './converter-events.js'
 import { APT_COMMAND, checkPython, pythonCandidates, SHIM_RUNNER, type ConverterReadiness } from './python-env.js'
 import { runTool, type ToolRun } from './run-tool.js'
 import { SharedRuns } from './shared-runs.js'
@@ -60,8 +62,12 @@ export class Converter {
   private readonly runs = new SharedRuns<MadeVariant, ConvertProgress>()
   private ready: { at: number, value: ConverterReadiness } | null = null
   private closed = false
+  /** Conversions made and failed, for observers (metrics). */
+  readonly events: EventHub<ConverterEvents>
 
-  constructor (private readonly options: ConverterOptions) {}
+  constructor (private readonly options: ConverterOptions) {
+    this.events = new EventHub((err) => options.log?.warn({ err }, 'a converter observer failed'))
+  }
 
   /** The llama.cpp tree to run the converter from, or null when there is none. */
   sourceTree (): string | null {
@@ -133,10 +139,12 @@ export class Converter {
         ? await this.convertHf(modelDir, dtype, target, req)
         : await this.quantize(modelDir, dtype, target, req)
       this.options.log?.info({ modelDir, dtype, size: made.size, ms: Date.now() - started }, 'conversion finished')
+      this.events.emit('converted', dtype, (Date.now() - started) / 1000)
       return made
     } catch (err) {
       // The whole tail goes to the log; the client gets the one line that says why.
       this.options.log?.warn({ modelDir, dtype, ms: Date.now() - started, err: (err as Error).message, tail: (err as ConversionError).toolTail }, 'conversion failed')
+      if (req.signal?.aborted !== true) this.events.emit('failed', dtype, err)
       throw err
     }
   }

@@ -26,6 +26,10 @@ export interface DownloadFileOptions {
   dir: string
   signal?: AbortSignal
   onProgress: (progress: FileProgress) => void
+  /** Called with the size of each piece of the file received from the hub. */
+  onBytes?: (count: number) => void
+  /** Called before each wait for another try (a dropped connection, a stall). */
+  onRetry?: (reason: string) => void
 }
 
 async function hashExisting (path: string, bytes: number, hash: ParallelHash, blob: Hash | null): Promise<void> {
@@ -119,6 +123,7 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
             stallTimer.refresh()
             blob?.update(chunk)
             offset += chunk.length
+            opts.onBytes?.(chunk.length)
             unsynced += chunk.length
             if (unsynced >= SYNC_EVERY) syncBehind()
             // Held back while the file or the hash is behind; both catch up before more is read.
@@ -148,6 +153,7 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
       if (stall.signal.aborted && attempt >= MAX_ATTEMPTS) throw new GatewayError(504, `the download of ${file.path} stalled (${(stall.signal.reason as Error).message}); pull again to resume`, { code: 'stalled' })
       if (err instanceof GatewayError || attempt >= MAX_ATTEMPTS) throw err
       if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new GatewayError(507, `the disk is full while writing ${file.path}: free some space and pull again (the partial download is kept)`, { code: 'disk_full' })
+      opts.onRetry?.(`${file.path}: ${(err as Error).message}`)
       await wait(retryDelayMs(attempt), signal)
     }
   }

@@ -19,6 +19,8 @@ export interface HubClientOptions {
   token: string | null
   /** @default globalThis.fetch */
   fetch?: typeof fetch
+  /** Called before each wait for another try (a 408, 429 or 5xx, an unreachable hub). @default none */
+  onRetry?: (reason: string) => void
 }
 
 /**
@@ -99,12 +101,14 @@ export class HubClient {
         }
       } catch (err) {
         if (signal?.aborted || attempt >= MAX_ATTEMPTS) throw err
+        this.options.onRetry?.((err as Error).message)
         await wait(retryDelayMs(attempt), signal)
         continue
       }
       if (answer!.status >= 200 && answer!.status < 300) return answer!
       if (isRetryableStatus(answer!.status) && attempt < MAX_ATTEMPTS) {
         discard(answer!.body)
+        this.options.onRetry?.(`${path}: the hub answered ${answer!.status}`)
         await wait(retryDelayMs(attempt, answer!.headers), signal)
         continue
       }
@@ -130,12 +134,14 @@ export class HubClient {
         } catch (err) {
           if (signal?.aborted) throw err
           if (attempt >= MAX_ATTEMPTS) throw new HubError(502, `cannot reach the hub at ${this.endpoint}: ${(err as Error).message}`)
+          this.options.onRetry?.((err as Error).message)
           await wait(retryDelayMs(attempt), signal)
           continue
         }
         if (response.ok) return response
         if (isRetryableStatus(response.status) && attempt < MAX_ATTEMPTS) {
           await response.body?.cancel()
+          this.options.onRetry?.(`the hub answered ${response.status}`)
           await wait(retryDelayMs(attempt, response.headers), signal)
           continue
         }

@@ -12,14 +12,16 @@ declare module 'fastify' {
 }
 
 export default fp(async (app) => {
-  const hub = new HubClient({ endpoint: app.config.hub.endpoint, token: app.config.hub.token })
+  // The hub client's retries (API calls, file requests) are the pulls' own: told to the pulls' observers.
+  const hub = new HubClient({ endpoint: app.config.hub.endpoint, token: app.config.hub.token, onRetry: (reason) => puller.events.emit('retry', reason) })
   app.decorate('hub', hub)
   // A SafeTensors model is converted at the end of its pull, to the default dtype (or the pull's own).
-  app.decorate('puller', new PullService({
+  const puller = new PullService({
     store: app.store,
     client: hub,
     convert: (name, dtype, emit, signal) => app.ensureVariant(name, dtype ?? app.config.defaultOptions.dtype ?? 'f16', {
       signal, onProgress: (p) => emit({ status: p.status, ...(p.total !== undefined ? { total: p.total, completed: p.completed } : {}) }),
     }),
-  }))
+  })
+  app.decorate('puller', puller)
 }, { name: 'download', dependencies: ['storage', 'convert'] })

@@ -1,12 +1,14 @@
 import { statfs, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ClientGoneError, ConflictError, GatewayError } from '../../core/errors.js'
+import { EventHub } from '../../core/event-hub.js'
 import { parseModelName } from '../../core/model-name.js'
 import { formatBytes } from '../../core/units.js'
 import type { ModelStore } from '../storage/model-store.js'
 import { downloadFile, type FileProgress } from './download-file.js'
 import { planFiles } from './file-plan.js'
 import type { HubClient } from './hub-client.js'
+import type { PullEvents } from './pull-events.js'
 
 /** One event of a pull stream (rest-interface §2.6, contract: Pull). */
 export interface PullEvent { status: string, digest?: string, total?: number, completed?: number }
@@ -41,6 +43,8 @@ class PullJob {
  */
 export class PullService {
   private readonly jobs = new Map<string, PullJob>()
+  /** Bytes received, retries and failed pulls, for observers (metrics); the hub client's retries are told here too. */
+  readonly events = new EventHub<PullEvents>()
 
   constructor (private readonly deps: {
     store: ModelStore
@@ -65,7 +69,10 @@ export class PullService {
       job = new PullJob()
       this.jobs.set(key, job)
       const started = job
-      job.done = this.run(started, id, tag, dtype).finally(() => this.jobs.delete(key))
+      job.done = this.run(started, id, tag, dtype).catch((err: unknown) => {
+        if (!started.controller.signal.aborted) this.events.emit('failed', err)
+        throw err
+      }).finally(() => this.jobs.delete(key))
     }
     job.listeners.add(listener)
     const leave = (): void => {
@@ -121,7 +128,11 @@ export class PullService {
           lastCompleted = p.completed
           job.emit({ status, digest: file.path, total: p.total, completed: p.completed })
         }
-        await downloadFile({ client, repo: id, commit, file, dir: writer.dir, signal, onProgress })
+        await downloadFile({
+          client, repo: id, commit, file, dir: writer.dir, signal, onProgress,
+          onBytes: (count) => this.events.emit('bytes', count),
+          onRetry: (reason) => this.events.emit('retry', reason),
+        })
       }
       await writer.commit({
         name: id,

@@ -47,7 +47,9 @@ export async function embedInputs (lease: Lease, inputs: EmbedInput[], settings:
   }, lease.signal)
   const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
   checkFinite(vectors, lease.model.name)
-  return { vectors, promptTokens: answer.usage?.prompt_tokens ?? tokens.reduce((sum, ids) => sum + ids.length, 0) }
+  const promptTokens = answer.usage?.prompt_tokens ?? tokens.reduce((sum, ids) => sum + ids.length, 0)
+  lease.countTokens(promptTokens, 0)
+  return { vectors, promptTokens }
 }
 
 async function tokenize (lease: Lease, content: string): Promise<number[]> {

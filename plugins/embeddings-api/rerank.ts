@@ -18,6 +18,7 @@ const rerank: FastifyPluginAsyncTypebox = async (app) => {
           query: body.query, documents, top_n: body.top_n ?? documents.length,
         }, lease.signal)
         const tokens = answer.usage?.prompt_tokens ?? 0
+        lease.countTokens(tokens, 0)
         return {
           object: 'list',
           model: lease.model.name,

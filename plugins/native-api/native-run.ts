@@ -8,7 +8,7 @@ import { normalizeRequestOptions, unknownOptionKeys } from '../../core/request-o
 import { runtimeSampling } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from '../scheduler/run-leased.js'
-import { doneReason, ollamaStats, type RuntimeTimings } from './stats.js'
+import { doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
@@ -74,12 +74,13 @@ async function wholeAnswer (lease: Lease, run: NativeRun, startedNs: bigint): Pr
   if (fragment.error) throw runtimeFailure(fragment.error)
   const calls: ToolCall[] = []
   collectToolCalls(calls, fragment.toolCalls)
+  const stats = countedStats(lease, startedNs, fragment.timings)
   const text = run.kind === 'chat'
     ? { message: { role: 'assistant', content: fragment.text, ...(fragment.thinking ? { thinking: fragment.thinking } : {}), ...(calls.length > 0 ? { tool_calls: ollamaToolCalls(calls) } : {}) } }
     : { response: fragment.text, ...(fragment.thinking ? { thinking: fragment.thinking } : {}) }
   return {
     model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
-    done_reason: doneReason(fragment.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, fragment.timings),
+    done_reason: doneReason(fragment.finishReason), ...stats,
   }
 }
 
@@ -93,6 +94,8 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
   for await (const event of events) {
     const fragment = fragmentOf(run.endpoint, event)
     if (fragment.error) throw runtimeFailure(fragment.error)
+    // llama-server's first event carries the first token.
+    lease.firstToken()
     collectToolCalls(calls, fragment.toolCalls)
     if (fragment.thinking !== undefined) {
       // Ollama's shape: reasoning in its own field, beside an empty answer fragment.
@@ -120,10 +123,17 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
     : { response: '' }
   stream.send({
     model: lease.model.name, created_at: new Date().toISOString(), ...tail, done: true,
-    done_reason: doneReason(last.finishReason), ...ollamaStats(startedNs, lease.loadDurationMs, last.timings),
+    done_reason: doneReason(last.finishReason), ...countedStats(lease, startedNs, last.timings),
   })
   stream.end()
   return undefined
+}
+
+/** Ollama's statistics of a finished answer, its token counts also told to the lease. */
+function countedStats (lease: Lease, startedNs: bigint, timings: RuntimeTimings | undefined): OllamaStats {
+  const stats = ollamaStats(startedNs, lease.loadDurationMs, timings)
+  lease.countTokens(stats.prompt_eval_count, stats.eval_count)
+  return stats
 }
 
 function runtimeFailure (error: unknown): RuntimeError {

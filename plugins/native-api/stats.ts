@@ -1,3 +1,13 @@
+/** Ollama's statistics of a finished answer: durations in nanoseconds. */
+export interface OllamaStats {
+  total_duration: number
+  load_duration: number
+  prompt_eval_count: number
+  prompt_eval_duration: number
+  eval_count: number
+  eval_duration: number
+}
+
 /** What llama-server reports about a finished generation (`timings` of its last event). */
 export interface RuntimeTimings { prompt_n?: number, prompt_ms?: number, predicted_n?: number, predicted_ms?: number, cache_n?: number }
 
@@ -7,7 +17,7 @@ const MS = 1_000_000
  * Ollama's statistics for the final event (contract: Streams), in nanoseconds. `prompt_eval_count` counts
  * cached prompt tokens too, as Ollama's does.
  */
-export function ollamaStats (startedNs: bigint, loadDurationMs: number, timings: RuntimeTimings | undefined): Record<string, number> {
+export function ollamaStats (startedNs: bigint, loadDurationMs: number, timings: RuntimeTimings | undefined): OllamaStats {
   return {
     total_duration: Number(process.hrtime.bigint() - startedNs),
     load_duration: Math.round(loadDurationMs * MS),

@@ -3,8 +3,8 @@ import { clientGone } from '../../core/client-gone.js'
 import { EventStream } from '../../core/event-stream.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import { parseModelName } from '../../core/model-name.js'
-import { runtimeSampling } from '../../runtimes/index.js'
-import type { LeaseSource } from '../scheduler/lease.js'
+import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
+import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from '../scheduler/run-leased.js'
 
 const EVENT_END = Buffer.from('\n\n')
@@ -39,22 +39,26 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
   if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
-  const progress = { tailBytes: route.streamEnd?.length ?? 2, tail: Buffer.alloc(0) }
+  // The tail holds the last event, where llama-server says how many tokens the answer took.
+  const progress: RelayProgress = { tailBytes: USAGE_TAIL_BYTES, tail: Buffer.alloc(0) }
   const answer = await runLeased(leases, {
     model: body.model,
     request: { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) },
     stream,
     work: async (lease) => {
+      progress.firstData = lease.firstToken
       const runtimeBody = { ...fields, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
       if (stream === null) {
         const text = await lease.endpoint.post(route.path, runtimeBody, lease.signal)
+        countTokens(lease, text)
         reply.type('application/json; charset=utf-8')
         return text
       }
       // The runtime's bytes go to the client as they come (runtimes/endpoint/stream-relay.ts); only the end is
       // looked at, to tell a finished stream from one the runtime cut.
       await lease.endpoint.relay(route.path, JSON.stringify(runtimeBody), stream, progress, lease.signal)
-      if (route.streamEnd !== null && !progress.tail.equals(route.streamEnd)) throw new Error('the runtime ended the stream early')
+      if (route.streamEnd !== null && !progress.tail.subarray(-route.streamEnd.length).equals(route.streamEnd)) throw new Error('the runtime ended the stream early')
+      countTokens(lease, progress.tail.toString('utf8'))
       stream.end()
       return undefined
     },
@@ -66,4 +70,9 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     },
   })
   return answer ?? reply
+}
+
+function countTokens (lease: Lease, answerEnd: string): void {
+  const usage = answerUsage(answerEnd)
+  if (usage !== null) lease.countTokens(usage.prompt ?? 0, usage.generated ?? 0)
 }

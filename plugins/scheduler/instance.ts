@@ -19,6 +19,8 @@ export class Instance {
   /** Requests holding a slot. */
   active = 0
   readonly waiters: Waiter[] = []
+  /** Requests waiting for this instance to finish loading (they queue for a slot once it has). */
+  awaitingLoad = 0
   /** Set when a request needs other load-time options: no new requests; unloads once idle. */
   draining = false
   lastUsed = Date.now()

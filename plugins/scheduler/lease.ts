@@ -23,6 +23,10 @@ export interface Lease {
   readonly endpoint: RuntimeEndpoint
   /** Gives the slot back; idempotent. */
   release(): void
+  /** Says the first token went to the client (the time to first token); later calls do nothing. */
+  firstToken(): void
+  /** Says how many tokens the runtime read and generated for this request. */
+  countTokens(prompt: number, generated: number): void
 }
 
 export interface AcquireRequest {

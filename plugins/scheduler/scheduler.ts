@@ -3,14 +3,17 @@ import { isAbsolute } from 'node:path'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
 import { mapModelFiles } from '../../runtimes/extra-args.js'
 import { formatBytes } from '../../core/units.js'
+import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { Instance } from './instance.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+import type { SchedulerEvents } from './scheduler-events.js'
 
 
 // Start failures delay the next start of the same model with the same load options: 1 s, 2 s, 4 s ... up to a
@@ -33,6 +36,8 @@ export class Scheduler implements LeaseSource {
   private roomWaiters: Array<() => void> = []
   private closing = false
   private draining = false
+  /** Loads, failures, evictions, crashes and each request's first token and token counts, for observers (metrics). */
+  readonly events: EventHub<SchedulerEvents>
 
   constructor (private readonly deps: {
     store: SchedulerStore
@@ -40,12 +45,14 @@ export class Scheduler implements LeaseSource {
     settings: SchedulerSettings
     ensureVariant?: EnsureVariant
     log: Pick<Logger, 'info' | 'warn' | 'error'>
-  }) {}
+  }) {
+    this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
+  }
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     if (this.draining) throw new GatewayError(503, 'the server is shutting down and takes no new work', { code: 'draining', headers: { 'Retry-After': '5' } })
-    const started = Date.now()
+    const started = performance.now()
     const { store, settings } = this.deps
     const model = store.get(name)
     const purpose = request.purpose ?? 'generate'
@@ -57,7 +64,13 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.findInstance(model, resolved, purpose) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
-      await instance.loaded
+      // Waiting for a load is waiting in line too, as far as anyone counting the queue is concerned.
+      instance.awaitingLoad++
+      try {
+        await instance.loaded
+      } finally {
+        instance.awaitingLoad--
+      }
       const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
       if (!granted) {
         // The instance went away while we waited. After a crash the next request starts a fresh one; after a
@@ -69,7 +82,7 @@ export class Scheduler implements LeaseSource {
       instance.clearTimer()
       instance.expiresAt = null
       if (request.keepAliveMs !== undefined) instance.keepAliveMs = request.keepAliveMs
-      return this.lease(instance, resolved, Date.now() - started, request.signal)
+      return this.lease(instance, resolved, started, request.signal)
     }
   }
 
@@ -125,6 +138,27 @@ export class Scheduler implements LeaseSource {
       activeRequests: i.active,
       queuedRequests: i.waiters.length,
     }))
+  }
+
+  /**
+   * Requests in flight (holding a slot) and queued (waiting for a slot, a load or room to load), by model, over
+   * every instance, those still waiting for room included: what a load balancer reads as each model's load.
+   */
+  requestCounts (): Map<string, { inFlight: number, queued: number }> {
+    const counts = new Map<string, { inFlight: number, queued: number }>()
+    for (const i of this.instances) {
+      const count = counts.get(i.model.name) ?? { inFlight: 0, queued: 0 }
+      count.inFlight += i.active
+      count.queued += i.waiters.length + i.awaitingLoad
+      counts.set(i.model.name, count)
+    }
+    return counts
+  }
+
+  /** The runtimes of the loaded instances, to ask for their own statistics (metrics, slots). */
+  loadedRuntimes (): Array<{ model: string, purpose: Purpose, endpoint: RuntimeEndpoint }> {
+    return this.instances.filter((i) => i.state === 'loaded' && i.process !== null)
+      .map((i) => ({ model: i.model.name, purpose: i.purpose, endpoint: i.process!.endpoint }))
   }
 
   /** The instances themselves: for tests that look inside (what a request leaves on an instance's signal). */
@@ -185,17 +219,22 @@ export class Scheduler implements LeaseSource {
     })
     instance.process = process
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
+    const spawned = performance.now()
     try {
       await process.start()
     } catch (err) {
       // A start cut short by a stop is not the model's failure: no backoff for it.
-      if ((err as { code?: string }).code !== 'runtime_stopped') this.recordFailure(failureKey, err)
+      if ((err as { code?: string }).code !== 'runtime_stopped') {
+        this.recordFailure(failureKey, err)
+        this.events.emit('loadFailed', model.name, purpose, err)
+      }
       throw err
     }
     if (instance.state === 'unloading') return // stopped while it loaded
     this.failures.delete(failureKey)
     instance.state = 'loaded'
     instance.loadedAt = Date.now()
+    this.events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000)
     // Only now do the model's instances with other options finish what they have and go: a load that fails
     // (one client's impossible options) leaves everyone else's instance serving.
     for (const old of this.instances) {
@@ -281,6 +320,7 @@ export class Scheduler implements LeaseSource {
       const victim = others.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
       if (victim) {
         log.info({ model: victim.model.name, for: instance.model.name }, 'unloading the least recently used idle model to make room')
+        this.events.emit('evicted', victim.model.name, instance.model.name)
         await this.unload(victim, new UnavailableError('evicted'))
         continue
       }
@@ -309,8 +349,11 @@ export class Scheduler implements LeaseSource {
     return instance.enqueue(signal)
   }
 
-  private lease (instance: Instance, resolved: ResolvedOptions, loadDurationMs: number, clientSignal?: AbortSignal): Lease {
+  /** `started`: when the request asked for a slot (performance.now()). */
+  private lease (instance: Instance, resolved: ResolvedOptions, started: number, clientSignal?: AbortSignal): Lease {
     let released = false
+    let firstTokenSeen = false
+    const name = instance.model.name
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.controller.signal, clientSignal])
@@ -318,7 +361,7 @@ export class Scheduler implements LeaseSource {
       model: instance.model,
       endpoint: instance.process!.endpoint,
       signal: linked?.signal ?? instance.controller.signal,
-      loadDurationMs,
+      loadDurationMs: performance.now() - started,
       contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
       release: () => {
@@ -327,6 +370,12 @@ export class Scheduler implements LeaseSource {
         linked?.unlink()
         this.release(instance)
       },
+      firstToken: () => {
+        if (firstTokenSeen) return
+        firstTokenSeen = true
+        this.events.emit('firstToken', name, (performance.now() - started) / 1000)
+      },
+      countTokens: (prompt, generated) => { this.events.emit('tokens', name, prompt, generated) },
     }
   }
 
@@ -369,6 +418,7 @@ export class Scheduler implements LeaseSource {
     const last = logTail.filter((l) => l.trim() !== '').slice(-3).join(' | ')
     const error = new RuntimeError(`the runtime of model "${instance.model.name}" ${how}${last ? `: ${last}` : ''}`, logTail, 'runtime_died')
     this.deps.log.error({ model: instance.model.name, code, signal, logTail: logTail.slice(-10) }, 'runtime died')
+    this.events.emit('crashed', instance.model.name)
     instance.state = 'unloading'
     instance.clearTimer()
     instance.controller.abort(error)

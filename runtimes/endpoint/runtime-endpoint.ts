@@ -66,6 +66,27 @@ export class RuntimeEndpoint {
     return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
   }
 
+  /**
+   * The runtime's own statistics in Prometheus' text format (`GET /metrics`; llama-server serves it when started
+   * with `--metrics`). @throws when it does not answer 200 before `signal` aborts
+   */
+  async metricsText (signal: AbortSignal): Promise<string> {
+    return this.get('/metrics', signal)
+  }
+
+  /** How full its context is: the tokens held by slots processing a request, and all the slots' context, from `GET /slots`. */
+  async contextUse (signal: AbortSignal): Promise<{ busyTokens: number, totalTokens: number }> {
+    const slots = JSON.parse(await this.get('/slots', signal)) as Array<{ n_ctx?: number, is_processing?: boolean, n_prompt_tokens?: number }>
+    let busyTokens = 0
+    let totalTokens = 0
+    for (const slot of slots) {
+      totalTokens += slot.n_ctx ?? 0
+      // n_prompt_tokens: what the slot's cache holds, the prompt and what was generated after it.
+      if (slot.is_processing) busyTokens += slot.n_prompt_tokens ?? 0
+    }
+    return { busyTokens, totalTokens }
+  }
+
   /** Closes the pooled connections, if any were made; a request asked for later gets the pool's "destroyed" error. */
   async close (): Promise<void> {
     this.closed = true
@@ -89,6 +110,22 @@ export class RuntimeEndpoint {
         })
         if (response.statusCode >= 400) throw runtimeErrorFrom(response.statusCode, await readText(response.body).catch(() => ''))
         return response.body
+      } catch (err) {
+        if (signal.aborted) throw signal.reason
+        if (attempt === 1 && isStaleConnection(err)) continue
+        throw err
+      }
+    }
+  }
+
+  /** A GET's whole answer, retried once on a fresh connection like a POST (see `request`). */
+  private async get (path: string, signal: AbortSignal): Promise<string> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const response = await this.pool.request({ method: 'GET', path, signal })
+        const text = await readText(response.body)
+        if (response.statusCode !== 200) throw runtimeErrorFrom(response.statusCode, text)
+        return text
       } catch (err) {
         if (signal.aborted) throw signal.reason
         if (attempt === 1 && isStaleConnection(err)) continue

@@ -45,6 +45,8 @@ export interface RelayProgress {
   readonly tailBytes: number
   /** The last bytes of the body forwarded so far, kept up to date also when the relay fails: how did it end? */
   tail: Buffer
+  /** Called once, as the first bytes of the body go to the client: llama-server sends them with the first token. */
+  firstData?: () => void
 }
 
 /**
@@ -102,6 +104,7 @@ export function relayStream ({ name, address, path, payload, sink: stream, progr
     let errorStatus = 0
     let errorBody: Buffer[] = []
     let client: Socket | null = null
+    let sentData = false
 
     const backOff = (drained: Promise<void>): void => {
       upstream.pause()
@@ -111,6 +114,10 @@ export function relayStream ({ name, address, path, payload, sink: stream, progr
     // HTTP/1.0 client) the data is unframed first.
     const forward = (bytes: Buffer, framed: boolean): void => {
       if (bytes.length === 0) return
+      if (!sentData) {
+        sentData = true
+        progress.firstData?.()
+      }
       if (client !== null) {
         if (!client.write(bytes)) backOff(whenDrained(client))
       } else if (!stream.writeRaw(framed ? ChunkFraming.payload(bytes) : bytes)) {

@@ -90,7 +90,15 @@ const BAD_VALUES: Array<[string, Record<string, unknown>, RegExp[]]> = [
   ['hub endpoint not a URL', { hub: { endpoint: 'ftp://x' } }, [/hub\.endpoint = "ftp:\/\/x"/, /pattern/]],
   ['api keys not a list', { auth: { api_keys: 'secret' } }, [/auth\.api_keys = "secret"/, /array/]],
   ['plugin without path', { plugins: [{ options: {} }] }, [/plugins\.0/, /path/]],
+  ['metrics.listen without a port', { metrics: { listen: '127.0.0.1' } }, [/metrics\.listen = "127\.0\.0\.1"/, /address and port such as/]],
+  ['metrics.listen port 0', { metrics: { listen: '127.0.0.1:0' } }, [/metrics\.listen = "127\.0\.0\.1:0"/, /port must be 1-65535 \(from \/etc\/llamagate\.yaml\)/]],
 ]
+
+t.test('metrics.listen: an address and port, IPv6 in brackets', async (t) => {
+  t.same(resolveConfig([]).metrics, { enabled: true, listen: null })
+  t.same(resolveConfig([{ source: 'test', values: { metrics: { listen: '[::1]:9464' } } }]).metrics.listen, { host: '::1', port: 9464 })
+  t.same(resolveConfig([{ source: 'test', values: { metrics: { listen: 'localhost:9464' } } }]).metrics.listen, { host: 'localhost', port: 9464 })
+})
 
 for (const [what, values, patterns] of BAD_VALUES) {
   t.test(`a bad config is refused with a clear message: ${what}`, async (t) => {

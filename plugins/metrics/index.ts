@@ -1,0 +1,68 @@
+import Fastify, { type FastifyRequest } from 'fastify'
+import fp from 'fastify-plugin'
+import { GatewayMetrics } from './gateway-metrics.js'
+import metricsRoute from './metrics-route.js'
+import { metricsText } from './metrics-text.js'
+import { observeServices } from './observe.js'
+import { surfaceOf } from './surface.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The gateway's Prometheus metrics (absent when metrics.enabled is false). */
+    metrics?: GatewayMetrics
+  }
+}
+
+/**
+ * Prometheus metrics (docs/operations.md): counts every answered request, observes the scheduler, the pulls and the
+ * converter, and serves GET /metrics with each loaded runtime's own series added. On the main address the security
+ * plugin's key check covers it like any other route; with `metrics.listen` it is served on a listener of its own,
+ * without a key, and not on the main address.
+ */
+export default fp(async (app) => {
+  const { enabled, listen } = app.config.metrics
+  if (!enabled) return
+  const { scheduler, store } = app
+  const modelNames = (): string[] => store.list().map((r) => r.name)
+  const metrics = new GatewayMetrics({
+    modelNames,
+    requestCounts: () => scheduler.requestCounts(),
+    loadedCounts: () => {
+      const counts = new Map<string, number>()
+      for (const { model } of scheduler.loadedRuntimes()) counts.set(model, (counts.get(model) ?? 0) + 1)
+      return counts
+    },
+  })
+  app.decorate('metrics', metrics)
+  observeServices(metrics, { scheduler, puller: app.puller, converter: app.converter })
+
+  // The model label is the stored model's name, or empty: a name nobody stored (a 404) must not make a series of
+  // its own, or any client could grow the metrics without bound.
+  const modelOf = (request: FastifyRequest): string => {
+    const body = request.body as { model?: unknown, name?: unknown } | null | undefined
+    const name = typeof body === 'object' && body !== null ? body.model ?? body.name : undefined
+    if (typeof name !== 'string') return ''
+    try {
+      return store.find(name)?.name ?? ''
+    } catch {
+      return '' // not a model name at all
+    }
+  }
+  app.addHook('onResponse', (request, reply, done) => {
+    const route = request.routeOptions.url
+    // A scrape counting itself would only measure the scraper.
+    if (route !== '/metrics') metrics.request(surfaceOf(route ?? request.url.split('?')[0]!), modelOf(request), reply.statusCode, reply.elapsedTime / 1000)
+    done()
+  })
+
+  const route = { text: () => metricsText(metrics, scheduler.loadedRuntimes(), modelNames()), contentType: metrics.contentType }
+  if (listen === null) {
+    await app.register(metricsRoute, route)
+    return
+  }
+  const admin = Fastify({ logger: false })
+  await admin.register(metricsRoute, route)
+  await admin.listen({ host: listen.host, port: listen.port })
+  app.addHook('onClose', () => admin.close())
+  app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
+}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert'] })

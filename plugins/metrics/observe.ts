@@ -1,0 +1,20 @@
+import type { Converter } from '../convert/converter.js'
+import type { PullService } from '../download/pull-service.js'
+import type { Scheduler } from '../scheduler/scheduler.js'
+import type { GatewayMetrics } from './gateway-metrics.js'
+
+/** Subscribes the metrics to what the services tell their observers. */
+export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, puller: PullService, converter: Converter }): void {
+  const { scheduler, puller, converter } = services
+  scheduler.events.on('loaded', (model, _purpose, seconds) => metrics.loaded(model, seconds))
+  scheduler.events.on('loadFailed', (model) => metrics.loadFailed(model))
+  scheduler.events.on('evicted', (model) => metrics.evicted(model))
+  scheduler.events.on('crashed', (model) => metrics.crashed(model))
+  scheduler.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
+  scheduler.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
+  puller.events.on('bytes', (count) => metrics.pulled(count))
+  puller.events.on('retry', () => metrics.pullRetried())
+  puller.events.on('failed', () => metrics.pullFailed())
+  converter.events.on('converted', (dtype, seconds) => metrics.converted(dtype, seconds))
+  converter.events.on('failed', (dtype) => metrics.conversionFailed(dtype))
+}

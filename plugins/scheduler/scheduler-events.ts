@@ -1,0 +1,17 @@
+import type { Purpose } from './lease.js'
+
+/** What the scheduler tells its observers (`scheduler.events`), by event name; models by their stored name. */
+export interface SchedulerEvents {
+  /** A model's runtime serves: `seconds` from its spawn to ready (not the wait for room or a conversion). */
+  loaded: [model: string, purpose: Purpose, seconds: number]
+  /** A model's runtime failed to start (a start cut short by a stop is not a failure). */
+  loadFailed: [model: string, purpose: Purpose, error: unknown]
+  /** An idle model was unloaded to make room for `forModel`. */
+  evicted: [model: string, forModel: string]
+  /** A loaded model's runtime exited without being asked to. */
+  crashed: [model: string]
+  /** A request's first token went to its client, `seconds` after the request asked for a slot (load and queue included). */
+  firstToken: [model: string, seconds: number]
+  /** Tokens one request had read (its prompt, cached ones included) and generated, as the runtime reported them. */
+  tokens: [model: string, prompt: number, generated: number]
+}

@@ -1,0 +1,51 @@
+/** Tokens one answer read (its whole prompt, cached tokens included) and generated; null where it did not say. */
+export interface AnswerUsage { prompt: number | null, generated: number | null }
+
+/** How many of the last bytes of a streamed answer to keep for `answerUsage`: its last event, with room to spare. */
+export const USAGE_TAIL_BYTES = 2048
+
+/**
+ * The token counts at the end of one of llama-server's answers in a client's own shape, whole or the last bytes of a
+ * stream, read without parsing the rest (relayed streams are never parsed). llama-server ends them with `timings`
+ * (chat and text completions, whole or streamed, and streamed Responses) or else `usage` (whole Responses and
+ * Anthropic Messages; a streamed Messages answer says only its output tokens at the end). A key in generated text
+ * is JSON-escaped inside a string, so the last `"timings":{` unescaped is llama-server's own. Null when neither is there.
+ */
+export function answerUsage (text: string): AnswerUsage | null {
+  const timings = lastObject(text, '"timings":')
+  if (timings !== null) {
+    const prompt = count(timings.prompt_n)
+    return { prompt: prompt === null ? null : prompt + (count(timings.cache_n) ?? 0), generated: count(timings.predicted_n) }
+  }
+  const usage = lastObject(text, '"usage":')
+  if (usage === null) return null
+  // OpenAI's prompt_tokens and Responses' input_tokens count cached tokens; Anthropic's input_tokens does not.
+  const input = count(usage.prompt_tokens) ?? count(usage.input_tokens)
+  const cached = count(usage.prompt_tokens) === null ? count(usage.cache_read_input_tokens) ?? 0 : 0
+  return { prompt: input === null ? null : input + cached, generated: count(usage.completion_tokens) ?? count(usage.output_tokens) }
+}
+
+function lastObject (text: string, key: string): Record<string, unknown> | null {
+  const at = text.lastIndexOf(key)
+  if (at === -1) return null
+  const start = at + key.length
+  if (text[start] !== '{') return null
+  // The objects read here hold numbers and small objects of numbers: the first brace that closes the one opened is its end.
+  let depth = 0
+  for (let i = start; i < text.length; i++) {
+    const c = text[i]
+    if (c === '{') depth++
+    else if (c === '}' && --depth === 0) {
+      try {
+        return JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>
+      } catch {
+        return null
+      }
+    }
+  }
+  return null
+}
+
+function count (value: unknown): number | null {
+  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null
+}
