@@ -1,4 +1,5 @@
 import type { FastifyPluginAsync } from 'fastify'
+import accessLog from './access-log/index.js'
 import anthropicApi from './anthropic-api/index.js'
 import convert from './convert/index.js'
 import download from './download/index.js'
@@ -24,6 +25,7 @@ import webUi from './web-ui/index.js'
  */
 export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   security,
+  accessLog,
   storage,
   runtimes,
   convert,

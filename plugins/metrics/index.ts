@@ -4,7 +4,7 @@ import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
 import { observeServices } from './observe.js'
-import { surfaceOf } from './surface.js'
+import { surfaceOf } from '../../core/surface.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { Type } from 'typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { linkedSignal } from '../../core/linked-signal.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
 
@@ -20,17 +21,26 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
     const model = requestedModel(request.body)
     parseModelName(model)
     if (request.body.stream === false) {
-      await app.puller.pull(model, () => {}, AbortSignal.any([clientGone(reply), app.lifecycle.cutSignal]), request.body.options?.dtype)
+      const signal = linkedSignal([clientGone(reply), app.lifecycle.cutSignal])
+      try {
+        await app.puller.pull(model, () => {}, signal.signal, request.body.options?.dtype)
+      } finally {
+        signal.unlink()
+      }
       return { status: 'success' }
     }
     const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
     stream.open()
+    // A shutdown's drain lets a pull finish; one that gives up waiting cuts it (what is downloaded is kept). Linked
+    // by hand, not AbortSignal.any: the cut signal lives as long as the server (core/linked-signal.ts).
+    const signal = linkedSignal([stream.signal, app.lifecycle.cutSignal])
     try {
-      // A shutdown's drain lets a pull finish; one that gives up waiting cuts it (what is downloaded is kept).
-      await app.puller.pull(model, (event) => { stream.send(event) }, AbortSignal.any([stream.signal, app.lifecycle.cutSignal]), request.body.options?.dtype)
+      await app.puller.pull(model, (event) => { stream.send(event) }, signal.signal, request.body.options?.dtype)
       stream.end()
     } catch (err) {
       stream.fail(err)
+    } finally {
+      signal.unlink()
     }
     return reply
   })

@@ -5,6 +5,7 @@ import { mapModelFiles } from '../../runtimes/extra-args.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
+import { currentUsage } from '../../core/request-usage.js'
 import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
@@ -354,6 +355,9 @@ export class Scheduler implements LeaseSource {
     let released = false
     let firstTokenSeen = false
     const name = instance.model.name
+    // The request's own record (its access log line), when a request asked: acquire runs in its context.
+    const usage = currentUsage()
+    if (usage) usage.model = name
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.controller.signal, clientSignal])
@@ -373,9 +377,14 @@ export class Scheduler implements LeaseSource {
       firstToken: () => {
         if (firstTokenSeen) return
         firstTokenSeen = true
-        this.events.emit('firstToken', name, (performance.now() - started) / 1000)
+        const ms = performance.now() - started
+        if (usage) usage.firstTokenMs = ms
+        this.events.emit('firstToken', name, ms / 1000)
       },
-      countTokens: (prompt, generated) => { this.events.emit('tokens', name, prompt, generated) },
+      countTokens: (prompt, generated) => {
+        if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated }
+        this.events.emit('tokens', name, prompt, generated)
+      },
     }
   }
 

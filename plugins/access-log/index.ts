@@ -1,0 +1,41 @@
+import fp from 'fastify-plugin'
+import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
+import { surfaceOf } from '../../core/surface.js'
+
+// Probes, scrapes and the web page's files would drown the lines that matter.
+const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/version)$|^\/ui\//
+
+function requestedModel (body: unknown): string | undefined {
+  const b = body as { model?: unknown, name?: unknown } | null | undefined
+  const name = typeof b === 'object' && b !== null ? b.model ?? b.name : undefined
+  return typeof name === 'string' ? name.slice(0, 200) : undefined
+}
+
+/**
+ * One info line per request once its response is over: request id, surface, model, status, duration, time to
+ * first token and tokens (from the lease it held, core/request-usage.ts), and whether the client left before the
+ * end, which is an everyday event, not an error.
+ */
+export default fp(async (app) => {
+  app.addHook('onRequest', (request, reply, done) => {
+    const path = request.url.split('?')[0]!
+    if (QUIET.test(path)) { done(); return }
+    const usage: RequestUsage = { promptTokens: 0, generatedTokens: 0 }
+    reply.raw.once('close', () => {
+      const gone = !reply.raw.writableFinished
+      request.log.info({
+        method: request.method,
+        path,
+        surface: surfaceOf(request.routeOptions.url ?? path),
+        model: usage.model ?? requestedModel(request.body) ?? null,
+        status: reply.raw.statusCode,
+        ms: Math.round(reply.elapsedTime * 10) / 10,
+        ...(usage.firstTokenMs !== undefined ? { ttftMs: Math.round(usage.firstTokenMs * 10) / 10 } : {}),
+        ...(usage.promptTokens || usage.generatedTokens ? { promptTokens: usage.promptTokens, generatedTokens: usage.generatedTokens } : {}),
+        ...(gone ? { clientGone: true } : {}),
+      }, gone ? 'request ended: the client went away' : 'request')
+    })
+    // The handler runs in this request's context, so that the lease it takes fills `usage`.
+    runWithUsage(usage, done)
+  })
+}, { name: 'access-log', dependencies: ['security'] })
