@@ -80,6 +80,9 @@ const ENV_KEYS: Array<{ name: string, key: string[], parse?: (v: string) => unkn
   { name: 'HF_TOKEN', key: ['hub', 'token'] },
 ]
 
+/** Every environment variable the server reads for its configuration (for docs and deployment files to check). */
+export const CONFIG_ENVIRONMENT: readonly string[] = [...ENV_KEYS.map((e) => e.name), 'LLAMAGATE_CONFIG', 'LLAMAGATE_ORIGINS']
+
 /**
  * Loads the configuration. Precedence: built-in defaults < config file < environment < command flags.
  * The file is `flags.config`, else `$LLAMAGATE_CONFIG`, else the config.yaml shipped with the package.

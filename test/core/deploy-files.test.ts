@@ -1,0 +1,84 @@
+import { existsSync, readFileSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { parseAllDocuments } from 'yaml'
+import { buildApp } from '../../core/app.js'
+import { findCommand } from '../../core/commands/index.js'
+import { CONFIG_ENVIRONMENT, loadConfig, type Config } from '../../core/config.js'
+import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
+import { PACKAGE_ROOT } from '../../core/paths.js'
+import { tempDir } from '../helpers/app.js'
+
+// docs/deploy's Dockerfile and Kubernetes manifests, read as a cluster would read them and checked against what
+// the server really serves and reads: probe paths, ports, environment variables, the drain's time. They cannot
+// drift from the code without this failing.
+
+const DEPLOY = join(PACKAGE_ROOT, 'docs', 'deploy')
+const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8')
+const manifests = parseAllDocuments(readFileSync(join(DEPLOY, 'kubernetes.yaml'), 'utf8')).map((d) => d.toJS() as any)
+const byKind = (kind: string): any => manifests.find((m) => m.kind === kind)
+const deployment = byKind('Deployment')
+const pod = deployment.spec.template
+const container = pod.spec.containers[0]
+const portNamed = (name: string): number => container.ports.find((p: { name: string }) => p.name === name).containerPort
+
+/** The ConfigMap's config.yaml as the pod loads it: through LLAMAGATE_CONFIG, with the pod's environment. */
+async function podConfig (t: Parameters<typeof tempDir>[0], change: (yaml: string) => string = (y) => y): Promise<Config> {
+  const dir = await tempDir(t)
+  const file = join(dir, 'config.yaml')
+  await writeFile(file, change(byKind('ConfigMap').data['config.yaml']).replace('models_dir: /models', `models_dir: ${join(dir, 'models')}\ndata_dir: ${dir}`))
+  const env = Object.fromEntries(container.env.map((e: { name: string, value?: string }) => [e.name, e.value ?? 'secret-key']))
+  return loadConfig({}, { ...env, LLAMAGATE_CONFIG: file })
+}
+
+t.test('Kubernetes: the config loads; ports, probes and the drain agree with the server', async (t) => {
+  const config = await podConfig(t)
+  t.equal(config.port, portNamed('http'), 'the http port is the one the config listens on')
+  t.equal(config.metrics.listen?.port, portNamed('metrics'), 'the metrics port is metrics.listen\'s')
+  t.equal(Number(pod.metadata.annotations['prometheus.io/port']), portNamed('metrics'), 'and the scrape annotation names it')
+  t.ok(pod.spec.terminationGracePeriodSeconds * 1000 >= config.shutdown.drainTimeoutMs + 10_000,
+    `the grace period (${pod.spec.terminationGracePeriodSeconds} s) outlasts the drain (${config.shutdown.drainTimeoutMs / 1000} s) with room to stop the models`)
+  t.same(config.auth.apiKeys, ['secret-key'], 'the keys come from the secret, through LLAMAGATE_API_KEYS')
+  const service = byKind('Service')
+  t.ok(service.spec.ports.every((p: { targetPort: string }) => container.ports.some((c: { name: string }) => c.name === p.targetPort)), 'the Service targets a named container port')
+  t.ok(manifests.some((m) => m.kind === 'PersistentVolumeClaim' && m.metadata.name === pod.spec.volumes.find((v: { name: string }) => v.name === 'models').persistentVolumeClaim.claimName))
+  t.equal(container.volumeMounts.find((m: { name: string }) => m.name === 'models').mountPath, '/models', 'the models volume where models_dir says')
+  t.match(byKind('ConfigMap').data['config.yaml'], /^models_dir: \/models$/m)
+
+  // The probe paths and the scrape path, asked of the server built from this config (metrics on the main address
+  // here: a test does not bind 0.0.0.0:9464).
+  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
+  t.teardown(() => app.close())
+  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+    const { path, port } = container[probe].httpGet
+    t.equal(port, 'http', `${probe} on the http port`)
+    const res = await app.inject({ method: 'GET', url: path })
+    t.ok(res.statusCode === 200 || (probe === 'readinessProbe' && res.statusCode === 503), `${probe} ${path}: ${res.statusCode} ${res.body}`)
+  }
+  t.equal((await app.inject({ method: 'GET', url: pod.metadata.annotations['prometheus.io/path'] })).statusCode, 200, 'the scrape path serves metrics')
+  t.match((await app.inject({ method: 'GET', url: container.readinessProbe.httpGet.path })).json(), { status: /^(not )?ready$/, reasons: Array }, 'readiness answers with its reasons')
+})
+
+t.test('every environment variable the files set is one the server reads', async (t) => {
+  const fromManifest = container.env.map((e: { name: string }) => e.name) as string[]
+  const fromDockerfile = [...dockerfile.matchAll(/\b(LLAMAGATE_[A-Z_]+)=/g)].map((m) => m[1]!)
+  t.ok(fromDockerfile.length >= 4)
+  for (const name of new Set([...fromManifest, ...fromDockerfile])) t.ok(CONFIG_ENVIRONMENT.includes(name), `${name} is read by the server`)
+})
+
+t.test('Dockerfile: port, entry point, command and the build script are the real ones', async (t) => {
+  const exposed = Number(/^EXPOSE (\d+)$/m.exec(dockerfile)?.[1])
+  const envPort = Number(/LLAMAGATE_PORT=(\d+)/.exec(dockerfile)?.[1])
+  t.equal(exposed, envPort, 'EXPOSE is the port it listens on')
+  t.equal(exposed, portNamed('http'), 'and the pod\'s')
+  t.equal(Number(/127\.0\.0\.1:(\d+)\/livez/.exec(dockerfile)?.[1]), exposed, 'the HEALTHCHECK asks /livez on that port')
+  const entrypoint = JSON.parse(/^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)![1]!) as string[]
+  t.same(entrypoint.slice(1, -1), [...GATEWAY_NODE_FLAGS], 'node runs with the gateway\'s flags (as npm start)')
+  t.ok(existsSync(join(PACKAGE_ROOT, entrypoint.at(-1)!)), `${entrypoint.at(-1)} is built`)
+  const command = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[]
+  t.ok(findCommand(command[0]!), `"${command[0]}" is a command`)
+  t.same(container.args, command, 'the pod runs the same command')
+  t.match(dockerfile, /node dist\/scripts\/build-runtime\.js --backend "\$\{BACKEND\}"/)
+  t.ok(existsSync(join(PACKAGE_ROOT, 'dist/scripts/build-runtime.js')), 'the runtime build script it runs is built')
+})
