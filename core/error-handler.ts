@@ -15,7 +15,7 @@ export function toErrorReply (err: unknown, log?: FastifyBaseLogger): ErrorReply
   if (err instanceof GatewayError) return fromGatewayError(err)
   const fastifyError = err as Partial<FastifyError> & { validation?: unknown }
   if (fastifyError.validation) {
-    return { statusCode: 400, message: `invalid request: ${fastifyError.message}`, code: 'invalid_request', headers: {} }
+    return { statusCode: 400, message: `invalid request: ${withAllowedValues(fastifyError.message ?? '', fastifyError.validation)}`, code: 'invalid_request', headers: {} }
   }
   const status = fastifyError.statusCode
   if (typeof status === 'number' && status >= 400 && status < 500) {
@@ -23,6 +23,20 @@ export function toErrorReply (err: unknown, log?: FastifyBaseLogger): ErrorReply
   }
   log?.error({ err }, 'unexpected error')
   return { statusCode: 500, message: 'internal server error: see the server log for details', code: 'internal_error', headers: {} }
+}
+
+/** Ajv says "must be equal to constant" or "to one of the allowed values" without saying which: name them. */
+function withAllowedValues (message: string, validation: unknown): string {
+  const errors = validation as Array<{ keyword?: string, params?: { allowedValue?: unknown, allowedValues?: unknown[] } }>
+  // One error only: a union's several branches each say "constant", and no one value is the answer there.
+  const first = errors.length === 1 ? errors[0] : undefined
+  if (first?.keyword === 'const' && first.params?.allowedValue !== undefined) {
+    return message.replace('must be equal to constant', `must be ${JSON.stringify(first.params.allowedValue)}`)
+  }
+  if (first?.keyword === 'enum' && Array.isArray(first.params?.allowedValues)) {
+    return message.replace('must be equal to one of the allowed values', `must be one of ${first.params.allowedValues.map((v) => JSON.stringify(v)).join(', ')}`)
+  }
+  return message
 }
 
 // Fastify's texts are written for developers of Fastify apps; say what the client did instead.

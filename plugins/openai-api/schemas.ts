@@ -40,7 +40,8 @@ export const ChatCompletionBody = Type.Object({
   messages: Type.Array(OpenAiMessage, { minItems: 1 }),
   max_completion_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
   response_format: Type.Optional(Type.Object({ type: Type.Union([Type.Literal('text'), Type.Literal('json_object'), Type.Literal('json_schema')]) })),
-  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String({ minLength: 1 }) }) }))),
+  // llama-server calls functions only: a "custom" tool would come back as its 500.
+  tools: Type.Optional(Type.Array(Type.Object({ type: Type.Literal('function'), function: Type.Object({ name: Type.String({ minLength: 1 }) }) }))),
 })
 
 export const CompletionBody = Type.Object({

@@ -68,6 +68,7 @@ t.test('bad tool definitions and schemas: 400 in OpenAI\'s shape', async (t) => 
   const base = { model: 'acme/qwen', max_tokens: 4, messages: [{ role: 'user' as const, content: 'hi' }] }
   const cases: Array<[string, Record<string, unknown>, RegExp]> = [
     ['a tool without a function name', { tools: [{ type: 'function', function: { parameters: {} } }] }, /name/],
+    ['a tool of a type llama-server cannot call', { tools: [{ type: 'custom', custom: { name: 'grep' }, function: { name: 'grep' } }] }, /tools\/0\/type must be "function"/],
     ['a response_format of an unknown type', { response_format: { type: 'xml' } }, /response_format/],
     ['a json_schema that is not a schema', { response_format: { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'no-such-type' } } } }, /./],
   ]
