@@ -1,8 +1,9 @@
 import { Type } from 'typebox'
 import { OptionsSchema } from '../../core/options-schema.js'
 
-// Anthropic's content: a string or a list of blocks (text, image, tool_use, tool_result, thinking).
-const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String() }))])
+// Anthropic's content: a string or a list of blocks (text, image, tool_use, tool_result, thinking). A block's
+// `text` is checked here: llama-server answers a non-string one with a 500.
+const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String(), text: Type.Optional(Type.String()) }))])
 
 const Message = Type.Object({
   role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),

@@ -66,6 +66,7 @@ t.test('errors come in Anthropic\'s shape, with its error types', async (t) => {
     ['a bad role', { model: 'acme/tiny', max_tokens: 4, messages: [{ role: 'robot', content: 'hi' }] }, /role/],
     ['a tool without a name', { model: 'acme/tiny', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }], tools: [{ input_schema: {} }] }, /name/],
     ['max_tokens 0', { model: 'acme/tiny', max_tokens: 0, messages: [{ role: 'user', content: 'hi' }] }, /max_tokens/],
+    ['a text block whose text is not a string', { model: 'acme/tiny', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'text', text: 42 }] }] }, /content\/0\/text must be string/],
     ['an invalid model name', { model: 'no-owner', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }, /invalid model name/],
   ]
   for (const [what, body, message] of cases) {
