@@ -34,7 +34,7 @@ export function mergeRuntimeSeries (parts: LabeledText[]): string {
       if (nameEnd <= 0) continue
       const name = line.slice(0, nameEnd)
       const owner = current !== null && (name === current || name.startsWith(`${current}_`)) ? current : name
-      const rest = line.slice(nameEnd)
+      const rest = promValue(line.slice(nameEnd))
       const sample = rest.startsWith('{')
         ? `${name}{${added}${rest.startsWith('{}') ? rest.slice(1) : `,${rest.slice(1)}`}`
         : `${name}{${added}}${rest}`
@@ -48,6 +48,20 @@ export function mergeRuntimeSeries (parts: LabeledText[]): string {
     lines.push(...f.samples)
   }
   return lines.length === 0 ? '' : `${lines.join('\n')}\n`
+}
+
+/**
+ * llama-server prints its values with C++ streams: a rate over an empty window comes out `nan`, `-nan` or `inf`,
+ * which Prometheus' text format spells `NaN`, `+Inf` and `-Inf` (and a scraper fails the whole scrape on a line it
+ * cannot read).
+ */
+function promValue (rest: string): string {
+  // Only after the labels: a label value may hold any text.
+  const labelsEnd = rest.lastIndexOf('}') + 1
+  return rest.slice(0, labelsEnd) + rest.slice(labelsEnd).replace(/(\s)(-?nan|[+-]?inf)(?=\s|$)/i, (_m, space: string, value: string) => {
+    const v = value.toLowerCase()
+    return space + (v.endsWith('nan') ? 'NaN' : v.startsWith('-') ? '-Inf' : '+Inf')
+  })
 }
 
 function escapeLabelValue (value: string): string {

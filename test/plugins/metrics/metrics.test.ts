@@ -21,7 +21,15 @@ async function scrape (t: Test, url: string, headers: Record<string, string> = {
   t.equal(res.status, 200, 'GET /metrics answers 200')
   t.match(res.headers.get('content-type'), /^text\/plain; version=0\.0\.4/)
   const text = await res.text()
-  const written = text.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#')).length
+  const lines = text.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('#'))
+  const valueOf = (line: string): string => {
+    const labelsEnd = line.lastIndexOf('}')
+    return (labelsEnd === -1 ? line.slice(line.search(/\s/)) : line.slice(labelsEnd + 1)).trim().split(/\s+/)[0] ?? ''
+  }
+  const runtimeNonFinite = lines.filter((l) => l.startsWith('llamacpp:') && /^[+-]?(nan|inf)$/i.test(valueOf(l)) && !/^(NaN|[+-]Inf)$/.test(valueOf(l)))
+  t.same(runtimeNonFinite, [], 'llama-server\'s non-finite values (it prints nan, -nan, inf) spelled NaN, +Inf, -Inf')
+  // The parser leaves out samples whose value is not finite (prom-client's idle event-loop lag is "Nan"): not counted.
+  const written = lines.filter((l) => !/^[+-]?(nan|inf|infinity)$/i.test(valueOf(l))).length
   const samples: Sample[] = []
   for (const series of parse(text).timeseries ?? []) {
     const labels: Record<string, string> = {}

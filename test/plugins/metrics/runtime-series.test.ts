@@ -38,3 +38,18 @@ t.test('a histogram\'s samples stay in their family; untyped samples, empty brac
   t.equal(text, `# TYPE h histogram\nh_bucket{${m},le="1"} 1\nh_sum{${m}} 2\nh_count{${m}} 1\nloose{${m}} 4\n`)
   t.equal(mergeRuntimeSeries([]), '', 'no runtime, no text')
 })
+
+t.test('values llama-server prints with C++ streams (nan, -nan, inf) are written as the text format spells them', async (t) => {
+  const text = mergeRuntimeSeries([{
+    text: 'llamacpp:prompt_tokens_seconds nan\nllamacpp:predicted_tokens_seconds -nan\nup inf\ndown -inf 1700000000\nodd{note="a nan b"} 1\n',
+    labels: { model: 'acme/a' },
+  }])
+  t.equal(text, [
+    'llamacpp:prompt_tokens_seconds{model="acme/a"} NaN',
+    'llamacpp:predicted_tokens_seconds{model="acme/a"} NaN',
+    'up{model="acme/a"} +Inf',
+    'down{model="acme/a"} -Inf 1700000000',
+    'odd{model="acme/a",note="a nan b"} 1',
+    '',
+  ].join('\n'))
+})
