@@ -44,6 +44,13 @@ export function requestedModel (body: { model?: string, name?: string }): string
   return body.model ?? body.name ?? ''
 }
 
+/** The model a body of any shape names (`model`, else `name`), for logs and metrics; undefined when none is a string. */
+export function modelNamedIn (body: unknown): string | undefined {
+  const b = body as { model?: unknown, name?: unknown } | null | undefined
+  const name = typeof b === 'object' && b !== null ? b.model ?? b.name : undefined
+  return typeof name === 'string' ? name : undefined
+}
+
 /**
  * A body schema naming one model by `model` or by `name` (either required), with the route's other fields.
  * Pair with `requestedModel()`.

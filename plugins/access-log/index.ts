@@ -1,15 +1,10 @@
 import fp from 'fastify-plugin'
+import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
 import { surfaceOf } from '../../core/surface.js'
 
 // Probes, scrapes and the web page's files would drown the lines that matter.
 const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/version)$|^\/ui\//
-
-function requestedModel (body: unknown): string | undefined {
-  const b = body as { model?: unknown, name?: unknown } | null | undefined
-  const name = typeof b === 'object' && b !== null ? b.model ?? b.name : undefined
-  return typeof name === 'string' ? name.slice(0, 200) : undefined
-}
 
 /**
  * One info line per request once its response is over: request id, surface, model, status, duration, time to
@@ -27,7 +22,7 @@ export default fp(async (app) => {
         method: request.method,
         path,
         surface: surfaceOf(request.routeOptions.url ?? path),
-        model: usage.model ?? requestedModel(request.body) ?? null,
+        model: usage.model ?? modelNamedIn(request.body)?.slice(0, 200) ?? null,
         status: reply.raw.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,
         ...(usage.firstTokenMs !== undefined ? { ttftMs: Math.round(usage.firstTokenMs * 10) / 10 } : {}),

@@ -1,5 +1,6 @@
 import Fastify, { type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { modelNamedIn } from '../../core/model-name.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
@@ -39,9 +40,8 @@ export default fp(async (app) => {
   // The model label is the stored model's name, or empty: a name nobody stored (a 404) must not make a series of
   // its own, or any client could grow the metrics without bound.
   const modelOf = (request: FastifyRequest): string => {
-    const body = request.body as { model?: unknown, name?: unknown } | null | undefined
-    const name = typeof body === 'object' && body !== null ? body.model ?? body.name : undefined
-    if (typeof name !== 'string') return ''
+    const name = modelNamedIn(request.body)
+    if (name === undefined) return ''
     try {
       return store.find(name)?.name ?? ''
     } catch {
