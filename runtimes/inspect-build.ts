@@ -3,6 +3,8 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import type { Backend, RuntimeBuild } from './types.js'
 
+/** The RPC worker's binary: its name since llama.cpp moved it under tools/rpc, then the older one. */
+const RPC_SERVERS = ['ggml-rpc-server', 'rpc-server']
 const BACKEND_OF_DEVICE: Array<[RegExp, Backend]> = [[/^\s*CUDA\d/m, 'cuda'], [/^\s*ROCm\d/m, 'rocm'], [/^\s*(Metal|MTL)\d?/m, 'metal'], [/^\s*Vulkan\d/m, 'vulkan']]
 
 /**
@@ -27,11 +29,13 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
     detected = BACKEND_OF_DEVICE.find(([pattern]) => pattern.test(devices))?.[1] ?? 'cpu'
   }
   const quantizePath = join(binDir, 'llama-quantize')
+  const rpcServerPath = RPC_SERVERS.map((name) => join(binDir, name)).find((path) => existsSync(path)) ?? null
   return {
     backend: detected,
     binDir,
     serverPath,
     quantizePath: existsSync(quantizePath) ? quantizePath : null,
+    rpcServerPath,
     version: match[1]!,
     commit: match[2] ?? null,
     source,
@@ -42,6 +46,8 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
       noWebui: hasFlag(help, '--no-webui'),
       fit: hasFlag(help, '--fit'),
       noWarmup: hasFlag(help, '--no-warmup'),
+      // Only a build with the RPC backend lists it (llama_supports_rpc()).
+      rpc: hasFlag(help, '--rpc'),
     },
   }
 }

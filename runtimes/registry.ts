@@ -81,6 +81,7 @@ export class RuntimeRegistry {
       reason: this.reason,
       warning: this.warning,
       quantize: { available: this.quantizePath !== null, path: this.quantizePath },
+      rpc: { available: this.chosen?.features.rpc === true, serverPath: this.chosen?.rpcServerPath ?? null },
       devices,
       builds: this.builds,
       rejected: this.rejected,
@@ -96,6 +97,8 @@ export interface RuntimesDescription {
   reason: string
   warning: string | null
   quantize: { available: boolean, path: string | null }
+  /** llama-server takes --rpc; serverPath: the worker binary beside it, if built. */
+  rpc: { available: boolean, serverPath: string | null }
   devices: Device[]
   builds: RuntimeBuild[]
   rejected: Array<{ binDir: string, error: string }>

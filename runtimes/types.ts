@@ -18,10 +18,12 @@ export interface RuntimeBuild {
   binDir: string
   serverPath: string
   quantizePath: string | null
+  /** llama.cpp's RPC worker beside llama-server (`ggml-rpc-server`, `rpc-server` in older releases), if built. */
+  rpcServerPath: string | null
   /** As `llama-server --version` prints it (`0.5.0-dev`). */
   version: string
   commit: string | null
   source: 'config' | 'path' | 'built'
   /** Read from `--help`, not assumed from a release. */
-  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean }
+  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean }
 }

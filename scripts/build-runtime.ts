@@ -11,13 +11,16 @@ import { runProbe } from '../runtimes/probe.js'
 import { builtRuntimesDir } from '../runtimes/registry.js'
 import { findOrFetchSource, type Say } from './llama-cpp-source.js'
 
-const TARGETS = ['llama-server', 'llama-quantize']
+/** llama.cpp's RPC worker (`rpc-server` in older releases) is built and installed beside llama-server. */
+export const RPC_SERVER = 'ggml-rpc-server'
+const TARGETS = ['llama-server', 'llama-quantize', RPC_SERVER]
 
 /**
  * The version of the build recipe (the flags below). A built runtime with an older recipe is rebuilt by
- * ensure-runtime: 3 builds for AVX2 instead of -march=native, after quantized models crashed in VMs (AMX).
+ * ensure-runtime: 3 builds for AVX2 instead of -march=native, after quantized models crashed in VMs (AMX);
+ * 4 adds the RPC backend (`--rpc` in llama-server, and the worker binary).
  */
-export const BUILD_RECIPE = 3
+export const BUILD_RECIPE = 4
 
 /**
  * x86-64: not `-march=native`. A native build on a CPU that advertises Intel AMX compiles AMX kernels for
@@ -99,7 +102,7 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
   const buildDir = join(opts.dataDir, 'build', `${tag}-${opts.backend}`)
   const generator = (await execa('ninja', ['--version'], { reject: false })).exitCode === 0 ? ['-G', 'Ninja'] : []
   const configure = ['-S', src, '-B', buildDir, ...generator, '-DCMAKE_BUILD_TYPE=Release', '-DLLAMA_CURL=OFF', '-DLLAMA_OPENSSL=OFF',
-    '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DBUILD_SHARED_LIBS=OFF',
+    '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DBUILD_SHARED_LIBS=OFF', '-DGGML_RPC=ON',
     ...cpuFlags(),
     ...await backendFlags(opts.backend, opts.cudaArch, say)]
   say(`[1/3] configuring ${opts.backend} from ${src}: cmake ${configure.join(' ')}`)

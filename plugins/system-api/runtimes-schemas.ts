@@ -16,10 +16,11 @@ export const RuntimeBuild = Type.Object({
   binDir: Type.String(),
   serverPath: Type.String(),
   quantizePath: Type.Union([Type.String(), Type.Null()]),
+  rpcServerPath: Type.Union([Type.String(), Type.Null()]),
   version: Type.String(),
   commit: Type.Union([Type.String(), Type.Null()]),
   source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built')]),
-  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean() }),
+  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean() }),
 })
 
 /** GET /api/runtimes: the hardware, the llama.cpp builds found, the one chosen and why. */
@@ -29,7 +30,25 @@ export const RuntimesReply = Type.Object({
   reason: Type.String(),
   warning: Type.Union([Type.String(), Type.Null()]),
   quantize: Type.Object({ available: Type.Boolean(), path: Type.Union([Type.String(), Type.Null()]) }),
+  /** Whether models can be split across RPC workers (llama-server has --rpc), and the worker binary to run them with. */
+  rpc: Type.Object({ available: Type.Boolean(), serverPath: Type.Union([Type.String(), Type.Null()]) }),
   devices: Type.Array(Device),
   builds: Type.Array(RuntimeBuild),
   rejected: Type.Array(Type.Object({ binDir: Type.String(), error: Type.String() })),
+})
+
+const RpcDevice = Type.Object({ index: Type.Integer(), free_bytes: Type.Number(), total_bytes: Type.Number() })
+
+/** GET /api/rpc-workers: each RPC worker of config.yaml, whether it answers, and its devices' memory. */
+export const RpcWorkersReply = Type.Object({
+  workers: Type.Array(Type.Object({
+    name: Type.String(),
+    endpoint: Type.String(),
+    state: Type.Union([Type.Literal('ready'), Type.Literal('busy'), Type.Literal('unreachable'), Type.Literal('incompatible'), Type.Literal('refused'), Type.Literal('in_use')]),
+    version: Type.Union([Type.String(), Type.Null()]),
+    devices: Type.Array(RpcDevice),
+    checked_at: Type.Union([Type.String(), Type.Null()]),
+    error: Type.Union([Type.String(), Type.Null()]),
+    used_by: Type.Array(Type.String()),
+  })),
 })

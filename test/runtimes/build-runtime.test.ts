@@ -39,13 +39,13 @@ t.test('builds with the pinned flags and installs into <data_dir>/runtimes/llama
   const bin = await buildRuntime({ backend: 'cpu', dataDir: config.dataDir, source: src, jobs: 3, say: (l) => said.push(l) })
   t.equal(bin, join(config.dataDir, 'runtimes', 'llama.cpp-b9999', 'cpu', 'bin'))
   const [configure, build] = (await readFile(log, 'utf8')).trim().split('\n') as [string, string]
-  for (const flag of ['-DLLAMA_CURL=OFF', '-DLLAMA_OPENSSL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DBUILD_SHARED_LIBS=OFF', '-DCMAKE_BUILD_TYPE=Release']) {
+  for (const flag of ['-DGGML_RPC=ON', '-DLLAMA_CURL=OFF', '-DLLAMA_OPENSSL=OFF', '-DLLAMA_BUILD_TESTS=OFF', '-DLLAMA_BUILD_EXAMPLES=OFF', '-DBUILD_SHARED_LIBS=OFF', '-DCMAKE_BUILD_TYPE=Release']) {
     t.ok(configure.split(' ').includes(flag), flag)
   }
   t.match(configure, `-S ${src} -B ${join(config.dataDir, 'build', 'b9999-cpu')}`)
   t.notMatch(configure, /GGML_CUDA/)
-  t.equal(build, `--build ${join(config.dataDir, 'build', 'b9999-cpu')} --target llama-server llama-quantize -j 3`)
-  t.match(said.join('\n'), /\[1\/3\] configuring cpu[\s\S]*\[2\/3\] building llama-server, llama-quantize with 3 jobs[\s\S]*\[3\/3\] installing[\s\S]*installed into/)
+  t.equal(build, `--build ${join(config.dataDir, 'build', 'b9999-cpu')} --target llama-server llama-quantize ggml-rpc-server -j 3`)
+  t.match(said.join('\n'), /\[1\/3\] configuring cpu[\s\S]*\[2\/3\] building llama-server, llama-quantize, ggml-rpc-server with 3 jobs[\s\S]*\[3\/3\] installing[\s\S]*installed into/)
   const info = JSON.parse(await readFile(join(bin, '..', 'build-info.json'), 'utf8'))
   t.match(info, { tag: 'b9999', backend: 'cpu', source: src })
   t.match(info.commit, /^[0-9a-f]{40}$/)
@@ -54,6 +54,7 @@ t.test('builds with the pinned flags and installs into <data_dir>/runtimes/llama
   t.equal(registry.chosen?.binDir, bin)
   t.equal(registry.chosen?.source, 'built')
   t.equal(registry.chosen?.quantizePath, join(bin, 'llama-quantize'))
+  t.equal(registry.chosen?.rpcServerPath, join(bin, 'ggml-rpc-server'), 'the RPC worker is installed beside llama-server')
 })
 
 t.test('a rebuild replaces the old build whole; a failed one leaves it untouched', async (t) => {
