@@ -38,7 +38,16 @@ export const ConfigSchema = Type.Object({
     args: Type.Optional(Type.Array(Type.String())),
     preload: Type.Optional(Type.Boolean()),
     keep_alive: Type.Optional(Duration),
+    rpc: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names of rpc.workers this model is split across' })),
+    tensor_split: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { minItems: 1, description: 'the share of the layers on each device, in llama-server\'s device order (RPC workers first)' })),
   }, { additionalProperties: false }), { default: {} }),
+  rpc: Type.Object({
+    workers: Type.Array(Type.Object({
+      name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$' }),
+      endpoint: Type.String({ minLength: 1, description: 'host:port of a llamagate rpc-worker (llama.cpp\'s rpc-server)' }),
+      allow_public: Type.Optional(Type.Boolean({ description: 'use it even on a public address (the RPC protocol has no authentication)' })),
+    }, { additionalProperties: false }), { default: [] }),
+  }, { additionalProperties: false, default: {} }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),

@@ -8,6 +8,7 @@ import { ConfigError } from './config-error.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
 import { isPathItem, mapModelFiles, ownedFlagProblems } from '../runtimes/extra-args.js'
+import { addressKind, parseRpcEndpoint, type RpcEndpoint } from '../runtimes/rpc/rpc-endpoint.js'
 
 /** The resolved configuration the app runs with: durations in ms, sizes in bytes, paths absolute. */
 export interface Config {
@@ -38,6 +39,8 @@ export interface Config {
   plugins: Array<{ path: string, options: Record<string, unknown> }>
   /** How long SIGTERM waits for answers and pulls in flight before cutting them. */
   shutdown: { drainTimeoutMs: number }
+  /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
+  rpc: { workers: Array<{ name: string, endpoint: RpcEndpoint, allowPublic: boolean }> }
   /** The config file that was read, or null when none was. */
   configFile: string | null
 }
@@ -50,6 +53,10 @@ export interface ModelConfig {
   preload?: boolean
   /** The preloaded model's keep-alive; unset: forever. */
   keepAliveMs?: number
+  /** Names of `rpc.workers` the model's layers are split across. */
+  rpc?: string[]
+  /** llama-server's `--tensor-split`: each device's share of the layers. */
+  tensorSplit?: number[]
 }
 
 export { ConfigError }
@@ -300,7 +307,14 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       options: p.options ?? {},
     })),
     shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
+    rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
     configFile,
+  }
+  const workerNames = new Set(config.rpc.workers.map((w) => w.name))
+  for (const [name, model] of Object.entries(config.models)) {
+    const unknown = (model.rpc ?? []).filter((w) => !workerNames.has(w))
+    if (unknown.length > 0) problems.push(`models.${name}.rpc names ${unknown.map((w) => JSON.stringify(w)).join(', ')}, not among rpc.workers (${[...workerNames].join(', ') || 'none'})`)
+    if (model.tensorSplit && !model.tensorSplit.some((share) => share > 0)) problems.push(`models.${name}.tensor_split gives every device 0: at least one share must be more than 0`)
   }
   if (problems.length > 0) throw new ConfigError(problems)
   return config
@@ -319,9 +333,33 @@ function modelConfigs (raw: RawConfig['models'], base: string, duration: (key: s
       ...(args.length > 0 ? { args: mapModelFiles(args, (item) => isPathItem(item) ? resolvePath(item, base) : item) } : {}),
       ...(m.preload ? { preload: true } : {}),
       ...(m.keep_alive !== undefined ? { keepAliveMs: duration(`models.${name}.keep_alive`, m.keep_alive) } : {}),
+      ...(m.rpc ? { rpc: m.rpc } : {}),
+      ...(m.tensor_split ? { tensorSplit: m.tensor_split } : {}),
     }
     return [name, config]
   }))
+}
+
+/**
+ * `rpc.workers`: names unique, endpoints host:port, and no public address unless allowed: the RPC protocol has no
+ * authentication, and anyone who reaches a worker can run code on it (llama.cpp: "never expose it to an open network").
+ */
+function rpcWorkers (raw: RawConfig['rpc']['workers'], problems: string[]): Config['rpc']['workers'] {
+  const seen = new Set<string>()
+  return raw.flatMap((w, at) => {
+    const key = `rpc.workers[${at}] (${w.name})`
+    if (seen.has(w.name)) problems.push(`${key}: the name is used twice; each worker needs its own`)
+    seen.add(w.name)
+    const endpoint = parseRpcEndpoint(w.endpoint)
+    if (endpoint === null) {
+      problems.push(`${key}: endpoint ${JSON.stringify(w.endpoint)} is not host:port (such as 10.0.0.5:50052 or [fd00::5]:50052)`)
+      return []
+    }
+    if (addressKind(endpoint.host) === 'public' && w.allow_public !== true) {
+      problems.push(`${key}: endpoint ${w.endpoint} is a public address, and llama.cpp's RPC protocol has no authentication (anyone who reaches the worker can use it); put workers on a private network, a VPN or an SSH tunnel, or set allow_public: true on this worker if a firewall already keeps others out`)
+    }
+    return [{ name: w.name, endpoint, allowPublic: w.allow_public === true }]
+  })
 }
 
 function setPath (target: Record<string, unknown>, path: string[], value: unknown): void {

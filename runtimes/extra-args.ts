@@ -21,6 +21,8 @@ export const OWNED_FLAGS: Readonly<Record<string, string>> = {
   ...Object.fromEntries(['-ngl', '--gpu-layers', '--n-gpu-layers'].map((f) => [f, 'set options.n_gpu_layers'])),
   ...Object.fromEntries(['-ctk', '--cache-type-k'].map((f) => [f, 'set options.cache_type_k'])),
   ...Object.fromEntries(['-ctv', '--cache-type-v'].map((f) => [f, 'set options.cache_type_v'])),
+  '--rpc': 'list the workers in rpc.workers and name them in models.<name>.rpc',
+  ...Object.fromEntries(['-ts', '--tensor-split'].map((f) => [f, 'set models.<name>.tensor_split'])),
   '--chat-template': 'set the model\'s template (a Modelfile TEMPLATE, or /api/create)',
   '--chat-template-file': 'set the model\'s template (a Modelfile TEMPLATE, or /api/create)',
 }

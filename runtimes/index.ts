@@ -4,3 +4,4 @@ export { RuntimeRegistry, builtRuntimesDir, choose, type RuntimesDescription } f
 export { inspectBuild } from './inspect-build.js'
 export { RuntimeEndpoint, answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type AnswerUsage, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'
 export type { Backend, Device, RuntimeBuild } from './types.js'
+export { RpcWorkers, type RpcWorkerConfig, type RpcWorkerStatus } from './rpc/rpc-workers.js'

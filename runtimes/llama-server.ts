@@ -6,7 +6,9 @@ import type { Logger } from '../core/logger.js'
 import { RuntimeEndpoint } from './endpoint/runtime-endpoint.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
+import { outputLines } from './output-lines.js'
 import { SpareShell } from './spare-shell.js'
+import { WATCHDOG } from './watchdog.js'
 import type { RuntimeBuild } from './types.js'
 
 
@@ -51,6 +53,10 @@ export interface LlamaServerOptions {
   /** How long a start may take before it is given up. @default 300000 */
   startTimeoutMs?: number
   log?: Logger
+  /** RPC workers (`host:port`) the model's layers are split across (`--rpc`). @default none */
+  rpcEndpoints?: string[]
+  /** Each device's share of the layers (`--tensor-split`), RPC workers first. @default llama-server's (by free memory) */
+  tensorSplit?: number[]
   /** Appended to the command line as is (an admin's escape hatch). @default [] */
   extraArgs?: string[]
 }
@@ -66,23 +72,6 @@ const POLL_MS = 5
 const READY_HINT = /listening on|model loaded|all slots are idle/
 const STOP_GRACE_MS = 5000
 
-/**
- * The watchdog: llama-server runs under `sh`, which first forks a watcher and then execs llama-server (`"$@"`)
- * in its own place (same pid, same process group). The watcher reads the pipe the gateway holds as its stdin; when
- * the gateway dies, even by SIGKILL, the kernel closes that pipe, the watcher reads EOF and takes the group
- * down: SIGTERM, then SIGKILL after 5 s (it ignores SIGTERM itself only from then on, so that stop()'s
- * SIGTERM to the group ends it at once). (llama-server watches its stdin itself only in router-child mode and
- * only once the model is loaded, so it cannot be relied on here.) A background job's stdin is /dev/null in
- * sh, hence fd 3; the watcher writes nowhere, so that it never holds the log pipe open.
- */
-const WATCHDOG = [
-  'exec 3<&0 </dev/null',
-  '( cat <&3 >/dev/null; trap "" TERM INT HUP; kill -TERM -$$ 2>/dev/null; i=0',
-  '  while kill -0 $$ 2>/dev/null && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done',
-  '  kill -KILL -$$ 2>/dev/null ) >/dev/null 2>&1 &',
-  'exec 3<&-',
-  'exec "$@"',
-].join('\n')
 
 // The shells llama-server is started from, one forked ahead of need (see SpareShell).
 const shells = new SpareShell(WATCHDOG, 'llamagate-watchdog')
@@ -194,6 +183,8 @@ export class LlamaServer {
     if (o.reranking) args.push('--reranking')
     if (o.batchSize !== undefined) args.push('--batch-size', String(o.batchSize), '--ubatch-size', String(o.batchSize))
     if (o.projectorPath) args.push('--mmproj', o.projectorPath)
+    if (o.rpcEndpoints?.length) args.push('--rpc', o.rpcEndpoints.join(','))
+    if (o.tensorSplit?.length) args.push('--tensor-split', o.tensorSplit.join(','))
     // Its Prometheus statistics (GET /metrics), which the gateway's /metrics re-exposes per model. Not looked up
     // in --help like the flags below: every llama-server that has --jinja has had --metrics longer.
     args.push('--metrics')
@@ -253,19 +244,14 @@ export class LlamaServer {
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
     child.stdin.on('error', () => {})
     // stdout and stderr as one log, line by line.
-    let pending = ''
-    const onOutput = (chunk: string): void => {
-      const parts = (pending + chunk).split('\n')
-      pending = parts.pop()!
-      for (const line of parts) this.keepLine(line)
-    }
-    for (const out of [child.stdout, child.stderr]) { out.setEncoding('utf8'); out.on('data', onOutput) }
+    const lines = outputLines((line) => this.keepLine(line))
+    for (const out of [child.stdout, child.stderr]) { out.setEncoding('utf8'); out.on('data', lines.push) }
     this.exited = new Promise<ExitInfo>((resolve) => {
       let spawnError: Error | null = null
       child.once('error', (err) => { spawnError = err })
       // 'close': the process is gone and its output read to the end.
       child.once('close', (code, sig) => {
-        if (pending) this.keepLine(pending)
+        lines.flush()
         // A process that never ran (no `sh`, no permission) has no log: say what the system said.
         if (spawnError !== null) this.keepLine(`error: ${(spawnError as Error).message}`)
         // The watcher is left alone in the group: close its pipe so that it goes too.

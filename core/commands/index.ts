@@ -7,6 +7,7 @@ import { list } from './list.js'
 import { ps } from './ps.js'
 import { pull } from './pull.js'
 import { remove } from './remove.js'
+import { rpcWorker } from './rpc-worker.js'
 import { run } from './run.js'
 import { show } from './show.js'
 import { stop } from './stop.js'
@@ -26,6 +27,7 @@ export const COMMANDS: Command[] = [
   importCommand,
   create,
   doctor,
+  rpcWorker,
 ]
 
 export function findCommand (name: string): Command | undefined {

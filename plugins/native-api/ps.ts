@@ -26,6 +26,8 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       pid: m.pid,
       active_requests: m.activeRequests,
       queued_requests: m.queuedRequests,
+      // Names from config.yaml's rpc.workers that hold its layers; GET /api/rpc-workers says how each is.
+      rpc_workers: m.rpcWorkers,
     }))
     return { models }
   })

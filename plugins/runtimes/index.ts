@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { LlamaServer, RuntimeLauncher, RuntimeRegistry } from '../../runtimes/index.js'
+import { LlamaServer, RpcWorkers, RuntimeLauncher, RuntimeRegistry } from '../../runtimes/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -7,6 +7,8 @@ declare module 'fastify' {
     runtimes: RuntimeRegistry
     /** Starts llama-server processes with the chosen build, each on a private socket. */
     launcher: RuntimeLauncher
+    /** config.yaml's RPC workers: whether each answers, and its memory. */
+    rpcWorkers: RpcWorkers
   }
 }
 
@@ -14,6 +16,7 @@ export default fp(async (app) => {
   // Without any build the gateway still starts: `chosen` is null and the reason says how to build one.
   const registry = await RuntimeRegistry.create({ config: app.config, log: app.log })
   app.decorate('runtimes', registry)
+  app.decorate('rpcWorkers', new RpcWorkers(app.config.rpc.workers))
   app.decorate('launcher', await RuntimeLauncher.create(registry, app.log, app.config.limits.loadTimeoutMs))
   app.startupNotes.push(registry.summary())
   // The shell the first llama-server will start from, forked now rather than on the first request's path.

@@ -60,4 +60,6 @@ export interface LoadedModel {
   readonly pid: number | null
   readonly activeRequests: number
   readonly queuedRequests: number
+  /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
+  readonly rpcWorkers: string[]
 }

@@ -67,6 +67,10 @@ export interface RuntimeSpawnOptions {
   batchSize?: number
   /** A vision projector (`--mmproj`). */
   projectorPath?: string
+  /** RPC workers (`host:port`) the model is split across. */
+  rpcEndpoints?: string[]
+  /** Each device's share of the layers, RPC workers first. */
+  tensorSplit?: number[]
   /** The admin's own arguments (config.yaml's models.<name>.args), model files already resolved. */
   extraArgs?: string[]
 }
@@ -87,5 +91,17 @@ export interface SchedulerSettings {
   loadTimeoutMs: number
   defaultOptions: Options
   /** config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths). */
-  modelOptions: Record<string, { options?: Options, args?: string[] }>
+  modelOptions: Record<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[] }>
+}
+
+/** The RPC workers of config.yaml, as the scheduler needs them (runtimes/rpc knows how to reach them). */
+export interface SchedulerRpcWorkers {
+  /**
+   * Checks that each named worker answers now.
+   * @returns the endpoints to pass to llama-server, and the memory their devices have free
+   * @throws UnavailableError naming a worker that does not answer
+   */
+  prepare(names: readonly string[], model: string): Promise<{ endpoints: string[], freeBytes: number }>
+  /** After a crash: the worker that is gone, in a sentence, or null when every one answers. */
+  explainLoss(names: readonly string[]): Promise<string | null>
 }

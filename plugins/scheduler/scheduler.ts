@@ -13,7 +13,7 @@ import { Instance } from './instance.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
-import type { EnsureVariant, SchedulableModel, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 
 
@@ -45,6 +45,8 @@ export class Scheduler implements LeaseSource {
     runtimes: SchedulerRuntimes
     settings: SchedulerSettings
     ensureVariant?: EnsureVariant
+    /** The RPC workers models may be split across (config.yaml's rpc.workers). */
+    rpcWorkers?: SchedulerRpcWorkers
     log: Pick<Logger, 'info' | 'warn' | 'error'>
   }) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
@@ -138,7 +140,13 @@ export class Scheduler implements LeaseSource {
       pid: i.process?.pid ?? null,
       activeRequests: i.active,
       queuedRequests: i.waiters.length,
+      rpcWorkers: this.workersOf(i.model),
     }))
+  }
+
+  /** The RPC workers a model is split across (config.yaml's models.<name>.rpc); empty for a local one. */
+  workersOf (model: Pick<SchedulableModel, 'name'>): string[] {
+    return this.deps.settings.modelOptions[model.name]?.rpc ?? []
   }
 
   /**
@@ -195,8 +203,10 @@ export class Scheduler implements LeaseSource {
     if (failure && failure.retryAt > Date.now()) {
       throw new RuntimeError(`model "${model.name}" failed to start with these load options ${failure.count} time(s); next try in ${Math.ceil((failure.retryAt - Date.now()) / 1000)} s. Last error: ${failure.message}`, [], 'runtime_backoff')
     }
-    await this.refuseWhatCannotFit(instance)
+    const workers = this.workersOf(model)
+    if (workers.length === 0) await this.refuseWhatCannotFit(instance)
     await this.makeRoom(instance)
+    const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
     let path = this.deps.store.ggufPath(model, options.dtype)
     if (path === null && this.deps.ensureVariant) {
       await this.deps.ensureVariant(model, options.dtype)
@@ -216,6 +226,7 @@ export class Scheduler implements LeaseSource {
       cacheTypeV: options.cache_type_v,
       ...(model.template ? { chatTemplate: model.template } : {}),
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
+      ...rpc,
       ...this.extraArgs(model, options.dtype),
     })
     instance.process = process
@@ -245,6 +256,20 @@ export class Scheduler implements LeaseSource {
       }
     }
     this.deps.log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+  }
+
+  /**
+   * A model split across RPC workers: each must answer now (a load on a worker that does not would hang or abort),
+   * and its memory is theirs: weights and cache go to their devices, not this machine's.
+   * @throws UnavailableError naming the worker that does not answer
+   */
+  private async prepareWorkers (instance: Instance, workers: string[]): Promise<{ rpcEndpoints: string[], tensorSplit?: number[] }> {
+    const { rpcWorkers, settings, log } = this.deps
+    if (!rpcWorkers) throw new UnavailableError(`model "${instance.model.name}" is to be split across RPC workers, and this server has none configured`, 'rpc_worker_unavailable')
+    const { endpoints, freeBytes } = await rpcWorkers.prepare(workers, instance.model.name)
+    if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
+    const tensorSplit = settings.modelOptions[instance.model.name]?.tensorSplit
+    return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
   }
 
   /**
@@ -306,6 +331,16 @@ export class Scheduler implements LeaseSource {
       // Loads wait their turn: one that has not started yet does not count against an earlier one.
       const mine = this.instances.indexOf(instance)
       const others = this.instances.filter((i, at) => i !== instance && (at < mine || i.process !== null))
+      // An RPC worker serves one llama-server at a time: a model sharing one with this one must go first.
+      const mineWorkers = new Set(this.workersOf(instance.model))
+      const sharing = others.filter((i) => this.workersOf(i.model).some((w) => mineWorkers.has(w)))
+      if (sharing.length > 0) {
+        if (await this.evictIdle(sharing, instance, 'unloading a model from the RPC workers another one needs')) continue
+        if (Date.now() >= deadline) throw new UnavailableError(`no room to load "${instance.model.name}": its RPC workers (${[...mineWorkers].join(', ')}) serve "${sharing[0]!.model.name}", which is busy; waited ${Math.round(settings.loadTimeoutMs / 1000)} s`, 'no_room')
+        await this.waitForRoom(deadline - Date.now())
+        continue
+      }
+      if (mineWorkers.size > 0 && others.length < settings.maxLoadedModels) return // its memory is the workers'
       if (others.length === 0) {
         // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
         // warning, once the start is under way (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
@@ -318,19 +353,23 @@ export class Scheduler implements LeaseSource {
       }
       const free = await runtimes.freeMemory()
       if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= free) return
-      const victim = others.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
-      if (victim) {
-        log.info({ model: victim.model.name, for: instance.model.name }, 'unloading the least recently used idle model to make room')
-        this.events.emit('evicted', victim.model.name, instance.model.name)
-        await this.unload(victim, new UnavailableError('evicted'))
-        continue
-      }
+      if (await this.evictIdle(others, instance, 'unloading the least recently used idle model to make room')) continue
       const left = deadline - Date.now()
       if (left <= 0) {
         throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) loaded and busy (limits.max_loaded_models is ${settings.maxLoadedModels}); waited ${Math.round(settings.loadTimeoutMs / 1000)} s`, 'no_room')
       }
       await this.waitForRoom(left)
     }
+  }
+
+  /** Unloads the least recently used idle instance among `candidates` for `instance`; false when none is idle. */
+  private async evictIdle (candidates: Instance[], instance: Instance, why: string): Promise<boolean> {
+    const victim = candidates.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
+    if (!victim) return false
+    this.deps.log.info({ model: victim.model.name, for: instance.model.name }, why)
+    this.events.emit('evicted', victim.model.name, instance.model.name)
+    await this.unload(victim, new UnavailableError('evicted'))
+    return true
   }
 
   private waitForRoom (timeoutMs: number): Promise<void> {
@@ -430,9 +469,19 @@ export class Scheduler implements LeaseSource {
     this.events.emit('crashed', instance.model.name)
     instance.state = 'unloading'
     instance.clearTimer()
-    instance.controller.abort(error)
-    instance.dismissWaiters()
-    this.remove(instance)
+    const workers = this.workersOf(instance.model)
+    if (workers.length === 0 || !this.deps.rpcWorkers) {
+      instance.controller.abort(error)
+      this.remove(instance)
+      return
+    }
+    // Split across RPC workers, llama-server aborts when one goes: the requests on it are told which one (a
+    // refused connection answers in a millisecond; the wait is bounded for a host that went silent).
+    // Left in the list meanwhile, unloading: no new request picks it, and those in line hear the reason too.
+    void this.deps.rpcWorkers.explainLoss(workers).catch(() => null).then((lost) => {
+      instance.controller.abort(lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${instance.model.name}" ${how}`, logTail, 'rpc_worker_lost'))
+      this.remove(instance)
+    })
   }
 
   private recordFailure (key: string, err: unknown): void {

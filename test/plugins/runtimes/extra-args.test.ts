@@ -3,7 +3,7 @@ import { ConfigError, resolveConfig } from '../../../core/config.js'
 import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../../runtimes/extra-args.js'
 
 t.test('owned flags are named with what to do instead; the rest pass', async (t) => {
-  t.same(ownedFlagProblems(['--model-draft', 'acme/draft', '--draft-max', '8', '--flash-attn', 'on', '-ts', '3,1']), [])
+  t.same(ownedFlagProblems(['--model-draft', 'acme/draft', '--draft-max', '8', '--flash-attn', 'on', '-sm', 'row']), [])
   t.same(ownedFlagProblems(['--port', '9', '--ctx-size=8192', '-t', '4', '--api-key', 'x', '--embeddings']), [
     '--port is set by the gateway: the gateway decides how it reaches llama-server',
     '--ctx-size is set by the gateway: set options.num_ctx (per request, or in models.<name>.options)',

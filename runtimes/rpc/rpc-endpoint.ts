@@ -1,0 +1,43 @@
+import { BlockList, isIP } from 'node:net'
+
+/** Where an RPC worker listens: `host:port` as llama-server's `--rpc` takes it. */
+export interface RpcEndpoint { host: string, port: number }
+
+/** `10.0.0.5:50052`, `[fd00::5]:50052`, `worker-0.rpc:50052`; null when it is none of these. */
+export function parseRpcEndpoint (text: string): RpcEndpoint | null {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]/]+)):(\d{1,5})$/.exec(text.trim())
+  if (!match) return null
+  const port = Number(match[3])
+  if (port < 1 || port > 65535) return null
+  return { host: match[1] ?? match[2]!, port }
+}
+
+/** As llama-server's `--rpc` wants it (IPv6 in brackets). */
+export function formatRpcEndpoint (endpoint: RpcEndpoint): string {
+  return `${isIP(endpoint.host) === 6 ? `[${endpoint.host}]` : endpoint.host}:${endpoint.port}`
+}
+
+// The RPC protocol has no authentication and llama.cpp calls it unsafe on open networks: an address anyone may
+// route to is refused unless the admin says otherwise. Private, shared (CGNAT: Tailscale) and link-local ranges
+// are where a worker belongs (a private network, a VPN).
+const LOOPBACK = new BlockList()
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4')
+LOOPBACK.addAddress('::1', 'ipv6')
+const PRIVATE = new BlockList()
+for (const [net, bits] of [['10.0.0.0', 8], ['172.16.0.0', 12], ['192.168.0.0', 16], ['100.64.0.0', 10], ['169.254.0.0', 16]] as const) PRIVATE.addSubnet(net, bits, 'ipv4')
+for (const [net, bits] of [['fc00::', 7], ['fe80::', 10]] as const) PRIVATE.addSubnet(net, bits, 'ipv6')
+
+export type AddressKind = 'loopback' | 'private' | 'public' | 'name'
+
+/** Whether an address is this machine, a private network's, public, or a name (unknown until resolved). */
+export function addressKind (host: string): AddressKind {
+  const family = isIP(host)
+  if (family === 0) return host === 'localhost' ? 'loopback' : 'name'
+  const type = family === 4 ? 'ipv4' : 'ipv6'
+  // An IPv4 address written as IPv6 (::ffff:1.2.3.4) is the IPv4 one.
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(host)
+  if (mapped) return addressKind(mapped[1]!)
+  if (LOOPBACK.check(host, type)) return 'loopback'
+  if (PRIVATE.check(host, type)) return 'private'
+  return 'public'
+}
