@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { parseArgs } from 'node:util'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { buildApp } from '../../core/app.js'
@@ -58,6 +59,30 @@ t.test('Kubernetes: the config loads; ports, probes and the drain agree with the
   }
   t.equal((await app.inject({ method: 'GET', url: pod.metadata.annotations['prometheus.io/path'] })).statusCode, 200, 'the scrape path serves metrics')
   t.match((await app.inject({ method: 'GET', url: container.readinessProbe.httpGet.path })).json(), { status: /^(not )?ready$/, reasons: Array }, 'readiness answers with its reasons')
+})
+
+t.test('RPC workers: the worker command, ports and the gateway\'s config agree', async (t) => {
+  const rpc = parseAllDocuments(readFileSync(join(DEPLOY, 'rpc-workers.yaml'), 'utf8')).map((d) => d.toJS() as any)
+  const of = (kind: string): any => rpc.find((m) => m.kind === kind)
+  const worker = of('StatefulSet').spec.template.spec.containers[0]
+  const command = findCommand(worker.args[0])
+  t.equal(command?.name, 'rpc-worker', 'the pods run llamagate rpc-worker')
+  const { values } = parseArgs({ args: worker.args.slice(1), options: command!.options, strict: true })
+  const port = Number(values.port)
+  t.equal(worker.ports[0].containerPort, port, 'the container port is the one it listens on')
+  t.equal(of('Service').spec.ports[0].port, port)
+  t.equal(of('NetworkPolicy').spec.ingress[0].ports[0].port, port, 'the policy opens that port')
+  t.same(of('NetworkPolicy').spec.ingress[0].from[0].podSelector.matchLabels, pod.metadata.labels, 'to the gateway\'s pods only')
+  t.equal(worker.image.split(':')[0], container.image.split(':')[0], 'the same image (the same llama.cpp build) as the gateway')
+  const dir = await tempDir(t)
+  const file = join(dir, 'config.yaml')
+  await writeFile(file, of('ConfigMap').data['config.yaml'].replace('models_dir: /models', `models_dir: ${join(dir, 'models')}\ndata_dir: ${dir}`))
+  const config = loadConfig({}, { LLAMAGATE_CONFIG: file })
+  const service = of('Service').metadata.name
+  const set = of('StatefulSet').metadata.name
+  t.same(config.rpc.workers.map((w) => `${w.endpoint.host}:${w.endpoint.port}`), [0, 1].map((i) => `${set}-${i}.${service}:${port}`), 'the workers by their stable names, on their port')
+  t.equal(of('StatefulSet').spec.replicas, config.rpc.workers.length, 'one config entry per worker pod')
+  t.same(Object.values(config.models).map((m) => m.rpc), [config.rpc.workers.map((w) => w.name)], 'the model is split across them')
 })
 
 t.test('every environment variable the files set is one the server reads', async (t) => {
