@@ -16,6 +16,8 @@ declare module 'fastify' {
 export interface Lifecycle {
   /** True once a drain began: /readyz says 503 and new work is refused. */
   readonly draining: boolean
+  /** Requests through the door and not yet ended (probes and scrapes not counted): what a drain waits for. */
+  readonly inFlight: number
   /**
    * Stops taking new work and waits for the requests in flight (answers, pulls) to end, up to `timeoutMs` or until
    * `cut` aborts; 'drained' or 'timeout' says which. Closing the app afterwards stops the runtimes.
@@ -53,9 +55,12 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
 
   const state: Lifecycle = {
     get draining () { return draining },
+    get inFlight () { return inFlight.size },
     async drain (timeoutMs, cut) {
+      // New requests are refused at the door (the hook below); those already through it are served, even if they
+      // reach the scheduler only now (a large body still arriving). Only the preloads, nobody's request, stop here.
       draining = true
-      app.scheduler.drain()
+      preloader.stop()
       app.log.info({ inFlight: inFlight.size, timeoutMs }, 'draining: new work is refused; waiting for the requests in flight')
       let timer: NodeJS.Timeout | undefined
       const outcome = await Promise.race([

@@ -36,7 +36,6 @@ export class Scheduler implements LeaseSource {
   /** Woken whenever room may have appeared (an unload, an instance going idle). */
   private roomWaiters: Array<() => void> = []
   private closing = false
-  private draining = false
   /** Loads, failures, evictions, crashes and each request's first token and token counts, for observers (metrics). */
   readonly events: EventHub<SchedulerEvents>
 
@@ -54,7 +53,6 @@ export class Scheduler implements LeaseSource {
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
-    if (this.draining) throw new GatewayError(503, 'the server is shutting down and takes no new work', { code: 'draining', headers: { 'Retry-After': '5' } })
     const started = performance.now()
     const { store, settings } = this.deps
     const model = store.get(name)
@@ -111,11 +109,6 @@ export class Scheduler implements LeaseSource {
     const instances = this.instances.filter((i) => i.model.name === model.name)
     for (const instance of instances) instance.keepAliveMs = 0
     await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))
-  }
-
-  /** A graceful shutdown began: requests already here go on (those waiting for a slot too), new ones are refused. */
-  drain (): void {
-    this.draining = true
   }
 
   /** Stops everything: the app is closing. */
