@@ -1,6 +1,5 @@
 import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
-import lockfile from 'proper-lockfile'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
@@ -9,9 +8,10 @@ import { ChangeFeed } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
 import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
-import { expireLock, forgetOwner, ownerIsGone, recordOwner } from './lock-owner.js'
-import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { forgetOwner, recordOwner } from './lock-owner.js'
+import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
+import { takeLock } from './take-lock.js'
 
 /** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
 export interface ModelRecord {
@@ -91,6 +91,21 @@ export interface ModelWriter {
   commit(input: ManifestInput): Promise<ModelRecord>
   /** Unlocks and unmarks the model busy. Idempotent. */
   release(): Promise<void>
+}
+
+/** How `openWriter` treats a model another writer holds. */
+export interface OpenWriterOptions {
+  /** Wait for the other writer (of this or another process) instead of failing with 409. @default false */
+  wait?: boolean
+  /**
+   * How long to wait; Infinity waits as long as the holder lives and keeps its lock fresh (a pull, whose
+   * client can leave). @default the store's lockWaitMs
+   */
+  waitMs?: number
+  /** Gives up the wait (a client that left): rejects with its reason, holding nothing. */
+  signal?: AbortSignal
+  /** Called once when the lock is found taken and the wait begins. */
+  onWait?: () => void
 }
 
 export interface ModelStoreOptions {
@@ -225,9 +240,9 @@ export class ModelStore {
   /**
    * Takes the model's cross-process lock and marks it busy (delete answers 409 meanwhile).
    * @throws InvalidModelNameError; ConflictError when another writer (of this or another process) holds the
-   *   lock and `wait` is false, or still holds it after `lockWaitMs`
+   *   lock and `wait` is false, or still holds it after the wait; the signal's reason when it aborts the wait
    */
-  async openWriter (name: string, opts: { wait?: boolean } = {}): Promise<ModelWriter> {
+  async openWriter (name: string, opts: OpenWriterOptions = {}): Promise<ModelWriter> {
     const { id, owner, name: model } = parseModelName(name)
     const key = modelKey(id)
     const lockPath = join(this.modelsDir, STATE_DIR, 'locks', key)
@@ -235,19 +250,16 @@ export class ModelStore {
     const ownerPath = `${lockPath}.owner`
     let lost: Error | null = null
     let unlock: () => Promise<void>
-    const take = (): Promise<() => Promise<void>> => lockfile.lock(lockPath, {
-      stale: this.lockStaleMs,
-      realpath: false,
-      retries: opts.wait ? { retries: Math.ceil(this.lockWaitMs / 500), factor: 1.5, minTimeout: 50, maxTimeout: 500 } : 0,
-      // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
-      // must only be kept from committing.
-      onCompromised: (err) => { lost = err },
-    })
     try {
-      // A holder that died on this host (kill -9, a crash) is known at once from its owner record; its lock need
-      // not wait out the staleness period, which only a holder on another host (a shared volume) needs.
-      if (await ownerIsGone(ownerPath)) await expireLock(`${lockPath}.lock`)
-      unlock = await take()
+      unlock = await takeLock(lockPath, {
+        staleMs: this.lockStaleMs,
+        waitMs: opts.wait ? opts.waitMs ?? this.lockWaitMs : 0,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(opts.onWait ? { onWait: opts.onWait } : {}),
+        // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
+        // must only be kept from committing.
+        onCompromised: (err) => { lost = err },
+      })
     } catch (err) {
       if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being pulled or written by another process; try again when that has finished`)
       throw err
@@ -460,6 +472,9 @@ export class ModelStore {
       for (const listener of this.beforeDelete) await listener(record.name)
       this.records.delete(key)
       this.sorted = null
+      // The manifest first: another process reading the folder mid-removal finds no model, never one whose
+      // files are half gone. A crash after it leaves an unlisted folder, as an interrupted pull does.
+      await rm(join(record.dir, MANIFEST), { force: true })
       await rm(record.dir, { recursive: true, force: true })
       // The owner's folder goes with its last model; another model in it keeps it (ENOTEMPTY).
       await rmdir(dirname(record.dir)).catch(() => {})
