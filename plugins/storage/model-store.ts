@@ -4,7 +4,7 @@ import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
 import { modelKind, type ModelKind } from './capabilities.js'
-import { ChangeFeed } from './change-feed.js'
+import { ChangeFeed, type ChangeFeedOptions } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
 import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
@@ -120,6 +120,11 @@ export interface ModelStoreOptions {
    * @default 600000
    */
   lockWaitMs?: number
+  /**
+   * How the store hears changes by other processes: inotify on this host, a poll for other hosts' (replicas on a
+   * shared volume). @default { pollMs: 2000, watch: true }
+   */
+  changes?: ChangeFeedOptions
   /** Where to report what the store skips (a broken manifest) or cannot do (watch the folder). @default nothing */
   onWarning?: (message: string) => void
 }
@@ -149,7 +154,7 @@ export class ModelStore {
     this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
     this.lockWaitMs = options.lockWaitMs ?? 600_000
     this.warn = options.onWarning ?? (() => {})
-    this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'))
+    this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'), options.changes)
     this.blobs = new BlobStore(join(modelsDir, STATE_DIR))
   }
 
@@ -177,11 +182,11 @@ export class ModelStore {
   }
 
   /**
-   * Follows changes other processes make to the folder (an import while the server runs). Call `close()`
-   * to stop. Without a working watcher they show after a restart.
+   * Follows changes other processes make to the folder (an import while the server runs, another replica's
+   * pull or delete): this host's at once (inotify), other hosts' within the poll's period. Call `close()` to stop.
    */
   async watchChanges (): Promise<void> {
-    await this.feed.watch((key) => this.enqueueRefresh(key), (err) => this.warn(`models folder: not following changes by other processes (${err.message})`))
+    await this.feed.watch((key) => this.enqueueRefresh(key), (err) => this.warn(`models folder: cannot watch it for changes by other processes (${err.message}); they show only as often as it is polled, or after a restart`))
   }
 
   close (): void { this.feed.close() }
