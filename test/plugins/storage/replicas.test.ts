@@ -31,9 +31,9 @@ async function hub (t: Test): Promise<{ fake: FakeHub, content: Buffer }> {
 }
 
 /** A `llamagate serve` of its own (its own home and port) on the shared models folder, pulling from the fake hub. */
-async function replica (t: Test, models: string, fake: FakeHub): Promise<ServeProcess> {
+async function replica (t: Test, models: string, fake: FakeHub, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
   const home = await tempDir(t)
-  const serve = await startServe(['--port', '0', '--models', models], { LLAMAGATE_HOME: home, HF_ENDPOINT: fake.url }, 60_000)
+  const serve = await startServe(['--port', '0', '--models', models], { LLAMAGATE_HOME: home, HF_ENDPOINT: fake.url, ...env }, 60_000)
   t.teardown(() => { serve.child.kill('SIGKILL') })
   return serve
 }
@@ -144,13 +144,14 @@ t.test('the first puller is killed mid-download: the waiting replica takes over 
   t.same(await readdir(join(models, '.llamagate', 'locks')), [], 'no lock, no owner record left behind')
 })
 
-t.test('a client leaving while its pull waits for another replica: nothing is held, nothing goes on', async (t) => {
+t.test('a client leaving while its pull waits for another replica: the wait is given up, nothing is held', async (t) => {
   const { fake, content } = await hub(t)
   // The first replica's download stalls after a few bytes: its lock stays held for as long as the test wants.
   fake.faults = { stallAfterBytes: 1000 }
   const models = await tempDir(t)
   const a = await replica(t, models, fake)
-  const b = await replica(t, models, fake)
+  // Its access log says when it saw the client go.
+  const b = await replica(t, models, fake, { LLAMAGATE_LOG_LEVEL: 'info' })
 
   const pullA = await openPullStream(a.address, MODEL)
   const endA = pullA.done.catch(() => null)
@@ -161,16 +162,20 @@ t.test('a client leaving while its pull waits for another replica: nothing is he
   await until('the second replica to wait', () => pullB.events.some((e) => e.status === WAITING))
   leaving.abort()
   await pullB.done
+  await until('the second replica to see its client go', () => /"path":"\/api\/pull".*"clientGone":true/.test(b.output()))
+  const owner = JSON.parse(await readFile(join(models, '.llamagate', 'locks', 'acme@tiny-gguf.owner'), 'utf8')) as { pid: number }
+  t.equal(owner.pid, a.child.pid, 'the lock is still the first replica\'s')
 
-  // Had the abandoned wait gone on, a new pull would join it (its replay saying it waits) or find the lock taken
-  // by it. It starts afresh instead: with the first replica gone, it takes over at once, without waiting.
+  // A wait that went on after its client left would hold the next pull back (it would wait for the abandoned job
+  // to end, saying nothing). The next pull starts afresh and says at once that it waits.
+  const next = await openPullStream(b.address, MODEL)
+  await until('a new pull on the second replica to say it waits', () => next.events.some((e) => e.status === WAITING), 10_000)
+  t.same(next.events[0], { status: `pulling ${MODEL}` }, 'a fresh pull: its own first event')
   a.child.kill('SIGKILL')
   await a.exited
   await endA
   fake.faults = {}
-  const again = await (await openPullStream(b.address, MODEL)).done
-  t.same(again.at(-1), { status: 'success' })
-  t.notOk(again.some((e) => e.status === WAITING), 'the new pull neither joined the abandoned one nor waited for anyone')
+  t.same((await next.done).at(-1), { status: 'success' }, 'it takes over once the first replica is gone')
   t.equal(sha256(await readFile(join(models, 'acme', 'tiny-GGUF', FILE))), sha256(content))
   t.same(await readdir(join(models, '.llamagate', 'locks')), [], 'no lock left behind')
 })
