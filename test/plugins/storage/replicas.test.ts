@@ -44,19 +44,24 @@ async function tags (serve: ServeProcess): Promise<Array<{ name: string, digest:
   return ((await res.json()) as { models: Array<{ name: string, digest: string }> }).models
 }
 
+/** The fake hub and two replicas on one new models folder (they ask the hub nothing until a pull). */
+async function twoReplicas (t: Test, envB: NodeJS.ProcessEnv = {}) {
+  const { fake, content } = await hub(t)
+  const models = await tempDir(t)
+  const a = await replica(t, models, fake)
+  const b = await replica(t, models, fake, envB)
+  return { fake, content, sha: sha256(content), models, dir: join(models, 'acme', 'tiny-GGUF'), a, b }
+}
+
 const lists = async (serve: ServeProcess, name: string): Promise<boolean> => (await tags(serve)).some((m) => m.name === name)
 
 /** Whether every download event of a stream reports its file whole: nothing was fetched by this pull. */
 const fetchedNothing = (events: PullStreamEvent[]): boolean => events.filter((e) => e.digest !== undefined).every((e) => e.completed === e.total)
 
 t.test('two replicas pull one model at once: one download, one whole verified model, listed by both; a delete in one is seen by the other', async (t) => {
-  const { fake, content } = await hub(t)
-  const sha = sha256(content)
+  const { fake, content, sha, models, dir, a, b } = await twoReplicas(t)
   // A few seconds of download: the second pull finds the first one's lock and has to wait for it.
   fake.faults = { bytesPerSecond: Math.ceil(content.length / 2) }
-  const models = await tempDir(t)
-  const a = await replica(t, models, fake)
-  const b = await replica(t, models, fake)
 
   const [pullA, pullB] = await Promise.all([openPullStream(a.address, MODEL), openPullStream(b.address, MODEL)])
   const [eventsA, eventsB] = await Promise.all([pullA.done, pullB.done])
@@ -74,7 +79,6 @@ t.test('two replicas pull one model at once: one download, one whole verified mo
 
   t.same((await readdir(models)).sort(), ['.llamagate', 'acme'], 'one owner folder besides the store\'s own')
   t.same(await readdir(join(models, 'acme')), ['tiny-GGUF'], 'one model folder')
-  const dir = join(models, 'acme', 'tiny-GGUF')
   t.same((await readdir(dir)).sort(), ['manifest.json', FILE], 'no partial file, no second copy')
   t.equal(sha256(await readFile(join(dir, FILE))), sha, 'the file on disk is the hub\'s, by its SHA-256')
   const manifest = JSON.parse(await readFile(join(dir, 'manifest.json'), 'utf8')) as { files: Array<{ name: string, sha256: string, size: number }> }
@@ -105,14 +109,10 @@ t.test('two replicas pull one model at once: one download, one whole verified mo
 })
 
 t.test('the first puller is killed mid-download: the waiting replica takes over from its partial file and ends with a whole model', async (t) => {
-  const { fake, content } = await hub(t)
-  const sha = sha256(content)
+  const { fake, content, sha, models, dir, a, b } = await twoReplicas(t)
   // Slow enough that the first pull is still downloading when it is killed.
   fake.faults = { bytesPerSecond: Math.ceil(content.length / 20) }
-  const models = await tempDir(t)
-  const a = await replica(t, models, fake)
-  const b = await replica(t, models, fake)
-  const partial = join(models, 'acme', 'tiny-GGUF', `${FILE}.partial`)
+  const partial = join(dir, `${FILE}.partial`)
 
   const pullA = await openPullStream(a.address, MODEL)
   // Its client sees the connection cut when it is killed.
@@ -135,7 +135,6 @@ t.test('the first puller is killed mid-download: the waiting replica takes over 
   const eventsB = await pullB.done
   t.same(eventsB.at(-1), { status: 'success' }, 'the second replica\'s pull ends with success')
 
-  const dir = join(models, 'acme', 'tiny-GGUF')
   t.same((await readdir(dir)).sort(), ['manifest.json', FILE], 'one whole file, no partial one')
   t.equal(sha256(await readFile(join(dir, FILE))), sha, 'verified: the hub\'s SHA-256')
   t.ok(await lists(b, MODEL), 'listed by the surviving replica')
@@ -145,17 +144,14 @@ t.test('the first puller is killed mid-download: the waiting replica takes over 
 })
 
 t.test('a client leaving while its pull waits for another replica: the wait is given up, nothing is held', async (t) => {
-  const { fake, content } = await hub(t)
+  // The second's access log says when it saw its client go.
+  const { fake, sha, models, dir, a, b } = await twoReplicas(t, { LLAMAGATE_LOG_LEVEL: 'info' })
   // The first replica's download stalls after a few bytes: its lock stays held for as long as the test wants.
   fake.faults = { stallAfterBytes: 1000 }
-  const models = await tempDir(t)
-  const a = await replica(t, models, fake)
-  // Its access log says when it saw the client go.
-  const b = await replica(t, models, fake, { LLAMAGATE_LOG_LEVEL: 'info' })
 
   const pullA = await openPullStream(a.address, MODEL)
   const endA = pullA.done.catch(() => null)
-  const partial = join(models, 'acme', 'tiny-GGUF', `${FILE}.partial`)
+  const partial = join(dir, `${FILE}.partial`)
   await until('the first replica to hold the model', async () => existsSync(partial) && (await stat(partial)).size > 0)
   const leaving = new AbortController()
   const pullB = await openPullStream(b.address, MODEL, leaving.signal)
@@ -176,7 +172,7 @@ t.test('a client leaving while its pull waits for another replica: the wait is g
   await endA
   fake.faults = {}
   t.same((await next.done).at(-1), { status: 'success' }, 'it takes over once the first replica is gone')
-  t.equal(sha256(await readFile(join(models, 'acme', 'tiny-GGUF', FILE))), sha256(content))
+  t.equal(sha256(await readFile(join(dir, FILE))), sha)
   t.same(await readdir(join(models, '.llamagate', 'locks')), [], 'no lock left behind')
 })
 
