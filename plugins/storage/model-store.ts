@@ -269,7 +269,7 @@ export class ModelStore {
       if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being pulled or written by another process; try again when that has finished`)
       throw err
     }
-    await recordOwner(ownerPath).catch(() => {})
+    await recordOwner(ownerPath, `${lockPath}.lock`).catch(() => {})
     this.busy.add(key)
     let released = false
     const release = async (): Promise<void> => {

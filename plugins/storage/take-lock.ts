@@ -28,7 +28,7 @@ export async function takeLock (lockPath: string, opts: TakeLockOptions): Promis
   let waiting = false
   for (;;) {
     if (opts.signal?.aborted) throw opts.signal.reason
-    if (await ownerIsGone(`${lockPath}.owner`)) await expireLock(`${lockPath}.lock`)
+    if (await ownerIsGone(`${lockPath}.owner`, `${lockPath}.lock`)) await expireLock(`${lockPath}.lock`)
     try {
       const unlock = await lockfile.lock(lockPath, { stale: opts.staleMs, realpath: false, retries: 0, onCompromised: opts.onCompromised })
       // Left while the lock was being taken: give it straight back, so that a client gone holds nothing.
