@@ -1,13 +1,14 @@
-import { statfs, rm } from 'node:fs/promises'
+import { rm, stat, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import { ClientGoneError, ConflictError, GatewayError } from '../../core/errors.js'
 import { EventHub } from '../../core/event-hub.js'
 import { parseModelName } from '../../core/model-name.js'
 import { formatBytes } from '../../core/units.js'
-import type { ModelStore } from '../storage/model-store.js'
+import type { ManifestFile } from '../storage/manifest.js'
+import type { ModelStore, ModelWriter } from '../storage/model-store.js'
 import { downloadFile, type FileProgress } from './download-file.js'
 import { planFiles } from './file-plan.js'
-import type { HubClient } from './hub-client.js'
+import type { HubClient, HubFile } from './hub-client.js'
 import type { PullEvents } from './pull-events.js'
 
 /** One event of a pull stream (rest-interface §2.6, contract: Pull). */
@@ -15,6 +16,8 @@ export interface PullEvent { status: string, digest?: string, total?: number, co
 type Listener = (event: PullEvent) => void
 
 const PROGRESS_INTERVAL_MS = 100
+/** How often a pull waiting for another process says so again: a line well within proxies' idle timeouts. */
+const WAIT_STATUS_INTERVAL_MS = 5000
 
 /** A pull in progress, shared by every request for the same model. */
 class PullJob {
@@ -25,13 +28,10 @@ class PullJob {
   done!: Promise<void>
 
   emit (event: PullEvent): void {
-    if (event.status.startsWith('downloading ')) {
-      const at = this.replay.findIndex((e) => e.status === event.status)
-      if (at === -1) this.replay.push(event)
-      else this.replay[at] = event
-    } else {
-      this.replay.push(event)
-    }
+    // A status said again (a file's progress, the wait for another process) replaces its last report.
+    const at = this.replay.findIndex((e) => e.status === event.status)
+    if (at === -1) this.replay.push(event)
+    else this.replay[at] = event
     for (const listener of this.listeners) listener(event)
   }
 }
@@ -65,16 +65,18 @@ export class PullService {
     }
     if (job) {
       for (const event of job.replay) listener(event)
+      job.listeners.add(listener)
     } else {
       job = new PullJob()
       this.jobs.set(key, job)
+      // Listening before the job starts: its first event is emitted before anything is awaited.
+      job.listeners.add(listener)
       const started = job
       job.done = this.run(started, id, tag, dtype).catch((err: unknown) => {
         if (!started.controller.signal.aborted) this.events.emit('failed', err)
         throw err
       }).finally(() => this.jobs.delete(key))
     }
-    job.listeners.add(listener)
     const leave = (): void => {
       job!.listeners.delete(listener)
       if (job!.listeners.size === 0) job!.controller.abort(new ClientGoneError())
@@ -92,20 +94,17 @@ export class PullService {
   private async run (job: PullJob, id: string, tag: string | null, dtype: string | undefined): Promise<void> {
     const { store, client } = this.deps
     const signal = job.controller.signal
-    const writer = await store.openWriter(id).catch((err: unknown) => {
-      const other = [...this.jobs.keys()].find((k) => k.startsWith(`${id.toLowerCase()}:`) && k !== `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`)
-      if (err instanceof ConflictError && other) throw new ConflictError(`${id} is being pulled with ${other.endsWith(':') ? 'the default tag' : `the tag ${other.slice(id.length + 1)}`}; pull again when that has finished`)
-      throw err
-    })
+    const other = [...this.jobs].find(([k, j]) => j !== job && !j.controller.signal.aborted && k.startsWith(`${id.toLowerCase()}:`))?.[0]
+    // Another tag of the model pulled here: waiting would only make the one replace the other.
+    if (other !== undefined) throw new ConflictError(`${id} is being pulled with ${other.endsWith(':') ? 'the default tag' : `the tag ${other.slice(id.length + 1)}`}; pull again when that has finished`)
+    job.emit({ status: `pulling ${id}` })
+    const writer = await this.openWriter(job, id)
     let format: 'gguf' | 'safetensors'
     try {
-      job.emit({ status: `pulling ${id}` })
       const commit = await client.resolveCommit(id, signal)
       const plan = planFiles(id, await client.listFiles(id, commit, signal), tag)
       format = plan.format
-      const unchanged = new Set((writer.existing?.files ?? [])
-        .filter((old) => plan.files.some((f) => f.path === old.name && f.sha256 !== null && f.sha256 === old.sha256 && f.size === old.size))
-        .map((f) => f.name))
+      const unchanged = await unchangedFiles(writer.dir, writer.existing?.files ?? [], plan.files)
       const needed = plan.files.filter((f) => !unchanged.has(f.path)).reduce((sum, f) => sum + f.size, 0)
       const fs = await statfs(writer.dir)
       if (needed > fs.bavail * fs.bsize) {
@@ -154,9 +153,46 @@ export class PullService {
     job.emit({ status: 'success' })
   }
 
+  /**
+   * The model's writer. Another process pulling (or writing) it is waited for, saying so every few seconds; once
+   * it is done, what it committed is found whole and is not downloaded again. If it failed or died, this pull
+   * takes over from its partial data. A client leaving gives the wait up, holding nothing.
+   */
+  private async openWriter (job: PullJob, id: string): Promise<ModelWriter> {
+    const say = (): void => job.emit({ status: `waiting for another process pulling ${id}` })
+    let timer: NodeJS.Timeout | undefined
+    try {
+      return await this.deps.store.openWriter(id, {
+        wait: true,
+        waitMs: Infinity,
+        signal: job.controller.signal,
+        onWait: () => {
+          say()
+          timer = setInterval(say, WAIT_STATUS_INTERVAL_MS)
+        },
+      })
+    } finally {
+      clearInterval(timer)
+    }
+  }
+
   /** True while a pull of the model runs in this process. */
   isPulling (name: string): boolean {
     const id = parseModelName(name).id.toLowerCase()
     return [...this.jobs.keys()].some((k) => k.startsWith(`${id}:`))
   }
+}
+
+/**
+ * The planned files the committed manifest already has, verified: the same SHA-256 and size as the hub lists,
+ * and on disk at that size (the bytes were hashed when they were downloaded, by this process or another).
+ */
+async function unchangedFiles (dir: string, committed: ManifestFile[], planned: HubFile[]): Promise<Set<string>> {
+  const found = new Set<string>()
+  for (const old of committed) {
+    if (!planned.some((f) => f.path === old.name && f.sha256 !== null && f.sha256 === old.sha256 && f.size === old.size)) continue
+    const size = await stat(join(dir, old.name)).then((s) => s.size, () => -1)
+    if (size === old.size) found.add(old.name)
+  }
+  return found
 }

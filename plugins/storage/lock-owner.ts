@@ -1,10 +1,16 @@
 import { readFileSync } from 'node:fs'
-import { readFile, rm, utimes, writeFile } from 'node:fs/promises'
+import { readFile, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { isAlive } from '../../core/process-alive.js'
 
 /** Who holds a writer's lock: written beside the lock by its holder, read by a writer who finds it taken. */
-interface Owner { pid: number, host: string, started: string | null }
+interface Owner {
+  pid: number
+  host: string
+  started: string | null
+  /** The lock directory it holds (inode and birth time); null in records written before this was kept. */
+  lock: string | null
+}
 
 /**
  * When a process started, from /proc (clock ticks since boot): with the pid it names one process for good,
@@ -21,11 +27,25 @@ function startTime (pid: number): string | null {
   }
 }
 
-const SELF: Owner = { pid: process.pid, host: hostname(), started: startTime(process.pid) }
+const SELF = { pid: process.pid, host: hostname(), started: startTime(process.pid) }
 
-/** Records this process as the holder of the lock at `lockPath`. */
-export async function recordOwner (ownerPath: string): Promise<void> {
-  await writeFile(ownerPath, JSON.stringify(SELF))
+/**
+ * Which directory a lock is: one taken over since (removed and made again) is another, though its name is the
+ * same. Null when there is no lock.
+ */
+async function lockIdentity (lockDir: string): Promise<string | null> {
+  try {
+    const info = await stat(lockDir, { bigint: true })
+    return `${info.ino}:${info.birthtimeNs}`
+  } catch {
+    return null
+  }
+}
+
+/** Records this process as the holder of the lock directory `lockDir`, which it has just taken. */
+export async function recordOwner (ownerPath: string, lockDir: string): Promise<void> {
+  const owner: Owner = { ...SELF, lock: await lockIdentity(lockDir) }
+  await writeFile(ownerPath, JSON.stringify(owner))
 }
 
 /** Forgets the record, if it is still ours (a taker-over may have written its own). */
@@ -37,20 +57,23 @@ export async function forgetOwner (ownerPath: string): Promise<void> {
 async function readOwner (ownerPath: string): Promise<Owner | null> {
   try {
     const parsed = JSON.parse(await readFile(ownerPath, 'utf8')) as Partial<Owner>
-    return typeof parsed.pid === 'number' && typeof parsed.host === 'string' ? { pid: parsed.pid, host: parsed.host, started: parsed.started ?? null } : null
+    return typeof parsed.pid === 'number' && typeof parsed.host === 'string' ? { pid: parsed.pid, host: parsed.host, started: parsed.started ?? null, lock: parsed.lock ?? null } : null
   } catch {
     return null
   }
 }
 
 /**
- * Whether the lock's recorded holder is a process of this host that is gone: its pid is dead, or now belongs
- * to a process that started at another time. A holder on another host (a shared volume) is never judged so:
- * only the lock's staleness tells about it.
+ * Whether the holder of the lock directory `lockDir` is a process of this host that is gone: its pid is dead, or
+ * now belongs to a process that started at another time. A holder on another host (a shared volume) is never
+ * judged so: only the lock's staleness tells about it. Nor is a record about another directory than the lock
+ * there now: a dead holder's successor took the lock and has not yet recorded itself, and its lock is not to be
+ * expired by a third process that read the old record.
  */
-export async function ownerIsGone (ownerPath: string): Promise<boolean> {
+export async function ownerIsGone (ownerPath: string, lockDir: string): Promise<boolean> {
   const owner = await readOwner(ownerPath)
   if (owner === null || owner.host !== SELF.host) return false
+  if (owner.lock !== null && owner.lock !== await lockIdentity(lockDir)) return false
   if (!isAlive(owner.pid)) return true
   return owner.started !== null && startTime(owner.pid) !== owner.started
 }

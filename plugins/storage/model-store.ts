@@ -1,17 +1,17 @@
 import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises'
 import { basename, dirname, join, resolve } from 'node:path'
-import lockfile from 'proper-lockfile'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
 import { modelKind, type ModelKind } from './capabilities.js'
-import { ChangeFeed } from './change-feed.js'
+import { ChangeFeed, type ChangeFeedOptions } from './change-feed.js'
 import { sha256File } from './file-hash.js'
 import { formatParameterCount, readGgufInfo } from './gguf-info.js'
 import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
-import { expireLock, forgetOwner, ownerIsGone, recordOwner } from './lock-owner.js'
-import { readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { forgetOwner, recordOwner } from './lock-owner.js'
+import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
+import { takeLock } from './take-lock.js'
 
 /** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
 export interface ModelRecord {
@@ -93,6 +93,21 @@ export interface ModelWriter {
   release(): Promise<void>
 }
 
+/** How `openWriter` treats a model another writer holds. */
+export interface OpenWriterOptions {
+  /** Wait for the other writer (of this or another process) instead of failing with 409. @default false */
+  wait?: boolean
+  /**
+   * How long to wait; Infinity waits as long as the holder lives and keeps its lock fresh (a pull, whose
+   * client can leave). @default the store's lockWaitMs
+   */
+  waitMs?: number
+  /** Gives up the wait (a client that left): rejects with its reason, holding nothing. */
+  signal?: AbortSignal
+  /** Called once when the lock is found taken and the wait begins. */
+  onWait?: () => void
+}
+
 export interface ModelStoreOptions {
   /**
    * A writer's lock not refreshed for this long belongs to a process that died; the next writer takes it
@@ -105,6 +120,11 @@ export interface ModelStoreOptions {
    * @default 600000
    */
   lockWaitMs?: number
+  /**
+   * How the store hears changes by other processes: inotify on this host, a poll for other hosts' (replicas on a
+   * shared volume). @default { pollMs: 2000, watch: true }
+   */
+  changes?: ChangeFeedOptions
   /** Where to report what the store skips (a broken manifest) or cannot do (watch the folder). @default nothing */
   onWarning?: (message: string) => void
 }
@@ -134,7 +154,7 @@ export class ModelStore {
     this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
     this.lockWaitMs = options.lockWaitMs ?? 600_000
     this.warn = options.onWarning ?? (() => {})
-    this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'))
+    this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'), options.changes)
     this.blobs = new BlobStore(join(modelsDir, STATE_DIR))
   }
 
@@ -162,11 +182,11 @@ export class ModelStore {
   }
 
   /**
-   * Follows changes other processes make to the folder (an import while the server runs). Call `close()`
-   * to stop. Without a working watcher they show after a restart.
+   * Follows changes other processes make to the folder (an import while the server runs, another replica's
+   * pull or delete): this host's at once (inotify), other hosts' within the poll's period. Call `close()` to stop.
    */
   async watchChanges (): Promise<void> {
-    await this.feed.watch((key) => this.enqueueRefresh(key), (err) => this.warn(`models folder: not following changes by other processes (${err.message})`))
+    await this.feed.watch((key) => this.enqueueRefresh(key), (err) => this.warn(`models folder: cannot watch it for changes by other processes (${err.message}); they show only as often as it is polled, or after a restart`))
   }
 
   close (): void { this.feed.close() }
@@ -225,9 +245,9 @@ export class ModelStore {
   /**
    * Takes the model's cross-process lock and marks it busy (delete answers 409 meanwhile).
    * @throws InvalidModelNameError; ConflictError when another writer (of this or another process) holds the
-   *   lock and `wait` is false, or still holds it after `lockWaitMs`
+   *   lock and `wait` is false, or still holds it after the wait; the signal's reason when it aborts the wait
    */
-  async openWriter (name: string, opts: { wait?: boolean } = {}): Promise<ModelWriter> {
+  async openWriter (name: string, opts: OpenWriterOptions = {}): Promise<ModelWriter> {
     const { id, owner, name: model } = parseModelName(name)
     const key = modelKey(id)
     const lockPath = join(this.modelsDir, STATE_DIR, 'locks', key)
@@ -235,24 +255,21 @@ export class ModelStore {
     const ownerPath = `${lockPath}.owner`
     let lost: Error | null = null
     let unlock: () => Promise<void>
-    const take = (): Promise<() => Promise<void>> => lockfile.lock(lockPath, {
-      stale: this.lockStaleMs,
-      realpath: false,
-      retries: opts.wait ? { retries: Math.ceil(this.lockWaitMs / 500), factor: 1.5, minTimeout: 50, maxTimeout: 500 } : 0,
-      // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
-      // must only be kept from committing.
-      onCompromised: (err) => { lost = err },
-    })
     try {
-      // A holder that died on this host (kill -9, a crash) is known at once from its owner record; its lock need
-      // not wait out the staleness period, which only a holder on another host (a shared volume) needs.
-      if (await ownerIsGone(ownerPath)) await expireLock(`${lockPath}.lock`)
-      unlock = await take()
+      unlock = await takeLock(lockPath, {
+        staleMs: this.lockStaleMs,
+        waitMs: opts.wait ? opts.waitMs ?? this.lockWaitMs : 0,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+        ...(opts.onWait ? { onWait: opts.onWait } : {}),
+        // proper-lockfile's default throws from a timer (the process dies); a writer that lost its lock
+        // must only be kept from committing.
+        onCompromised: (err) => { lost = err },
+      })
     } catch (err) {
       if ((err as { code?: string }).code === 'ELOCKED') throw new ConflictError(`model "${id}" is being pulled or written by another process; try again when that has finished`)
       throw err
     }
-    await recordOwner(ownerPath).catch(() => {})
+    await recordOwner(ownerPath, `${lockPath}.lock`).catch(() => {})
     this.busy.add(key)
     let released = false
     const release = async (): Promise<void> => {
@@ -460,6 +477,9 @@ export class ModelStore {
       for (const listener of this.beforeDelete) await listener(record.name)
       this.records.delete(key)
       this.sorted = null
+      // The manifest first: another process reading the folder mid-removal finds no model, never one whose
+      // files are half gone. A crash after it leaves an unlisted folder, as an interrupted pull does.
+      await rm(join(record.dir, MANIFEST), { force: true })
       await rm(record.dir, { recursive: true, force: true })
       // The owner's folder goes with its last model; another model in it keeps it (ENOTEMPTY).
       await rmdir(dirname(record.dir)).catch(() => {})

@@ -3,7 +3,7 @@ import { isAbsolute, join, relative, sep } from 'node:path'
 
 /**
  * The store's own bookkeeping under the models folder: `locks/` (proper-lockfile) and `changes/` (one
- * marker per model, touched on every change so that other processes on the same folder refresh). The
+ * marker per model, replaced on every change so that other processes on the same folder refresh). The
  * leading dot keeps it apart from model owners, which never start with one.
  */
 export const STATE_DIR = '.llamagate'

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
-import { mkdir, writeFile } from 'node:fs/promises'
+import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -79,4 +79,23 @@ t.test('a store opening the folder leaves another process\'s temporary manifest 
   await store(t, models)
   t.ok(existsSync(join(dir, `manifest.json.tmp-${process.pid}-1`)), 'the write under way keeps its file')
   t.notOk(existsSync(join(dir, 'manifest.json.tmp-2147483647-1')), 'the dead writer\'s is removed')
+})
+
+t.test('a dead holder\'s record about another lock directory is not taken for the holder of the lock there now', async (t) => {
+  const models = await tempDir(t)
+  const locks = join(models, '.llamagate', 'locks')
+  const s = await store(t, models)
+  // A fresh lock whose record is a dead process's, made for the directory before this one: a successor has just
+  // taken the lock over and not yet recorded itself. Expiring it would let two writers in.
+  await mkdir(join(locks, 'acme@successor.lock'), { recursive: true })
+  await writeFile(join(locks, 'acme@successor.owner'), JSON.stringify({ pid: process.pid, host: hostname(), started: '1', lock: '1:1' }))
+  await t.rejects(s.openWriter('acme/successor'), ConflictError, 'the successor keeps its lock')
+  // The record a writer leaves names its own directory: once it is killed, that record is judged as before.
+  const writer = await holdingWriter(t, models, 'acme/recorded')
+  const record = JSON.parse(await readFile(join(locks, 'acme@recorded.owner'), 'utf8')) as { lock: string | null }
+  t.match(record.lock, /^\d+:\d+$/, 'the record names its lock directory')
+  await writer.kill()
+  const w = await s.openWriter('acme/recorded')
+  t.pass('taken over at once')
+  await w.release()
 })
