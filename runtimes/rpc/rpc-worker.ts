@@ -22,6 +22,13 @@ export interface RpcWorkerOptions {
   onLine: (line: string) => void
 }
 
+/**
+ * The watchdog, and SIGPIPE ignored (inherited through exec): rpc-server writes without MSG_NOSIGNAL, so a client
+ * that hangs up before its answer (a crashed llama-server, a probe that gave up) would kill it; ignored, the write
+ * fails and the worker serves the next client.
+ */
+const WORKER_SCRIPT = WATCHDOG.replace('exec "$@"', 'trap "" PIPE\nexec "$@"')
+
 /** Why llama.cpp's RPC worker must not face an open network, for the terminal and the docs. */
 export const RPC_EXPOSURE_WARNING = 'the RPC protocol has no authentication: anyone who can reach this port can use this machine\'s devices and memory, and llama.cpp calls it unsafe on open networks. Use it only on a private network, a VPN or an SSH tunnel, with the same llama.cpp build on every host'
 
@@ -49,7 +56,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
   const args = ['--host', inner.host, '--port', String(inner.port)]
   if (opts.device) args.push('--device', opts.device)
   if (opts.threads !== undefined) args.push('--threads', String(opts.threads))
-  const shells = new SpareShell(WATCHDOG, 'llamagate-rpc-worker')
+  const shells = new SpareShell(WORKER_SCRIPT, 'llamagate-rpc-worker')
   const child: ChildProcessWithoutNullStreams = shells.launch([binary, ...args])
   child.stdin.on('error', () => {})
   const lines = outputLines(opts.onLine)

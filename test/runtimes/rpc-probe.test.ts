@@ -4,6 +4,7 @@ import t, { type Test } from 'tap'
 import { freePort } from '../../runtimes/free-port.js'
 import { probeRpcWorker } from '../../runtimes/rpc/rpc-probe.js'
 import { startMemoryCapRelay } from '../../runtimes/rpc/rpc-memory-cap.js'
+import { startRpcWorker } from '../../runtimes/rpc/rpc-worker.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 import { until } from '../helpers/until.js'
 
@@ -64,4 +65,28 @@ t.test('nothing listening; a worker of another protocol; not a worker at all', a
   }
   t.match(await probeRpcWorker({ host: '127.0.0.1', port: ports[0]! }), { state: 'incompatible', version: '3.0.0', error: /speaks RPC protocol 3\.0\.0, this gateway's llama\.cpp speaks 7\.x: run the same llama\.cpp build on every host/ })
   t.match(await probeRpcWorker({ host: '127.0.0.1', port: ports[1]! }, 500), { state: 'unreachable', error: /not one of the RPC protocol's|closed|no answer/ }, 'an HTTP server is not taken for a worker')
+})
+
+t.test('a worker started by llamagate survives a client that hangs up before its answer (SIGPIPE ignored)', async (t) => {
+  const port = await freePort()
+  const worker = await startRpcWorker({ build: await cpuRuntime(), host: '127.0.0.1', port, threads: 1, onLine: () => {} })
+  t.teardown(() => worker.stop())
+  await until('the worker answers', async () => (await probeRpcWorker({ host: '127.0.0.1', port }, 500)).state === 'ready', 30_000)
+  const hello = Buffer.alloc(9 + 24)
+  hello.writeUInt8(14, 0)
+  hello.writeBigUInt64LE(24n, 1)
+  const holder = connect({ host: '127.0.0.1', port })
+  await new Promise((resolve) => holder.once('connect', resolve))
+  holder.write(hello)
+  await new Promise((resolve) => holder.once('data', resolve))
+  // Queued behind the holder: says HELLO and hangs up at once; the worker answers it later, into a closed socket.
+  const rude = connect({ host: '127.0.0.1', port })
+  await new Promise((resolve) => rude.once('connect', resolve))
+  await new Promise((resolve) => rude.write(hello, resolve))
+  rude.destroy()
+  holder.destroy()
+  let gone = false
+  void worker.exited.then(() => { gone = true })
+  await until('the worker answers after both are gone', async () => (await probeRpcWorker({ host: '127.0.0.1', port }, 500)).state === 'ready', 10_000)
+  t.notOk(gone, 'it is still running: the write into the closed connection failed instead of killing it')
 })
