@@ -6,6 +6,7 @@ import type { Logger } from '../core/logger.js'
 import { RuntimeEndpoint } from './endpoint/runtime-endpoint.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
+import { killGroup } from './kill-group.js'
 import { outputLines } from './output-lines.js'
 import { SpareShell } from './spare-shell.js'
 import { WATCHDOG } from './watchdog.js'
@@ -334,14 +335,6 @@ export class LlamaServer {
   }
 }
 
-function killGroup (pid: number | undefined, signal: NodeJS.Signals): void {
-  if (pid === undefined) return
-  try {
-    process.kill(-pid, signal)
-  } catch {
-    try { process.kill(pid, signal) } catch { /* already gone */ }
-  }
-}
 
 /** "exit code 1", "killed by SIGKILL", "exit code 137, SIGKILL" (a shell reports death by signal N as 128+N). */
 export function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {

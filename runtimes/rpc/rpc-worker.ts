@@ -1,6 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import type { Server } from 'node:net'
 import { freePort } from '../free-port.js'
+import { killGroup } from '../kill-group.js'
 import { outputLines } from '../output-lines.js'
 import { SpareShell } from '../spare-shell.js'
 import type { RuntimeBuild } from '../types.js'
@@ -74,7 +75,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
     try {
       relay = await startMemoryCapRelay({ listen: { host: opts.host, port: opts.port }, target: inner, capBytes: opts.memBytes })
     } catch (err) {
-      killGroup(child.pid)
+      killGroup(child.pid, 'SIGTERM')
       await exited
       throw new Error(`cannot listen on ${opts.host}:${opts.port}: ${(err as Error).message}`)
     }
@@ -84,7 +85,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
     pid: child.pid,
     exited,
     async stop () {
-      killGroup(child.pid)
+      killGroup(child.pid, 'SIGTERM')
       await exited
     },
   }
@@ -93,9 +94,4 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
 /** Whether `host` keeps the worker to this machine (the default); anything else deserves the warning. */
 export function isLoopbackHost (host: string): boolean {
   return addressKind(host) === 'loopback'
-}
-
-function killGroup (pid: number | undefined): void {
-  if (pid === undefined) return
-  try { process.kill(-pid, 'SIGTERM') } catch { try { process.kill(pid, 'SIGTERM') } catch { /* gone */ } }
 }

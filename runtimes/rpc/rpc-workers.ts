@@ -49,10 +49,9 @@ export class RpcWorkers {
         const seen = this.last.get(worker.name)
         return status(worker, 'in_use', seen?.probe.state === 'ready' ? seen.probe : null, seen?.at ?? null, null, users)
       }
-      const refusal = await this.refusal(worker)
-      if (refusal !== null) return status(worker, 'refused', null, null, refusal, [])
-      const probe = await this.probe(worker, PROBE_TIMEOUT_MS)
-      return status(worker, probe.state, probe, this.last.get(worker.name)!.at, 'error' in probe ? probe.error : null, [])
+      const checked = await this.check(worker, PROBE_TIMEOUT_MS)
+      if (checked.state === 'refused') return status(worker, 'refused', null, null, checked.error, [])
+      return status(worker, checked.state, checked, this.last.get(worker.name)!.at, 'error' in checked ? checked.error : null, [])
     }))
   }
 
@@ -64,11 +63,7 @@ export class RpcWorkers {
    */
   async prepare (names: readonly string[], model: string): Promise<{ endpoints: string[], freeBytes: number }> {
     const workers = names.map((name) => this.worker(name))
-    const probes = await Promise.all(workers.map(async (worker) => {
-      const refusal = await this.refusal(worker)
-      if (refusal !== null) return { worker, probe: { state: 'unreachable', error: refusal } satisfies RpcProbe }
-      return { worker, probe: await this.probe(worker, PROBE_TIMEOUT_MS) }
-    }))
+    const probes = await Promise.all(workers.map(async (worker) => ({ worker, probe: await this.check(worker, PROBE_TIMEOUT_MS) })))
     for (const { worker, probe } of probes) {
       if (probe.state !== 'ready') {
         throw new UnavailableError(`model "${model}" needs RPC worker "${worker.name}" (${formatRpcEndpoint(worker.endpoint)}), which is ${probe.state}: ${probe.error}`, 'rpc_worker_unavailable')
@@ -92,6 +87,12 @@ export class RpcWorkers {
     const worker = this.workers.find((w) => w.name === name)
     if (!worker) throw new Error(`no RPC worker named "${name}" in config.yaml's rpc.workers`)
     return worker
+  }
+
+  /** Refused by its address, else asked. */
+  private async check (worker: RpcWorkerConfig, timeoutMs: number): Promise<RpcProbe | { state: 'refused', error: string }> {
+    const refusal = await this.refusal(worker)
+    return refusal !== null ? { state: 'refused', error: refusal } : this.probe(worker, timeoutMs)
   }
 
   private async probe (worker: RpcWorkerConfig, timeoutMs: number): Promise<RpcProbe> {
