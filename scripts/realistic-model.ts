@@ -13,6 +13,11 @@ import { seededTensor } from './tiny-llama.js'
  * it does for the model the template came from. What the model says is noise; how it is framed is real.
  */
 export interface RealisticModelOptions {
+  /**
+   * `qwen2` (llama's blocks with biased q/k/v projections) or `llama` (no biases: Llama 3's shape, with its
+   * rope base). @default 'qwen2'
+   */
+  architecture?: 'qwen2' | 'llama'
   /** Where to write the GGUF. */
   file: string
   /** A llama.cpp source tree (the one the runtime was built from). */
@@ -54,8 +59,6 @@ export interface RealisticModelOptions {
   addedTokens?: string[]
 }
 
-const ARCH = 'qwen2'
-
 export async function writeRealisticModel (options: RealisticModelOptions): Promise<{ file: string, bytes: number, vocabSize: number }> {
   const vocabName = options.vocab ?? 'qwen2'
   const templateName = options.template ?? 'Qwen-Qwen2.5-7B-Instruct'
@@ -74,19 +77,21 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   const nHeadKv = options.nHeadKv ?? 2
   const nFf = options.nFf ?? 128
   const seed = options.seed ?? 1
+  const arch = options.architecture ?? 'qwen2'
+  const biased = arch === 'qwen2'
   const kv: Record<string, GgufValue> = {
-    'general.architecture': { type: 'string', value: ARCH },
+    'general.architecture': { type: 'string', value: arch },
     'general.name': { type: 'string', value: options.name ?? `tiny ${templateName}` },
     'general.file_type': { type: 'u32', value: 1 },
     'general.alignment': { type: 'u32', value: 32 },
-    [`${ARCH}.context_length`]: { type: 'u32', value: options.nCtxTrain ?? 4096 },
-    [`${ARCH}.embedding_length`]: { type: 'u32', value: nEmbd },
-    [`${ARCH}.block_count`]: { type: 'u32', value: nLayer },
-    [`${ARCH}.feed_forward_length`]: { type: 'u32', value: nFf },
-    [`${ARCH}.attention.head_count`]: { type: 'u32', value: nHead },
-    [`${ARCH}.attention.head_count_kv`]: { type: 'u32', value: nHeadKv },
-    [`${ARCH}.rope.freq_base`]: { type: 'f32', value: 1_000_000 },
-    [`${ARCH}.attention.layer_norm_rms_epsilon`]: { type: 'f32', value: 1e-6 },
+    [`${arch}.context_length`]: { type: 'u32', value: options.nCtxTrain ?? 4096 },
+    [`${arch}.embedding_length`]: { type: 'u32', value: nEmbd },
+    [`${arch}.block_count`]: { type: 'u32', value: nLayer },
+    [`${arch}.feed_forward_length`]: { type: 'u32', value: nFf },
+    [`${arch}.attention.head_count`]: { type: 'u32', value: nHead },
+    [`${arch}.attention.head_count_kv`]: { type: 'u32', value: nHeadKv },
+    [`${arch}.rope.freq_base`]: { type: 'f32', value: biased ? 1_000_000 : 500_000 },
+    [`${arch}.attention.layer_norm_rms_epsilon`]: { type: 'f32', value: 1e-6 },
     'tokenizer.ggml.model': { type: 'string', value: metadata['tokenizer.ggml.model'] as string },
     'tokenizer.ggml.pre': { type: 'string', value: metadata['tokenizer.ggml.pre'] as string },
     'tokenizer.ggml.tokens': { type: 'string[]', value: tokens },
@@ -102,7 +107,7 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   const kvWidth = headDim * nHeadKv
   const t = (name: string, shape: number[], scale?: number): Tensor => seededTensor(seed, name, shape, 'f16', scale)
   // Biases are added to f32 activations: ggml's CPU add takes no f16 operand there.
-  const bias = (name: string, size: number): Tensor => seededTensor(seed, name, [size], 'f32', 0.02)
+  const biases = (name: string, size: number): Tensor[] => biased ? [seededTensor(seed, name, [size], 'f32', 0.02)] : []
   // Small weights keep activations and logits in a sane range, so sampling does not degenerate. The output
   // projection is the embedding's (tied, as in the small Qwen models): no output.weight.
   const id = (text: string): number => {
@@ -116,9 +121,9 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   for (let b = 0; b < nLayer; b++) {
     tensors.push(
       t(`blk.${b}.attn_norm.weight`, [nEmbd]),
-      t(`blk.${b}.attn_q.weight`, [nEmbd, nEmbd], 0.08), bias(`blk.${b}.attn_q.bias`, nEmbd),
-      t(`blk.${b}.attn_k.weight`, [kvWidth, nEmbd], 0.08), bias(`blk.${b}.attn_k.bias`, kvWidth),
-      t(`blk.${b}.attn_v.weight`, [kvWidth, nEmbd], 0.08), bias(`blk.${b}.attn_v.bias`, kvWidth),
+      t(`blk.${b}.attn_q.weight`, [nEmbd, nEmbd], 0.08), ...biases(`blk.${b}.attn_q.bias`, nEmbd),
+      t(`blk.${b}.attn_k.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_k.bias`, kvWidth),
+      t(`blk.${b}.attn_v.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_v.bias`, kvWidth),
       t(`blk.${b}.attn_output.weight`, [nEmbd, nEmbd], 0.08),
       t(`blk.${b}.ffn_norm.weight`, [nEmbd]),
       t(`blk.${b}.ffn_gate.weight`, [nFf, nEmbd], 0.08),

@@ -1,0 +1,94 @@
+import { existsSync } from 'node:fs'
+import { mkdir, rename, rm } from 'node:fs/promises'
+import { join } from 'node:path'
+import { execa } from 'execa'
+import type { RuntimeBuild } from '../runtimes/types.js'
+import { writeRealisticModel } from './realistic-model.js'
+
+/**
+ * The bench's models of a real size: random weights in the shape of a released model, with the real vocabulary
+ * and chat template from llama.cpp's tree, quantized by llama.cpp's own llama-quantize as a user's download
+ * would be. What they say is noise; what they cost per token (matrix sizes, vocabulary, KV cache) is real.
+ */
+export interface BenchShape {
+  /** What the shape imitates. */
+  imitates: string
+  nEmbd: number
+  nLayer: number
+  nHead: number
+  nHeadKv: number
+  nFf: number
+  vocab: string
+  template: string
+  eosToken: string
+  nCtxTrain: number
+}
+
+export const SHAPES = {
+  /** Not a real size: the scenarios' own test runs them end to end on it in seconds. */
+  'llama-tiny': {
+    imitates: 'a test-sized Llama 3', nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128,
+    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.2-3B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+  },
+  'llama-1b': {
+    imitates: 'Llama-3.2-1B-Instruct', nEmbd: 2048, nLayer: 16, nHead: 32, nHeadKv: 8, nFf: 8192,
+    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.2-3B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+  },
+  'llama-8b': {
+    imitates: 'Llama-3.1-8B-Instruct', nEmbd: 4096, nLayer: 32, nHead: 32, nHeadKv: 8, nFf: 14336,
+    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.1-8B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+  },
+} satisfies Record<string, BenchShape>
+
+export type ShapeName = keyof typeof SHAPES
+export const QUANTS = ['Q4_K_M', 'Q8_0'] as const
+export type Quant = (typeof QUANTS)[number]
+
+/** `llama-1b-q4_k_m` → the shape and the quantization; an error naming the choices otherwise. */
+export function parseBenchModel (name: string): { shape: ShapeName, quant: Quant } {
+  for (const shape of Object.keys(SHAPES) as ShapeName[]) {
+    for (const quant of QUANTS) if (name.toLowerCase() === `${shape}-${quant.toLowerCase()}`) return { shape, quant }
+  }
+  const choices = (Object.keys(SHAPES) as ShapeName[]).flatMap((s) => QUANTS.map((q) => `${s}-${q.toLowerCase()}`))
+  throw new Error(`unknown bench model ${JSON.stringify(name)}: one of ${choices.join(', ')}`)
+}
+
+/**
+ * The shape's GGUF at each quantization under `benchDir`, made on first use (one F16 file written, quantized to
+ * each, then removed; a few minutes for the 1B shape on 2 cores) and kept for the next run. Each written under a
+ * temporary name and renamed, so that an interrupted run leaves nothing half-made.
+ */
+export async function ensureBenchModels (options: { shape: ShapeName, quants: readonly Quant[], build: RuntimeBuild, llamaCppSrc: string, benchDir: string, say: (line: string) => void }): Promise<Map<Quant, string>> {
+  const { shape, build, benchDir, say } = options
+  const files = new Map(options.quants.map((quant) => [quant, join(benchDir, `${shape}-${quant.toLowerCase()}.gguf`)]))
+  const missing = [...files].filter(([, file]) => !existsSync(file))
+  if (missing.length === 0) return files
+  const quantize = build.quantizePath
+  if (quantize === null) throw new Error(`the ${build.backend} runtime has no llama-quantize: npm run runtime:build`)
+  await mkdir(benchDir, { recursive: true })
+  const s = SHAPES[shape]
+  const f16 = join(benchDir, `${shape}-f16.gguf.partial`)
+  try {
+    say(`writing the ${shape} shape (${s.imitates}: ${s.nLayer} layers × ${s.nEmbd}, ${s.vocab} vocabulary) with random F16 weights...`)
+    const started = Date.now()
+    await writeRealisticModel({
+      file: f16, llamaCppSrc: options.llamaCppSrc, architecture: 'llama', name: `${s.imitates} shape, random weights`,
+      vocab: s.vocab, template: s.template, eosToken: s.eosToken, nEmbd: s.nEmbd, nLayer: s.nLayer, nHead: s.nHead,
+      nHeadKv: s.nHeadKv, nFf: s.nFf, nCtxTrain: s.nCtxTrain,
+    })
+    say(`  written in ${((Date.now() - started) / 1000).toFixed(0)} s`)
+    for (const [quant, file] of missing) {
+      say(`  quantizing to ${quant} with llama-quantize...`)
+      const partial = `${file}.partial`
+      try {
+        await execa(quantize, [f16, partial, quant], { stdio: 'ignore' })
+        await rename(partial, file)
+      } finally {
+        await rm(partial, { force: true })
+      }
+    }
+    return files
+  } finally {
+    await rm(f16, { force: true })
+  }
+}
