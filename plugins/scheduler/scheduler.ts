@@ -344,8 +344,9 @@ export class Scheduler implements LeaseSource {
         })
         return
       }
-      const free = await runtimes.freeMemory()
-      if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= free) return
+      // At max_loaded_models, one must go whatever the memory: a switch does not wait for a probe (an
+      // nvidia-smi run on a GPU) whose answer changes nothing.
+      if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= await runtimes.freeMemory()) return
       if (await this.evictIdle(others, instance, 'unloading the least recently used idle model to make room')) continue
       const left = deadline - Date.now()
       if (left <= 0) {
@@ -361,7 +362,8 @@ export class Scheduler implements LeaseSource {
     if (!victim) return false
     this.deps.log.info({ model: victim.model.name, for: instance.model.name }, why)
     this.events.emit('evicted', victim.model.name, instance.model.name)
-    await this.unload(victim, new UnavailableError('evicted'))
+    // A request waits on this unload, and the victim is idle: killed at once, not asked to finish.
+    await this.unload(victim, new UnavailableError('evicted'), 0)
     return true
   }
 
@@ -436,11 +438,12 @@ export class Scheduler implements LeaseSource {
     this.wakeRoomWaiters()
   }
 
-  private async unload (instance: Instance, reason: Error): Promise<void> {
+  /** `graceMs`: how long llama-server may take to exit on SIGTERM before it is killed (0: killed at once). */
+  private async unload (instance: Instance, reason: Error, graceMs?: number): Promise<void> {
     if (instance.state === 'unloading') return
     // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we
     // are cutting anyway need not be waited for.
-    const graceMs = instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined
+    graceMs ??= instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined
     instance.state = 'unloading'
     instance.clearTimer()
     instance.controller.abort(reason)

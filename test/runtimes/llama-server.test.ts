@@ -156,6 +156,20 @@ t.test('on a Unix socket: ready, answers through the socket, no TCP port; the so
   t.notOk(existsSync(socketPath), 'the socket file is removed')
 })
 
+t.test('stop(0) kills at once with SIGKILL, an expected exit; the socket file goes all the same', async (t) => {
+  const socketPath = join(await tempDir(t), 'rt.sock')
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1, socketPath })
+  t.teardown(() => server.stop())
+  const exits: ExitInfo[] = []
+  server.onExit((info) => exits.push(info))
+  await server.start()
+  const pid = server.pid!
+  await server.stop(0)
+  t.notOk(isAlive(pid), 'the process is gone')
+  t.match(exits, [{ signal: 'SIGKILL', expected: true }], 'killed, not asked, and not taken for a crash')
+  t.notOk(existsSync(socketPath), 'the socket file is removed (llama-server had no chance to)')
+})
+
 t.test('a socket path too long for a socket address falls back to a loopback port', async (t) => {
   const socketPath = join(await tempDir(t), `${'x'.repeat(120)}.sock`)
   const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1, socketPath })

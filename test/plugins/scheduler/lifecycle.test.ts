@@ -221,6 +221,25 @@ t.test('a third model past max_loaded_models 2 evicts the least recently used id
   t.same(names, ['acme/a', 'acme/c'], 'b, the least recently used, was unloaded')
 })
 
+t.test('a switch at max_loaded_models evicts at once: no free-memory probe first, the idle runtime killed, not waited for', async (t) => {
+  // On a GPU the free memory is an nvidia-smi run: tens of milliseconds on every switch, for an answer that
+  // changes nothing when the model count alone says one must go.
+  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 } })
+  const order: string[] = []
+  const freeMemory = app.runtimes.freeMemory.bind(app.runtimes)
+  app.runtimes.freeMemory = async () => { order.push('free memory asked'); return freeMemory() }
+  app.scheduler.events.on('evicted', (name) => order.push(`${name} evicted`))
+  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [], options: { max_tokens: 1 } })
+  const exits: Array<string | null> = []
+  // An idle llama-server has nothing to finish: SIGKILL tears it down in half SIGTERM's time (1B model: ~60 ms, not ~120).
+  app.scheduler.instancesForTests()[0]!.process!.onExit((info) => exits.push(info.signal))
+  order.length = 0
+  t.equal((await post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 1 } })).status, 200)
+  t.equal(order[0], 'acme/a evicted', `the eviction came first: ${order.join(', ')}`)
+  t.same(exits, ['SIGKILL'], 'acme/a\'s runtime was killed at once')
+  t.same((await ps(url)).models.map((m) => m.name), ['acme/b'])
+})
+
 t.test('a busy model is never cut to make room: the new load waits', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 }, default_options: { num_ctx: 4096 } })
   const res = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 1500 } })
