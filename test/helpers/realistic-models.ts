@@ -47,6 +47,16 @@ const GENERATOR = { qwen25: 2, r1: 2, caller: 1, bert: 1, reranker: 1, projector
 
 const made = new Map<FixtureKind, Promise<string>>()
 
+/** The llama.cpp tree the test runtime was built from (its models/ folder has the vocabularies and templates), and its commit. */
+export async function runtimeSource (): Promise<{ source: string, commit?: string }> {
+  const runtime = await cpuRuntime()
+  const info = JSON.parse(await readFile(join(runtime.binDir, '..', 'build-info.json'), 'utf8')) as { source?: string, commit?: string }
+  if (!info.source || !existsSync(join(info.source, 'models'))) {
+    throw new Error(`the runtime at ${runtime.binDir} does not say which llama.cpp tree it was built from (build-info.json "source"), or that tree is gone: the realistic fixtures are made from its models/ folder`)
+  }
+  return { source: info.source, ...(info.commit !== undefined ? { commit: info.commit } : {}) }
+}
+
 /**
  * A tiny fixture's GGUF, made once per machine and source tree and kept under ~/.llamagate/test-fixtures (up to
  * about 20 MB each, out of the clone). Written to a temporary name and renamed, so that a test run killed
@@ -56,11 +66,7 @@ export function realisticModel (kind: FixtureKind): Promise<string> {
   let file = made.get(kind)
   if (file === undefined) {
     file = (async () => {
-      const runtime = await cpuRuntime()
-      const info = JSON.parse(await readFile(join(runtime.binDir, '..', 'build-info.json'), 'utf8')) as { source?: string, commit?: string }
-      if (!info.source || !existsSync(join(info.source, 'models'))) {
-        throw new Error(`the runtime at ${runtime.binDir} does not say which llama.cpp tree it was built from (build-info.json "source"), or that tree is gone: the realistic fixtures are made from its models/ folder`)
-      }
+      const info = await runtimeSource()
       const options = kind in REALISTIC ? REALISTIC[kind as keyof typeof REALISTIC] : {}
       const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit, generator: GENERATOR[kind] })).digest('hex').slice(0, 12)
       const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')

@@ -5,6 +5,7 @@ import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { childEnv } from '../helpers/child-env.js'
+import { runtimeSource } from '../helpers/realistic-models.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 
 // The benchmark is how issue #9's targets are measured: this runs it end to end on the smallest load (the
@@ -60,7 +61,8 @@ t.test('npm run bench, the swap, long-prompt and multi-turn scenarios end to end
   const dir = await tempDir(t)
   const out = join(dir, 'bench.json')
   const config = join(dir, 'config.yaml')
-  await writeFile(config, `data_dir: ${dir}\nruntimes:\n  cpu: { bin: ${(await cpuRuntime()).binDir} }\n`)
+  // The runtime's own source tree: the shapes' vocabulary and template come from it, as on a user's machine.
+  await writeFile(config, `data_dir: ${dir}\nllama_cpp_src: ${(await runtimeSource()).source}\nruntimes:\n  cpu: { bin: ${(await cpuRuntime()).binDir} }\n`)
   const args = ['--scenario', 'swap,long-prompt,multi-turn', '--shape', 'llama-tiny', '--prompt-tokens', '200,400', '--reps', '1', '--switches', '2',
     '--conversations', '2', '--turns', '3', '--words', '20', '--reply', '4', '--threads', '1', '--out', out]
   const bench = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/bench.js'), ...args], { env: childEnv({ LLAMAGATE_CONFIG: config }), stdio: ['ignore', 'pipe', 'pipe'] })
