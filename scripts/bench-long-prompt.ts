@@ -3,12 +3,13 @@ import { SIDE_BY_SIDE, startSideBySide, type ScenarioOptions, type ServerShape, 
 import { percentile } from './stats.js'
 
 /**
- * The long-prompt scenario: one prompt of each size (in words, about a token each), a new one every time so that
+ * The long-prompt scenario: one prompt of each size (in tokens, about), a new one every time so that
  * nothing comes from a cache, through direct llama-server, its router and llamagate in rotated order; time to
  * first token and prompt tokens per second.
  */
 
 const SETUPS = SIDE_BY_SIDE
+const TOKENS_PER_WORD = 1.06
 type Setup = SideBySide
 
 export interface LongPromptOptions extends ScenarioOptions {
@@ -18,8 +19,8 @@ export interface LongPromptOptions extends ScenarioOptions {
 }
 
 export async function benchLongPrompt (o: LongPromptOptions): Promise<Record<string, unknown>> {
-  // One slot with room for the longest prompt and the answer.
-  const shape: ServerShape = { ctxPerSlot: Math.max(...o.sizes) + 512, parallel: 1, ...(o.threads !== undefined ? { threads: o.threads } : {}) }
+  // One slot with room for the longest prompt and the answer, and for a vocabulary that takes more tokens a word.
+  const shape: ServerShape = { ctxPerSlot: Math.ceil(Math.max(...o.sizes) * 1.15) + 512, parallel: 1, ...(o.threads !== undefined ? { threads: o.threads } : {}) }
   const { targets, close } = await startSideBySide({ ...o, shape, connections: 1 })
   try {
     let nonce = 0
@@ -37,7 +38,8 @@ export async function benchLongPrompt (o: LongPromptOptions): Promise<Record<str
       for (let rep = 0; rep < o.reps; rep++) {
         for (let k = 0; k < SETUPS.length; k++) {
           const setup = SETUPS[(rep + k) % SETUPS.length]!
-          const result = await send(setup, size - 60) // the template and the words around them: about 60 tokens
+          // The template and the words around them: about 60 tokens; Llama 3's vocabulary reads prose() at ~1.06 a word.
+          const result = await send(setup, Math.round((size - 60) / TOKENS_PER_WORD))
           rows.push({ setup, ttftMs: result.ttftMs, promptTokens: result.promptTokens, cachedTokens: result.cachedTokens, promptMs: result.promptMs })
           o.say(`  ${size}: ${setup} ${result.ttftMs.toFixed(0)} ms, ${result.promptTokens} prompt tokens (${result.cachedTokens} cached)`)
         }
