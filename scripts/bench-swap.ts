@@ -1,3 +1,4 @@
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import { LlamaServer } from '../runtimes/llama-server.js'
@@ -84,17 +85,34 @@ export async function benchSwap (o: SwapOptions): Promise<Record<string, unknown
       switch_ms: switchMs[setup],
     }]))
     const ratio = summary.llamagate!.switch_ttft_sum_ms / summary.router!.switch_ttft_sum_ms
+    const phases = await switchPhases(join(o.dir, 'llamagate', 'llamagate.log'))
     o.say(`\nmodel swap (${a.label} ⇄ ${b.label}, room for one; ${o.switches} switches each, in turns): time to first token, medians`)
     o.say(`setup       to ${a.label.padEnd(18)} to ${b.label.padEnd(18)} loaded, no switch`)
     for (const setup of SETUPS) {
       const s = summary[setup]!
       o.say(`${setup.padEnd(10)} ${`${s.switch_to_ttft_p50_ms[a.label]!.toFixed(0)} ms`.padStart(12).padEnd(22)}${`${s.switch_to_ttft_p50_ms[b.label]!.toFixed(0)} ms`.padStart(12).padEnd(22)}${s.loaded_ttft_p50_ms.toFixed(0).padStart(8)} ms`)
     }
+    o.say(`llamagate's switches, from its log (medians): ${phases.unload_p50_ms.toFixed(0)} ms to unload the idle model, ${phases.load_p50_ms.toFixed(0)} ms from then to the other one loaded`)
     o.say(`llamagate/router switch: ${ratio.toFixed(3)} (the two directions' medians summed; target ≤ 1)`)
-    return { models: [a.label, b.label], switches: o.switches, ...summary, ratio_vs_router: ratio }
+    return { models: [a.label, b.label], switches: o.switches, ...summary, llamagate_phases: phases, ratio_vs_router: ratio }
   } finally {
     await (restarted as LlamaServer | null)?.stop()
     killAll(children)
     await new Promise((r) => setTimeout(r, 1000))
   }
+}
+
+/** Where llamagate's switches went, from its log: eviction decided → model unloaded → the next one loaded. */
+async function switchPhases (logFile: string): Promise<{ unload_p50_ms: number, load_p50_ms: number, unload_ms: number[], load_ms: number[] }> {
+  const lines = (await readFile(logFile, 'utf8')).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { time: number, msg: string })
+  const unload: number[] = []
+  const load: number[] = []
+  let evicting: number | null = null
+  let unloaded: number | null = null
+  for (const { time, msg } of lines) {
+    if (msg.startsWith('unloading the least recently used')) evicting = time
+    else if (msg === 'model unloaded' && evicting !== null) { unload.push(time - evicting); unloaded = time; evicting = null }
+    else if (msg === 'model loaded' && unloaded !== null) { load.push(time - unloaded); unloaded = null }
+  }
+  return { unload_p50_ms: percentile(unload, 50), load_p50_ms: percentile(load, 50), unload_ms: unload, load_ms: load }
 }

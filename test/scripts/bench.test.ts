@@ -82,6 +82,8 @@ t.test('npm run bench, the swap, long-prompt and multi-turn scenarios end to end
     t.ok(report.swap[setup].switch_ttft_sum_ms > 2 * report.swap[setup].loaded_ttft_p50_ms, `${setup}: a switch takes longer than an answer from the loaded model`)
   }
   t.same(report.swap.models, ['llama-tiny-q4_k_m', 'llama-tiny-q8_0'])
+  t.equal(report.swap.llamagate_phases.unload_ms.length, 2, 'every switch\'s unload found in llamagate\'s log')
+  t.equal(report.swap.llamagate_phases.load_ms.length, 2, 'and every load after it')
   t.same(report.long_prompt.sizes.map((s: { size: number }) => s.size), [200, 400])
   for (const size of report.long_prompt.sizes) {
     for (const setup of ['direct', 'router', 'llamagate']) {
