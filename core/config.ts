@@ -4,6 +4,7 @@ import { Ajv, type ErrorObject } from 'ajv'
 import { parse as parseYaml, YAMLParseError } from 'yaml'
 import { ConfigSchema, type Backend, type RawConfig } from './config-schema.js'
 import type { Options } from './options-schema.js'
+import { overlay } from './request-options.js'
 import { ConfigError } from './config-error.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
@@ -116,7 +117,12 @@ export function loadConfig (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pr
 export function resolveConfig (layers: Layer[], configFile: string | null = null): Config {
   const merged = structuredClone(DEFAULTS) as Record<string, unknown>
   const sources = new Map<string, string>()
-  for (const layer of layers) mergeInto(merged, layer.values, [], layer.source, sources)
+  for (const layer of layers) {
+    // num_predict and max_tokens are one setting: a layer that gives either replaces the shipped max_tokens.
+    const options = layer.values.default_options
+    if (isPlainObject(options) && isPlainObject(merged.default_options)) merged.default_options = overlay(merged.default_options, options)
+    mergeInto(merged, layer.values, [], layer.source, sources)
+  }
   const extraOrigins = layers.find((l) => l.source === 'environment')?.values.__extra_origins
   delete merged.__extra_origins
   if (!validate(merged)) throw new ConfigError(describeErrors(validate.errors ?? [], merged, sources))

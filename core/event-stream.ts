@@ -96,12 +96,6 @@ export class EventStream {
     return chunked && socket !== null && !socket.destroyed && !this.ended ? socket : null
   }
 
-  /** Writes an SSE line whose data is not JSON (OpenAI's `[DONE]`). NDJSON has no such thing. */
-  sendLiteral (data: string): void {
-    if (!this.opened) this.open()
-    if (this.format === 'sse' && !this.ended && !this.raw.destroyed) this.raw.write(`data: ${data}\n\n`)
-  }
-
   /** Resolves when the socket can take more, or the client is gone. */
   drained (): Promise<void> {
     return whenDrained(this.raw)

@@ -5,6 +5,7 @@ import convert from './convert/index.js'
 import download from './download/index.js'
 import embeddingsApi from './embeddings-api/index.js'
 import healthApi from './health-api/index.js'
+import inference from './inference/index.js'
 import lifecycle from './lifecycle/index.js'
 import metrics from './metrics/index.js'
 import modelsApi from './models-api/index.js'
@@ -32,6 +33,7 @@ export const BUILTIN_PLUGINS: FastifyPluginAsync[] = [
   download,
   scheduler,
   lifecycle,
+  inference,
   // Before the surfaces: its request counting is a hook on every route.
   metrics,
   healthApi,

@@ -1,31 +1,32 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { clientGone } from '../../core/client-gone.js'
-import { inlineImages, type RemoteImages } from '../openai-api/image-urls.js'
-import { runPassthrough, type PassthroughRoute } from '../openai-api/passthrough-run.js'
+import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
-// llama-server converts a Messages request to a chat keeping only these sampling fields (and
-// stop_sequences): other options of the request or config.yaml do not reach generation on this surface.
-const SAMPLING = ['temperature', 'top_p', 'top_k', 'max_tokens'] as const
-// A Messages stream ends with `event: message_stop`, whose data is always the same.
-const MESSAGES: PassthroughRoute = { path: '/v1/messages', topLevelSampling: SAMPLING, streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n') }
-const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelSampling: [], streamEnd: null }
+// llama-server converts a Messages request to a chat keeping only these sampling fields (and stop_sequences):
+// the gateway sends every sampling option under its own name, and llama-server reads these.
+const MESSAGES: PassthroughRoute = {
+  path: '/v1/messages',
+  topLevelOptions: { temperature: 'temperature', top_p: 'top_p', top_k: 'top_k', max_tokens: 'max_tokens' },
+  // A Messages stream ends with `event: message_stop`, whose data is always the same.
+  streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n'),
+}
+const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null }
 
 /**
  * Anthropic's Messages API (the Anthropic SDKs, Claude Code): POST /v1/messages, streamed or not, and
  * POST /v1/messages/count_tokens, through llama-server's own implementation, with our model names, options,
- * keep_alive, queueing, keys (`x-api-key` too) and Anthropic's error shape (core/error-shapes.ts).
+ * keep_alive, queueing, keys (`x-api-key` too) and Anthropic's error shape.
  */
 const anthropic: FastifyPluginAsyncTypebox = async (app) => {
-  const remoteImages: RemoteImages = { allow: app.config.vision.allowRemoteImages, maxBytes: app.config.limits.bodySize }
   app.post('/v1/messages', { schema: { body: MessagesBody } }, async (request, reply) => {
     const { body } = request
-    const messages = await inlineImages(app.store.get(body.model), body.messages, remoteImages, clientGone(reply))
+    const messages = await app.images.inline(app.store.get(body.model), body.messages, clientGone(reply))
     return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
   })
   app.post('/v1/messages/count_tokens', { schema: { body: CountTokensBody } }, (request, reply) =>
     runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...request.body, stream: false }))
 }
 
-export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'scheduler'] })
+export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'scheduler', 'inference'] })

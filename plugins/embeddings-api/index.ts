@@ -11,4 +11,4 @@ export default fp(async (app) => {
   await app.register(nativeEmbed)
   await app.register(openAiEmbeddings)
   await app.register(rerank)
-}, { name: 'embeddings-api', dependencies: ['storage', 'scheduler'] })
+}, { name: 'embeddings-api', dependencies: ['storage', 'scheduler', 'inference'] })

@@ -1,9 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BadRequestError } from '../../core/errors.js'
-import { parseKeepAlive } from '../../core/keep-alive.js'
-import { normalizeRequestOptions } from '../../core/request-options.js'
+import { loadForm } from '../inference/load-form.js'
+import { runWhole, type LeasedBody } from '../inference/whole-run.js'
 import { embedInputs } from './embed-run.js'
-import { runWhole, type LeasedBody } from './leased.js'
 import { EmbedBody, LegacyEmbeddingsBody } from './schemas.js'
 import { checkDimensions, shorten } from './vectors.js'
 
@@ -13,11 +12,7 @@ const MS_TO_NS = 1e6
 const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
   // Ollama's load form: nothing to embed loads the model (or, with keep_alive 0, lets it go).
   async function loadOnly (body: LeasedBody): Promise<string> {
-    const model = app.store.get(body.model).name
-    const keepAliveMs = parseKeepAlive(body.keep_alive)
-    if (keepAliveMs === 0) await app.scheduler.expire(model)
-    else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs, purpose: 'embed' })
-    return model
+    return (await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
   }
 
   app.post('/api/embed', { schema: { body: EmbedBody } }, async (request, reply) => {
@@ -28,7 +23,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
     checkDimensions(body.dimensions, app.store.get(body.model).gguf?.embedding_length)
     const empty = inputs.indexOf('')
     if (empty !== -1) throw new BadRequestError(`input ${empty} is an empty string: there is nothing to embed`, 'empty_input')
-    return runWhole(app.scheduler, reply, body, 'embed', async (lease) => {
+    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
       const { vectors, promptTokens } = await embedInputs(lease, inputs, { truncate: body.truncate ?? true, normalize: true })
       return {
         model: lease.model.name,
@@ -47,7 +42,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
       return { embedding: [] }
     }
     const prompt = body.prompt
-    return runWhole(app.scheduler, reply, body, 'embed', async (lease) => {
+    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
       const { vectors } = await embedInputs(lease, [prompt], { truncate: true, normalize: false })
       return { embedding: vectors[0]! }
     })

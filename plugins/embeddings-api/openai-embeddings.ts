@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { embedInputs, type EmbedInput } from './embed-run.js'
-import { runWhole } from './leased.js'
+import { runWhole } from '../inference/whole-run.js'
 import { OpenAiEmbeddingsBody } from './schemas.js'
 import { checkDimensions, shorten, toBase64 } from './vectors.js'
 
@@ -12,7 +12,7 @@ const openAiEmbeddings: FastifyPluginAsyncTypebox = async (app) => {
     // One text, a list of texts, one list of token ids, or a list of those.
     checkDimensions(body.dimensions, app.store.get(body.model).gguf?.embedding_length)
     const inputs: EmbedInput[] = typeof input === 'string' ? [input] : typeof input[0] === 'number' ? [input as number[]] : input as EmbedInput[]
-    return runWhole(app.scheduler, reply, body, 'embed', async (lease) => {
+    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
       const { vectors, promptTokens } = await embedInputs(lease, inputs, { truncate: body.truncate ?? true, normalize: true })
       const base64 = body.encoding_format === 'base64'
       return {

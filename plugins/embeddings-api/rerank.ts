@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { runWhole } from './leased.js'
+import { runWhole } from '../inference/whole-run.js'
 import { RerankBody } from './schemas.js'
 
 interface RuntimeRerank { results: Array<{ index: number, relevance_score: number }>, usage?: { prompt_tokens?: number, total_tokens?: number } }
@@ -13,7 +13,7 @@ const rerank: FastifyPluginAsyncTypebox = async (app) => {
     app.post(path, { schema: { body: RerankBody } }, async (request, reply) => {
       const { body } = request
       const documents = body.documents.map((d) => typeof d === 'string' ? d : d.text)
-      return runWhole(app.scheduler, reply, body, 'rerank', async (lease) => {
+      return runWhole(app.scheduler, request, reply, body, 'rerank', async (lease) => {
         const answer = await lease.endpoint.postJson<RuntimeRerank>('/v1/rerank', {
           query: body.query, documents, top_n: body.top_n ?? documents.length,
         }, lease.signal)

@@ -7,7 +7,6 @@ import { BadRequestError } from '../../core/errors.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
-import { normalizeRequestOptions } from '../../core/request-options.js'
 import { checkModelFileName, inheritSettings, type LocalFile, type ModelRecord, type ModelSettings } from '../storage/model-store.js'
 
 // Ollama's JSON form of create. `adapters` and `messages` are read so that they can be refused by name rather
@@ -47,9 +46,8 @@ const create: FastifyPluginAsyncTypebox = async (app) => {
     }
     if ((body.from === undefined) === (body.files === undefined)) throw new BadRequestError('give either "from" (a local model) or "files" (uploaded GGUF blobs), not both or neither')
     const { store } = app
-    // Ollama's num_predict is the contract's max_tokens, in a model's parameters as in a request's options.
-    const parameters = normalizeRequestOptions(body.parameters)
-    const settings: ModelSettings = { system: body.system, template: body.template, ...(parameters ? { parameters } : {}) }
+    // Kept as written (Ollama's num_predict stays num_predict): the options pipeline reads it as max_tokens.
+    const settings: ModelSettings = { system: body.system, template: body.template, ...(body.parameters ? { parameters: body.parameters } : {}) }
     const source = body.from !== undefined ? store.get(body.from) : null
     const files = await Promise.all(Object.entries(body.files ?? {}).map(([file, digest]) => {
       checkModelFileName(file)

@@ -8,4 +8,4 @@ export default fp(async (app) => {
   await app.register(routes)
   await app.register(create)
   await app.register(blobs)
-}, { name: 'models-api', dependencies: ['storage', 'convert'] })
+}, { name: 'models-api', dependencies: ['storage', 'convert', 'inference'] })

@@ -2,7 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
 import type { ModelRecord } from '../storage/model-store.js'
-import { capabilities, chatTemplate } from '../storage/capabilities.js'
+import { modelOptions } from '../../core/request-options.js'
+import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
 import { ggufMetadata, modelInfo, parametersText, showDetails } from './show.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
 
@@ -29,7 +30,7 @@ const routes: FastifyPluginAsyncTypebox = async (app) => {
       model_info: await modelInfo(record, request.body.verbose === true),
       template: chatTemplate(record),
       // The model's own (from /api/create), under config.yaml's, as requests get them.
-      parameters: parametersText({ ...record.parameters, ...app.config.models[record.name]?.options }),
+      parameters: parametersText(modelOptions(record.parameters, app.config.models[record.name]?.options)),
       ...(record.system !== null ? { system: record.system } : {}),
       capabilities: capabilities(record),
       ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, request.body.verbose === true) } : {}),

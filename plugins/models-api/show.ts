@@ -1,6 +1,5 @@
 import { stat } from 'node:fs/promises'
 import { gguf } from '@huggingface/gguf'
-import type { Options } from '../../core/options-schema.js'
 import type { ModelRecord } from '../storage/model-store.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
@@ -18,8 +17,8 @@ export function showDetails (record: ModelRecord): Pick<ModelRecord, 'name' | 'm
 }
 
 /** A model's own options (config.yaml's over those it was created with), as Ollama's `parameters` text (`key value` lines). */
-export function parametersText (options: Options | undefined): string {
-  return Object.entries(options ?? {}).filter(([, v]) => v !== undefined)
+export function parametersText (options: Record<string, unknown>): string {
+  return Object.entries(options).filter(([, v]) => v !== undefined)
     .flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((one) => `${k.padEnd(24)}${typeof one === 'string' ? JSON.stringify(one) : String(one)}`))
     .join('\n')
 }

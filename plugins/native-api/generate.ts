@@ -1,31 +1,27 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { parseKeepAlive } from '../../core/keep-alive.js'
-import { parseModelName } from '../../core/model-name.js'
-import { normalizeRequestOptions } from '../../core/request-options.js'
-import { withModelSystem } from '../storage/model-system.js'
 import { BadRequestError } from '../../core/errors.js'
-import { imageParts, responseFormat, thinkFields, withImages } from './format.js'
+import { withImages } from '../inference/images.js'
+import { loadForm } from '../inference/load-form.js'
+import { withModelSystem } from '../inference/model-system.js'
 import { runNative } from './native-run.js'
+import { responseFormat } from './response-format.js'
 import { GenerateBody } from './schemas.js'
+import { thinkFields } from './think-fields.js'
 
 const generate: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/generate', { schema: { body: GenerateBody } }, async (request, reply) => {
     const body = request.body
-    parseModelName(body.model)
     const prompt = body.prompt ?? ''
     if (prompt === '') {
       // Ollama's forms: an empty prompt loads the model; with keep_alive 0 it unloads it.
-      const keepAliveMs = parseKeepAlive(body.keep_alive)
-      const model = app.store.get(body.model).name
-      if (keepAliveMs === 0) await app.scheduler.expire(model)
-      else await app.scheduler.load(model, { options: normalizeRequestOptions(body.options), keepAliveMs })
-      return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: keepAliveMs === 0 ? 'unload' : 'load' }
+      const { model, doneReason } = await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log })
+      return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: doneReason }
     }
     const record = app.store.get(body.model)
     const format = responseFormat(body.format)
     // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
     const templated = body.raw !== true
-    const images = imageParts(record, body.images, 'the request')
+    const images = app.images.parts(record, body.images, 'the request')
     // A raw prompt would need the runtime's own media markers where each image goes: not a form clients use.
     if (!templated && images.length > 0) throw new BadRequestError('images need the chat template: send them without "raw": true', 'images_not_supported')
     return runNative(app.scheduler, request, reply, {

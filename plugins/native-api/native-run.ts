@@ -2,12 +2,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
 import { RuntimeError } from '../../core/errors.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
-import { parseKeepAlive } from '../../core/keep-alive.js'
-import { KNOWN_OPTIONS } from '../../core/options-schema.js'
-import { normalizeRequestOptions, unknownOptionKeys } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
+import { runLeased } from '../inference/run-leased.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
-import { runLeased } from '../scheduler/run-leased.js'
 import { doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
 
@@ -47,14 +44,13 @@ function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
  */
 export async function runNative (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
   const startedNs = process.hrtime.bigint()
-  const options = normalizeRequestOptions(run.options)
-  const unknown = unknownOptionKeys(options, KNOWN_OPTIONS)
-  if (unknown.length > 0) request.log.warn({ unknown }, 'ignoring unknown options')
-  const keepAliveMs = parseKeepAlive(run.keepAlive)
   const stream = run.stream ? new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, request.server.config.streamFormat)) : null
   const answer = await runLeased(leases, {
     model: run.model,
-    request: { options, keepAliveMs, signal: stream?.signal ?? clientGone(reply) },
+    options: run.options,
+    keepAlive: run.keepAlive,
+    log: request.log,
+    signal: stream?.signal ?? clientGone(reply),
     stream,
     work: async (lease): Promise<Record<string, unknown> | undefined> => stream === null ? wholeAnswer(lease, run, startedNs) : streamedAnswer(lease, run, stream, startedNs),
   })

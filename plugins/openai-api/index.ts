@@ -1,7 +1,11 @@
 import fp from 'fastify-plugin'
-import completions from './chat-completions.js'
+import chatCompletions from './chat-completions.js'
+import completions from './completions.js'
+import responses from './responses.js'
 
-/** The OpenAI inference surface: /v1/chat/completions, /v1/completions. (/v1/models is the store's.) */
+/** The OpenAI inference surface: /v1/chat/completions, /v1/completions, /v1/responses. (/v1/models is the store's.) */
 export default fp(async (app) => {
+  await app.register(chatCompletions)
   await app.register(completions)
-}, { name: 'openai-api', dependencies: ['storage', 'scheduler'] })
+  await app.register(responses)
+}, { name: 'openai-api', dependencies: ['storage', 'scheduler', 'inference'] })

@@ -1,3 +1,4 @@
+import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import type { SchedulableModel } from './ports.js'
@@ -30,14 +31,18 @@ export interface Lease {
 }
 
 export interface AcquireRequest {
-  /** The request's `options` object. */
+  /** The request's `options` object, as received: the scheduler resolves it (core/request-options.ts). */
   options?: Record<string, unknown>
+  /** The surface's top-level fields that are options (OpenAI's `max_tokens`), named as options: they win over `options`. */
+  overrides?: Record<string, unknown>
   /** The request's keep_alive in ms (Infinity = forever), if it set one. */
   keepAliveMs?: number
   /** Aborted when the client disconnects. */
   signal?: AbortSignal
   /** What the request does with the model. @default 'generate' */
   purpose?: Purpose
+  /** Where option keys the gateway does not know are reported (the request's log). */
+  log?: Pick<Logger, 'warn'>
 }
 
 /** What a surface asks of the scheduler. */

@@ -58,9 +58,14 @@ export class Scheduler implements LeaseSource {
     const model = store.get(name)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
-    const configured = settings.modelOptions[model.name]?.options
-    const perModel = model.parameters ? { ...model.parameters, ...configured } : configured
-    const resolved = purposeOptions(model, purpose, resolveOptions(settings.defaultOptions, perModel, request.options))
+    const resolved = purposeOptions(model, purpose, resolveOptions({
+      defaults: settings.defaultOptions,
+      parameters: model.parameters,
+      configured: settings.modelOptions[model.name]?.options,
+      request: request.options,
+      overrides: request.overrides,
+    }))
+    if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()

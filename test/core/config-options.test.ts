@@ -7,3 +7,11 @@ t.test('a typo among options in config.yaml stops the start, naming the key', as
   t.throws(() => resolveConfig([{ source: 'config.yaml', values: { models: { 'acme/x': { options: { temprature: 0.1 } } } } }]), /temprature/)
   t.equal(resolveConfig([{ source: 'config.yaml', values: { default_options: { num_thread: 2 } } }]).defaultOptions.num_thread, 2, 'known keys pass')
 })
+
+t.test('default_options.num_predict in config.yaml replaces the shipped max_tokens: one setting under two names', async (t) => {
+  const options = resolveConfig([{ source: 'config.yaml', values: { default_options: { num_predict: 100 } } }]).defaultOptions
+  t.equal(options.num_predict, 100)
+  t.equal(options.max_tokens, undefined, 'the shipped max_tokens 2048 no longer shadows it')
+  t.equal(resolveConfig([{ source: 'config.yaml', values: { default_options: { max_tokens: 64 } } }]).defaultOptions.max_tokens, 64)
+  t.equal(resolveConfig([]).defaultOptions.max_tokens, 2048, 'the shipped default stays when nothing is said')
+})

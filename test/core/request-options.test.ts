@@ -1,9 +1,29 @@
 import t from 'tap'
-import { resolveOptions } from '../../core/request-options.js'
+import { modelOptions, resolveOptions } from '../../core/request-options.js'
 
 t.test('options are layered, split into load-time and sampling, and unknown keys go nowhere', async (t) => {
-  const resolved = resolveOptions({ temperature: 0.7, num_ctx: 4096 }, { temperature: 0.2 }, { top_k: 5, num_ctx: 512, tool_choice: 'required', grammar: 'root ::= "x"' })
+  const resolved = resolveOptions({ defaults: { temperature: 0.7, num_ctx: 4096 }, configured: { temperature: 0.2 }, request: { top_k: 5, num_ctx: 512, tool_choice: 'required', grammar: 'root ::= "x"' } })
   t.same(resolved.load, { num_ctx: 512 }, 'load-time options: the request wins')
   t.same(resolved.loadRequested, { num_ctx: 512 }, 'what the request set itself')
   t.same(resolved.sampling, { temperature: 0.2, top_k: 5 }, 'sampling: per-model over defaults, the request over both; tool_choice and grammar dropped')
+  t.same(resolved.unknown, ['tool_choice', 'grammar'], 'the request\'s unknown keys, to be logged')
+})
+
+t.test('num_predict is max_tokens in every layer, and a later layer wins whichever name it uses', async (t) => {
+  const defaults = { max_tokens: 2048 }
+  t.same(resolveOptions({ defaults, request: { num_predict: 3 } }).sampling, { max_tokens: 3 }, 'the request\'s num_predict over the default max_tokens')
+  t.same(resolveOptions({ defaults: { num_predict: 7 } }).sampling, { max_tokens: 7 }, 'config.yaml default_options.num_predict')
+  t.same(resolveOptions({ defaults, configured: { num_predict: 9 } }).sampling, { max_tokens: 9 }, 'models.<name>.options.num_predict')
+  t.same(resolveOptions({ defaults, parameters: { num_predict: 4 } }).sampling, { max_tokens: 4 }, 'the model\'s own parameters')
+  t.same(resolveOptions({ defaults, parameters: { max_tokens: 4 }, configured: { num_predict: 9 } }).sampling, { max_tokens: 9 }, 'config.yaml over the model\'s own, across names')
+  t.same(resolveOptions({ defaults, parameters: { num_predict: 4 }, configured: { max_tokens: 9 } }).sampling, { max_tokens: 9 }, 'and the other way round')
+  t.same(resolveOptions({ defaults, request: { num_predict: 3 }, overrides: { max_tokens: 5 } }).sampling, { max_tokens: 5 }, 'a top-level max_tokens over options.num_predict')
+  t.same(resolveOptions({ defaults, request: { num_predict: 3, max_tokens: 5 } }).sampling, { max_tokens: 5 }, 'both in one layer: max_tokens, the contract\'s name')
+  t.same(resolveOptions({ defaults, request: { num_predict: -2 } }).sampling, { max_tokens: -1 }, 'Ollama\'s -2 (fill the context) is llama-server\'s -1')
+})
+
+t.test('a model\'s own options, as /api/show lists them: config.yaml\'s over those it was created with, names kept', async (t) => {
+  t.same(modelOptions({ num_predict: 3, temperature: 0.1 }, { temperature: 0.5 }), { num_predict: 3, temperature: 0.5 })
+  t.same(modelOptions({ num_predict: 3 }, { max_tokens: 8 }), { max_tokens: 8 }, 'one setting under either name')
+  t.same(modelOptions(null, undefined), {})
 })

@@ -207,3 +207,32 @@ t.test('tools on /api/chat: each tool\'s definition is rendered into the prompt,
   t.equal(ndLast.prompt_eval_count, two, 'streamed NDJSON: the same prompt with both tools')
   t.same(ndLast.message, { role: 'assistant', content: '' }, 'Ollama\'s final NDJSON chunk: an empty message, no tool_calls (none were made)')
 })
+
+t.test('num_predict is max_tokens on every surface and in every layer: config.yaml defaults, models.<name>.options, the request', async (t) => {
+  // ignore_eos: a generation runs to its limit, so the count of tokens generated is the limit that applied.
+  const { url } = await serveTinyModels(t, ['acme/tiny', 'acme/capped'], {
+    default_options: { ...LIMITS, max_tokens: undefined, num_predict: 5, ignore_eos: true },
+    models: { 'acme/capped': { options: { num_predict: 6 } } },
+  })
+  const openAi = async (body: Record<string, unknown>): Promise<number> => {
+    const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], ...body })
+    t.equal(res.status, 200)
+    return ((await res.json()) as Answer).usage.completion_tokens
+  }
+  const anthropic = async (body: Record<string, unknown>): Promise<number> => {
+    const res = await post(`${url}/v1/messages`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], ...body })
+    t.equal(res.status, 200)
+    return ((await res.json()) as Answer).usage.output_tokens
+  }
+  t.equal(await openAi({}), 5, '/v1/chat/completions: config.yaml default_options.num_predict')
+  t.equal(await openAi({ options: { num_predict: 3 } }), 3, '/v1/chat/completions: options.num_predict')
+  t.equal(await openAi({ options: { num_predict: 3 }, max_tokens: 4 }), 4, '/v1/chat/completions: the top-level max_tokens wins over options')
+  t.equal(await openAi({ model: 'acme/capped' }), 6, '/v1/chat/completions: models.<name>.options.num_predict over the defaults')
+  t.equal(await openAi({ model: 'acme/capped', options: { num_predict: 2 } }), 2, '/v1/chat/completions: the request over models.<name>.options')
+  t.equal(await anthropic({}), 5, '/v1/messages: config.yaml default_options.num_predict')
+  t.equal(await anthropic({ options: { num_predict: 3 } }), 3, '/v1/messages: options.num_predict')
+  t.equal(await anthropic({ model: 'acme/capped' }), 6, '/v1/messages: models.<name>.options.num_predict')
+  t.equal(await anthropic({ options: { num_predict: 3 }, max_tokens: 2 }), 2, '/v1/messages: the top-level max_tokens wins over options')
+  t.equal((await chat(url, { model: 'acme/capped' })).eval_count, 6, '/api/chat: models.<name>.options.num_predict')
+  t.equal((await generate(url, {})).eval_count, 5, '/api/generate: config.yaml default_options.num_predict')
+})

@@ -1,4 +1,7 @@
-import type { AcquireRequest, Lease, LeaseSource } from './lease.js'
+import { parseKeepAlive } from '../../core/keep-alive.js'
+import type { Logger } from '../../core/logger.js'
+import { parseModelName } from '../../core/model-name.js'
+import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
 import { upstreamFailure } from './upstream-failure.js'
 
 /** A streamed answer, as far as failures go (core/event-stream.ts's EventStream is one). */
@@ -8,15 +11,40 @@ export interface FailableStream {
   fail(err: unknown): void
 }
 
-export interface LeasedRun<T> {
+/** What a surface received that decides which slot a request gets: handed over as received. */
+export interface LeaseAsk {
+  /** The model the request names. */
   model: string
-  request: AcquireRequest
+  /** The request's `options` object. */
+  options?: Record<string, unknown>
+  /** The surface's top-level fields that are options (`max_tokens`, `temperature`), named as options. */
+  overrides?: Record<string, unknown>
+  /** The request's `keep_alive`, as sent. */
+  keepAlive?: unknown
+  /** @default 'generate' */
+  purpose?: Purpose
+  /** Where unknown option keys are reported (the request's log). */
+  log?: Pick<Logger, 'warn'>
+}
+
+export interface LeasedRun<T> extends LeaseAsk {
+  /** Aborted when the client goes away. */
+  signal: AbortSignal
   /** The streamed answer, or null for a whole one. */
   stream: FailableStream | null
   /** What the request does with its slot: the surface's mapping between its shapes and llama-server's. */
   work(lease: Lease): Promise<T>
   /** Before the error event of a stream that fails once open: lets a surface close what it was writing. */
   beforeErrorEvent?(): void
+}
+
+/** A surface's ask as the scheduler takes it: the name checked, keep_alive read. @throws BadRequestError, InvalidModelNameError */
+export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireRequest {
+  parseModelName(ask.model)
+  return {
+    options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
+    purpose: ask.purpose, log: ask.log, signal,
+  }
 }
 
 /**
@@ -26,7 +54,7 @@ export interface LeasedRun<T> {
  * returned then); before it opened, it is thrown too, so that the client still gets a real status.
  */
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
-  const lease = await leases.acquire(run.model, run.request)
+  const lease = await leases.acquire(run.model, acquireRequest(run, run.signal))
   try {
     return await run.work(lease)
   } catch (err) {

@@ -1,11 +1,9 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
 import { EventStream } from '../../core/event-stream.js'
-import { parseKeepAlive } from '../../core/keep-alive.js'
-import { parseModelName } from '../../core/model-name.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
-import { runLeased } from '../scheduler/run-leased.js'
+import { runLeased } from './run-leased.js'
 
 const EVENT_END = Buffer.from('\n\n')
 
@@ -13,8 +11,8 @@ const EVENT_END = Buffer.from('\n\n')
 export interface PassthroughRoute {
   /** llama-server's path, which is also ours (`/v1/chat/completions`, `/v1/messages`, ...). */
   path: string
-  /** The API's top-level fields that are sampling options: they win over the same settings in `options`. */
-  topLevelSampling: readonly string[]
+  /** The API's top-level fields that are options, each with the option it sets: they win over `options`. */
+  topLevelOptions: Readonly<Record<string, string>>
   /** The last bytes of a stream that finished (`data: [DONE]\n\n`); null when ending the body is the sign. */
   streamEnd: Buffer | null
 }
@@ -28,22 +26,24 @@ export type PassthroughBody = Record<string, unknown> & { model: string, stream?
  * is the options layering, keep_alive, the slot, and an error event when the runtime stops mid-stream.
  */
 export async function runPassthrough (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, route: PassthroughRoute, body: PassthroughBody): Promise<unknown> {
-  parseModelName(body.model)
-  const { options, keep_alive: keepAlive, max_completion_tokens: maxCompletionTokens, ...fields } = body
-  // The API's top-level fields win over the same settings in `options` (contract: Options).
-  const requestOptions: Record<string, unknown> = { ...options }
-  for (const key of route.topLevelSampling) {
-    if (fields[key] !== undefined && fields[key] !== null) requestOptions[key] = fields[key]
-    delete fields[key]
+  const { options, keep_alive: keepAlive, ...fields } = body
+  // The API's top-level fields win over the same settings in `options` (contract: Options): handed over as such.
+  const overrides: Record<string, unknown> = {}
+  for (const [field, option] of Object.entries(route.topLevelOptions)) {
+    if (fields[field] !== undefined && fields[field] !== null) overrides[option] = fields[field]
+    delete fields[field]
   }
-  if (maxCompletionTokens !== undefined && maxCompletionTokens !== null) requestOptions.max_tokens = maxCompletionTokens
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.
   const progress: RelayProgress = { tailBytes: USAGE_TAIL_BYTES, tail: Buffer.alloc(0) }
   const answer = await runLeased(leases, {
     model: body.model,
-    request: { options: requestOptions, keepAliveMs: parseKeepAlive(keepAlive), signal: stream?.signal ?? clientGone(reply) },
+    options,
+    overrides,
+    keepAlive,
+    log: request.log,
+    signal: stream?.signal ?? clientGone(reply),
     stream,
     work: async (lease) => {
       progress.firstData = lease.firstToken

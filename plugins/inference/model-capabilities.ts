@@ -1,6 +1,5 @@
-import { BadRequestError } from '../../core/errors.js'
-import type { GgufInfo } from './manifest.js'
-import type { ModelRecord } from './model-store.js'
+import type { GgufInfo } from '../storage/manifest.js'
+import type { ModelRecord } from '../storage/model-store.js'
 
 /**
  * What a model is, which decides how llama-server is started for it and which endpoints it serves: a chat
@@ -43,11 +42,4 @@ export function capabilities (record: ModelRecord): string[] {
 /** The chat template a model is served with: its own from `/api/create`, else its GGUF's ('' when none). */
 export function chatTemplate (record: ModelRecord): string {
   return record.template ?? record.gguf?.chat_template ?? ''
-}
-
-/** @throws BadRequestError when the model has no vision projector */
-export function requireVision (record: ModelRecord): void {
-  if (record.projector === null) {
-    throw new BadRequestError(`model "${record.name}" does not support images: it has no vision projector (mmproj); send text only, or use a vision model`, 'images_not_supported')
-  }
 }

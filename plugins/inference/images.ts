@@ -1,0 +1,160 @@
+import { BadRequestError } from '../../core/errors.js'
+import type { ModelRecord } from '../storage/model-store.js'
+
+const FETCH_TIMEOUT_MS = 15_000
+
+// The formats llama.cpp's image loader (stb_image in tools/mtmd) decodes, told by their first bytes.
+const SIGNATURES: Array<{ mime: string, matches: (b: Buffer) => boolean }> = [
+  { mime: 'image/png', matches: (b) => b.length > 8 && b.readUInt32BE(0) === 0x89504e47 },
+  { mime: 'image/jpeg', matches: (b) => b.length > 3 && b[0] === 0xff && b[1] === 0xd8 && b[2] === 0xff },
+  { mime: 'image/gif', matches: (b) => b.subarray(0, 4).toString('latin1') === 'GIF8' },
+  { mime: 'image/bmp', matches: (b) => b.subarray(0, 2).toString('latin1') === 'BM' },
+]
+const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/
+const DATA_URL = /^data:([\w.+-]*\/[\w.+-]*)?(;[^,]*)?;base64,/i
+
+export interface RemoteImages {
+  /** Whether http(s) URLs may be fetched (config.yaml vision.allow_remote_images). */
+  allow: boolean
+  /** The most bytes one fetched image may have. */
+  maxBytes: number
+}
+
+/** An OpenAI content part carrying an image, as llama-server's multimodal chat path reads it. */
+export interface ImagePart { type: 'image_url', image_url: { url: string } }
+
+type Part = Record<string, unknown>
+type Inline = (url: string) => Promise<string>
+
+/**
+ * A request's images made ready for llama-server, whichever surface brought them: base64 checked (an image format
+ * llama.cpp decodes), http(s) URLs fetched and inlined when an admin allows it and refused otherwise (llama-server
+ * would fetch a plain http URL itself: the server reaching whatever a client names), and a model without a vision
+ * projector told so, never answered as if the images were not there.
+ */
+export class RequestImages {
+  constructor (private readonly remote: RemoteImages) {}
+
+  /**
+   * The images of messages (OpenAI chat's `image_url` parts, the Responses API's `input_image`, Anthropic's `image`
+   * blocks; in `content`, at any depth), inlined as data URLs. Returns `messages` itself when it holds no image.
+   * @throws BadRequestError
+   */
+  async inline<T> (record: ModelRecord, messages: T, signal: AbortSignal): Promise<T> {
+    if (!hasImage(messages)) return messages
+    requireVision(record)
+    let count = 0
+    const inline: Inline = (url) => this.dataUrl(url, `image ${count++}`, signal)
+    return walk(messages, inline) as Promise<T>
+  }
+
+  /**
+   * Ollama's `images` (base64) as content parts. `where` names the message in errors. @throws BadRequestError
+   */
+  parts (record: ModelRecord, images: string[] | undefined, where: string): ImagePart[] {
+    if (images === undefined || images.length === 0) return []
+    requireVision(record)
+    return images.map((image, i) => ({ type: 'image_url', image_url: { url: imageDataUrl(image, `image ${i} of ${where}`) } }))
+  }
+
+  private async dataUrl (url: string, what: string, signal: AbortSignal): Promise<string> {
+    if (/^data:/i.test(url)) return imageDataUrl(url, what)
+    if (!/^https?:\/\//i.test(url)) throw new BadRequestError(`${what} must be a base64 data: URL (data:image/png;base64,...) or an http(s) URL`, 'invalid_image')
+    if (!this.remote.allow) {
+      throw new BadRequestError(`image URLs are not supported here: send ${what} as a base64 data URL (data:image/png;base64,...); an admin can allow http(s) image URLs with vision.allow_remote_images in config.yaml`, 'remote_images_not_allowed')
+    }
+    return imageDataUrl((await fetchImage(url, what, this.remote.maxBytes, signal)).toString('base64'), what)
+  }
+}
+
+/** A message's text, with its images before it as content parts when it has any (llama-server places each where its part is). */
+export function withImages (text: string, images: ImagePart[]): string | Array<ImagePart | { type: 'text', text: string }> {
+  return images.length === 0 ? text : [...images, { type: 'text', text }]
+}
+
+/** @throws BadRequestError when the model has no vision projector */
+function requireVision (record: ModelRecord): void {
+  if (record.projector === null) {
+    throw new BadRequestError(`model "${record.name}" does not support images: it has no vision projector (mmproj); send text only, or use a vision model`, 'images_not_supported')
+  }
+}
+
+/**
+ * An image as a base64 `data:` URL with the MIME type its bytes show. Takes bare base64 (Ollama's `images`) or a
+ * data URL. `what` names it in errors ("image 1 of message 2").
+ * @throws BadRequestError when it is not base64 or not an image format llama.cpp decodes
+ */
+function imageDataUrl (data: string, what: string): string {
+  const payload = data.replace(DATA_URL, '').replace(/\s+/g, '')
+  if (payload === '' || payload.length % 4 === 1 || !BASE64.test(payload)) throw new BadRequestError(`${what} is not valid base64`, 'invalid_image')
+  const bytes = Buffer.from(payload, 'base64')
+  const format = SIGNATURES.find((s) => s.matches(bytes))
+  if (!format) throw new BadRequestError(`${what} is not a PNG, JPEG, GIF or BMP image`, 'invalid_image')
+  return `data:${format.mime};base64,${payload}`
+}
+
+function imageKind (value: unknown): 'image_url' | 'input_image' | 'image' | null {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return null
+  const type = (value as Part).type
+  return type === 'image_url' || type === 'input_image' || type === 'image' ? type : null
+}
+
+function hasImage (value: unknown): boolean {
+  if (Array.isArray(value)) return value.some(hasImage)
+  if (value === null || typeof value !== 'object') return false
+  return imageKind(value) !== null || hasImage((value as Part).content)
+}
+
+async function walk (value: unknown, inline: Inline): Promise<unknown> {
+  if (Array.isArray(value)) return Promise.all(value.map((v) => walk(v, inline)))
+  if (value === null || typeof value !== 'object') return value
+  const part = value as Part
+  switch (imageKind(part)) {
+    case 'image_url': {
+      const given = part.image_url
+      const url = typeof given === 'string' ? given : (given as Part | undefined)?.url
+      return { ...part, image_url: { ...(given !== null && typeof given === 'object' ? given : {}), url: await inline(requireUrl(url)) } }
+    }
+    case 'input_image':
+      return { ...part, image_url: await inline(requireUrl(part.image_url)) }
+    case 'image': {
+      const source = (part.source ?? {}) as Part
+      const url = source.type === 'base64' ? `data:${String(source.media_type ?? 'image/jpeg')};base64,${String(source.data ?? '')}` : requireUrl(source.url)
+      const dataUrl = await inline(url)
+      const [, mediaType, data] = /^data:([^;]+);base64,(.*)$/s.exec(dataUrl)!
+      return { ...part, source: { type: 'base64', media_type: mediaType, data } }
+    }
+    default:
+      return 'content' in part ? { ...part, content: await walk(part.content, inline) } : part
+  }
+}
+
+function requireUrl (url: unknown): string {
+  if (typeof url !== 'string' || url === '') throw new BadRequestError('an image part has no url', 'invalid_image')
+  return url
+}
+
+async function fetchImage (url: string, what: string, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  let response: Response
+  try {
+    response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) })
+  } catch (err) {
+    if (signal.aborted) throw signal.reason
+    throw new BadRequestError(`could not fetch ${what} (${url}): ${(err as Error).message}`, 'image_fetch_failed')
+  }
+  if (!response.ok || response.body === null) {
+    await response.body?.cancel().catch(() => {})
+    throw new BadRequestError(`could not fetch ${what} (${url}): it answered ${response.status}`, 'image_fetch_failed')
+  }
+  const chunks: Buffer[] = []
+  let size = 0
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    size += chunk.length
+    if (size > maxBytes) {
+      await response.body.cancel().catch(() => {})
+      throw new BadRequestError(`${what} (${url}) is larger than ${maxBytes} bytes`, 'image_too_large')
+    }
+    chunks.push(Buffer.from(chunk))
+  }
+  return Buffer.concat(chunks)
+}

@@ -1,0 +1,24 @@
+import type { AcquireRequest } from '../scheduler/lease.js'
+import { acquireRequest, type LeaseAsk } from './run-leased.js'
+
+/** What the load form needs of the scheduler: a load without a slot, and an unload once idle. */
+export interface Loader {
+  load(name: string, request: AcquireRequest): Promise<void>
+  expire(name: string): Promise<void>
+}
+
+/**
+ * Ollama's load form: a request with nothing to generate or embed loads the model (with the request's options and
+ * keep_alive), or, with `keep_alive: 0`, lets it go once its requests are done. Returns the model's stored name and
+ * Ollama's `done_reason`. @throws ModelNotFoundError, InvalidModelNameError, BadRequestError (keep_alive)
+ */
+export async function loadForm (loader: Loader, store: { get(name: string): { name: string } }, ask: LeaseAsk): Promise<{ model: string, doneReason: 'load' | 'unload' }> {
+  const request = acquireRequest(ask)
+  const model = store.get(ask.model).name
+  if (request.keepAliveMs === 0) {
+    await loader.expire(model)
+    return { model, doneReason: 'unload' }
+  }
+  await loader.load(model, request)
+  return { model, doneReason: 'load' }
+}

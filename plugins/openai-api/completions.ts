@@ -1,0 +1,14 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
+import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
+import { CompletionBody } from './schemas.js'
+
+const COMPLETIONS: PassthroughRoute = { path: '/v1/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE }
+
+/** OpenAI's legacy text completions: a raw prompt, no chat template. */
+const completions: FastifyPluginAsyncTypebox = async (app) => {
+  app.post('/v1/completions', { schema: { body: CompletionBody } }, (request, reply) =>
+    runPassthrough(app.scheduler, request, reply, COMPLETIONS, request.body))
+}
+
+export default completions
