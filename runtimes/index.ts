@@ -1,5 +1,5 @@
-export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState } from './llama-server.js'
-export { RuntimeLauncher, type LaunchOptions } from './launcher.js'
+export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState } from './process/llama-server.js'
+export { RuntimeLauncher, type LaunchOptions } from './process/launcher.js'
 export { RuntimeRegistry, builtRuntimesDir, choose, type RuntimesDescription } from './registry.js'
 export { inspectBuild } from './inspect-build.js'
 export { RuntimeEndpoint, answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type AnswerUsage, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'

@@ -1,9 +1,9 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { RuntimeError } from '../core/errors.js'
-import type { Logger } from '../core/logger.js'
+import { RuntimeError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
 import { LlamaServer, type LlamaServerOptions } from './llama-server.js'
-import type { RuntimeRegistry } from './registry.js'
+import type { RuntimeRegistry } from '../registry.js'
 import { createSocketDir } from './socket-dir.js'
 
 /** What a caller decides about a llama-server; where it listens and which build runs it are the launcher's. */

@@ -1,16 +1,16 @@
 import { accessSync, constants as fsConstants, rmSync } from 'node:fs'
 import { constants } from 'node:os'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
-import { RuntimeError } from '../core/errors.js'
-import type { Logger } from '../core/logger.js'
-import { RuntimeEndpoint } from './endpoint/runtime-endpoint.js'
+import { RuntimeError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
+import { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
 import { killGroup } from './kill-group.js'
 import { outputLines } from './output-lines.js'
 import { SpareShell } from './spare-shell.js'
 import { WATCHDOG } from './watchdog.js'
-import type { RuntimeBuild } from './types.js'
+import type { RuntimeBuild } from '../types.js'
 
 
 export interface LlamaServerOptions {
