@@ -1,5 +1,7 @@
 export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState } from './process/llama-server.js'
-export { RuntimeLauncher, type LaunchOptions } from './process/launcher.js'
+export { RuntimeLauncher } from './process/launcher.js'
+export { runtimeProcesses } from './process/runtime-processes.js'
+export type { RuntimeSpawnOptions } from './process/spawn-options.js'
 export { RuntimeRegistry, builtRuntimesDir, choose, type RuntimesDescription } from './registry.js'
 export { inspectBuild } from './inspect-build.js'
 export { RuntimeEndpoint, answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type AnswerUsage, type RelayProgress, type RelaySink, type RuntimeAddress } from './endpoint/index.js'
