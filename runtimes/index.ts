@@ -1,4 +1,4 @@
-export { LlamaServer, describeExit, type LlamaServerOptions, type ExitInfo, type ServerState } from './process/llama-server.js'
+export { LlamaServer, type LlamaServerOptions, type ExitInfo, type ServerState } from './process/llama-server.js'
 export { RuntimeLauncher } from './process/launcher.js'
 export { runtimeProcesses } from './process/runtime-processes.js'
 export type { RuntimeSpawnOptions } from './process/spawn-options.js'

@@ -39,7 +39,6 @@ export class Instance {
   }
 
   get state (): InstanceState { return this.currentState }
-  get slots (): number { return this.options.num_parallel }
   /** Requests holding a slot. */
   get active (): number { return this.inFlight }
   /** Requests waiting in line for a slot. */
@@ -133,7 +132,7 @@ export class Instance {
 
   /** Takes a slot at once if one is free and nobody is ahead in the queue. */
   tryTake (): boolean {
-    if (this.inFlight < this.slots && this.waiters.length === 0) {
+    if (this.inFlight < this.options.num_parallel && this.waiters.length === 0) {
       this.inFlight++
       return true
     }

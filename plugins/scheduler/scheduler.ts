@@ -1,7 +1,4 @@
-import { existsSync } from 'node:fs'
-import { isAbsolute } from 'node:path'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
-import { mapModelFiles } from '../../runtimes/extra-args.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -12,6 +9,7 @@ import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { Instance } from './instance.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
+import { modelArgs } from './model-args.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -195,6 +193,7 @@ export class Scheduler implements LeaseSource {
     if (path === null) {
       throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
     }
+    const args = this.deps.settings.modelOptions[model.name]?.args
     const process = this.deps.runtimes.create({
       modelPath: path,
       alias: model.name,
@@ -207,7 +206,7 @@ export class Scheduler implements LeaseSource {
       ...(model.template ? { chatTemplate: model.template } : {}),
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
       ...rpc,
-      ...this.extraArgs(model, options.dtype),
+      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, this.deps.store) } : {}),
     })
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
@@ -249,35 +248,6 @@ export class Scheduler implements LeaseSource {
     if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
     const tensorSplit = settings.modelOptions[instance.model.name]?.tensorSplit
     return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
-  }
-
-  /**
-   * config.yaml's `models.<name>.args`, with each model named in them (a draft model, an adapter) as its GGUF.
-   * @throws GatewayError 500 for a name that is neither a local model nor an existing file: the admin's to fix
-   */
-  private extraArgs (model: SchedulableModel, dtype: string): { extraArgs?: string[] } {
-    const args = this.deps.settings.modelOptions[model.name]?.args
-    if (!args?.length) return {}
-    const { store } = this.deps
-    const problem = (item: string, why: string): GatewayError =>
-      new GatewayError(500, `config.yaml models.${model.name}.args names "${item}", ${why}`, { code: 'bad_model_args' })
-    return {
-      extraArgs: mapModelFiles(args, (item) => {
-        if (isAbsolute(item)) {
-          if (!existsSync(item)) throw problem(item, 'and there is no such file')
-          return item
-        }
-        let named: SchedulableModel
-        try {
-          named = store.get(item)
-        } catch {
-          throw problem(item, 'which is neither a local model nor a file path (paths start with /, ./ or ~, or end in .gguf)')
-        }
-        const path = store.ggufPath(named, dtype) ?? store.ggufPath(named)
-        if (path === null) throw problem(item, `which has no GGUF file yet (convert it first: ollama-style pull or /api/create)`)
-        return path
-      }),
-    }
   }
 
   /**

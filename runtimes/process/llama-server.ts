@@ -239,7 +239,7 @@ export class LlamaServer {
 
 
 /** "exit code 1", "killed by SIGKILL", "exit code 137, SIGKILL" (a shell reports death by signal N as 128+N). */
-export function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {
+function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {
   if (info.signal) return `killed by ${info.signal}`
   const code = info.code ?? -1
   const bySignal = code > 128 ? Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0] : undefined
