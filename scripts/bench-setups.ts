@@ -3,14 +3,14 @@ import { link, mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import { PACKAGE_ROOT } from '../core/paths.js'
-import { freePort } from '../runtimes/free-port.js'
-import { LlamaServer } from '../runtimes/llama-server.js'
+import { freePort } from '../runtimes/process/free-port.js'
+import { LlamaServer } from '../runtimes/process/llama-server.js'
 import type { RuntimeBuild } from '../runtimes/types.js'
 import { startGatewayProcess } from './gateway-process.js'
 
 /**
  * The setups a bench compares, started the same way for every scenario: llama-server's router mode, a bare
- * relay ("pipe") and llamagate, each as a process of its own. Direct llama-server is runtimes/llama-server.ts's
+ * relay ("pipe") and llamagate, each as a process of its own. Direct llama-server is runtimes/process/llama-server.ts's
  * LlamaServer, the same class llamagate starts its runtimes with.
  */
 

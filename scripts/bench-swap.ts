@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Pool } from 'undici'
-import { LlamaServer } from '../runtimes/llama-server.js'
+import { LlamaServer } from '../runtimes/process/llama-server.js'
 import type { RuntimeBuild } from '../runtimes/types.js'
 import { chatStream } from './bench-chat.js'
 import { killAll, routerModelsDir, startGateway, startRouter, type ServerShape } from './bench-setups.js'

@@ -1,6 +1,6 @@
 import { join, resolve } from 'node:path'
 import { Pool } from 'undici'
-import { LlamaServer } from '../runtimes/llama-server.js'
+import { LlamaServer } from '../runtimes/process/llama-server.js'
 import type { RuntimeBuild } from '../runtimes/types.js'
 import { runLoad, streamOnce, type LoadResult } from './bench-load.js'
 import { killAll, procStat, routerModelsDir, startGateway, startPipe, startRouter, unloadFromRouter, type ServerShape } from './bench-setups.js'

@@ -6,7 +6,7 @@ import { parseArgs } from 'node:util'
 import { loadConfig } from '../core/config.js'
 import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
 import { PACKAGE_ROOT } from '../core/paths.js'
-import { LlamaServer } from '../runtimes/llama-server.js'
+import { runtimeProcesses } from '../runtimes/process/runtime-processes.js'
 import { RuntimeRegistry } from '../runtimes/registry.js'
 import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } from './bench-models.js'
 import { benchLongPrompt } from './bench-long-prompt.js'
@@ -142,7 +142,7 @@ async function main (): Promise<void> {
     await writeFile(path, JSON.stringify({ ...before, date: new Date().toISOString(), ...report }, null, 2) + '\n')
     say(`\nwrote ${output}`)
   } finally {
-    await LlamaServer.stopAll()
+    await runtimeProcesses.stopAll()
     await rm(dir, { recursive: true, force: true })
   }
 }

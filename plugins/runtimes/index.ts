@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { LlamaServer, RpcWorkers, RuntimeLauncher, RuntimeRegistry } from '../../runtimes/index.js'
+import { RpcWorkers, RuntimeLauncher, RuntimeRegistry, runtimeProcesses } from '../../runtimes/index.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -20,12 +20,12 @@ export default fp(async (app) => {
   app.decorate('launcher', await RuntimeLauncher.create(registry, app.log, app.config.limits.loadTimeoutMs))
   app.startupNotes.push(registry.summary())
   // The shell the first llama-server will start from, forked now rather than on the first request's path.
-  LlamaServer.prepareStart()
+  runtimeProcesses.prepareStart()
   // Whatever else happens on close, no llama-server outlives the gateway (the scheduler stops its own first;
   // this catches any other, e.g. one still starting), and then neither does the shell kept for the next start
   // (released after the stops, whose exits would otherwise fork a new one).
   app.addHook('onClose', async () => {
     await app.launcher.close()
-    LlamaServer.releaseSpare()
+    runtimeProcesses.releaseSpare()
   })
 }, { name: 'runtimes', dependencies: ['security'] })

@@ -2,7 +2,10 @@
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
 import type { Options } from '../../core/options-schema.js'
-import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
+
+// How a llama-server is spawned is the runtimes' to say; the scheduler fills it in.
+export type { RuntimeSpawnOptions }
 
 /** The part of a stored model the scheduler reads. */
 export interface SchedulableModel {
@@ -38,46 +41,13 @@ export type EnsureVariant = (model: SchedulableModel, dtype: string, signal?: Ab
 export interface RuntimeProcess {
   start(signal?: AbortSignal): Promise<void>
   stop(graceMs?: number): Promise<void>
-  onExit(listener: (info: { code: number | null, signal: string | null, expected: boolean, logTail: string[] }) => void): void
-  logTail(): string[]
+  onExit(listener: (info: ExitInfo) => void): void
   /** How requests reach it, once started. */
   readonly endpoint: RuntimeEndpoint
   readonly pid: number | undefined
 }
 
-export interface RuntimeSpawnOptions {
-  modelPath: string
-  alias: string
-  ctxSize: number
-  parallel: number
-  nGpuLayers?: number
-  /** CPU threads for generation; unset, llama-server chooses. */
-  threads?: number
-  cacheTypeK?: string
-  cacheTypeV?: string
-  /** A Jinja chat template instead of the GGUF's. */
-  chatTemplate?: string
-  /** Serve embeddings (`--embeddings`), pooled as the GGUF says unless `pooling` is given. */
-  embeddings?: boolean
-  /** How tokens are pooled into one vector (`--pooling`): `last` for a chat model asked for embeddings. */
-  pooling?: 'mean' | 'cls' | 'last'
-  /** Serve reranking (`--reranking`). */
-  reranking?: boolean
-  /** Logical and physical batch size: an embedding input must fit in one physical batch. */
-  batchSize?: number
-  /** A vision projector (`--mmproj`). */
-  projectorPath?: string
-  /** RPC workers (`host:port`) the model is split across. */
-  rpcEndpoints?: string[]
-  /** Each device's share of the layers, RPC workers first. */
-  tensorSplit?: number[]
-  /** The admin's own arguments (config.yaml's models.<name>.args), model files already resolved. */
-  extraArgs?: string[]
-}
-
 export interface SchedulerRuntimes {
-  /** The backend name of the build in use (`cpu`, `cuda`, ...), or null when there is none. */
-  backend(): string | null
   /** Bytes free for models right now on the chosen backend's memory. */
   freeMemory(): Promise<number>
   /** Starts nothing yet: returns a process to be started. @throws RuntimeError when no build exists */

@@ -1,7 +1,4 @@
-import { existsSync } from 'node:fs'
-import { isAbsolute } from 'node:path'
 import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
-import { mapModelFiles } from '../../runtimes/extra-args.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -12,6 +9,7 @@ import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { Instance } from './instance.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
+import { modelArgs } from './model-args.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -70,24 +68,16 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.findInstance(model, resolved, purpose) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
-      // Waiting for a load is waiting in line too, as far as anyone counting the queue is concerned.
-      instance.awaitingLoad++
-      try {
-        await instance.loaded
-      } finally {
-        instance.awaitingLoad--
-      }
+      await instance.waitUntilLoaded()
       const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
       if (!granted) {
         // The instance went away while we waited. After a crash the next request starts a fresh one; after a
         // stop (or shutdown) the waiting requests end with the reason.
-        const reason: unknown = instance.controller.signal.reason
+        const reason: unknown = instance.signal.reason
         if (reason instanceof RuntimeError) continue
         throw reason ?? new UnavailableError(`model "${model.name}" was unloaded`)
       }
-      instance.clearTimer()
-      instance.expiresAt = null
-      if (request.keepAliveMs !== undefined) instance.keepAliveMs = request.keepAliveMs
+      instance.claim(request.keepAliveMs)
       return this.lease(instance, resolved, started, request.signal)
     }
   }
@@ -112,7 +102,7 @@ export class Scheduler implements LeaseSource {
   async expire (name: string): Promise<void> {
     const model = this.deps.store.get(name)
     const instances = this.instances.filter((i) => i.model.name === model.name)
-    for (const instance of instances) instance.keepAliveMs = 0
+    for (const instance of instances) instance.expireWhenIdle()
     await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))
   }
 
@@ -134,10 +124,10 @@ export class Scheduler implements LeaseSource {
       contextLength: i.options.num_ctx,
       parallel: i.options.num_parallel,
       // While busy, a model is due to unload its keep-alive after the current requests end.
-      expiresAt: i.keepAliveMs === Infinity ? null : i.expiresAt ?? now + i.keepAliveMs,
+      expiresAt: i.expiresAtFrom(now),
       pid: i.process?.pid ?? null,
       activeRequests: i.active,
-      queuedRequests: i.waiters.length,
+      queuedRequests: i.queued,
       rpcWorkers: this.workersOf(i.model),
     }))
   }
@@ -156,7 +146,7 @@ export class Scheduler implements LeaseSource {
     for (const i of this.instances) {
       const count = counts.get(i.model.name) ?? { inFlight: 0, queued: 0 }
       count.inFlight += i.active
-      count.queued += i.waiters.length + i.awaitingLoad
+      count.queued += i.queued + i.awaitingLoad
       counts.set(i.model.name, count)
     }
     return counts
@@ -168,17 +158,12 @@ export class Scheduler implements LeaseSource {
       .map((i) => ({ model: i.model.name, purpose: i.purpose, endpoint: i.process!.endpoint }))
   }
 
-  /** The instances themselves: for tests that look inside (what a request leaves on an instance's signal). */
-  instancesForTests (): readonly Instance[] {
-    return this.instances
-  }
-
   private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose): Instance | undefined {
     const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
     // A loaded one before one still loading (whose load, asked for with other options, may fail), then the one
     // with the shortest line, so that requests spread over equivalent instances.
     const loading = (i: Instance): number => i.state === 'loaded' ? 0 : 1
-    return candidates.sort((a, b) => loading(a) - loading(b) || (a.active + a.waiters.length) - (b.active + b.waiters.length))[0]
+    return candidates.sort((a, b) => loading(a) - loading(b) || (a.active + a.queued) - (b.active + b.queued))[0]
   }
 
   private startInstance (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined, purpose: Purpose): Instance {
@@ -187,10 +172,10 @@ export class Scheduler implements LeaseSource {
     const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
       keepAliveMs ?? this.deps.settings.keepAliveMs, purpose)
     this.instances.push(instance)
-    instance.loaded = this.bringUp(instance, ctxSize).catch((err) => {
+    instance.startLoading(this.bringUp(instance, ctxSize).catch((err) => {
       this.remove(instance)
       throw err
-    })
+    }))
     return instance
   }
 
@@ -213,6 +198,7 @@ export class Scheduler implements LeaseSource {
     if (path === null) {
       throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
     }
+    const args = this.deps.settings.modelOptions[model.name]?.args
     const process = this.deps.runtimes.create({
       modelPath: path,
       alias: model.name,
@@ -225,9 +211,9 @@ export class Scheduler implements LeaseSource {
       ...(model.template ? { chatTemplate: model.template } : {}),
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
       ...rpc,
-      ...this.extraArgs(model, options.dtype),
+      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, this.deps.store) } : {}),
     })
-    instance.process = process
+    instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
     const spawned = performance.now()
     try {
@@ -242,14 +228,13 @@ export class Scheduler implements LeaseSource {
     }
     if (instance.state === 'unloading') return // stopped while it loaded
     this.failures.delete(failureKey)
-    instance.state = 'loaded'
-    instance.loadedAt = Date.now()
+    instance.markLoaded()
     this.events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000)
     // Only now do the model's instances with other options finish what they have and go: a load that fails
     // (one client's impossible options) leaves everyone else's instance serving.
     for (const old of this.instances) {
       if (old !== instance && old.model.name === model.name && old.purpose === purpose && old.accepting) {
-        old.draining = true
+        old.drain()
         if (old.idle && old.state === 'loaded') void this.unload(old, new UnavailableError('replaced'))
       }
     }
@@ -268,35 +253,6 @@ export class Scheduler implements LeaseSource {
     if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
     const tensorSplit = settings.modelOptions[instance.model.name]?.tensorSplit
     return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
-  }
-
-  /**
-   * config.yaml's `models.<name>.args`, with each model named in them (a draft model, an adapter) as its GGUF.
-   * @throws GatewayError 500 for a name that is neither a local model nor an existing file: the admin's to fix
-   */
-  private extraArgs (model: SchedulableModel, dtype: string): { extraArgs?: string[] } {
-    const args = this.deps.settings.modelOptions[model.name]?.args
-    if (!args?.length) return {}
-    const { store } = this.deps
-    const problem = (item: string, why: string): GatewayError =>
-      new GatewayError(500, `config.yaml models.${model.name}.args names "${item}", ${why}`, { code: 'bad_model_args' })
-    return {
-      extraArgs: mapModelFiles(args, (item) => {
-        if (isAbsolute(item)) {
-          if (!existsSync(item)) throw problem(item, 'and there is no such file')
-          return item
-        }
-        let named: SchedulableModel
-        try {
-          named = store.get(item)
-        } catch {
-          throw problem(item, 'which is neither a local model nor a file path (paths start with /, ./ or ~, or end in .gguf)')
-        }
-        const path = store.ggufPath(named, dtype) ?? store.ggufPath(named)
-        if (path === null) throw problem(item, `which has no GGUF file yet (convert it first: ollama-style pull or /api/create)`)
-        return path
-      }),
-    }
   }
 
   /**
@@ -385,7 +341,7 @@ export class Scheduler implements LeaseSource {
   }
 
   private async waitInLine (instance: Instance, signal?: AbortSignal): Promise<boolean> {
-    if (instance.waiters.length >= this.deps.settings.queueLength) throw new QueueFullError(instance.model.name)
+    if (instance.queued >= this.deps.settings.queueLength) throw new QueueFullError(instance.model.name)
     return instance.enqueue(signal)
   }
 
@@ -399,11 +355,11 @@ export class Scheduler implements LeaseSource {
     if (usage) usage.model = name
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
-    const linked = clientSignal === undefined ? null : linkedSignal([instance.controller.signal, clientSignal])
+    const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
     return {
       model: instance.model,
       endpoint: instance.process!.endpoint,
-      signal: linked?.signal ?? instance.controller.signal,
+      signal: linked?.signal ?? instance.signal,
       loadDurationMs: performance.now() - started,
       contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
@@ -428,31 +384,20 @@ export class Scheduler implements LeaseSource {
   }
 
   private release (instance: Instance): void {
-    instance.lastUsed = Date.now()
     instance.handOver()
     if (!instance.idle || instance.state !== 'loaded') return
-    if (instance.draining || instance.keepAliveMs === 0) {
-      void this.unload(instance, new UnavailableError('keep_alive expired'))
-      return
-    }
-    if (instance.keepAliveMs !== Infinity) {
-      instance.expiresAt = Date.now() + instance.keepAliveMs
-      instance.timer = setTimeout(() => { void this.unload(instance, new UnavailableError('keep_alive expired')) }, instance.keepAliveMs)
-      instance.timer.unref()
-    }
+    const expire = (): void => { void this.unload(instance, new UnavailableError('keep_alive expired')) }
+    if (instance.unloadsWhenIdle) { expire(); return }
+    instance.armExpiry(expire)
     this.wakeRoomWaiters()
   }
 
   /** `graceMs`: how long llama-server may take to exit on SIGTERM before it is killed (0: killed at once). */
   private async unload (instance: Instance, reason: Error, graceMs?: number): Promise<void> {
-    if (instance.state === 'unloading') return
     // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we
     // are cutting anyway need not be waited for.
     graceMs ??= instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined
-    instance.state = 'unloading'
-    instance.clearTimer()
-    instance.controller.abort(reason)
-    instance.dismissWaiters()
+    if (!instance.beginUnload(reason)) return
     try {
       await instance.process?.stop(graceMs)
     } finally {
@@ -468,11 +413,10 @@ export class Scheduler implements LeaseSource {
     const error = new RuntimeError(`the runtime of model "${instance.model.name}" ${how}${last ? `: ${last}` : ''}`, logTail, 'runtime_died')
     this.deps.log.error({ model: instance.model.name, code, signal, logTail: logTail.slice(-10) }, 'runtime died')
     this.events.emit('crashed', instance.model.name)
-    instance.state = 'unloading'
-    instance.clearTimer()
+    instance.beginUnload()
     const workers = this.workersOf(instance.model)
     if (workers.length === 0 || !this.deps.rpcWorkers) {
-      instance.controller.abort(error)
+      instance.end(error)
       this.remove(instance)
       return
     }
@@ -480,7 +424,7 @@ export class Scheduler implements LeaseSource {
     // refused connection answers in a millisecond; the wait is bounded for a host that went silent).
     // Left in the list meanwhile, unloading: no new request picks it, and those in line hear the reason too.
     void this.deps.rpcWorkers.explainLoss(workers).catch(() => null).then((lost) => {
-      instance.controller.abort(lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${instance.model.name}" ${how}`, logTail, 'rpc_worker_lost'))
+      instance.end(lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${instance.model.name}" ${how}`, logTail, 'rpc_worker_lost'))
       this.remove(instance)
     })
   }
@@ -494,7 +438,7 @@ export class Scheduler implements LeaseSource {
   private remove (instance: Instance): void {
     const at = this.instances.indexOf(instance)
     if (at !== -1) this.instances.splice(at, 1)
-    if (instance.state !== 'unloading') instance.state = 'unloading'
+    instance.beginUnload()
     instance.dismissWaiters()
     this.wakeRoomWaiters()
   }

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { connect, createServer, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { freePort } from '../../runtimes/free-port.js'
+import { freePort } from '../../runtimes/process/free-port.js'
 import { probeRpcWorker } from '../../runtimes/rpc/rpc-probe.js'
 import { startMemoryCapRelay } from '../../runtimes/rpc/rpc-memory-cap.js'
 import { startRpcWorker } from '../../runtimes/rpc/rpc-worker.js'

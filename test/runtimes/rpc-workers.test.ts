@@ -5,8 +5,8 @@ import { Writable } from 'node:stream'
 import t from 'tap'
 import { buildApp } from '../../core/app.js'
 import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
-import { freePort } from '../../runtimes/free-port.js'
-import { LlamaServer } from '../../runtimes/llama-server.js'
+import { freePort } from '../../runtimes/process/free-port.js'
+import { runtimeProcesses } from '../../runtimes/process/runtime-processes.js'
 import { tempDir, testConfig } from '../helpers/app.js'
 import { childEnv } from '../helpers/child-env.js'
 import { post } from '../helpers/inference.js'
@@ -136,7 +136,7 @@ t.test('two loopback workers: split, served, shown; one lost mid-stream fails fa
     t.ok(took < 2000, `answered in ${Math.round(took)} ms`)
   }
   t.equal(starts(), startsBefore, 'no llama-server was started for them')
-  t.equal(LlamaServer.liveCount(), 0, 'and none runs')
+  t.equal(runtimeProcesses.liveCount(), 0, 'and none runs')
   const afterLoss = await (await fetch(`${url}/api/rpc-workers`)).json() as { workers: Array<Record<string, any>> }
   t.same(afterLoss.workers.map((w) => [w.name, w.state]), [['a', 'ready'], ['b', 'unreachable']], '/api/rpc-workers says which one is gone')
   t.match(afterLoss.workers[1]!.error, /connection refused/)

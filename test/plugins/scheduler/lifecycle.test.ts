@@ -1,27 +1,24 @@
 import { getEventListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
+import type { FastifyInstance } from 'fastify'
 import t from 'tap'
 import { isAlive } from '../../../core/process-alive.js'
-import type { Instance } from '../../../plugins/scheduler/instance.js'
 import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 
 type Ps = { models: Array<Record<string, any>> }
 const ps = async (url: string): Promise<Ps> => (await fetch(`${url}/api/ps`)).json() as Promise<Ps>
 
-/** Counts the requests that reached the instance's line: given a slot at once, or queued for one. */
-function countArrivals (instance: Instance): () => number {
+/**
+ * Counts the requests that asked the scheduler for a slot. Each is in the instance's line (given a slot at once, or
+ * queued for one) a few microtasks later, before a request sent once the count has moved can reach the gateway.
+ */
+function countArrivals (scheduler: FastifyInstance['scheduler']): () => number {
   let arrived = 0
-  const tryTake = instance.tryTake.bind(instance)
-  const enqueue = instance.enqueue.bind(instance)
-  instance.tryTake = () => {
-    const took = tryTake()
-    if (took) arrived++
-    return took
-  }
-  instance.enqueue = (signal) => {
+  const acquire = scheduler.acquire.bind(scheduler)
+  scheduler.acquire = (name, request) => {
     arrived++
-    return enqueue(signal)
+    return acquire(name, request)
   }
   return () => arrived
 }
@@ -52,8 +49,7 @@ async function firstEvent (res: Response): Promise<{ text: string, rest: () => P
 t.test('16 concurrent streams on num_parallel 2 all complete, served in order of arrival', async (t) => {
   const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 2 } })
   await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [] }) // loaded before the race starts
-  const [instance] = app.scheduler.instancesForTests()
-  const arrivals = countArrivals(instance!)
+  const arrivals = countArrivals(app.scheduler)
   const firstTokenAt: number[] = []
   const runs = []
   for (let i = 0; i < 16; i++) {
@@ -83,19 +79,22 @@ t.test('requests leave nothing on the instance they ran on: its signal has no li
   // Every lease follows the instance's signal (a stop or a crash ends the request); a model stays loaded for
   // weeks, so what a request hangs on that signal must come off when the request ends (core/linked-signal.ts).
   const { app, url } = await serveTinyModels(t)
+  // A lease taken without a client signal of its own carries the instance's signal itself.
+  const probe = await app.scheduler.acquire('acme/tiny')
+  const instanceSignal = probe.signal
+  probe.release()
   const streams = Array.from({ length: 6 }, (_, i) => post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: `s${i}` }], max_tokens: 4 }).then(sseEvents))
   const whole = Array.from({ length: 3 }, (_, i) => post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: `w${i}` }], options: { max_tokens: 4 } }).then((r) => r.json()))
   const controller = new AbortController()
   const cut = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 2000 } }, {}, controller.signal)
   await firstEvent(cut)
-  const [instance] = app.scheduler.instancesForTests()
-  t.ok(getEventListeners(instance!.controller.signal, 'abort').length > 0, 'while a request runs, it follows the instance')
+  t.ok(getEventListeners(instanceSignal, 'abort').length > 0, 'while a request runs, it follows the instance')
   controller.abort()
   for (const events of await Promise.all(streams)) t.equal(events.at(-1), '[DONE]')
   for (const body of await Promise.all(whole) as Array<Record<string, unknown>>) t.equal(body.done, true)
-  await until('the cut request to be released', () => instance!.active === 0)
-  t.equal(getEventListeners(instance!.controller.signal, 'abort').length, 0, 'and nothing stays on it after')
-  t.equal(instance!.state, 'loaded')
+  await until('the cut request to be released', () => app.scheduler.requestCounts().get('acme/tiny')?.inFlight === 0)
+  t.equal(getEventListeners(instanceSignal, 'abort').length, 0, 'and nothing stays on it after')
+  t.same(app.scheduler.snapshot().map((m) => m.state), ['loaded'], 'the one instance they all ran on is still loaded')
 })
 
 t.test('a full queue answers 503 with Retry-After', async (t) => {
@@ -104,8 +103,7 @@ t.test('a full queue answers 503 with Retry-After', async (t) => {
   const running = await post(`${url}/api/chat`, long)
   const first = await firstEvent(running) // holds the only slot
   const queued = post(`${url}/api/chat`, { ...long, options: { max_tokens: 2 } }) // waits in the one queue place
-  const [instance] = app.scheduler.instancesForTests()
-  await until('the second request to wait in the queue', () => instance!.waiters.length === 1)
+  await until('the second request to wait in the queue', () => app.scheduler.snapshot()[0]?.queuedRequests === 1)
   const refused = await post(`${url}/api/chat`, long)
   t.equal(refused.status, 503)
   t.equal(refused.headers.get('retry-after'), '1')
@@ -229,10 +227,15 @@ t.test('a switch at max_loaded_models evicts at once: no free-memory probe first
   const freeMemory = app.runtimes.freeMemory.bind(app.runtimes)
   app.runtimes.freeMemory = async () => { order.push('free memory asked'); return freeMemory() }
   app.scheduler.events.on('evicted', (name) => order.push(`${name} evicted`))
-  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [], options: { max_tokens: 1 } })
   const exits: Array<string | null> = []
   // An idle llama-server has nothing to finish: SIGKILL tears it down in half SIGTERM's time (1B model: ~60 ms, not ~120).
-  app.scheduler.instancesForTests()[0]!.process!.onExit((info) => exits.push(info.signal))
+  const create = app.launcher.create.bind(app.launcher)
+  app.launcher.create = (options) => {
+    const server = create(options)
+    if (options.alias === 'acme/a') server.onExit((info) => exits.push(info.signal))
+    return server
+  }
+  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [], options: { max_tokens: 1 } })
   order.length = 0
   t.equal((await post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 1 } })).status, 200)
   t.equal(order[0], 'acme/a evicted', `the eviction came first: ${order.join(', ')}`)

@@ -2,9 +2,9 @@ import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process'
 import { readFileSync } from 'node:fs'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { SpareShell } from '../../runtimes/spare-shell.js'
-import { childEnv } from '../helpers/child-env.js'
-import { until } from '../helpers/until.js'
+import { SpareShell } from '../../../runtimes/process/spare-shell.js'
+import { childEnv } from '../../helpers/child-env.js'
+import { until } from '../../helpers/until.js'
 
 // The script every launch runs: says its shell's pid, then becomes the command, as the watchdog does.
 const SCRIPT = 'echo "shell $$"\nexec "$@"'
@@ -90,7 +90,7 @@ t.test('close() ends the spare', async (t) => {
 
 t.test('a spare never outlives its gateway: killed with SIGKILL, its spare goes too', async (t) => {
   const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `
-    const { SpareShell } = await import(${JSON.stringify(new URL('../../runtimes/spare-shell.ts', import.meta.url).href)})
+    const { SpareShell } = await import(${JSON.stringify(new URL('../../../runtimes/process/spare-shell.ts', import.meta.url).href)})
     const shells = new SpareShell('exec "$@"', 'test-shell')
     shells.prepare()
     console.log(shells.spare.pid)
@@ -110,7 +110,7 @@ t.test('a spare never outlives its gateway: killed with SIGKILL, its spare goes 
 
 t.test('a process with only a spare left exits: the spare does not keep it alive', async (t) => {
   const holder = spawn(process.execPath, [...process.execArgv, '--input-type=module', '-e', `
-    const { SpareShell } = await import(${JSON.stringify(new URL('../../runtimes/spare-shell.ts', import.meta.url).href)})
+    const { SpareShell } = await import(${JSON.stringify(new URL('../../../runtimes/process/spare-shell.ts', import.meta.url).href)})
     new SpareShell('exec "$@"', 'test-shell').prepare()
   `], { env: childEnv(), stdio: ['ignore', 'ignore', 'inherit'] })
   t.teardown(() => { holder.kill('SIGKILL') })

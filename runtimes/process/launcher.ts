@@ -1,13 +1,12 @@
 import { rm } from 'node:fs/promises'
 import { join } from 'node:path'
-import { RuntimeError } from '../core/errors.js'
-import type { Logger } from '../core/logger.js'
-import { LlamaServer, type LlamaServerOptions } from './llama-server.js'
-import type { RuntimeRegistry } from './registry.js'
+import { RuntimeError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
+import type { RuntimeRegistry } from '../registry.js'
+import { LlamaServer } from './llama-server.js'
+import { runtimeProcesses } from './runtime-processes.js'
 import { createSocketDir } from './socket-dir.js'
-
-/** What a caller decides about a llama-server; where it listens and which build runs it are the launcher's. */
-export type LaunchOptions = Omit<LlamaServerOptions, 'build' | 'log' | 'port' | 'socketPath' | 'startTimeoutMs'>
+import type { RuntimeSpawnOptions } from './spawn-options.js'
 
 /**
  * Makes llama-server processes with the chosen build, each listening on a Unix socket of its own in a folder
@@ -32,7 +31,7 @@ export class RuntimeLauncher {
   freeMemory (): Promise<number> { return this.registry.freeMemory() }
 
   /** A process ready to be started. @throws RuntimeError when no build exists */
-  create (options: LaunchOptions): LlamaServer {
+  create (options: RuntimeSpawnOptions): LlamaServer {
     const build = this.registry.chosen
     if (!build) throw new RuntimeError(`no llama.cpp runtime is available: ${this.registry.reason}`, [], 'no_runtime')
     return new LlamaServer({
@@ -43,7 +42,7 @@ export class RuntimeLauncher {
 
   /** Stops every llama-server of this process, then removes the sockets' folder. */
   async close (): Promise<void> {
-    await LlamaServer.stopAll()
+    await runtimeProcesses.stopAll()
     await rm(this.socketDir, { recursive: true, force: true })
   }
 }

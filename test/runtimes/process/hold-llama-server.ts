@@ -1,7 +1,7 @@
 // A stand-in gateway for the watchdog test: starts one llama-server through the supervisor, prints its pid
 // as one JSON line, then waits to be killed. Arguments: <bin dir> <model.gguf>.
-import { inspectBuild } from '../../runtimes/inspect-build.js'
-import { LlamaServer } from '../../runtimes/llama-server.js'
+import { inspectBuild } from '../../../runtimes/inspect-build.js'
+import { LlamaServer } from '../../../runtimes/process/llama-server.js'
 
 const [binDir, modelPath] = process.argv.slice(2) as [string, string]
 const build = await inspectBuild(binDir, 'config', 'cpu')

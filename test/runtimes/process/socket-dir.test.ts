@@ -4,9 +4,9 @@ import { mkdir, stat, writeFile } from 'node:fs/promises'
 import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
-import { createSocketDir } from '../../runtimes/socket-dir.js'
-import { tempDir } from '../helpers/app.js'
-import { childEnv } from '../helpers/child-env.js'
+import { createSocketDir } from '../../../runtimes/process/socket-dir.js'
+import { tempDir } from '../../helpers/app.js'
+import { childEnv } from '../../helpers/child-env.js'
 
 // The pid of a process that has exited.
 const deadPid = (): number => spawnSync(process.execPath, ['-e', '0'], { env: childEnv() }).pid!

@@ -4,13 +4,14 @@ import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
-import { tempDir } from '../helpers/app.js'
-import { cpuRuntime } from '../helpers/runtime.js'
-import { childEnv } from '../helpers/child-env.js'
-import { processesWithMark, runCli, startServe } from '../helpers/serve-process.js'
-import { until } from '../helpers/until.js'
+import { LlamaServer, type ExitInfo } from '../../../runtimes/process/llama-server.js'
+import { runtimeProcesses } from '../../../runtimes/process/runtime-processes.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+import { childEnv } from '../../helpers/child-env.js'
+import { processesWithMark, runCli, startServe } from '../../helpers/serve-process.js'
+import { until } from '../../helpers/until.js'
 
 const HOLDER = fileURLToPath(new URL('./hold-llama-server.ts', import.meta.url))
 
@@ -93,9 +94,9 @@ t.test('after a stop or a crash nothing of the process group is left', async (t)
   const stopped = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
   await stopped.start()
   const stoppedPid = stopped.pid!
-  t.equal(LlamaServer.liveCount(), 1)
+  t.equal(runtimeProcesses.liveCount(), 1)
   await stopped.stop()
-  t.equal(LlamaServer.liveCount(), 0)
+  t.equal(runtimeProcesses.liveCount(), 0)
   t.ok(await waitUntilEmpty(stoppedPid, 5000) >= 0, 'stop() leaves no watcher behind')
 
   const crashed = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
@@ -132,5 +133,5 @@ t.test('an aborted start stops the process and rejects with the abort reason', a
   controller.abort(new Error('client went away'))
   await t.rejects(server.start(controller.signal), /client went away/)
   t.equal(server.state, 'stopped')
-  t.equal(LlamaServer.liveCount(), 0)
+  t.equal(runtimeProcesses.liveCount(), 0)
 })

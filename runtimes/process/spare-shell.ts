@@ -15,10 +15,10 @@ const READ_COMMAND = [
  * Runs commands under a shell script (which ends in `exec "$@"`), each in its own process group with piped
  * stdio, from a shell forked ahead of need when it can.
  *
- * Why: Node forks its whole process to spawn (page tables of 100+ MiB, then the wait for the exec): 1.7-2 ms
- * with the event loop blocked, and ~1.4 ms later to the program's first output, of a ~20 ms cold start of a
- * small model here, where llama-server's router mode forks a small C++ process. The owner forks the spare at
- * a quiet moment (`prepare()`); the next launch writes the command line to it and it runs the script at once.
+ * Why: Node forks its whole process to spawn (page tables of 100+ MiB, then the wait for the exec) with the
+ * event loop blocked, on the path of a cold start that takes tens of milliseconds (docs/benchmarks.md). The owner
+ * forks the spare at a quiet moment (`prepare()`); the next launch writes the command line to it and it runs the
+ * script at once.
  *
  * The spare is one idle `sh` (about 1 MiB). It goes when its stdin closes, so it never outlives the gateway.
  */

@@ -1,47 +1,21 @@
 import { accessSync, constants as fsConstants, rmSync } from 'node:fs'
 import { constants } from 'node:os'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
-import { RuntimeError } from '../core/errors.js'
-import type { Logger } from '../core/logger.js'
-import { RuntimeEndpoint } from './endpoint/runtime-endpoint.js'
+import { RuntimeError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
+import { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
+import type { RuntimeBuild } from '../types.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
 import { killGroup } from './kill-group.js'
 import { outputLines } from './output-lines.js'
-import { SpareShell } from './spare-shell.js'
-import { WATCHDOG } from './watchdog.js'
-import type { RuntimeBuild } from './types.js'
+import { runtimeProcesses } from './runtime-processes.js'
+import { serverArgs } from './server-args.js'
+import type { RuntimeSpawnOptions } from './spawn-options.js'
 
-
-export interface LlamaServerOptions {
+/** A spawn's options, and what the launcher decides around them: the build, where it listens, how long it may start. */
+export interface LlamaServerOptions extends RuntimeSpawnOptions {
   build: RuntimeBuild
-  modelPath: string
-  /** The name llama-server answers with in `model` fields (`--alias`). */
-  alias: string
-  /** Total context: num_ctx × num_parallel (llama-server splits it between the slots). */
-  ctxSize: number
-  /** Slots, i.e. requests served at once. */
-  parallel: number
-  /** @default unset: llama-server's own default (all layers on the GPU where one is used) */
-  nGpuLayers?: number
-  /** --threads; unset, llama-server chooses (its physical cores). */
-  threads?: number
-  /** @default unset: llama-server's default (f16) */
-  cacheTypeK?: string
-  /** @default unset: llama-server's default (f16) */
-  cacheTypeV?: string
-  /** A Jinja chat template instead of the GGUF's (`--chat-template`). @default the GGUF's */
-  chatTemplate?: string
-  /** Serve embeddings (`--embeddings`). @default false */
-  embeddings?: boolean
-  /** `--pooling`; unset, the GGUF's. */
-  pooling?: string
-  /** Serve reranking (`--reranking`). @default false */
-  reranking?: boolean
-  /** `--batch-size` and `--ubatch-size` both: an embedding input must fit in one physical batch. @default llama-server's */
-  batchSize?: number
-  /** A vision projector GGUF (`--mmproj`). */
-  projectorPath?: string
   /** @default a free loopback port, picked at start */
   port?: number
   /**
@@ -54,16 +28,21 @@ export interface LlamaServerOptions {
   /** How long a start may take before it is given up. @default 300000 */
   startTimeoutMs?: number
   log?: Logger
-  /** RPC workers (`host:port`) the model's layers are split across (`--rpc`). @default none */
-  rpcEndpoints?: string[]
-  /** Each device's share of the layers (`--tensor-split`), RPC workers first. @default llama-server's (by free memory) */
-  tensorSplit?: number[]
-  /** Appended to the command line as is (an admin's escape hatch). @default [] */
-  extraArgs?: string[]
 }
 
 export type ServerState = 'stopped' | 'starting' | 'ready' | 'stopping'
 export interface ExitInfo { code: number | null, signal: string | null, expected: boolean, logTail: string[] }
+
+/**
+ * The only moves a llama-server makes, as in llama-swap's Process. A failed start and a crash go straight back to
+ * stopped; a stop asked for goes through stopping. A stop during the start wins over its readiness.
+ */
+const TRANSITIONS: Readonly<Record<ServerState, readonly ServerState[]>> = {
+  stopped: ['starting'],
+  starting: ['ready', 'stopping', 'stopped'],
+  ready: ['stopping', 'stopped'],
+  stopping: ['stopped'],
+}
 
 const LOG_LINES = 50
 // Small models load in tens of milliseconds: a coarse poll would dominate the cold start.
@@ -72,39 +51,13 @@ const POLL_MS = 5
 // listens and when its model is loaded (in either order, depending on the release).
 const READY_HINT = /listening on|model loaded|all slots are idle/
 const STOP_GRACE_MS = 5000
-
-
-// The shells llama-server is started from, one forked ahead of need (see SpareShell).
-const shells = new SpareShell(WATCHDOG, 'llamagate-watchdog')
-/**
- * When the next start's shell is forked: never during a start, and not the moment one ends. Forking the
- * gateway costs a core 2-4 ms and copy-on-write faults after; done while llama-server loaded, it slowed the
- * load by ~2 ms on 2 cores (21 cold starts side by side), and done as a start ends, the first request's first
- * token would wait for it. So: shortly after a start, at once after a llama-server exits (an unload often
- * comes before the next load), and no sooner than the start under way, if any, is over.
- */
-const SPARE_AFTER_START_MS = 100
-let startsUnderWay = 0
-let spareTimer: NodeJS.Timeout | null = null
-
-function prepareSpareLater (delayMs: number): void {
-  if (spareTimer !== null || shells.hasSpare) return
-  spareTimer = setTimeout(() => {
-    spareTimer = null
-    if (startsUnderWay > 0) prepareSpareLater(SPARE_AFTER_START_MS); else shells.prepare()
-  }, delayMs)
-  spareTimer.unref()
-}
-
 // sockaddr_un holds 108 bytes with the terminating NUL.
 const MAX_SOCKET_PATH = 107
 
-// Every process started and not yet exited, so that nothing is left behind when the gateway goes.
-const live = new Set<LlamaServer>()
-
 /**
- * One llama-server process for one model: started on a loopback port, ready when /health answers 200,
- * watched for a crash, stopped with SIGTERM to its process group then SIGKILL. The only code that spawns it.
+ * One llama-server process for one model: started on a Unix socket or a loopback port, ready when /health answers
+ * 200, watched for a crash, stopped with SIGTERM to its process group then SIGKILL. The only code that spawns it;
+ * `runtimeProcesses` knows every one that runs.
  */
 export class LlamaServer {
   private child: ChildProcessWithoutNullStreams | null = null
@@ -139,27 +92,6 @@ export class LlamaServer {
   /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
 
-  /** How many llama-servers this process runs now. */
-  static liveCount (): number { return live.size }
-
-  /** Stops every llama-server this process started. */
-  static async stopAll (graceMs?: number): Promise<void> {
-    await Promise.all([...live].map((s) => s.stop(graceMs)))
-  }
-
-  /** Forks the shell the next start will run from, so that the first cold start does not wait for the fork. */
-  static prepareStart (): void { shells.prepare() }
-
-  /** The pid of the shell waiting for the next start, if one is: the next llama-server gets this pid. */
-  static sparePid (): number | undefined { return shells.pid }
-
-  /** Ends the shell kept for the next start: the gateway is closing. */
-  static releaseSpare (): void {
-    if (spareTimer !== null) clearTimeout(spareTimer)
-    spareTimer = null
-    shells.close()
-  }
-
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }
 
@@ -168,59 +100,24 @@ export class LlamaServer {
 
   /** The command-line arguments, from what this build supports. */
   args (): string[] {
-    const o = this.options
-    const f = o.build.features
-    // Host and port always explicit: the default port changes between releases (8080, then 9931).
-    const host = this.usesSocket ? o.socketPath! : '127.0.0.1'
-    const args = ['--model', o.modelPath, '--host', host, '--port', String(this.currentPort), '--alias', o.alias,
-      '--ctx-size', String(o.ctxSize), '--parallel', String(o.parallel)]
-    if (o.nGpuLayers !== undefined) args.push('--n-gpu-layers', String(o.nGpuLayers))
-    if (o.threads !== undefined) args.push('--threads', String(o.threads))
-    if (o.cacheTypeK) args.push('--cache-type-k', o.cacheTypeK)
-    if (o.cacheTypeV) args.push('--cache-type-v', o.cacheTypeV)
-    if (o.chatTemplate) args.push('--chat-template', o.chatTemplate)
-    if (o.embeddings) args.push('--embeddings')
-    if (o.pooling) args.push('--pooling', o.pooling)
-    if (o.reranking) args.push('--reranking')
-    if (o.batchSize !== undefined) args.push('--batch-size', String(o.batchSize), '--ubatch-size', String(o.batchSize))
-    if (o.projectorPath) args.push('--mmproj', o.projectorPath)
-    if (o.rpcEndpoints?.length) args.push('--rpc', o.rpcEndpoints.join(','))
-    if (o.tensorSplit?.length) args.push('--tensor-split', o.tensorSplit.join(','))
-    // Its Prometheus statistics (GET /metrics), which the gateway's /metrics re-exposes per model. Not looked up
-    // in --help like the flags below: every llama-server that has --jinja has had --metrics longer.
-    args.push('--metrics')
-    if (f.jinja) args.push('--jinja')
-    if (f.noWebui) args.push('--no-webui')
-    // Flash attention pays off on GPUs; `auto` lets llama-server decide per device.
-    if (f.flashAttn && o.build.backend !== 'cpu') args.push('--flash-attn', 'auto')
-    // On a CPU, the warm-up (a decode of two tokens before serving) makes no request faster and delays every
-    // cold start: on a 258 MiB model, start to listening 125 -> 107 ms, the first request's first token 143 ms
-    // with or without it. On GPUs it takes one-time set-up off the first request, so it stays there.
-    if (f.noWarmup && o.build.backend === 'cpu') args.push('--no-warmup')
-    return [...args, ...(o.extraArgs ?? [])]
+    const host = this.usesSocket ? this.options.socketPath! : '127.0.0.1'
+    return serverArgs(this.options, this.options.build, { host, port: this.currentPort })
   }
 
   /** Starts the process and resolves when it serves. Concurrent callers share one start. */
   start (signal?: AbortSignal): Promise<void> {
-    if (this.starting === null) {
-      startsUnderWay++
-      this.starting = this.doStart(signal).finally(() => {
-        startsUnderWay--
-        prepareSpareLater(SPARE_AFTER_START_MS)
-      })
-    }
+    this.starting ??= runtimeProcesses.duringStart(() => this.doStart(signal))
     return this.starting
   }
 
   private async doStart (signal?: AbortSignal): Promise<void> {
     const { build, log } = this.options
-    this.currentState = 'starting'
-    // Synchronous on purpose (tens of microseconds from the page cache): on the cold start's path, each async
-    // file operation waits for a libuv pool thread to wake, measured at up to a millisecond on a small VM.
+    this.transition('starting')
+    // Synchronous on purpose: on the cold start's path, an async file call waits for a libuv pool thread to wake.
     try {
       accessSync(build.serverPath, fsConstants.X_OK)
     } catch (err) {
-      this.currentState = 'stopped'
+      this.transition('stopped')
       throw new RuntimeError(`model "${this.options.alias}" failed to start: cannot run llama-server: ${(err as Error).message}`, [], 'runtime_start_failed')
     }
     // On a socket, the port is only there because llama-server wants one; a stale socket file would fail the bind.
@@ -236,12 +133,10 @@ export class LlamaServer {
     const args = this.args()
     log?.info({ bin: build.serverPath, args }, 'starting llama-server')
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
-    // covers the gateway's death. Node's spawn rather than execa, and from a shell forked beforehand: a cold
-    // start waits on it, and execa's set-up measured ~4 ms, Node's fork 2-4 ms, of the ~20 ms a small model
-    // takes to load. The next start's shell is forked after this start (prepareSpareLater).
-    const child = shells.launch([build.serverPath, ...args])
+    // covers the gateway's death. Node's spawn rather than execa, from a shell forked beforehand: a cold start
+    // waits on every set-up step of the spawn.
+    const child = runtimeProcesses.launch(this, [build.serverPath, ...args])
     this.child = child
-    live.add(this)
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
     child.stdin.on('error', () => {})
     // stdout and stderr as one log, line by line.
@@ -260,10 +155,9 @@ export class LlamaServer {
         if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
         // Nothing is left to answer: pooled connections go, and a request asked for later fails at once.
         void this.currentEndpoint?.close()
-        live.delete(this)
-        prepareSpareLater(0)
+        runtimeProcesses.exited(this)
         const info: ExitInfo = { code, signal: sig, expected: this.stopRequested, logTail: this.logTail() }
-        this.currentState = 'stopped'
+        this.transition('stopped')
         for (const listener of this.exitListeners) {
           try { listener(info) } catch (err) { log?.warn({ err }, 'an exit listener of llama-server threw') }
         }
@@ -276,9 +170,14 @@ export class LlamaServer {
       await this.stop()
       throw err
     }
-    this.currentState = 'ready'
+    this.transition('ready')
     // Debug: the scheduler says "model loaded" with the same facts, and each line costs a cold start time.
     log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
+  }
+
+  /** Moves to `to` when the table allows it from the current state, and refuses (stays) otherwise. */
+  private transition (to: ServerState): void {
+    if (TRANSITIONS[this.currentState].includes(to)) this.currentState = to
   }
 
   private keepLine (line: string): void {
@@ -330,7 +229,7 @@ export class LlamaServer {
     const child = this.child
     if (!child || !this.exited) return
     this.stopRequested = true
-    if (this.currentState !== 'stopped') this.currentState = 'stopping'
+    this.transition('stopping')
     killGroup(child.pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL')
     const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), Math.max(graceMs, 0))
     await this.exited
@@ -340,7 +239,7 @@ export class LlamaServer {
 
 
 /** "exit code 1", "killed by SIGKILL", "exit code 137, SIGKILL" (a shell reports death by signal N as 128+N). */
-export function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {
+function describeExit (info: Pick<ExitInfo, 'code' | 'signal'>): string {
   if (info.signal) return `killed by ${info.signal}`
   const code = info.code ?? -1
   const bySignal = code > 128 ? Object.entries(constants.signals).find(([, n]) => n === code - 128)?.[0] : undefined

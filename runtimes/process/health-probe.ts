@@ -9,8 +9,8 @@ export type ProbeTarget = { socketPath: string } | { port: number }
  * `GET /health` on a fresh connection; resolves with the status code as soon as the status line is in.
  * Rejects when nothing listens yet, or no status line came within `timeoutMs`.
  *
- * A bare socket rather than an HTTP client: the readiness check sits on the cold start's critical path,
- * and the first request through a fresh undici Agent measured 1.5-3.5 ms here against ~0.3 ms for this.
+ * A bare socket rather than an HTTP client: the readiness check sits on the cold start's critical path, where
+ * a fresh HTTP client's first request costs several times this one (docs/benchmarks.md).
  */
 export function healthStatus (target: ProbeTarget, timeoutMs: number): Promise<number> {
   return new Promise<number>((resolve, reject) => {

@@ -4,13 +4,14 @@ import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { Client } from 'undici'
-import { RuntimeError } from '../../core/errors.js'
-import { isAlive } from '../../core/process-alive.js'
-import { LlamaServer, type ExitInfo } from '../../runtimes/llama-server.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
-import { tempDir } from '../helpers/app.js'
-import { cpuRuntime } from '../helpers/runtime.js'
-import { until } from '../helpers/until.js'
+import { RuntimeError } from '../../../core/errors.js'
+import { isAlive } from '../../../core/process-alive.js'
+import { LlamaServer, type ExitInfo } from '../../../runtimes/process/llama-server.js'
+import { runtimeProcesses } from '../../../runtimes/process/runtime-processes.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+import { until } from '../../helpers/until.js'
 
 
 async function tinyModel (t: Test): Promise<string> {
@@ -39,18 +40,18 @@ t.test('start, ready on /health, one completion, stop', async (t) => {
 })
 
 t.test('the next start runs in a shell forked after the last start, never during one', async (t) => {
-  LlamaServer.releaseSpare()
+  runtimeProcesses.releaseSpare()
   const options = { build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 }
   const first = new LlamaServer(options)
   t.teardown(() => first.stop())
   let forkedDuring = false
-  const watch = setInterval(() => { if (LlamaServer.sparePid() !== undefined) forkedDuring = true }, 1)
+  const watch = setInterval(() => { if (runtimeProcesses.sparePid() !== undefined) forkedDuring = true }, 1)
   await first.start()
   clearInterval(watch)
   t.notOk(forkedDuring, 'no shell was forked while llama-server loaded')
-  t.equal(LlamaServer.sparePid(), undefined, 'nor as the start ended (the first request would wait for the fork)')
-  await until('a spare shell forked after the start', () => LlamaServer.sparePid() !== undefined, 10_000, 10)
-  const spare = LlamaServer.sparePid()
+  t.equal(runtimeProcesses.sparePid(), undefined, 'nor as the start ended (the first request would wait for the fork)')
+  await until('a spare shell forked after the start', () => runtimeProcesses.sparePid() !== undefined, 10_000, 10)
+  const spare = runtimeProcesses.sparePid()
   const second = new LlamaServer(options)
   t.teardown(() => second.stop())
   await second.start()
@@ -117,7 +118,7 @@ t.test('stopAll stops every process started', async (t) => {
   const servers = [0, 1].map(() => new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 }))
   await Promise.all(servers.map((s) => s.start()))
   const pids = servers.map((s) => s.pid)
-  await LlamaServer.stopAll()
+  await runtimeProcesses.stopAll()
   for (const pid of pids) t.notOk(isAlive(pid!), `process ${pid} is gone`)
 })
 
