@@ -6,6 +6,7 @@ import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
 import { registerAdminPlugins } from './plugin-loader.js'
+import { Surfaces } from './surfaces.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -13,6 +14,8 @@ declare module 'fastify' {
     config: Config
     /** Lines for the start-up log (the chosen runtime and why, ...); plugins add to it. */
     startupNotes: string[]
+    /** The API surfaces the plugins registered: the label a path is counted by, the shape its errors take. */
+    surfaces: Surfaces
   }
 }
 
@@ -42,6 +45,7 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
 
   app.decorate('config', config)
   app.decorate('startupNotes', [] as string[])
+  app.decorate('surfaces', new Surfaces())
   installErrorHandling(app)
 
   // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON. Bodies nested

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
-import { errorBodyFor, fromGatewayError, type ErrorReply } from './error-shapes.js'
+import { fromGatewayError, type ErrorReply } from './error-shapes.js'
 import { ClientGoneError, GatewayError } from './errors.js'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -57,7 +57,7 @@ function clientMessage (err: Partial<FastifyError>): string {
 export function sendError (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   const error = toErrorReply(err, request.log)
   return reply.code(error.statusCode).headers(error.headers).type('application/json; charset=utf-8')
-    .send(errorBodyFor(request.url, error))
+    .send(request.server.surfaces.errorShapeOf(request.url).body(error))
 }
 
 /**

@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { errorBodyFor, errorEventNameFor } from './error-shapes.js'
 import { toErrorReply } from './error-handler.js'
 import { ClientGoneError } from './errors.js'
 import { whenDrained } from './when-drained.js'
@@ -116,9 +115,9 @@ export class EventStream {
     if (!this.opened) throw err
     if (this.ended) return
     const reply = toErrorReply(err, this.request.log)
-    const name = this.format === 'sse' ? errorEventNameFor(this.request.url) : null
-    if (name !== null && !this.raw.destroyed) this.raw.write(`event: ${name}\n`)
-    this.sendJson(JSON.stringify(errorBodyFor(this.request.url, reply)))
+    const shape = this.request.server.surfaces.errorShapeOf(this.request.url)
+    if (this.format === 'sse' && shape.eventName !== undefined && !this.raw.destroyed) this.raw.write(`event: ${shape.eventName}\n`)
+    this.sendJson(JSON.stringify(shape.body(reply)))
     this.end()
   }
 }

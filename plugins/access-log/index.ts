@@ -1,7 +1,6 @@
 import fp from 'fastify-plugin'
 import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
-import { surfaceOf } from '../../core/surface.js'
 
 // Probes, scrapes and the web page's files would drown the lines that matter.
 const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/version)$|^\/ui\//
@@ -21,7 +20,7 @@ export default fp(async (app) => {
       request.log.info({
         method: request.method,
         path,
-        surface: surfaceOf(request.routeOptions.url ?? path),
+        surface: app.surfaces.labelOf(request.routeOptions.url ?? path),
         model: usage.model ?? modelNamedIn(request.body)?.slice(0, 200) ?? null,
         status: reply.raw.statusCode,
         ms: Math.round(reply.elapsedTime * 10) / 10,

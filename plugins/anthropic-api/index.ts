@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { clientGone } from '../../core/client-gone.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
+import { ANTHROPIC_SURFACE } from './error-shape.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
 // llama-server converts a Messages request to a chat keeping only these sampling fields (and stop_sequences):
@@ -20,6 +21,7 @@ const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topL
  * keep_alive, queueing, keys (`x-api-key` too) and Anthropic's error shape.
  */
 const anthropic: FastifyPluginAsyncTypebox = async (app) => {
+  app.surfaces.register(ANTHROPIC_SURFACE)
   app.post('/v1/messages', { schema: { body: MessagesBody } }, async (request, reply) => {
     const { body } = request
     const messages = await app.images.inline(app.store.get(body.model), body.messages, clientGone(reply))

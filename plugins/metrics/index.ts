@@ -5,7 +5,6 @@ import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
 import { observeServices } from './observe.js'
-import { surfaceOf } from '../../core/surface.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -51,7 +50,7 @@ export default fp(async (app) => {
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url
     // A scrape counting itself would only measure the scraper.
-    if (route !== '/metrics') metrics.request(surfaceOf(route ?? request.url.split('?')[0]!), modelOf(request), reply.statusCode, reply.elapsedTime / 1000)
+    if (route !== '/metrics') metrics.request(app.surfaces.labelOf(route ?? request.url), modelOf(request), reply.statusCode, reply.elapsedTime / 1000)
     done()
   })
 

@@ -70,4 +70,7 @@ export const webUiRoutes: FastifyPluginAsyncTypebox<WebUiOptions> = async (app, 
   app.get('/ui/:file', { config, schema: { params: FileParams } }, async (request, reply) => send(request, reply, request.params.file))
 }
 
-export default fp(async (app) => { await app.register(webUiRoutes, { dir: PAGE_DIR }) }, { name: 'web-ui', dependencies: ['security'] })
+export default fp(async (app) => {
+  app.surfaces.register({ label: 'web', paths: ['/ui', '/ui/*'] })
+  await app.register(webUiRoutes, { dir: PAGE_DIR })
+}, { name: 'web-ui', dependencies: ['security'] })

@@ -1,0 +1,17 @@
+import type { ErrorReply } from '../../core/error-shapes.js'
+import type { SurfaceSpec } from '../../core/surfaces.js'
+
+// Anthropic's error types by status (its API reference, "Errors"); 503 is its "overloaded".
+const ANTHROPIC_TYPES: Record<number, string> = {
+  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
+  413: 'request_too_large', 429: 'rate_limit_error', 503: 'overloaded_error', 529: 'overloaded_error',
+}
+
+/** Anthropic's body, as its SDKs parse it: `{"type":"error","error":{"type","message"}}`. */
+export function anthropicErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode'>): { type: 'error', error: { type: string, message: string } } {
+  const type = ANTHROPIC_TYPES[reply.statusCode] ?? (reply.statusCode >= 500 ? 'api_error' : 'invalid_request_error')
+  return { type: 'error', error: { type, message: reply.message } }
+}
+
+/** Anthropic's Messages API (its SDKs and Claude Code) lives under /v1/messages; its streams name their error event. */
+export const ANTHROPIC_SURFACE: SurfaceSpec = { label: 'anthropic', paths: ['/v1/messages', '/v1/messages/*'], errorShape: { body: anthropicErrorBody, eventName: 'error' } }
