@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 import { capabilities, chatTemplate } from '../storage/capabilities.js'
 import { ggufMetadata, modelInfo, parametersText, showDetails } from './show.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'

@@ -1,7 +1,7 @@
 import { stat } from 'node:fs/promises'
 import { gguf } from '@huggingface/gguf'
 import type { Options } from '../../core/options-schema.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
 const SHORT_ARRAY = 5

@@ -1,7 +1,7 @@
 import { BadRequestError } from '../../core/errors.js'
 import { imageDataUrl } from '../../core/image-data.js'
 import { capabilities, requireVision } from '../storage/capabilities.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 /** Ollama's `format` ("json" or a JSON schema) as an OpenAI `response_format` for llama-server. */
 export function responseFormat (format: unknown): Record<string, unknown> | undefined {

@@ -1,7 +1,7 @@
 import { BadRequestError } from '../../core/errors.js'
 import { imageBytesDataUrl, imageDataUrl } from '../../core/image-data.js'
 import { requireVision } from '../storage/capabilities.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 const FETCH_TIMEOUT_MS = 15_000
 

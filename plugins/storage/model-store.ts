@@ -3,48 +3,15 @@ import { basename, dirname, join, resolve } from 'node:path'
 import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
-import { modelKind, type ModelKind } from './capabilities.js'
 import { ChangeFeed, type ChangeFeedOptions } from './change-feed.js'
 import { sha256File } from './file-hash.js'
-import { formatParameterCount, readGgufInfo } from './gguf-info.js'
+import { readGgufInfo } from './gguf-info.js'
 import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
 import { forgetOwner, recordOwner } from './lock-owner.js'
 import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { recordOf, type ModelRecord } from './model-record.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 import { takeLock } from './take-lock.js'
-
-/** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
-export interface ModelRecord {
-  /** `<owner>/<name>`, in the case it was stored with (the same as `name`). */
-  id: string
-  name: string
-  model: string
-  /** Bytes of all its files and converted variants. */
-  size: number
-  format: 'gguf' | 'safetensors'
-  /** ISO 8601 UTC with milliseconds. */
-  modified_at: string
-  /** SHA-256 of the manifest: changes whenever the model does. */
-  digest: string
-  details: { parent_model: string, format: string, family: string | null, families: string[] | null, parameter_size: string | null, quantization_level: string | null }
-  /** The model's folder. */
-  dir: string
-  files: ManifestFile[]
-  variants: Variant[]
-  /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
-  gguf: GgufInfo | null
-  /** What it is (chat, embedding, reranker), from its GGUF's metadata. */
-  kind: ModelKind
-  /** Its vision projector's file name (an `mmproj` GGUF in its folder), or null. */
-  projector: string | null
-  /** The system prompt it was created with (`/api/create`), if any. */
-  system: string | null
-  /** Default options it was created with (`/api/create`), if any. */
-  parameters: Record<string, unknown> | null
-  /** The chat template it was created with (`/api/create`), used instead of the GGUF's; null: the GGUF's. */
-  template: string | null
-  manifest: Manifest
-}
 
 /** What a writer commits: the manifest less what the store fills in. */
 export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & {
@@ -563,36 +530,7 @@ export class ModelStore {
   }
 
   private cache (key: string, dir: string, manifest: Manifest, digest: string): ModelRecord {
-    const files = manifest.files.reduce((sum, f) => sum + f.size, 0)
-    const variants = manifest.variants.reduce((sum, v) => sum + v.size, 0)
-    const g = manifest.gguf
-    const record: ModelRecord = {
-      id: manifest.name,
-      name: manifest.name,
-      model: manifest.name,
-      size: files + variants,
-      format: manifest.format,
-      modified_at: manifest.modified_at,
-      digest,
-      details: {
-        parent_model: '',
-        format: manifest.format,
-        family: g?.architecture ?? null,
-        families: g?.architecture ? [g.architecture] : null,
-        parameter_size: formatParameterCount(g?.parameter_count ?? null),
-        quantization_level: g?.file_type ?? null,
-      },
-      dir,
-      files: manifest.files,
-      variants: manifest.variants,
-      gguf: g,
-      kind: modelKind(g),
-      projector: manifest.projector ?? null,
-      system: manifest.system ?? null,
-      parameters: manifest.parameters ?? null,
-      template: manifest.template ?? null,
-      manifest,
-    }
+    const record = recordOf(dir, manifest, digest)
     this.records.set(key, record)
     this.sorted = null
     return record
