@@ -1,13 +1,11 @@
-import { formatParameterCount } from './gguf-info.js'
 import type { GgufInfo, Manifest, ManifestFile, Variant } from './manifest.js'
 import { modelKind, type ModelKind } from './model-kind.js'
 
-/** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
+/** A whole model as the gateway knows it: its manifest and what follows from it (the surfaces shape it for their clients). */
 export interface ModelRecord {
   /** `<owner>/<name>`, in the case it was stored with (the same as `name`). */
   id: string
   name: string
-  model: string
   /** Bytes of all its files and converted variants. */
   size: number
   format: 'gguf' | 'safetensors'
@@ -15,7 +13,6 @@ export interface ModelRecord {
   modified_at: string
   /** SHA-256 of the manifest: changes whenever the model does. */
   digest: string
-  details: { parent_model: string, format: string, family: string | null, families: string[] | null, parameter_size: string | null, quantization_level: string | null }
   /** The model's folder. */
   dir: string
   files: ManifestFile[]
@@ -43,19 +40,10 @@ export function recordOf (dir: string, manifest: Manifest, digest: string): Mode
   return {
     id: manifest.name,
     name: manifest.name,
-    model: manifest.name,
     size: files + variants,
     format: manifest.format,
     modified_at: manifest.modified_at,
     digest,
-    details: {
-      parent_model: '',
-      format: manifest.format,
-      family: g?.architecture ?? null,
-      families: g?.architecture ? [g.architecture] : null,
-      parameter_size: formatParameterCount(g?.parameter_count ?? null),
-      quantization_level: g?.file_type ?? null,
-    },
     dir,
     files: manifest.files,
     variants: manifest.variants,
