@@ -8,8 +8,8 @@ import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
 import { normalizeRequestOptions } from '../../core/request-options.js'
+import { checkModelFileName, inheritSettings, type LocalFile, type ModelSettings } from '../storage/model-creation.js'
 import type { ModelRecord } from '../storage/model-record.js'
-import { checkModelFileName, inheritSettings, type LocalFile, type ModelSettings } from '../storage/model-store.js'
 
 // Ollama's JSON form of create. `adapters` and `messages` are read so that they can be refused by name rather
 // than dropped.
