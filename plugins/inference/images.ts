@@ -1,5 +1,5 @@
 import { BadRequestError } from '../../core/errors.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 const FETCH_TIMEOUT_MS = 15_000
 

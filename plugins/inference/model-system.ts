@@ -1,4 +1,4 @@
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 /**
  * The system prompt a model was created with (`/api/create`) goes first when the conversation brings none of

@@ -7,7 +7,8 @@ import { BadRequestError } from '../../core/errors.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
-import { checkModelFileName, inheritSettings, type LocalFile, type ModelRecord, type ModelSettings } from '../storage/model-store.js'
+import { checkModelFileName, inheritSettings, type LocalFile, type ModelSettings } from '../storage/model-creation.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 // Ollama's JSON form of create. `adapters` and `messages` are read so that they can be refused by name rather
 // than dropped.

@@ -1,19 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { NotFoundError } from '../../core/errors.js'
 import { requestedModel } from '../../core/model-name.js'
-import type { ModelRecord } from '../storage/model-store.js'
 import { modelOptions } from '../../core/request-options.js'
 import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
-import { ggufMetadata, modelInfo, parametersText, showDetails } from './show.js'
+import { ggufMetadata, modelInfo, parametersText } from './show.js'
+import { openAiModel, showDetails, tagOf } from './tag-shape.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ShowBody, ModelRecordSchema, OpenAiModel, OpenAiModelList, ShowReply, TagsReply } from './schemas.js'
-
-function tagOf (r: ModelRecord) {
-  return { name: r.name, model: r.model, size: r.size, format: r.format, modified_at: r.modified_at, digest: r.digest, details: r.details }
-}
-
-function openAiModel (r: ModelRecord) {
-  return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
-}
 
 /** The model-record surfaces: /api/tags, /api/show, /api/copy, /api/delete, /api/import, /v1/models. */
 const routes: FastifyPluginAsyncTypebox = async (app) => {

@@ -1,6 +1,6 @@
 import { stat } from 'node:fs/promises'
 import { gguf } from '@huggingface/gguf'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
 const SHORT_ARRAY = 5
@@ -9,12 +9,6 @@ const SHORT_ARRAY = 5
 // /api/show before each chat (`ollama run`, Open WebUI). The short form is small: kept per file, by size and mtime.
 const SHORT_INFO_CACHE = new Map<string, Record<string, unknown>>()
 const SHORT_INFO_CACHE_SIZE = 64
-
-/** Ollama's flat `details`, beside every field of the spec's model record (rest-interface §2.2). */
-export function showDetails (record: ModelRecord): Pick<ModelRecord, 'name' | 'model' | 'size' | 'format' | 'modified_at' | 'digest'> & ModelRecord['details'] {
-  // `format` is the same in both: the record's and Ollama's.
-  return { ...record.details, name: record.name, model: record.model, size: record.size, format: record.format, modified_at: record.modified_at, digest: record.digest }
-}
 
 /** A model's own options (config.yaml's over those it was created with), as Ollama's `parameters` text (`key value` lines). */
 export function parametersText (options: Record<string, unknown>): string {

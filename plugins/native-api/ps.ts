@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseModelName } from '../../core/model-name.js'
+import { ollamaDetails } from '../models-api/tag-shape.js'
 import { ModelBody } from './schemas.js'
 
 // keep_alive < 0 keeps a model loaded for good; Ollama shows such a model with a far-future expiry.
@@ -14,7 +15,8 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       size: m.estimatedBytes,
       format: m.model.format,
       digest: m.model.digest,
-      details: m.model.details,
+      // Ollama's details, built as /api/tags builds them, from the record the instance was loaded with.
+      details: ollamaDetails(m.model),
       expires_at: m.expiresAt === null ? FOREVER : new Date(m.expiresAt).toISOString(),
       size_vram: backend === 'cpu' || backend === null ? 0 : m.estimatedBytes,
       context_length: m.contextLength,

@@ -1,6 +1,6 @@
 import { BadRequestError } from '../../core/errors.js'
 import { capabilities } from '../inference/model-capabilities.js'
-import type { ModelRecord } from '../storage/model-store.js'
+import type { ModelRecord } from '../storage/model-record.js'
 
 /**
  * Ollama's `think` as llama-server's request fields: off is `reasoning_effort: "none"` (the template renders

@@ -14,15 +14,14 @@ export interface SchedulableModel {
   format: string
   size: number
   digest?: string
-  details?: Record<string, unknown>
   /** Options the model was created with: its own defaults, under config.yaml's per-model options. */
   parameters?: Record<string, unknown> | null
   /** A chat template the model was created with, instead of its GGUF's. */
   template?: string | null
   /** What it is, from its GGUF: a chat model generates; embedding models and rerankers only serve their endpoints. @default 'chat' */
   kind?: 'chat' | 'embedding' | 'reranker'
-  /** What the GGUF says about its shape, when known: used to estimate the KV cache. */
-  gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null } | null
+  /** What the GGUF says about its shape, when known: used to estimate the KV cache; what it is (/api/ps's details). */
+  gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null, architecture?: string | null, parameter_count?: number | null, file_type?: string | null } | null
 }
 
 export interface SchedulerStore {

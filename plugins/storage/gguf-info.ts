@@ -24,11 +24,3 @@ export async function readGgufInfo (path: string): Promise<GgufInfo> {
     pooling_type: num('pooling_type'),
   }
 }
-
-/** `7.6B`, `135M`, as Ollama writes parameter sizes. */
-export function formatParameterCount (count: number | null): string | null {
-  if (count === null) return null
-  if (count >= 1e9) return `${(count / 1e9).toFixed(1)}B`
-  if (count >= 1e6) return `${(count / 1e6).toFixed(count >= 1e8 ? 0 : 1)}M`
-  return `${(count / 1e3).toFixed(1)}K`
-}

@@ -1,114 +1,19 @@
-import { mkdir, readdir, rm, rmdir, stat } from 'node:fs/promises'
-import { basename, dirname, join, resolve } from 'node:path'
-import { BadRequestError, ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
+import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
+import { dirname, join } from 'node:path'
+import { ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
 import { parseModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
-import { modelKind, type ModelKind } from '../inference/model-capabilities.js'
 import { ChangeFeed, type ChangeFeedOptions } from './change-feed.js'
-import { sha256File } from './file-hash.js'
-import { formatParameterCount, readGgufInfo } from './gguf-info.js'
-import { ggufParts, hardLinkOrCopy, isLaterSplitPart, linkOrCopy, type LinkKind } from './link-file.js'
+import { readGgufInfo } from './gguf-info.js'
 import { forgetOwner, recordOwner } from './lock-owner.js'
-import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile, type Variant } from './manifest.js'
+import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile } from './manifest.js'
+import { ModelCreation } from './model-creation.js'
+import { recordOf, type ModelRecord } from './model-record.js'
+import type { ManifestInput, ModelWriter, OpenWriterOptions } from './model-writer.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 import { takeLock } from './take-lock.js'
 
-/** A model as /api/tags lists it, plus what the rest of the gateway needs of it. */
-export interface ModelRecord {
-  /** `<owner>/<name>`, in the case it was stored with (the same as `name`). */
-  id: string
-  name: string
-  model: string
-  /** Bytes of all its files and converted variants. */
-  size: number
-  format: 'gguf' | 'safetensors'
-  /** ISO 8601 UTC with milliseconds. */
-  modified_at: string
-  /** SHA-256 of the manifest: changes whenever the model does. */
-  digest: string
-  details: { parent_model: string, format: string, family: string | null, families: string[] | null, parameter_size: string | null, quantization_level: string | null }
-  /** The model's folder. */
-  dir: string
-  files: ManifestFile[]
-  variants: Variant[]
-  /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
-  gguf: GgufInfo | null
-  /** What it is (chat, embedding, reranker), from its GGUF's metadata. */
-  kind: ModelKind
-  /** Its vision projector's file name (an `mmproj` GGUF in its folder), or null. */
-  projector: string | null
-  /** The system prompt it was created with (`/api/create`), if any. */
-  system: string | null
-  /** Default options it was created with (`/api/create`), if any. */
-  parameters: Record<string, unknown> | null
-  /** The chat template it was created with (`/api/create`), used instead of the GGUF's; null: the GGUF's. */
-  template: string | null
-  manifest: Manifest
-}
-
-/** What a writer commits: the manifest less what the store fills in. */
-export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & {
-  /** The converted variants; left out, those of the committed model are kept while its files are unchanged. */
-  variants?: Variant[]
-}
-
-/** What a created model has of its own (`/api/create`): its system prompt, default options, chat template. */
-export type ModelSettings = Pick<Manifest, 'system' | 'parameters' | 'template'>
-
-/** A file on this disk (a verified upload, a quantized output) to make a model of, under `name`. */
-export interface LocalFile { name: string, path: string, sha256: string }
-
-/** A file name a created model may use: a plain `.gguf` name in its folder. @throws BadRequestError */
-export function checkModelFileName (name: string): void {
-  if (!/^[\w.-]+\.gguf$/i.test(name) || name.startsWith('.')) throw new BadRequestError(`file name ${JSON.stringify(name)} is not a GGUF file name (letters, digits, . _ -, ending in .gguf)`)
-}
-
-/** A committed manifest as the input of the next commit: what the store derives again (GGUF facts, time) left out. */
-function manifestInput (manifest: Manifest): ManifestInput & { variants: Variant[] } {
-  const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
-  return input
-}
-
-/** `given` over `base`: what is given replaces, parameters merge key by key. */
-export function inheritSettings (base: ModelSettings | null, given: ModelSettings): ModelSettings {
-  const system = given.system ?? base?.system
-  const template = given.template ?? base?.template
-  const parameters = base?.parameters || given.parameters ? { ...base?.parameters, ...given.parameters } : undefined
-  return { ...(system !== undefined ? { system } : {}), ...(template !== undefined ? { template } : {}), ...(parameters ? { parameters } : {}) }
-}
-
-/** Write access to one model, holding its cross-process lock. Always `release()` it (in a `finally`). */
-export interface ModelWriter {
-  /** The model folder (created). Write files here; the model is listed once `commit` has run. */
-  readonly dir: string
-  /** The committed manifest, if the model was whole before. */
-  readonly existing: Manifest | null
-  /**
-   * Reads the metadata of the primary GGUF (or of the first variant), writes manifest.json atomically,
-   * removes the files of the previous manifest that the new one no longer names, refreshes the cache.
-   * @throws ConflictError when the lock was lost (another process took it over as stale)
-   */
-  commit(input: ManifestInput): Promise<ModelRecord>
-  /** Unlocks and unmarks the model busy. Idempotent. */
-  release(): Promise<void>
-}
-
-/** How `openWriter` treats a model another writer holds. */
-export interface OpenWriterOptions {
-  /** Wait for the other writer (of this or another process) instead of failing with 409. @default false */
-  wait?: boolean
-  /**
-   * How long to wait; Infinity waits as long as the holder lives and keeps its lock fresh (a pull, whose
-   * client can leave). @default the store's lockWaitMs
-   */
-  waitMs?: number
-  /** Gives up the wait (a client that left): rejects with its reason, holding nothing. */
-  signal?: AbortSignal
-  /** Called once when the lock is found taken and the wait begins. */
-  onWait?: () => void
-}
-
-export interface ModelStoreOptions {
+interface ModelStoreOptions {
   /**
    * A writer's lock not refreshed for this long belongs to a process that died; the next writer takes it
    * over (proper-lockfile refreshes a live lock every half of this; its minimum is 2000).
@@ -147,6 +52,7 @@ export class ModelStore {
   private readonly feed: ChangeFeed
   private readonly pending = new Set<string>()
   private draining: Promise<void> | null = null
+  private readonly creation = new ModelCreation(this)
   /** Uploads for `/api/create`, by digest. */
   readonly blobs: BlobStore
 
@@ -302,162 +208,18 @@ export class ModelStore {
     }
   }
 
-  /**
-   * Registers a GGUF already on disk (all parts of a split one), linked rather than copied where the file
-   * system allows; the manifest says where it came from and how it was linked.
-   * @throws InvalidModelNameError, BadRequestError (no such file, not a GGUF), ConflictError
-   */
-  async import (name: string, file: string, options: { projector?: string } = {}): Promise<ModelRecord> {
-    const { id } = parseModelName(name)
-    const source = await readableGguf(file)
-    const projector = options.projector === undefined ? null : await readableGguf(options.projector)
-    if (projector !== null && basename(projector) === basename(source)) throw new BadRequestError(`cannot import ${options.projector} as the projector: it has the model file's name (they would share one file in the model's folder)`)
-    let parts: string[]
-    try {
-      parts = await ggufParts(source)
-    } catch (err) {
-      throw new BadRequestError(`cannot import ${file}: ${(err as Error).message}`)
-    }
-    const writer = await this.openWriter(id, { wait: true })
-    try {
-      const files: ManifestFile[] = []
-      let link: LinkKind | undefined
-      for (const part of parts) {
-        const target = join(writer.dir, basename(part))
-        const kind = await linkOrCopy(part, target)
-        link ??= kind
-        files.push({ name: basename(part), size: (await stat(target)).size, sha256: await sha256File(target) })
-      }
-      if (projector !== null) {
-        const target = join(writer.dir, basename(projector))
-        await linkOrCopy(projector, target)
-        files.push({ name: basename(projector), size: (await stat(target)).size, sha256: await sha256File(target) })
-      }
-      return await writer.commit({
-        name: id,
-        format: 'gguf',
-        source: { type: 'import', path: source, link },
-        files,
-        primary: basename(source),
-        variants: [],
-        ...(projector !== null ? { projector: basename(projector) } : {}),
-      })
-    } finally {
-      await writer.release()
-    }
-  }
-
-  /**
-   * Makes `to` a second name of the model `from` (Ollama's copy): its files hard-linked into the new folder, so
-   * that no byte is copied and either name can be deleted without the other. An existing `to` is replaced.
-   * @throws InvalidModelNameError, ModelNotFoundError, BadRequestError (the same name), ConflictError (either
-   *   being written)
-   */
-  async copy (from: string, to: string): Promise<ModelRecord> {
-    return this.derive(from, to, (manifest, id, link) => ({ ...manifest, name: id, source: { type: 'copy', model: manifest.name, link } }))
-  }
-
-  /**
-   * Ollama's create from a local model: its files shared, as by copy, with `settings` over its own.
-   * @throws ModelNotFoundError (from), BadRequestError (the same name), ConflictError
-   */
-  async createFrom (name: string, from: string, settings: ModelSettings): Promise<ModelRecord> {
-    return this.derive(from, name, (manifest, id, link) => ({
-      ...manifest, ...inheritSettings(manifest, settings), name: id, source: { type: 'create', model: manifest.name, link },
-    }))
-  }
-
-  /**
-   * Ollama's create from GGUF files on this disk (verified uploads, a quantized output): one GGUF, or the
-   * parts of one split GGUF, linked into the model's folder under their names.
-   * @throws BadRequestError (a bad file name, not one model), GatewayError 422 (not a GGUF), ConflictError
-   */
-  async createFromFiles (name: string, files: LocalFile[], settings: ModelSettings): Promise<ModelRecord> {
-    const { id } = parseModelName(name)
-    for (const file of files) checkModelFileName(file.name)
-    const firsts = files.filter((f) => !isLaterSplitPart(f.name))
-    if (firsts.length !== 1) throw new BadRequestError(`"files" must hold one GGUF (or the parts of one split GGUF); found ${firsts.length} models`)
-    const primary = firsts[0]!
-    // Checked before anything is linked: a model this one replaces keeps its files if the upload is no GGUF.
-    await readGgufInfo(primary.path).catch((err: Error) => {
-      throw new GatewayError(422, `model "${id}": ${primary.name} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
-    })
-    const writer = await this.openWriter(id, { wait: true })
-    try {
-      return await this.linkAndCommit(writer, files.map((f) => ({ from: f.path, name: f.name })), async () => {
-        await ggufParts(join(writer.dir, primary.name)).catch((err: Error) => { throw new BadRequestError(`"files": ${err.message}`) })
-        const manifestFiles: ManifestFile[] = []
-        for (const f of files) manifestFiles.push({ name: f.name, size: (await stat(f.path)).size, sha256: f.sha256 })
-        return { name: id, format: 'gguf', source: { type: 'create' }, files: manifestFiles, primary: primary.name, variants: [], ...inheritSettings(null, settings) }
-      })
-    } finally {
-      await writer.release()
-    }
-  }
-
-  /**
-   * A new model `to` made of the files of `from`, its manifest shaped by `shape`. Both models' locks are held:
-   * the source is neither deleted nor rewritten while its files are linked (its lock is not waited for).
-   */
-  private async derive (from: string, to: string, shape: (manifest: ManifestInput & { variants: Variant[] }, id: string, link: LinkKind | undefined) => ManifestInput): Promise<ModelRecord> {
-    const source = this.get(from)
-    const { id } = parseModelName(to)
-    if (modelKey(id) === modelKey(source.name)) throw new BadRequestError(`"${to}" is the model "${source.name}" itself: give another name`)
-    const reading = await this.openWriter(source.name)
-    try {
-      const manifest = reading.existing
-      if (!manifest) throw new ModelNotFoundError(source.name)
-      const writer = await this.openWriter(id, { wait: true })
-      try {
-        const names = [...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)]
-        return await this.linkAndCommit(writer, names.map((name) => ({ from: join(reading.dir, name), name })),
-          (link) => shape(manifestInput(manifest), id, link))
-      } finally {
-        await writer.release()
-      }
-    } finally {
-      await reading.release()
-    }
-  }
-
-  /**
-   * Hard-links files into a writer's folder (a copy where the file system has none, never a symlink that would
-   * break with its source), then commits the manifest `describe` gives. A new model that fails on the way leaves
-   * nothing behind; a model it would have replaced keeps its manifest, and so stays whole.
-   */
-  private async linkAndCommit (writer: ModelWriter, links: Array<{ from: string, name: string }>, describe: (link: LinkKind | undefined) => ManifestInput | Promise<ManifestInput>): Promise<ModelRecord> {
-    const linked: string[] = []
-    try {
-      let link: LinkKind | undefined
-      for (const { from, name } of links) {
-        const kind = await hardLinkOrCopy(from, join(writer.dir, name))
-        linked.push(name)
-        link ??= kind
-      }
-      return await writer.commit(await describe(link))
-    } catch (err) {
-      if (writer.existing === null) {
-        for (const name of linked) await rm(join(writer.dir, name), { force: true })
-        await rmdir(writer.dir).then(() => rmdir(dirname(writer.dir))).catch(() => {})
-      }
-      throw err
-    }
-  }
-
-  /**
-   * Adds a GGUF made from a SafeTensors model (the converter's output, already in the model's folder) to its
-   * manifest, replacing one of the same dtype. @throws ModelNotFoundError, BadRequestError
-   */
-  async addVariant (name: string, variant: Variant): Promise<ModelRecord> {
-    const writer = await this.openWriter(name, { wait: true })
-    try {
-      const current = writer.existing
-      if (!current) throw new ModelNotFoundError(parseModelName(name).id)
-      return await writer.commit({ ...manifestInput(current), variants: [...current.variants.filter((v) => v.dtype !== variant.dtype), variant] })
-    } finally {
-      await writer.release()
-    }
-  }
+  // Making models (import, copy, create, variants) lives in ModelCreation, on this store's writers; these stay
+  // here so that the server, the CLI and the scripts keep one door into the models folder.
+  /** A GGUF on this disk made a model: `ModelCreation.import`. */
+  import (...args: Parameters<ModelCreation['import']>): Promise<ModelRecord> { return this.creation.import(...args) }
+  /** A second name of a model (Ollama's copy): `ModelCreation.copy`. */
+  copy (...args: Parameters<ModelCreation['copy']>): Promise<ModelRecord> { return this.creation.copy(...args) }
+  /** Ollama's create from a local model: `ModelCreation.createFrom`. */
+  createFrom (...args: Parameters<ModelCreation['createFrom']>): Promise<ModelRecord> { return this.creation.createFrom(...args) }
+  /** Ollama's create from GGUF files on this disk: `ModelCreation.createFromFiles`. */
+  createFromFiles (...args: Parameters<ModelCreation['createFromFiles']>): Promise<ModelRecord> { return this.creation.createFromFiles(...args) }
+  /** A converted GGUF of a SafeTensors model recorded in its manifest: `ModelCreation.addVariant`. */
+  addVariant (...args: Parameters<ModelCreation['addVariant']>): Promise<ModelRecord> { return this.creation.addVariant(...args) }
 
   /**
    * Removes a model: takes its lock (409 while it is being pulled or written, here or by another process),
@@ -563,58 +325,11 @@ export class ModelStore {
   }
 
   private cache (key: string, dir: string, manifest: Manifest, digest: string): ModelRecord {
-    const files = manifest.files.reduce((sum, f) => sum + f.size, 0)
-    const variants = manifest.variants.reduce((sum, v) => sum + v.size, 0)
-    const g = manifest.gguf
-    const record: ModelRecord = {
-      id: manifest.name,
-      name: manifest.name,
-      model: manifest.name,
-      size: files + variants,
-      format: manifest.format,
-      modified_at: manifest.modified_at,
-      digest,
-      details: {
-        parent_model: '',
-        format: manifest.format,
-        family: g?.architecture ?? null,
-        families: g?.architecture ? [g.architecture] : null,
-        parameter_size: formatParameterCount(g?.parameter_count ?? null),
-        quantization_level: g?.file_type ?? null,
-      },
-      dir,
-      files: manifest.files,
-      variants: manifest.variants,
-      gguf: g,
-      kind: modelKind(g),
-      projector: manifest.projector ?? null,
-      system: manifest.system ?? null,
-      parameters: manifest.parameters ?? null,
-      template: manifest.template ?? null,
-      manifest,
-    }
+    const record = recordOf(dir, manifest, digest)
     this.records.set(key, record)
     this.sorted = null
     return record
   }
-}
-
-/** The absolute path of a GGUF file to import. @throws BadRequestError when it is missing or no GGUF */
-async function readableGguf (file: string): Promise<string> {
-  const path = resolve(file)
-  let info
-  try {
-    info = await stat(path)
-  } catch {
-    throw new BadRequestError(`cannot import ${file}: no such file`)
-  }
-  if (!info.isFile()) throw new BadRequestError(`cannot import ${file}: not a file`)
-  try {
-    await readGgufInfo(path)
-  } catch (err) {
-    throw new BadRequestError(`cannot import ${file}: not a GGUF file (${(err as Error).message})`)
-  }
-  return path
 }
 
 function sameFiles (a: ManifestFile[], b: ManifestFile[]): boolean {

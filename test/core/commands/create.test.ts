@@ -2,6 +2,8 @@ import { createHash } from 'node:crypto'
 import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { resolveOptions } from '../../../core/request-options.js'
+import { ollamaDetails } from '../../../plugins/models-api/tag-shape.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveTinyModels } from '../../helpers/inference.js'
@@ -80,8 +82,10 @@ t.test('create --quantize q8_0: llama-quantize\'s progress, then a Q8_0 model', 
   t.ok(lines.some((l) => /^quantizing q8_0 100% \((\d+)\/\1\)$/.test(l)), `progress to 100% (without a terminal, at each quarter):\n${result.stdout}`)
   t.ok(lines.filter((l) => l.startsWith('quantizing q8_0 ')).length <= 5, 'a short log, not a line per tensor')
   t.same(lines.slice(-2), ['success', 'created me/q8'])
-  t.equal(app.store.get('me/q8').details.quantization_level, 'Q8_0')
-  t.match(app.store.get('me/q8').parameters, { max_tokens: 3 })
+  t.equal(ollamaDetails(app.store.get('me/q8')).quantization_level, 'Q8_0')
+  const parameters = app.store.get('me/q8').parameters
+  t.match(parameters, { num_predict: 3 }, 'the Modelfile\'s PARAMETER kept as written')
+  t.equal(resolveOptions({ defaults: { max_tokens: 2048 }, parameters }).sampling.max_tokens, 3, 'and read as max_tokens')
 })
 
 t.test('a bad Modelfile: one line naming the file and the line, exit 1, nothing made', async (t) => {

@@ -3,6 +3,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import t from 'tap'
+import { ollamaDetails } from '../../../plugins/models-api/tag-shape.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
@@ -104,7 +105,7 @@ t.test('quantize: from a local model or an uploaded GGUF, through llama-quantize
   const done = await ollama.create({ model: 'me/q8', from: 'acme/tiny', quantize: 'q8_0', system: 'Be brief.' })
   t.equal(done.status, 'success')
   const q8 = app.store.get('me/q8')
-  t.equal(q8.details.quantization_level, 'Q8_0', 'the GGUF says what it is')
+  t.equal(ollamaDetails(q8).quantization_level, 'Q8_0', 'the GGUF says what it is')
   t.ok(q8.size < app.store.get('acme/tiny').size, `smaller than the f16 (${q8.size} < ${app.store.get('acme/tiny').size} bytes)`)
   t.equal(q8.system, 'Be brief.')
   const answer = await ollama.chat({ model: 'me/q8', messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 3 } })
@@ -118,7 +119,7 @@ t.test('quantize: from a local model or an uploaded GGUF, through llama-quantize
   const statuses = (await res.text()).trim().split('\n').map((l) => (JSON.parse(l) as { status: string }).status)
   t.ok(statuses.includes('quantizing q4_k_m'), `progress: ${statuses.join(' | ')}`)
   t.equal(statuses.at(-1), 'success')
-  t.equal(app.store.get('me/q4').details.quantization_level, 'Q4_K_M', 'listed with its type (llama-quantize records the type asked for, whatever rows it had to fall back on)')
+  t.equal(ollamaDetails(app.store.get('me/q4')).quantization_level, 'Q4_K_M', 'listed with its type (llama-quantize records the type asked for, whatever rows it had to fall back on)')
   const blobs = await readdir(join(app.config.modelsDir, '.llamagate', 'blobs'))
   t.same(blobs.filter((n) => n !== `sha256-${digest.slice(7)}`), [], 'only the uploaded blob stays: nothing made for the quantization is left')
 

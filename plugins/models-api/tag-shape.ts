@@ -1,0 +1,46 @@
+import type { GgufInfo } from '../storage/manifest.js'
+import type { ModelRecord } from '../storage/model-record.js'
+
+/** What Ollama's `details` are made of: a model's format and what its GGUF says (absent fields read as unknown). */
+interface DetailsSource {
+  format: string
+  gguf?: Partial<Pick<GgufInfo, 'architecture' | 'parameter_count' | 'file_type'>> | null
+}
+
+/** Ollama's `details` of a model, as /api/tags, /api/show and /api/ps give them. */
+export function ollamaDetails (model: DetailsSource) {
+  const g = model.gguf
+  return {
+    parent_model: '',
+    format: model.format,
+    family: g?.architecture ?? null,
+    families: g?.architecture ? [g.architecture] : null,
+    parameter_size: formatParameterCount(g?.parameter_count ?? null),
+    quantization_level: g?.file_type ?? null,
+  }
+}
+
+/** A model as Ollama's /api/tags lists it (and /api/import answers it). */
+export function tagOf (r: ModelRecord) {
+  return { name: r.name, model: r.name, size: r.size, format: r.format, modified_at: r.modified_at, digest: r.digest, details: ollamaDetails(r) }
+}
+
+/** /api/show's `details`: Ollama's flat details, beside every field of the spec's model record (rest-interface §2.2). */
+export function showDetails (r: ModelRecord) {
+  // `format` is the same in both: the record's and Ollama's.
+  const { details, ...tag } = tagOf(r)
+  return { ...details, ...tag }
+}
+
+/** A model as OpenAI's /v1/models lists it. */
+export function openAiModel (r: ModelRecord) {
+  return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
+}
+
+/** `7.6B`, `135M`, as Ollama writes parameter sizes. */
+function formatParameterCount (count: number | null): string | null {
+  if (count === null) return null
+  if (count >= 1e9) return `${(count / 1e9).toFixed(1)}B`
+  if (count >= 1e6) return `${(count / 1e6).toFixed(count >= 1e8 ? 0 : 1)}M`
+  return `${(count / 1e3).toFixed(1)}K`
+}

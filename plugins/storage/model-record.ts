@@ -1,0 +1,58 @@
+import type { GgufInfo, Manifest, ManifestFile, Variant } from './manifest.js'
+import { modelKind, type ModelKind } from './model-kind.js'
+
+/** A whole model as the gateway knows it: its manifest and what follows from it (the surfaces shape it for their clients). */
+export interface ModelRecord {
+  /** `<owner>/<name>`, in the case it was stored with (the same as `name`). */
+  id: string
+  name: string
+  /** Bytes of all its files and converted variants. */
+  size: number
+  format: 'gguf' | 'safetensors'
+  /** ISO 8601 UTC with milliseconds. */
+  modified_at: string
+  /** SHA-256 of the manifest: changes whenever the model does. */
+  digest: string
+  /** The model's folder. */
+  dir: string
+  files: ManifestFile[]
+  variants: Variant[]
+  /** Shape and metadata of its GGUF (for SafeTensors models: of its first variant), for /api/show and KV-cache estimates. */
+  gguf: GgufInfo | null
+  /** What it is (chat, embedding, reranker), from its GGUF's metadata. */
+  kind: ModelKind
+  /** Its vision projector's file name (an `mmproj` GGUF in its folder), or null. */
+  projector: string | null
+  /** The system prompt it was created with (`/api/create`), if any. */
+  system: string | null
+  /** Default options it was created with (`/api/create`), if any. */
+  parameters: Record<string, unknown> | null
+  /** The chat template it was created with (`/api/create`), used instead of the GGUF's; null: the GGUF's. */
+  template: string | null
+  manifest: Manifest
+}
+
+/** The record of a whole model: its manifest, read from (or just written to) `dir`, whose text hashes to `digest`. */
+export function recordOf (dir: string, manifest: Manifest, digest: string): ModelRecord {
+  const files = manifest.files.reduce((sum, f) => sum + f.size, 0)
+  const variants = manifest.variants.reduce((sum, v) => sum + v.size, 0)
+  const g = manifest.gguf
+  return {
+    id: manifest.name,
+    name: manifest.name,
+    size: files + variants,
+    format: manifest.format,
+    modified_at: manifest.modified_at,
+    digest,
+    dir,
+    files: manifest.files,
+    variants: manifest.variants,
+    gguf: g,
+    kind: modelKind(g),
+    projector: manifest.projector ?? null,
+    system: manifest.system ?? null,
+    parameters: manifest.parameters ?? null,
+    template: manifest.template ?? null,
+    manifest,
+  }
+}
