@@ -1,11 +1,11 @@
 import Fastify, { LogController, type FastifyInstance } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
-import { BUILTIN_PLUGINS } from '../plugins/index.js'
 import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
-import { registerAdminPlugins } from './plugin-loader.js'
+import { checkConfig } from './config-checks.js'
+import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
 import { Surfaces } from './surfaces.js'
 
 declare module 'fastify' {
@@ -29,9 +29,11 @@ export interface BuildOptions {
 
 /**
  * Builds the app with every plugin registered and ready, without listening: tests drive it with `inject`
- * or `listen()` alike.
+ * or `listen()` alike. @throws ConfigError when a plugin finds the configuration wrong
  */
-export async function buildApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+export async function buildApp (given: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  // What only a plugin can tell about the configuration is checked before anything starts.
+  const config = await checkConfig(given, await builtinManifests())
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
@@ -63,8 +65,8 @@ export async function buildApp (config: Config, options: BuildOptions = {}): Pro
   app.addContentTypeParser('application/json', { parseAs: 'string' }, parseChecked)
   app.addContentTypeParser('*', { parseAs: 'string' }, parseChecked)
 
-  for (const plugin of BUILTIN_PLUGINS) app.register(plugin)
   try {
+    for (const plugin of await builtinServerPlugins()) app.register(plugin)
     await registerAdminPlugins(app, config.plugins)
     await app.ready()
   } catch (err) {

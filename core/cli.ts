@@ -8,12 +8,13 @@ import { PluginLoadError } from './plugin-loader.js'
 import { version } from './version.js'
 import { clientFor, type Command } from './commands/command.js'
 import { ServerError, ServerUnreachableError } from './commands/gateway-client.js'
-import { COMMANDS, findCommand } from './commands/index.js'
-import { needsConfig, UsageError } from './commands/server-address.js'
+import { allCommands, findCommand } from './commands/index.js'
+import { needsConfig } from './commands/server-address.js'
+import { UsageError } from './commands/usage-error.js'
 
-function usage (): string {
-  const width = Math.max('version'.length, ...COMMANDS.map((c) => [c.name, ...(c.aliases ?? [])].join(', ').length))
-  const lines = COMMANDS.map((c) => `  ${[c.name, ...(c.aliases ?? [])].join(', ').padEnd(width + 2)}${c.summary}`)
+function usage (commands: readonly Command[]): string {
+  const width = Math.max('version'.length, ...commands.map((c) => [c.name, ...(c.aliases ?? [])].join(', ').length))
+  const lines = commands.map((c) => `  ${[c.name, ...(c.aliases ?? [])].join(', ').padEnd(width + 2)}${c.summary}`)
   return `usage: llamagate <command> [flags]\n\ncommands:\n${lines.join('\n')}\n  ${'help'.padEnd(width + 2)}show this text, or a command's: llamagate help <command>\n  ${'version'.padEnd(width + 2)}print the version\n`
 }
 
@@ -25,24 +26,26 @@ function commandHelp (command: Command): string {
 
 export async function main (argv: string[]): Promise<number> {
   const [name, ...rest] = argv
+  if (name === 'version' || name === '--version' || name === '-v') {
+    process.stdout.write(`${version()}\n`)
+    return 0
+  }
+  const commands = await allCommands()
   switch (name) {
-    case 'version': case '--version': case '-v':
-      process.stdout.write(`${version()}\n`)
-      return 0
     case undefined: case '--help': case '-h':
-      process.stdout.write(usage())
+      process.stdout.write(usage(commands))
       return name === undefined ? 2 : 0
     case 'help': {
-      if (rest[0] === undefined) { process.stdout.write(usage()); return 0 }
-      const command = findCommand(rest[0])
-      if (command === undefined) { process.stderr.write(`llamagate: unknown command "${rest[0]}"\n\n${usage()}`); return 2 }
+      if (rest[0] === undefined) { process.stdout.write(usage(commands)); return 0 }
+      const command = findCommand(commands, rest[0])
+      if (command === undefined) { process.stderr.write(`llamagate: unknown command "${rest[0]}"\n\n${usage(commands)}`); return 2 }
       process.stdout.write(commandHelp(command))
       return 0
     }
   }
-  const command = findCommand(name)
+  const command = findCommand(commands, name)
   if (command === undefined) {
-    process.stderr.write(`llamagate: unknown command "${name}"\n\n${usage()}`)
+    process.stderr.write(`llamagate: unknown command "${name}"\n\n${usage(commands)}`)
     return 2
   }
   return runCommand(command, rest)

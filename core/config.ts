@@ -8,8 +8,7 @@ import { overlay } from './request-options.js'
 import { ConfigError } from './config-error.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
-import { isPathItem, mapModelFiles, ownedFlagProblems } from '../runtimes/extra-args.js'
-import { addressKind, parseRpcEndpoint, type RpcEndpoint } from '../runtimes/rpc/rpc-endpoint.js'
+import { addressKind, parseHostPort, type HostPort } from './host-port.js'
 
 /** The resolved configuration the app runs with: durations in ms, sizes in bytes, paths absolute. */
 export interface Config {
@@ -41,14 +40,14 @@ export interface Config {
   /** How long SIGTERM waits for answers and pulls in flight before cutting them. */
   shutdown: { drainTimeoutMs: number }
   /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
-  rpc: { workers: Array<{ name: string, endpoint: RpcEndpoint, allowPublic: boolean }> }
+  rpc: { workers: Array<{ name: string, endpoint: HostPort, allowPublic: boolean }> }
   /** The config file that was read, or null when none was. */
   configFile: string | null
 }
 
 export interface ModelConfig {
   options?: Options
-  /** Appended to the model's llama-server command line; model file items are model names or absolute paths. */
+  /** Appended to the model's llama-server command line; once checked by the runtimes plugin, model file items are model names or absolute paths. */
   args?: string[]
   /** Loaded at start and kept (keepAliveMs, else forever). */
   preload?: boolean
@@ -290,7 +289,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     keepAliveMs: duration('keep_alive', raw.keep_alive),
     streamFormat: raw.stream_format,
     defaultOptions: raw.default_options,
-    models: modelConfigs(raw.models, base, duration, problems),
+    models: modelConfigs(raw.models, duration),
     limits: {
       bodySize: bodySize ?? 0,
       queueLength: raw.limits.queue_length,
@@ -326,17 +325,12 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
   return config
 }
 
-/**
- * `models.<name>`: flags the gateway owns are refused in `args`, with what to use instead; model file paths in them
- * (--model-draft ./draft.gguf) are resolved against the config file like every other path, model names kept.
- */
-function modelConfigs (raw: RawConfig['models'], base: string, duration: (key: string, value: unknown) => number, problems: string[]): Record<string, ModelConfig> {
+/** `models.<name>`; its llama-server `args` are checked by the runtimes plugin (its config check), which knows the flags. */
+function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: unknown) => number): Record<string, ModelConfig> {
   return Object.fromEntries(Object.entries(raw).map(([name, m]) => {
-    const args = m.args ?? []
-    for (const problem of ownedFlagProblems(args)) problems.push(`models.${name}.args: ${problem}`)
     const config: ModelConfig = {
       ...(m.options ? { options: m.options } : {}),
-      ...(args.length > 0 ? { args: mapModelFiles(args, (item) => isPathItem(item) ? resolvePath(item, base) : item) } : {}),
+      ...(m.args?.length ? { args: m.args } : {}),
       ...(m.preload ? { preload: true } : {}),
       ...(m.keep_alive !== undefined ? { keepAliveMs: duration(`models.${name}.keep_alive`, m.keep_alive) } : {}),
       ...(m.rpc ? { rpc: m.rpc } : {}),
@@ -356,7 +350,7 @@ function rpcWorkers (raw: RawConfig['rpc']['workers'], problems: string[]): Conf
     const key = `rpc.workers[${at}] (${w.name})`
     if (seen.has(w.name)) problems.push(`${key}: the name is used twice; each worker needs its own`)
     seen.add(w.name)
-    const endpoint = parseRpcEndpoint(w.endpoint)
+    const endpoint = parseHostPort(w.endpoint)
     if (endpoint === null) {
       problems.push(`${key}: endpoint ${JSON.stringify(w.endpoint)} is not host:port (such as 10.0.0.5:50052 or [fd00::5]:50052)`)
       return []

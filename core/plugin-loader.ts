@@ -1,7 +1,10 @@
+import { readFileSync } from 'node:fs'
+import { isAbsolute, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { isAbsolute } from 'node:path'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import type { Config } from './config.js'
+import { PACKAGE_ROOT } from './paths.js'
+import type { PluginManifest } from './plugin-manifest.js'
 
 /** An admin plugin named in config.yaml that could not be loaded. */
 export class PluginLoadError extends Error {
@@ -9,6 +12,44 @@ export class PluginLoadError extends Error {
     super(`plugin "${path}" could not be loaded: ${reason}`, options)
     this.name = 'PluginLoadError'
   }
+}
+
+/** A built-in plugin as plugins/builtin.json lists it. */
+export interface BuiltinPlugin {
+  name: string
+  /** It has a plugin-manifest.ts (CLI commands, doctor checks, config checks). @default false */
+  manifest?: boolean
+  /** It has a Fastify plugin to register (its index.ts). @default true */
+  server?: boolean
+}
+
+/**
+ * The built-in plugins, in registration order. The list is data, so that the core names no plugin in its code;
+ * each plugin's modules are found beside the core's own (`../plugins/<name>/`), whether run from the sources or
+ * from dist/.
+ */
+export function builtinPlugins (): BuiltinPlugin[] {
+  const file = join(PACKAGE_ROOT, 'plugins', 'builtin.json')
+  return (JSON.parse(readFileSync(file, 'utf8')) as { plugins: BuiltinPlugin[] }).plugins
+}
+
+function moduleUrl (plugin: string, file: string): string {
+  return new URL(`../plugins/${plugin}/${file}.js`, import.meta.url).href
+}
+
+let manifests: Promise<PluginManifest[]> | null = null
+
+/** The built-in plugins' manifests, in their order; loaded once per process. */
+export function builtinManifests (): Promise<PluginManifest[]> {
+  manifests ??= Promise.all(builtinPlugins().filter((p) => p.manifest === true)
+    .map(async (p) => (await import(moduleUrl(p.name, 'plugin-manifest')) as { manifest: PluginManifest }).manifest))
+  return manifests
+}
+
+/** The built-in Fastify plugins, in registration order. */
+export async function builtinServerPlugins (): Promise<FastifyPluginAsync[]> {
+  return Promise.all(builtinPlugins().filter((p) => p.server !== false)
+    .map(async (p) => (await import(moduleUrl(p.name, 'index')) as { default: FastifyPluginAsync }).default))
 }
 
 /**

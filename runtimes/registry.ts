@@ -16,6 +16,9 @@ const PREFERENCE: Backend[] = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu']
 const MODULES: Record<Backend, BackendModule> = { cuda, rocm, metal, vulkan, cpu }
 
 
+/** What the registry reads of the configuration. */
+export type RuntimeSettings = Pick<Config, 'runtime' | 'runtimes' | 'dataDir'>
+
 /** Where the build script installs runtimes: `<dataDir>/runtimes/llama.cpp-<tag>/<backend>/bin`. */
 export function builtRuntimesDir (dataDir: string): string {
   return join(dataDir, 'runtimes')
@@ -37,7 +40,7 @@ export class RuntimeRegistry {
     private readonly env: NodeJS.ProcessEnv,
   ) {}
 
-  static async create (opts: { config: Config, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
+  static async create (opts: { config: RuntimeSettings, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
     const { config, log } = opts
     const env = opts.env ?? process.env
     const [devices, { builds, rejected }] = await Promise.all([detectDevices(env), findBuilds(config, env)])
@@ -108,7 +111,7 @@ function detectDevices (env: NodeJS.ProcessEnv): Promise<Device[]> {
   return Promise.all(PREFERENCE.map((b) => MODULES[b].detect(env))).then((lists) => lists.flat())
 }
 
-async function findBuilds (config: Config, env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
+async function findBuilds (config: RuntimeSettings, env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
   const candidates: Array<{ binDir: string, source: RuntimeBuild['source'], backend: Backend | null }> = []
   for (const backend of BACKENDS) {
     const entry = config.runtimes[backend]

@@ -3,6 +3,8 @@ import { GatewayClient } from './gateway-client.js'
 import type { loadConfig } from '../config.js'
 import { serverAddress } from './server-address.js'
 
+export { UsageError } from './usage-error.js'
+
 export type OptionSpec = NonNullable<ParseArgsConfig['options']>
 export type OptionValues = Record<string, string | boolean | string[] | undefined>
 

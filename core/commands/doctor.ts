@@ -1,5 +1,6 @@
 import { CLIENT_FLAGS, CLIENT_OPTIONS, JSON_OPTION, type Command } from './command.js'
-import { conversionCheck, inspectModelsFolder, modelsCheck, runtimeChecks, type Check } from './doctor-checks.js'
+import type { DoctorReport } from '../plugin-manifest.js'
+import { inspectModelsFolder, modelsCheck, type Check } from './doctor-checks.js'
 import { ServerError, ServerUnreachableError, type GatewayClient } from './gateway-client.js'
 
 /** A server that accepts the connection but never answers must not hold doctor up. */
@@ -27,26 +28,28 @@ export const doctor: Command = {
   async run ({ values, stdout, client }) {
     const { config: file, models } = values as { config?: string, models?: string }
     // Loaded here, not at the top: the other commands must start without the server's modules.
-    const [{ loadConfig }, { RuntimeRegistry }, { converterFor }] = await Promise.all([
-      import('../config.js'), import('../../runtimes/registry.js'), import('../../plugins/convert/converter-for.js'),
+    const [{ loadConfig }, { checkConfig }, { builtinManifests }] = await Promise.all([
+      import('../config.js'), import('../config-checks.js'), import('../plugin-loader.js'),
     ])
-    const config = loadConfig({ config: file, models })
+    const manifests = await builtinManifests()
+    const config = await checkConfig(loadConfig({ config: file, models }), manifests)
     const server = checkServer(client())
     const folder = inspectModelsFolder(config.modelsDir)
-    const registry = await RuntimeRegistry.create({ config })
-    const runtimes = registry.describe()
-    const conversion = await (await converterFor(config, registry)).readiness({ fresh: true })
+    // Each plugin checks what it knows of this machine (the runtimes: hardware and builds; the converter), in order.
+    const shared = new Map<string, unknown>()
+    const reports: DoctorReport[] = []
+    for (const manifest of manifests) if (manifest.doctor) reports.push(await manifest.doctor({ config, shared }))
     const { checks: serverChecks, version, usable } = await server
     const checks: Check[] = [
       { name: 'config', status: 'ok', message: config.configFile ?? 'built-in defaults (no config file)', fix: null },
-      ...runtimeChecks(runtimes, config),
-      conversionCheck(conversion),
+      ...reports.flatMap((r) => r.checks),
       modelsCheck(await folder),
       ...serverChecks,
     ]
-    const healthy = registry.chosen !== null && usable
+    const healthy = reports.every((r) => r.usable !== false) && usable
     if (values.json === true) {
-      stdout.write(`${JSON.stringify({ ok: healthy, checks, runtimes, conversion, models: await folder, server: { url: client().url, version } }, null, 2)}\n`)
+      const found = Object.assign({}, ...reports.map((r) => r.json ?? {})) as Record<string, unknown>
+      stdout.write(`${JSON.stringify({ ok: healthy, checks, ...found, models: await folder, server: { url: client().url, version } }, null, 2)}\n`)
     } else {
       for (const c of checks) stdout.write(`${MARKS[c.status]} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}\n`)
     }

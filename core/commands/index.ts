@@ -1,20 +1,19 @@
+import { builtinManifests } from '../plugin-loader.js'
 import type { Command } from './command.js'
 import { copy } from './copy.js'
 import { create } from './create.js'
 import { doctor } from './doctor.js'
-import { importCommand } from './import.js'
 import { list } from './list.js'
 import { ps } from './ps.js'
 import { pull } from './pull.js'
 import { remove } from './remove.js'
-import { rpcWorker } from './rpc-worker.js'
 import { run } from './run.js'
 import { show } from './show.js'
 import { stop } from './stop.js'
 import { serve } from './serve.js'
 
-/** Every command, in the order `llamagate help` lists them. */
-export const COMMANDS: Command[] = [
+/** The core's own commands, in the order `llamagate help` lists them. */
+const CORE_COMMANDS: Command[] = [
   serve,
   pull,
   run,
@@ -24,12 +23,15 @@ export const COMMANDS: Command[] = [
   copy,
   remove,
   stop,
-  importCommand,
   create,
   doctor,
-  rpcWorker,
 ]
 
-export function findCommand (name: string): Command | undefined {
-  return COMMANDS.find((c) => c.name === name || c.aliases?.includes(name))
+/** Every command: the core's, then those the plugins bring (import, rpc-worker), in plugins/builtin.json's order. */
+export async function allCommands (): Promise<Command[]> {
+  return [...CORE_COMMANDS, ...(await builtinManifests()).flatMap((m) => m.commands ?? [])]
+}
+
+export function findCommand (commands: readonly Command[], name: string): Command | undefined {
+  return commands.find((c) => c.name === name || c.aliases?.includes(name))
 }

@@ -1,7 +1,7 @@
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command, type CommandContext } from './command.js'
 import { ServerError } from './gateway-client.js'
 import { pullProgress, type PullEvent } from './pull-progress.js'
-import { UsageError } from './server-address.js'
+import { UsageError } from './usage-error.js'
 
 /** A pull stopped by its signal (Ctrl-C): the line saying so is written already; the caller exits 130. */
 export class PullInterruptedError extends Error {

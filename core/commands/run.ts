@@ -6,7 +6,7 @@ import { loadModel, streamAnswer } from './chat-turn.js'
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command, type CommandContext, type OptionValues } from './command.js'
 import { ServerError } from './gateway-client.js'
 import { pullModel, PullInterruptedError } from './pull.js'
-import { UsageError } from './server-address.js'
+import { UsageError } from './usage-error.js'
 
 /**
  * `ollama run`: with a prompt (arguments, text on stdin, or both) the answer is streamed to stdout and the

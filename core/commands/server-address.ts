@@ -1,4 +1,5 @@
 import type { loadConfig } from '../config.js'
+import { UsageError } from './usage-error.js'
 
 /** The port `llamagate serve` listens on unless told otherwise. */
 export const DEFAULT_PORT = 11435
@@ -60,10 +61,6 @@ function bracketed (host: string): string {
   return host.includes(':') && !host.startsWith('[') ? `[${host}]` : host
 }
 
-/** A mistake in how a command was called: reported with the command's usage, exit code 2. */
-export class UsageError extends Error {
-  override name = 'UsageError'
-}
 
 /** Whether serverAddress will read config.yaml for these flags. */
 export function needsConfig (flags: { host?: string | undefined }, env: NodeJS.ProcessEnv): boolean {

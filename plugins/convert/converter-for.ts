@@ -5,11 +5,14 @@ import type { Logger } from '../../core/logger.js'
 import type { RuntimeRegistry } from '../../runtimes/registry.js'
 import { Converter } from './converter.js'
 
+/** What the converter reads of the configuration. */
+export type ConverterSettings = Pick<Config, 'conversion' | 'llamaCppSrc' | 'dataDir'>
+
 /**
  * The converter for this configuration and these runtime builds: what the server uses, and what
  * `llamagate doctor` asks about, so that both see the same readiness.
  */
-export async function converterFor (config: Config, runtimes: RuntimeRegistry, log?: Pick<Logger, 'info' | 'warn'>): Promise<Converter> {
+export async function converterFor (config: ConverterSettings, runtimes: RuntimeRegistry, log?: Pick<Logger, 'info' | 'warn'>): Promise<Converter> {
   // The tree the chosen runtime was built from, by default: its converter matches its llama-quantize.
   const build = runtimes.chosen?.quantizePath ? runtimes.chosen : runtimes.builds.find((b) => b.quantizePath) ?? null
   return new Converter({

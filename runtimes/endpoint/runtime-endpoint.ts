@@ -2,15 +2,8 @@ import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
 import { sseData } from './sse-events.js'
 import { relayStream, type RelayProgress, type RelaySink } from './stream-relay.js'
+import type { RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom } from './runtime-error.js'
-
-/** Where a running llama-server listens: a Unix socket (with a nominal origin), or a loopback port. */
-export interface RuntimeAddress {
-  /** `http://127.0.0.1:<port>`, or `http://localhost` when `socketPath` is set. */
-  readonly baseUrl: string
-  /** The Unix socket to connect to, or null for TCP. */
-  readonly socketPath: string | null
-}
 
 export interface RuntimeEndpointOptions {
   /** The model it serves, for messages ("the runtime of model X ..."). */

@@ -3,7 +3,7 @@ import { RuntimeError } from '../../core/errors.js'
 import { whenDrained } from '../../core/when-drained.js'
 import { ChunkFraming } from './chunk-framing.js'
 import { ReadSlab } from './read-slab.js'
-import type { RuntimeAddress } from './runtime-endpoint.js'
+import type { RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom } from './runtime-error.js'
 
 /** How long a runtime may send nothing in the middle of a stream before the request is given up. */

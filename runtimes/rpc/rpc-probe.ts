@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net'
-import type { RpcEndpoint } from './rpc-endpoint.js'
+import type { HostPort } from '../../core/host-port.js'
 
 // llama.cpp's RPC protocol (ggml/src/ggml-rpc): a request is | command (1 byte) | size (u64 LE) | data |, an
 // answer | size (u64 LE) | data |. HELLO must come first and says the protocol version; a major version other
@@ -33,7 +33,7 @@ const MAX_WAIT_FOR_ANSWER_MS = 3_600_000
  * Asks an RPC worker what it has: HELLO, the device count, each device's free and total memory, on a
  * connection of its own that is closed as soon as it is answered, so that the worker is free for llama-server again.
  */
-export async function probeRpcWorker (endpoint: RpcEndpoint, timeoutMs = 2000): Promise<RpcProbe> {
+export async function probeRpcWorker (endpoint: HostPort, timeoutMs = 2000): Promise<RpcProbe> {
   const key = `${endpoint.host}:${endpoint.port}`
   if (waitingForAnswer.has(key)) return { state: 'busy', error: 'an earlier question to it is still waiting for an answer (another client, such as a llama-server, holds it)' }
   let socket: Socket
@@ -78,7 +78,7 @@ function hangUpWhenAnswered (socket: Socket, reader: AnswerReader, key: string):
   reader.whenAnswered(hangUp)
 }
 
-function connectTo (endpoint: RpcEndpoint, timeoutMs: number): Promise<Socket> {
+function connectTo (endpoint: HostPort, timeoutMs: number): Promise<Socket> {
   return new Promise<Socket>((resolve, reject) => {
     const socket = connect({ host: endpoint.host, port: endpoint.port })
     const timer = setTimeout(() => { socket.destroy(); reject(new Error(`no connection within ${timeoutMs} ms`)) }, timeoutMs)

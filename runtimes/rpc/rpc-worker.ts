@@ -6,7 +6,7 @@ import { outputLines } from '../process/output-lines.js'
 import { SpareShell } from '../process/spare-shell.js'
 import type { RuntimeBuild } from '../types.js'
 import { WATCHDOG } from '../process/watchdog.js'
-import { addressKind } from './rpc-endpoint.js'
+import { addressKind } from '../../core/host-port.js'
 import { startMemoryCapRelay } from './rpc-memory-cap.js'
 
 export interface RpcWorkerOptions {

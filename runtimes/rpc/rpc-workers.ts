@@ -1,10 +1,10 @@
 import { lookup } from 'node:dns/promises'
 import { UnavailableError } from '../../core/errors.js'
-import { addressKind, formatRpcEndpoint, type RpcEndpoint } from './rpc-endpoint.js'
+import { addressKind, formatHostPort, type HostPort } from '../../core/host-port.js'
 import { probeRpcWorker, type RpcDeviceMemory, type RpcProbe } from './rpc-probe.js'
 
 /** config.yaml's `rpc.workers[]`. */
-export interface RpcWorkerConfig { name: string, endpoint: RpcEndpoint, allowPublic: boolean }
+export interface RpcWorkerConfig { name: string, endpoint: HostPort, allowPublic: boolean }
 
 export type RpcWorkerState = RpcProbe['state'] | 'in_use' | 'refused'
 
@@ -66,11 +66,11 @@ export class RpcWorkers {
     const probes = await Promise.all(workers.map(async (worker) => ({ worker, probe: await this.check(worker, PROBE_TIMEOUT_MS) })))
     for (const { worker, probe } of probes) {
       if (probe.state !== 'ready') {
-        throw new UnavailableError(`model "${model}" needs RPC worker "${worker.name}" (${formatRpcEndpoint(worker.endpoint)}), which is ${probe.state}: ${probe.error}`, 'rpc_worker_unavailable')
+        throw new UnavailableError(`model "${model}" needs RPC worker "${worker.name}" (${formatHostPort(worker.endpoint)}), which is ${probe.state}: ${probe.error}`, 'rpc_worker_unavailable')
       }
     }
     const freeBytes = probes.reduce((sum, { probe }) => sum + (probe.state === 'ready' ? probe.devices.reduce((s, d) => s + d.freeBytes, 0) : 0), 0)
-    return { endpoints: workers.map((w) => formatRpcEndpoint(w.endpoint)), freeBytes }
+    return { endpoints: workers.map((w) => formatHostPort(w.endpoint)), freeBytes }
   }
 
   /**
@@ -80,7 +80,7 @@ export class RpcWorkers {
   async explainLoss (names: readonly string[]): Promise<string | null> {
     const probes = await Promise.all(names.map(async (name) => ({ worker: this.worker(name), probe: await this.probe(this.worker(name), LOSS_PROBE_TIMEOUT_MS) })))
     const lost = probes.find(({ probe }) => probe.state === 'unreachable' || probe.state === 'incompatible')
-    return lost ? `RPC worker "${lost.worker.name}" (${formatRpcEndpoint(lost.worker.endpoint)}) is ${lost.probe.state}: ${(lost.probe as { error: string }).error}` : null
+    return lost ? `RPC worker "${lost.worker.name}" (${formatHostPort(lost.worker.endpoint)}) is ${lost.probe.state}: ${(lost.probe as { error: string }).error}` : null
   }
 
   private worker (name: string): RpcWorkerConfig {
@@ -121,7 +121,7 @@ export class RpcWorkers {
 function status (worker: RpcWorkerConfig, state: RpcWorkerState, probe: RpcProbe | null, at: Date | null, error: string | null, usedBy: string[]): RpcWorkerStatus {
   return {
     name: worker.name,
-    endpoint: formatRpcEndpoint(worker.endpoint),
+    endpoint: formatHostPort(worker.endpoint),
     state,
     version: probe !== null && 'version' in probe ? probe.version : null,
     devices: probe?.state === 'ready' ? probe.devices : [],

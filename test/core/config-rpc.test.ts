@@ -1,6 +1,8 @@
 import t from 'tap'
+import { checkConfig } from '../../core/config-checks.js'
 import { ConfigError, resolveConfig } from '../../core/config.js'
-import { addressKind, formatRpcEndpoint, parseRpcEndpoint } from '../../runtimes/rpc/rpc-endpoint.js'
+import { builtinManifests } from '../../core/plugin-loader.js'
+import { addressKind, formatHostPort, parseHostPort } from '../../core/host-port.js'
 
 // config.yaml's rpc.workers and models.<name>.rpc: what is refused at start, and why.
 
@@ -32,16 +34,18 @@ t.test('mistakes: a bad endpoint, a name used twice, a model naming an unknown w
   t.throws(() => load({ models: { 'acme/m': { tensor_split: [0, 0] } } }), /tensor_split gives every device 0/)
   t.throws(() => load({ models: { 'acme/m': { tensor_split: [-1] } } }), /tensor_split/)
   t.throws(() => load({ rpc: { workers: [{ name: 'bad name', endpoint: '127.0.0.1:1' }] } }), /name/)
-  t.throws(() => load({ models: { 'acme/m': { args: ['--rpc', '127.0.0.1:1'] } } }), /--rpc.*rpc\.workers/)
-  t.throws(() => load({ models: { 'acme/m': { args: ['--tensor-split', '1,1'] } } }), /--tensor-split.*tensor_split/)
+  // The llama-server arguments are the runtimes plugin's to check (its config check, run before the app starts).
+  const checked = async (values: Record<string, unknown>): Promise<unknown> => checkConfig(load(values), await builtinManifests())
+  await t.rejects(checked({ models: { 'acme/m': { args: ['--rpc', '127.0.0.1:1'] } } }), /--rpc.*rpc\.workers/)
+  await t.rejects(checked({ models: { 'acme/m': { args: ['--tensor-split', '1,1'] } } }), /--tensor-split.*tensor_split/)
 })
 
 t.test('endpoints: parsed, written back for --rpc, and classified', async (t) => {
-  t.same(parseRpcEndpoint('[::1]:5'), { host: '::1', port: 5 })
-  t.equal(parseRpcEndpoint('a:b:1'), null)
-  t.equal(parseRpcEndpoint('host:0'), null)
-  t.equal(formatRpcEndpoint({ host: '::1', port: 5 }), '[::1]:5')
-  t.equal(formatRpcEndpoint({ host: 'box', port: 5 }), 'box:5')
+  t.same(parseHostPort('[::1]:5'), { host: '::1', port: 5 })
+  t.equal(parseHostPort('a:b:1'), null)
+  t.equal(parseHostPort('host:0'), null)
+  t.equal(formatHostPort({ host: '::1', port: 5 }), '[::1]:5')
+  t.equal(formatHostPort({ host: 'box', port: 5 }), 'box:5')
   t.same(['127.0.0.9', '::1', 'localhost', '192.168.1.2', '172.20.0.1', '100.100.1.1', 'fe80::1', '::ffff:10.0.0.1', '8.8.8.8', '::ffff:8.8.8.8', '0.0.0.0', 'box.lan'].map(addressKind),
     ['loopback', 'loopback', 'loopback', 'private', 'private', 'private', 'private', 'private', 'public', 'public', 'public', 'name'])
 })

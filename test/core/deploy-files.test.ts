@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import t from 'tap'
 import { parseAllDocuments } from 'yaml'
 import { buildApp } from '../../core/app.js'
-import { findCommand } from '../../core/commands/index.js'
+import { allCommands, findCommand } from '../../core/commands/index.js'
 import { CONFIG_ENVIRONMENT, loadConfig, type Config } from '../../core/config.js'
 import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
@@ -65,7 +65,7 @@ t.test('RPC workers: the worker command, ports and the gateway\'s config agree',
   const rpc = parseAllDocuments(readFileSync(join(DEPLOY, 'rpc-workers.yaml'), 'utf8')).map((d) => d.toJS() as any)
   const of = (kind: string): any => rpc.find((m) => m.kind === kind)
   const worker = of('StatefulSet').spec.template.spec.containers[0]
-  const command = findCommand(worker.args[0])
+  const command = findCommand(await allCommands(), worker.args[0])
   t.equal(command?.name, 'rpc-worker', 'the pods run llamagate rpc-worker')
   const { values } = parseArgs({ args: worker.args.slice(1), options: command!.options, strict: true })
   const port = Number(values.port)
@@ -102,7 +102,7 @@ t.test('Dockerfile: port, entry point, command and the build script are the real
   t.same(entrypoint.slice(1, -1), [...GATEWAY_NODE_FLAGS], 'node runs with the gateway\'s flags (as npm start)')
   t.ok(existsSync(join(PACKAGE_ROOT, entrypoint.at(-1)!)), `${entrypoint.at(-1)} is built`)
   const command = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[]
-  t.ok(findCommand(command[0]!), `"${command[0]}" is a command`)
+  t.ok(findCommand(await allCommands(), command[0]!), `"${command[0]}" is a command`)
   t.same(container.args, command, 'the pod runs the same command')
   t.match(dockerfile, /node dist\/scripts\/build-runtime\.js --backend "\$\{BACKEND\}"/)
   t.ok(existsSync(join(PACKAGE_ROOT, 'dist/scripts/build-runtime.js')), 'the runtime build script it runs is built')

@@ -1,5 +1,7 @@
 import t from 'tap'
-import { ConfigError, resolveConfig } from '../../../core/config.js'
+import { checkConfig } from '../../../core/config-checks.js'
+import { ConfigError, resolveConfig, type Config } from '../../../core/config.js'
+import { builtinManifests } from '../../../core/plugin-loader.js'
 import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../../runtimes/extra-args.js'
 
 t.test('owned flags are named with what to do instead; the rest pass', async (t) => {
@@ -28,17 +30,18 @@ t.test('model file items: names and paths told apart; each mapped, :SCALE kept, 
 })
 
 t.test('config.yaml models.<name>.args: owned flags refused at load, paths resolved against the config file', async (t) => {
-  const load = (models: unknown): ReturnType<typeof resolveConfig> => resolveConfig([{ source: '/etc/llamagate/config.yaml', values: { models } }], '/etc/llamagate/config.yaml')
-  const err = t.throws(() => load({ 'acme/chat': { args: ['--host', '0.0.0.0', '-np', '8'] } })) as ConfigError
+  // The core resolves config.yaml; the runtimes plugin checks the llama-server arguments in it (its config check).
+  const load = async (models: unknown): Promise<Config> => checkConfig(resolveConfig([{ source: '/etc/llamagate/config.yaml', values: { models } }], '/etc/llamagate/config.yaml'), await builtinManifests())
+  const err = await load({ 'acme/chat': { args: ['--host', '0.0.0.0', '-np', '8'] } }).then(() => null, (e: unknown) => e) as ConfigError
   t.type(err, ConfigError)
   t.match(err.message, 'models.acme/chat.args: --host is set by the gateway')
   t.match(err.message, 'models.acme/chat.args: -np is set by the gateway: set options.num_parallel')
-  const config = load({ 'acme/chat': { args: ['--model-draft', 'acme/draft', '--lora', './adapters/style.gguf', '--draft-max', '8'], preload: true, keep_alive: '10m' } })
+  const config = await load({ 'acme/chat': { args: ['--model-draft', 'acme/draft', '--lora', './adapters/style.gguf', '--draft-max', '8'], preload: true, keep_alive: '10m' } })
   t.same(config.models['acme/chat'], {
     args: ['--model-draft', 'acme/draft', '--lora', '/etc/llamagate/adapters/style.gguf', '--draft-max', '8'],
     preload: true,
     keepAliveMs: 600_000,
   })
   t.equal(config.shutdown.drainTimeoutMs, 30_000, 'drain_timeout defaults to 30 s')
-  t.throws(() => load({ 'acme/chat': { args: '--flash-attn on' } }), /models\.acme\/chat\.args = "--flash-attn on" is not allowed: must be array/, 'args must be a list, and the key is written as in config.yaml')
+  await t.rejects(load({ 'acme/chat': { args: '--flash-attn on' } }), /models\.acme\/chat\.args = "--flash-attn on" is not allowed: must be array/, 'args must be a list, and the key is written as in config.yaml')
 })

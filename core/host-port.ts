@@ -1,10 +1,10 @@
 import { BlockList, isIP } from 'node:net'
 
-/** Where an RPC worker listens: `host:port` as llama-server's `--rpc` takes it. */
-export interface RpcEndpoint { host: string, port: number }
+/** A `host:port` address (an RPC worker's, as llama-server's `--rpc` takes it). */
+export interface HostPort { host: string, port: number }
 
 /** `10.0.0.5:50052`, `[fd00::5]:50052`, `worker-0.rpc:50052`; null when it is none of these. */
-export function parseRpcEndpoint (text: string): RpcEndpoint | null {
+export function parseHostPort (text: string): HostPort | null {
   const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]/]+)):(\d{1,5})$/.exec(text.trim())
   if (!match) return null
   const port = Number(match[3])
@@ -13,7 +13,7 @@ export function parseRpcEndpoint (text: string): RpcEndpoint | null {
 }
 
 /** As llama-server's `--rpc` wants it (IPv6 in brackets). */
-export function formatRpcEndpoint (endpoint: RpcEndpoint): string {
+export function formatHostPort (endpoint: HostPort): string {
   return `${isIP(endpoint.host) === 6 ? `[${endpoint.host}]` : endpoint.host}:${endpoint.port}`
 }
 

@@ -1,10 +1,9 @@
-import type { Command } from './command.js'
-import { UsageError } from './server-address.js'
+import { UsageError, type Command } from '../../core/commands/command.js'
 
 const DEFAULT_PORT = 50052
 const READY_TIMEOUT_MS = 30_000
 
-export const rpcWorker: Command = {
+export const rpcWorkerCommand: Command = {
   name: 'rpc-worker',
   summary: 'lend this machine\'s devices to a gateway elsewhere (a llama.cpp RPC worker)',
   usage: ['llamagate rpc-worker [--host HOST] [--port PORT] [--mem MiB] [--device DEV] [--threads N] [--config FILE]'],
@@ -26,7 +25,7 @@ export const rpcWorker: Command = {
     const threads = whole(values.threads, '--threads', 1, 1024)
     // Loaded here, not at the top: the client commands must start without the server's modules.
     const [{ loadConfig }, { RuntimeRegistry }, { startRpcWorker, isLoopbackHost, RPC_EXPOSURE_WARNING }, { probeRpcWorker }] = await Promise.all([
-      import('../config.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
+      import('../../core/config.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
     ])
     const registry = await RuntimeRegistry.create({ config: loadConfig({ config: values.config as string | undefined }) })
     const build = registry.chosen

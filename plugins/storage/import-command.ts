@@ -1,5 +1,5 @@
 import { resolve } from 'node:path'
-import type { Command } from './command.js'
+import type { Command } from '../../core/commands/command.js'
 
 /**
  * Registers a GGUF on this machine's disk straight into the store, server or not: a running server sees it
@@ -21,8 +21,8 @@ export const importCommand: Command = {
     const [name, file] = positionals as [string, string]
     const { mmproj, config, models } = values as { mmproj?: string, config?: string, models?: string }
     // Loaded here, not at the top: the client commands must start without the server's modules.
-    const { loadConfig } = await import('../config.js')
-    const { openStore } = await import('../../plugins/storage/open-store.js')
+    const { loadConfig } = await import('../../core/config.js')
+    const { openStore } = await import('./open-store.js')
     const store = await openStore(loadConfig({ config, models }).modelsDir, {
       log: { warn: (message) => stderr.write(`llamagate import: warning: ${String(message)}\n`) },
     })

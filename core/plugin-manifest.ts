@@ -1,0 +1,45 @@
+import type { Command } from './commands/command.js'
+import type { Check } from './commands/doctor-checks.js'
+import type { Config } from './config.js'
+
+/**
+ * What a plugin brings besides its routes and services, read without loading its server code: commands of the
+ * `llamagate` CLI, checks for `llamagate doctor`, and checks of config.yaml that need its knowledge. A plugin
+ * exports one (`manifest`) from its `plugin-manifest.ts` when plugins/builtin.json says it has one. Keep it light: the CLI loads
+ * every manifest to start, so heavy modules are imported inside the functions.
+ */
+export interface PluginManifest {
+  /** The plugin's name (its folder). */
+  name: string
+  commands?: readonly Command[]
+  /** What `llamagate doctor` checks for this plugin, in the manifests' order. */
+  doctor?: (context: DoctorContext) => Promise<DoctorReport>
+  /** Checks of the resolved configuration that only this plugin can make. */
+  checkConfig?: (config: Config, context: ConfigCheckContext) => ConfigCheck | Promise<ConfigCheck>
+}
+
+export interface DoctorContext {
+  config: Config
+  /** What earlier plugins' checks found and share with later ones (the runtime builds, say), by name. */
+  shared: Map<string, unknown>
+}
+
+export interface DoctorReport {
+  checks: Check[]
+  /** Added to `doctor --json`, key by key. */
+  json?: Record<string, unknown>
+  /** False when this machine cannot serve because of what was found (doctor then exits 1). @default true */
+  usable?: boolean
+}
+
+export interface ConfigCheckContext {
+  /** The folder paths in the configuration are relative to (the config file's). */
+  base: string
+}
+
+export interface ConfigCheck {
+  /** Each problem in a sentence naming its key; any problem stops the start. */
+  problems: string[]
+  /** Values this plugin resolved (paths inside llama-server arguments, say), replacing the configuration's own. */
+  resolved?: Partial<Config>
+}

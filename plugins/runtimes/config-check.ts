@@ -1,0 +1,19 @@
+import type { Config } from '../../core/config.js'
+import { resolvePath } from '../../core/paths.js'
+import type { ConfigCheck, ConfigCheckContext } from '../../core/plugin-manifest.js'
+import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../runtimes/extra-args.js'
+
+/**
+ * config.yaml's `models.<name>.args`, checked by what the gateway knows of llama-server's flags: the flags it sets
+ * itself are refused with what to use instead, and model file paths in them (--model-draft ./draft.gguf) are
+ * resolved against the config file like every other path, model names kept.
+ */
+export function checkModelArgs (config: Config, context: ConfigCheckContext): ConfigCheck {
+  const problems: string[] = []
+  const models = Object.fromEntries(Object.entries(config.models).map(([name, model]) => {
+    if (!model.args) return [name, model]
+    for (const problem of ownedFlagProblems(model.args)) problems.push(`models.${name}.args: ${problem}`)
+    return [name, { ...model, args: mapModelFiles(model.args, (item) => isPathItem(item) ? resolvePath(item, context.base) : item) }]
+  }))
+  return { problems, resolved: { models } }
+}
