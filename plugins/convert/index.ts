@@ -49,4 +49,4 @@ const convert: FastifyPluginAsync = async (app) => {
   app.addHook('onClose', () => converter.close())
 }
 
-export default fp(convert, { name: 'convert', dependencies: ['storage', 'runtimes'] })
+export default fp(convert, { name: 'convert', dependencies: ['storage', 'llama-cpp'] })

@@ -126,4 +126,4 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onClose', async () => { preloader.stop() })
 }
 
-export default fp(lifecycle, { name: 'lifecycle', dependencies: ['security', 'storage', 'runtimes', 'scheduler'] })
+export default fp(lifecycle, { name: 'lifecycle', dependencies: ['security', 'storage', 'llama-cpp', 'scheduler'] })

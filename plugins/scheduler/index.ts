@@ -43,4 +43,4 @@ export default fp(async (app) => {
   app.store.onBeforeDelete((id) => scheduler.stop(id))
   // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'runtimes', 'convert'] })
+}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert'] })

@@ -24,4 +24,4 @@ const system: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => app.converter.readiness({ fresh: true }))
 }
 
-export default fp(system, { name: 'system-api', dependencies: ['runtimes', 'convert', 'scheduler'] })
+export default fp(system, { name: 'system-api', dependencies: ['llama-cpp', 'convert', 'scheduler'] })

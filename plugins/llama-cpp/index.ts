@@ -28,4 +28,4 @@ export default fp(async (app) => {
     await app.launcher.close()
     runtimeProcesses.releaseSpare()
   })
-}, { name: 'runtimes', dependencies: ['security'] })
+}, { name: 'llama-cpp', dependencies: ['security'] })

@@ -4,7 +4,7 @@ import { rpcWorkerCommand } from './rpc-worker-command.js'
 
 /** The runtimes' CLI command, their doctor checks (hardware, builds, the one chosen) and their config check. */
 export const manifest: PluginManifest = {
-  name: 'runtimes',
+  name: 'llama-cpp',
   commands: [rpcWorkerCommand],
   async doctor ({ config, shared }) {
     // Loaded here: the CLI reads this manifest to start, and the registry is the server's code.
