@@ -54,7 +54,7 @@ function clientMessage (err: Partial<FastifyError>): string {
 }
 
 /** Sends an error in the shape of the request's surface. */
-export function sendError (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
+function sendError (request: FastifyRequest, reply: FastifyReply, err: unknown): FastifyReply {
   const error = toErrorReply(err, request.log)
   return reply.code(error.statusCode).headers(error.headers).type('application/json; charset=utf-8')
     .send(request.server.surfaces.errorShapeOf(request.url).body(error))

@@ -1,7 +1,7 @@
 import { Type, type Static } from 'typebox'
 
 // The KV-cache element types llama.cpp accepts for --cache-type-k / --cache-type-v.
-export const KV_CACHE_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1'] as const
+const KV_CACHE_TYPES = ['f32', 'f16', 'bf16', 'q8_0', 'q4_0', 'q4_1', 'iq4_nl', 'q5_0', 'q5_1'] as const
 
 // Output types of the SafeTensors → GGUF conversion: the converter's own outtypes, then llama-quantize's.
 export const CONVERTER_DTYPES = ['f32', 'f16', 'bf16', 'q8_0'] as const

@@ -28,7 +28,7 @@ export interface BuiltinPlugin {
  * each plugin's modules are found beside the core's own (`../plugins/<name>/`), whether run from the sources or
  * from dist/.
  */
-export function builtinPlugins (): BuiltinPlugin[] {
+function builtinPlugins (): BuiltinPlugin[] {
   const file = join(PACKAGE_ROOT, 'plugins', 'builtin.json')
   return (JSON.parse(readFileSync(file, 'utf8')) as { plugins: BuiltinPlugin[] }).plugins
 }

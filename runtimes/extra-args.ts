@@ -9,7 +9,7 @@ const REACH = 'the gateway decides how it reaches llama-server'
 const PURPOSE = 'what a model serves (chat, embeddings, reranking) follows from its GGUF and the request'
 
 /** Flags the gateway owns, each with what to do instead. */
-export const OWNED_FLAGS: Readonly<Record<string, string>> = {
+const OWNED_FLAGS: Readonly<Record<string, string>> = {
   ...Object.fromEntries(['-m', '--model', '-mu', '--model-url', '-hf', '-hfr', '--hf-repo', '-hff', '--hf-file', '-dr', '--docker-repo'].map((f) => [f, MODEL])),
   ...Object.fromEntries(['--host', '--port', '--path', '--api-prefix', '--api-key', '--api-key-file', '--ssl-key-file', '--ssl-cert-file', '-a', '--alias', '--metrics'].map((f) => [f, REACH])),
   ...Object.fromEntries(['--models-dir', '--models-preset', '--models-max', '--models-autoload', '--no-models-autoload'].map((f) => [f, 'router mode is the gateway\'s job'])),

@@ -37,7 +37,7 @@ export function parseRocmSmi (text: string): Device[] {
 }
 
 /** Reads `rocminfo`'s agent list: the agents of `Device Type: GPU`, named by their marketing name. */
-export function parseRocminfo (text: string): Device[] {
+function parseRocminfo (text: string): Device[] {
   const devices: Device[] = []
   for (const agent of text.split(/\n\*{5,}\s*\n\s*Agent \d+\s*\n\*{5,}/).slice(1)) {
     if (!/^\s*Device Type:\s*GPU\s*$/m.test(agent)) continue

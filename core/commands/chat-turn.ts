@@ -12,7 +12,7 @@ export function spinner (stream: NodeJS.WriteStream, text = ''): { stop: () => v
 }
 
 /** POST /api/chat's body for `messages` with the chat's settings. */
-export function chatBody (state: ChatState, messages: Message[]): Record<string, unknown> {
+function chatBody (state: ChatState, messages: Message[]): Record<string, unknown> {
   return {
     model: state.model,
     messages,

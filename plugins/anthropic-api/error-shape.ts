@@ -8,7 +8,7 @@ const ANTHROPIC_TYPES: Record<number, string> = {
 }
 
 /** Anthropic's body, as its SDKs parse it: `{"type":"error","error":{"type","message"}}`. */
-export function anthropicErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode'>): { type: 'error', error: { type: string, message: string } } {
+function anthropicErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode'>): { type: 'error', error: { type: string, message: string } } {
   const type = ANTHROPIC_TYPES[reply.statusCode] ?? (reply.statusCode >= 500 ? 'api_error' : 'invalid_request_error')
   return { type: 'error', error: { type, message: reply.message } }
 }

@@ -50,7 +50,7 @@ const QUANTIZED = new Set<string>(QUANTIZE_DTYPES)
 const READY_CACHE_MS = 60_000
 
 /** The file a variant lives in, inside the model's folder. */
-export function variantFileName (dtype: string): string { return `model-${dtype}.gguf` }
+function variantFileName (dtype: string): string { return `model-${dtype}.gguf` }
 
 /**
  * SafeTensors → GGUF with llama.cpp's own tools, driven as child processes: convert_hf_to_gguf.py for f32,

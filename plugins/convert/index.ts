@@ -21,7 +21,7 @@ declare module 'fastify' {
 }
 
 /** Converts, then records the variant in the model's manifest (under the store's cross-process lock). */
-export function variantMaker (store: ModelStore, converter: Converter): EnsureVariant {
+function variantMaker (store: ModelStore, converter: Converter): EnsureVariant {
   const has = (name: string, dtype: string): boolean => store.get(name).manifest.variants.some((v) => v.dtype === dtype)
   const make: EnsureVariant = async (name, dtype, opts = {}) => {
     const record = store.get(name)

@@ -2,7 +2,7 @@ import type { ErrorReply } from '../../core/error-shapes.js'
 import type { SurfaceSpec } from '../../core/surfaces.js'
 
 /** OpenAI's body, as its SDKs parse it: `{"error": {message, type, param, code}}`. */
-export function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code'>): {
+function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code'>): {
   error: { message: string, type: string, param: string | null, code: string | null }
 } {
   return {

@@ -9,7 +9,7 @@ import { BadRequestError } from '../../core/errors.js'
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/
 
 /** `sha256:<64 hex>` (Ollama's form; `sha256-` is accepted too) → the hex, or a 400 that says what is expected. */
-export function parseDigest (digest: string): string {
+function parseDigest (digest: string): string {
   const hex = DIGEST.exec(digest)?.[1]
   if (hex === undefined) throw new BadRequestError(`invalid digest ${JSON.stringify(digest)}: expected "sha256:" and 64 lowercase hex digits`, 'invalid_digest')
   return hex

@@ -50,28 +50,11 @@ export interface RelayProgress {
 }
 
 /**
- * Streams a runtime's answer to a POST straight into the client's response: the hot path of streamed
- * completions, run once per token at thousands of tokens a second.
- *
- * A plain socket instead of the pooled HTTP client: llama-server answers a stream in chunked coding, which is
- * also how the client's response is framed, so whole chunks are written to the client's socket as they came
- * (no parsing of events, no decoding and re-encoding, no stream objects in between). Measured on the tiny
- * model at 8 streams, this and the runtimes' Unix sockets took a third to a half off the gateway's CPU per
- * token (docs/benchmarks.md).
- *
- * A connection per stream (Connection: close) is not a choice to revisit: llama-server closes the connection
- * after every streamed answer whatever the request says (its chunk provider's last call returns false, which
- * cpp-httplib takes for a cancelled write and ends the keep-alive loop). Keeping connections for reuse was
- * built and tried: none survived a stream. A loopback connect costs ~0.1-0.3 ms against a generation of many
- * milliseconds.
- *
- * The runtime's socket is read with `onread` into a slab of its own (read-slab.ts): no allocation and no
- * stream machinery per read.
- *
- * Every read is forwarded at once. Holding reads back to batch tokens was tried over TCP and made streams 3×
- * slower: llama-server does not set TCP_NODELAY, so its next small write waits for our ACK, which an unread
- * socket delays. Over the Unix sockets the runtimes now use it was tried again (1 and 2 ms windows): no CPU
- * saved at 8 streams, and a single stream slowed to 0.5-0.8 of its rate.
+ * Streams a runtime's answer to a POST straight into the client's response: the hot path of streamed completions.
+ * A plain socket, because llama-server's chunked body is framed as the client's response is: whole chunks go to
+ * the client's socket as they came, with no parsing or re-encoding. One connection per stream, since llama-server
+ * closes it after every streamed answer; every read is forwarded at once (batching delays llama-server's next
+ * write). docs/benchmarks.md, "The streamed relay", has the measurements behind each choice.
  *
  * Resolves once the runtime ended the body properly (`progress.tail` then holds its last bytes); rejects when
  * the runtime answered an error (before anything was sent to the client), broke off, or `signal` was aborted.

@@ -5,7 +5,7 @@ import type { HostPort } from '../../core/host-port.js'
 // answer | size (u64 LE) | data |. HELLO must come first and says the protocol version; a major version other
 // than ours means llama-server would refuse the worker too.
 export const RPC_CMD = { GET_DEVICE_MEMORY: 11, HELLO: 14, DEVICE_COUNT: 15 } as const
-export const RPC_PROTOCOL_MAJOR = 7
+const RPC_PROTOCOL_MAJOR = 7
 /** HELLO carries each side's transport capabilities (RDMA); all zero asks for plain TCP. */
 const CONN_CAPS_SIZE = 24
 
