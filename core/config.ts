@@ -80,6 +80,7 @@ const ENV_KEYS: Array<{ name: string, key: string[], parse?: (v: string) => unkn
   { name: 'LLAMAGATE_RUNTIME', key: ['runtime'] },
   { name: 'LLAMAGATE_MAX_LOADED_MODELS', key: ['limits', 'max_loaded_models'], parse: numberOrText },
   { name: 'LLAMAGATE_MAX_QUEUE', key: ['limits', 'queue_length'], parse: numberOrText },
+  { name: 'LLAMAGATE_NUM_CTX', key: ['default_options', 'num_ctx'], parse: numberOrText },
   { name: 'LLAMAGATE_API_KEYS', key: ['auth', 'api_keys'], parse: list },
   { name: 'LLAMAGATE_ALLOWED_HOSTS', key: ['allowed_hosts'], parse: list },
   { name: 'LLAMA_CPP_SRC', key: ['llama_cpp_src'] },

@@ -6,6 +6,8 @@ export interface ErrorReply {
   message: string
   code: string | null
   headers: Record<string, string>
+  /** Figures a surface may word the error with (GatewayError.details). */
+  details?: Readonly<Record<string, number>>
 }
 
 /** The native body, the contract's default: `{"error": "..."}`. */
@@ -14,5 +16,5 @@ export function nativeErrorBody (reply: Pick<ErrorReply, 'message'>): { error: s
 }
 
 export function fromGatewayError (err: GatewayError): ErrorReply {
-  return { statusCode: err.statusCode, message: err.message, code: err.code, headers: err.headers }
+  return { statusCode: err.statusCode, message: err.message, code: err.code, headers: err.headers, details: err.details }
 }

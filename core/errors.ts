@@ -8,13 +8,16 @@ export class GatewayError extends Error {
   readonly code: string | null
   /** Extra response headers, such as `Retry-After`. */
   readonly headers: Record<string, string>
+  /** Figures a surface may word the error with in its clients' terms (a context's size, say). */
+  readonly details: Readonly<Record<string, number>>
 
-  constructor (statusCode: number, message: string, options: { code?: string, headers?: Record<string, string>, cause?: unknown } = {}) {
+  constructor (statusCode: number, message: string, options: { code?: string, headers?: Record<string, string>, details?: Record<string, number>, cause?: unknown } = {}) {
     super(message, { cause: options.cause })
     this.name = new.target.name
     this.statusCode = statusCode
     this.code = options.code ?? null
     this.headers = options.headers ?? {}
+    this.details = options.details ?? {}
   }
 }
 
@@ -85,5 +88,18 @@ export class UnavailableError extends GatewayError {
 export class ConversionError extends GatewayError {
   constructor (message: string, readonly toolTail: string[] = [], statusCode = 422, code = 'conversion_failed') {
     super(statusCode, message, { code })
+  }
+}
+
+/**
+ * A prompt longer than the context a model can be given. `promptTokens` and `contextLength` are the runtime's
+ * count and the most the model holds (its trained context, or the window a request fixed itself): each surface
+ * words it as its clients parse it (OpenAI's `context_length_exceeded`, Anthropic's "prompt is too long").
+ */
+export class ContextExceededError extends GatewayError {
+  constructor (readonly promptTokens: number, readonly contextLength: number, why = '') {
+    super(400, `the input length exceeds the context length: the prompt is ${promptTokens} tokens, and the model holds ${contextLength}${why}`, {
+      code: 'context_length_exceeded', details: { promptTokens, contextLength },
+    })
   }
 }

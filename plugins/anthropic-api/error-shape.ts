@@ -8,9 +8,13 @@ const ANTHROPIC_TYPES: Record<number, string> = {
 }
 
 /** Anthropic's body, as its SDKs parse it: `{"type":"error","error":{"type","message"}}`. */
-function anthropicErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode'>): { type: 'error', error: { type: string, message: string } } {
+function anthropicErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code' | 'details'>): { type: 'error', error: { type: string, message: string } } {
   const type = ANTHROPIC_TYPES[reply.statusCode] ?? (reply.statusCode >= 500 ? 'api_error' : 'invalid_request_error')
-  return { type: 'error', error: { type, message: reply.message } }
+  // Anthropic's words for a prompt too long, which Claude Code reads the figures from.
+  const message = reply.code === 'context_length_exceeded' && reply.details?.promptTokens !== undefined
+    ? `prompt is too long: ${reply.details.promptTokens} tokens > ${reply.details.contextLength} maximum`
+    : reply.message
+  return { type: 'error', error: { type, message } }
 }
 
 /** Anthropic's Messages API (its SDKs and Claude Code) lives under /v1/messages; its streams name their error event. */

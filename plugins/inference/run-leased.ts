@@ -1,3 +1,4 @@
+import { ContextExceededError } from '../../core/errors.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import type { Logger } from '../../core/logger.js'
 import { parseModelName } from '../../core/model-name.js'
@@ -36,7 +37,15 @@ export interface LeasedRun<T> extends LeaseAsk {
   work(lease: Lease): Promise<T>
   /** Before the error event of a stream that fails once open: lets a surface close what it was writing. */
   beforeErrorEvent?(): void
+  /**
+   * A prompt longer than the most the model can hold: drop what the surface may drop (Ollama's `truncate`: the
+   * oldest messages) and say true to run it again; false to answer the error.
+   */
+  shorten?(err: ContextExceededError): boolean
 }
+
+// A prompt refused as too long runs again at most this often: a larger context, then the surface's shortenings.
+const MAX_REFITS = 8
 
 /** A surface's ask as the scheduler takes it: the name checked, keep_alive read. @throws BadRequestError, InvalidModelNameError */
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireRequest {
@@ -49,14 +58,30 @@ export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireReq
 
 /**
  * The skeleton every inference surface shares: take a slot (loading the model if needed), run, turn a broken
- * runtime connection into the real reason (the runtime died, the client left), give the slot back. A whole
- * answer's failure is thrown for the error handler; a stream's, once open, is its last event (undefined is
+ * runtime connection into the real reason (the runtime died, the client left), give the slot back. A prompt
+ * longer than the loaded context, refused before anything was sent, runs again on a larger one where the model
+ * holds it (Lease.fitPrompt), and past that limit may be shortened by the surface (`shorten`, Ollama's truncate).
+ * A whole answer's failure is thrown for the error handler; a stream's, once open, is its last event (undefined is
  * returned then); before it opened, it is thrown too, so that the client still gets a real status.
  */
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
-  const lease = await leases.acquire(run.model, acquireRequest(run, run.signal))
+  const request = acquireRequest(run, run.signal)
+  let lease = await leases.acquire(run.model, request)
   try {
-    return await run.work(lease)
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await run.work(lease)
+      } catch (err) {
+        if (!(err instanceof ContextExceededError) || run.stream?.isOpen === true || attempt >= MAX_REFITS) throw err
+        const fit = await lease.fitPrompt(err.promptTokens)
+        if (fit.grown) {
+          lease.release()
+          lease = await leases.acquire(run.model, request)
+        } else if (!run.shorten?.(err)) {
+          throw new ContextExceededError(err.promptTokens, fit.limit, fit.why)
+        }
+      }
+    }
   } catch (err) {
     const reason = await upstreamFailure(lease, err)
     if (run.stream === null) throw reason

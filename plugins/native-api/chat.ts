@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { ContextExceededError } from '../../core/errors.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { runNative } from './native-run.js'
 import { responseFormat } from './response-format.js'
+import { truncateHistory } from './truncate-history.js'
 import { ChatBody } from './schemas.js'
 import { thinkFields } from './think-fields.js'
 
@@ -18,6 +20,13 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
     }
     const record = app.store.get(body.model)
     const format = responseFormat(body.format)
+    const history = withModelSystem(record, messages.map((m, i) => ({
+      role: m.role ?? 'user',
+      content: withImages(m.content ?? '', app.images.parts(record, m.images, `message ${i}`)),
+      ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function.arguments) } })) } : {}),
+      ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
+      ...(m.tool_name ? { name: m.tool_name } : {}),
+    })))
     return runNative(app.scheduler, request, reply, {
       kind: 'chat',
       model: body.model,
@@ -25,14 +34,10 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       stream: body.stream ?? true,
       options: body.options,
       keepAlive: body.keep_alive,
+      // Ollama truncates by default; `truncate: false` answers a conversation too long with the error instead.
+      ...(body.truncate !== false ? { shorten: (err: ContextExceededError) => truncateHistory(history, err) } : {}),
       body: {
-        messages: withModelSystem(record, messages.map((m, i) => ({
-          role: m.role ?? 'user',
-          content: withImages(m.content ?? '', app.images.parts(record, m.images, `message ${i}`)),
-          ...(m.tool_calls ? { tool_calls: m.tool_calls.map((c, i) => ({ id: `call_${i}`, type: 'function', function: { name: c.function.name, arguments: typeof c.function.arguments === 'string' ? c.function.arguments : JSON.stringify(c.function.arguments) } })) } : {}),
-          ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
-          ...(m.tool_name ? { name: m.tool_name } : {}),
-        }))),
+        messages: history,
         ...(body.tools ? { tools: body.tools } : {}),
         ...thinkFields(record, body.think),
         ...(format ? { response_format: format } : {}),

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
-import { RuntimeError } from '../../core/errors.js'
+import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
 import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { runLeased } from '../inference/run-leased.js'
@@ -19,6 +19,8 @@ export interface NativeRun {
   stream: boolean
   options: Record<string, unknown> | undefined
   keepAlive: unknown
+  /** A conversation longer than the model can hold: drop its oldest messages and say true (Ollama's `truncate`). */
+  shorten?: (err: ContextExceededError) => boolean
 }
 
 /** A fragment of the runtime's answer, whichever endpoint it came from. */
@@ -52,6 +54,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     log: request.log,
     signal: stream?.signal ?? clientGone(reply),
     stream,
+    ...(run.shorten ? { shorten: run.shorten } : {}),
     work: async (lease): Promise<Record<string, unknown> | undefined> => stream === null ? wholeAnswer(lease, run, startedNs) : streamedAnswer(lease, run, stream, startedNs),
   })
   return answer ?? reply

@@ -30,6 +30,10 @@ export const ChatBody = Type.Object({
   tools: Type.Optional(Type.Array(Tool)),
   think: Type.Optional(Think),
   keep_alive: Type.Optional(KeepAlive),
+  // Ollama's: drop the oldest messages of a conversation longer than the model can hold (default), or refuse it.
+  truncate: Type.Optional(Type.Boolean()),
+  // Ollama's context shift; llama-server has none per request: a reply ends where the context does (done_reason "length").
+  shift: Type.Optional(Type.Boolean()),
 })
 
 export const GenerateBody = Type.Object({
@@ -43,6 +47,8 @@ export const GenerateBody = Type.Object({
   think: Type.Optional(Think),
   keep_alive: Type.Optional(KeepAlive),
   images: Type.Optional(Type.Array(Type.String())),
+  truncate: Type.Optional(Type.Boolean()),
+  shift: Type.Optional(Type.Boolean()),
 })
 
 export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })

@@ -2,14 +2,18 @@ import type { ErrorReply } from '../../core/error-shapes.js'
 import type { SurfaceSpec } from '../../core/surfaces.js'
 
 /** OpenAI's body, as its SDKs parse it: `{"error": {message, type, param, code}}`. */
-function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code'>): {
+function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code' | 'details'>): {
   error: { message: string, type: string, param: string | null, code: string | null }
 } {
+  const tooLong = reply.code === 'context_length_exceeded' && reply.details?.promptTokens !== undefined
   return {
     error: {
-      message: reply.message,
+      // OpenAI's own words for a prompt too long: clients that compact their history look for the code, and some read the figures.
+      message: tooLong
+        ? `This model's maximum context length is ${reply.details!.contextLength} tokens. However, your messages resulted in ${reply.details!.promptTokens} tokens. Please reduce the length of the messages.`
+        : reply.message,
       type: reply.statusCode >= 500 ? 'server_error' : 'invalid_request_error',
-      param: null,
+      param: tooLong ? 'messages' : null,
       code: reply.code,
     },
   }

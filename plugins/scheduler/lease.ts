@@ -22,6 +22,12 @@ export interface Lease {
   readonly contextLength: number
   /** The model's running llama-server. */
   readonly endpoint: RuntimeEndpoint
+  /**
+   * After the runtime refused the prompt as longer than `contextLength`: makes the model's later loads hold it (a
+   * larger context, up to its trained one and the memory), unless the request fixed num_ctx. Release this lease and
+   * acquire again to run on the larger context.
+   */
+  fitPrompt(promptTokens: number): Promise<FitResult>
   /** Gives the slot back; idempotent. */
   release(): void
   /** Says the first token went to the client (the time to first token); later calls do nothing. */
@@ -44,6 +50,9 @@ export interface AcquireRequest {
   /** Where option keys the gateway does not know are reported (the request's log). */
   log?: Pick<Logger, 'warn'>
 }
+
+/** What `Lease.fitPrompt` did: the context the next acquire gets, or the most this model can hold and why. */
+export type FitResult = { grown: true, contextLength: number } | { grown: false, limit: number, why: string }
 
 /** What a surface asks of the scheduler. */
 export interface LeaseSource {

@@ -7,7 +7,8 @@ import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { Instance } from './instance.js'
-import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
+import type { AcquireRequest, FitResult, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
+import { planContext, type ContextPlan } from './context-fit.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { modelArgs } from './model-args.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
@@ -33,6 +34,8 @@ export class Scheduler implements LeaseSource {
   private readonly failures = new Map<string, { count: number, retryAt: number, message: string }>()
   /** Woken whenever room may have appeared (an unload, an instance going idle). */
   private roomWaiters: Array<() => void> = []
+  /** A model's context, grown for a prompt that did not fit: later loads that fix no num_ctx get at least this. */
+  private readonly contextFloors = new Map<string, ContextPlan>()
   private closing = false
   /** Loads, failures, evictions, crashes and each request's first token and token counts, for observers (metrics). */
   readonly events: EventHub<SchedulerEvents>
@@ -64,10 +67,12 @@ export class Scheduler implements LeaseSource {
       overrides: request.overrides,
     }))
     if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
+    const floor = purpose === 'generate' ? this.contextFloor(model.name, resolved) : undefined
+    if (floor) resolved.load = { ...resolved.load, num_ctx: floor.numCtx, num_parallel: floor.numParallel }
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
-      const instance = this.findInstance(model, resolved, purpose) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
+      const instance = this.findInstance(model, resolved, purpose, floor?.numCtx ?? 0) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
       await instance.waitUntilLoaded()
       const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
       if (!granted) {
@@ -158,8 +163,47 @@ export class Scheduler implements LeaseSource {
       .map((i) => ({ model: i.model.name, purpose: i.purpose, endpoint: i.process!.endpoint }))
   }
 
-  private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose): Instance | undefined {
-    const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && i.fits(resolved.loadRequested, model.format === 'gguf'))
+  /** The grown context that applies to a request: one that fixes num_ctx (or num_parallel) itself keeps its own. */
+  private contextFloor (model: string, resolved: ResolvedOptions): ContextPlan | undefined {
+    const floor = this.contextFloors.get(model)
+    if (!floor || resolved.loadRequested.num_ctx !== undefined || resolved.loadRequested.num_parallel !== undefined) return undefined
+    return floor.numCtx > resolved.load.num_ctx ? floor : undefined
+  }
+
+  /**
+   * After the runtime refused a prompt as longer than the instance's context: unless the request fixed num_ctx, the
+   * model's later loads get a context that holds the prompt and its reply (context-fit.ts), up to the trained
+   * context and what the memory holds. The next acquire then loads it; the smaller instance drains once it has.
+   */
+  private async fitPrompt (instance: Instance, resolved: ResolvedOptions, promptTokens: number): Promise<FitResult> {
+    const { model, options } = instance
+    if (resolved.loadRequested.num_ctx !== undefined) return { grown: false, limit: options.num_ctx, why: ' (the request set num_ctx)' }
+    const budget = await this.memoryBudget(instance)
+    const plan = planContext({
+      promptTokens,
+      reply: Number(resolved.sampling.max_tokens ?? -1),
+      current: { numCtx: options.num_ctx, numParallel: options.num_parallel },
+      trained: model.gguf?.context_length,
+      fits: ({ numCtx, numParallel }) => estimateInstanceBytes(model, numCtx * numParallel, options.cache_type_k, options.cache_type_v) - model.size <= budget,
+    })
+    if ('limit' in plan) return { grown: false, limit: plan.limit, why: plan.why }
+    const known = this.contextFloors.get(model.name)
+    if (!known || plan.numCtx > known.numCtx) this.contextFloors.set(model.name, plan)
+    this.deps.log.info({ model: model.name, promptTokens, from: options.num_ctx, to: plan.numCtx, parallel: plan.numParallel }, 'a prompt longer than the context: loading the model with a larger one')
+    return { grown: true, contextLength: plan.numCtx }
+  }
+
+  /** The bytes a KV cache may take: unbounded below the size worth asking about, else free memory plus every other model's. */
+  private async memoryBudget (instance: Instance): Promise<number> {
+    const others = this.instances.filter((i) => i !== instance && i.process !== null).reduce((sum, i) => sum + i.estimatedBytes, 0)
+    const free = await this.deps.runtimes.freeMemory()
+    return Math.max(free + others + instance.estimatedBytes - instance.model.size, CACHE_CHECK_BYTES)
+  }
+
+  /** `minContext`: a context grown for an earlier prompt, which a smaller instance no longer serves. */
+  private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose, minContext: number): Instance | undefined {
+    const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting &&
+      i.options.num_ctx >= minContext && i.fits(resolved.loadRequested, model.format === 'gguf'))
     // A loaded one before one still loading (whose load, asked for with other options, may fail), then the one
     // with the shortest line, so that requests spread over equivalent instances.
     const loading = (i: Instance): number => i.state === 'loaded' ? 0 : 1
@@ -363,6 +407,7 @@ export class Scheduler implements LeaseSource {
       loadDurationMs: performance.now() - started,
       contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
+      fitPrompt: (promptTokens) => this.fitPrompt(instance, resolved, promptTokens),
       release: () => {
         if (released) return
         released = true

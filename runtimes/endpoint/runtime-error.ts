@@ -1,15 +1,21 @@
-import { GatewayError, RuntimeError } from '../../core/errors.js'
+import { ContextExceededError, GatewayError, RuntimeError } from '../../core/errors.js'
+
+interface RuntimeErrorBody { error?: string | { message?: string, type?: string, n_prompt_tokens?: number, n_ctx?: number } }
 
 /** The gateway error for a runtime's error answer, carrying the runtime's own message. */
 export function runtimeErrorFrom (status: number, text: string): GatewayError {
   let message = `runtime answered ${status}`
   try {
-    const parsed = JSON.parse(text) as { error?: { message?: string } | string }
-    const detail = typeof parsed.error === 'string' ? parsed.error : parsed.error?.message
+    const { error } = JSON.parse(text) as RuntimeErrorBody
+    const detail = typeof error === 'string' ? error : error?.message
     if (detail) message = detail
+    // llama-server counts the prompt before it refuses it: the gateway can load the model with a larger context.
+    if (typeof error === 'object' && error.type === 'exceed_context_size_error' && error.n_prompt_tokens && error.n_ctx) {
+      return new ContextExceededError(error.n_prompt_tokens, error.n_ctx)
+    }
   } catch {
     // Not JSON: keep the status line.
   }
-  // The runtime's 4xx are about the request (prompt too long, bad grammar); its 5xx are its own failures.
+  // The runtime's 4xx are about the request (a bad grammar); its 5xx are its own failures.
   return status < 500 ? new GatewayError(400, message, { code: 'runtime_rejected' }) : new RuntimeError(message)
 }
