@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import { clientGone } from '../../core/client-gone.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
+import { shapeMessages } from './messages-body.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
 // llama-server converts a Messages request to a chat keeping only these sampling fields (and stop_sequences):
@@ -23,12 +24,12 @@ const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topL
 const anthropic: FastifyPluginAsyncTypebox = async (app) => {
   app.surfaces.register(ANTHROPIC_SURFACE)
   app.post('/v1/messages', { schema: { body: MessagesBody } }, async (request, reply) => {
-    const { body } = request
+    const body = shapeMessages(request.body)
     const messages = await app.images.inline(app.store.get(body.model), body.messages, clientGone(reply))
     return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
   })
   app.post('/v1/messages/count_tokens', { schema: { body: CountTokensBody } }, (request, reply) =>
-    runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...request.body, stream: false }))
+    runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...shapeMessages(request.body), stream: false }))
 }
 
 export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'scheduler', 'inference'] })

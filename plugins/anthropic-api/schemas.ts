@@ -5,8 +5,10 @@ import { OptionsSchema } from '../../core/options-schema.js'
 // `text` is checked here: llama-server answers a non-string one with a 500.
 const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String(), text: Type.Optional(Type.String()) }))])
 
+// `system` messages among the others are valid in Anthropic's current API (Claude Code sends one after the first
+// user message); the gateway folds them into the system prompt.
 const Message = Type.Object({
-  role: Type.Union([Type.Literal('user'), Type.Literal('assistant')]),
+  role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
   content: Content,
 })
 

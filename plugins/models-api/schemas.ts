@@ -61,3 +61,11 @@ export const OpenAiModel = Type.Object({
   id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String(),
 })
 export const OpenAiModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiModel) })
+
+/** Anthropic's model object (GET /v1/models with an `anthropic-version` header, as its SDKs send). */
+export const AnthropicModel = Type.Object({
+  type: Type.Literal('model'), id: Type.String(), display_name: Type.String(), created_at: Type.String(),
+})
+export const AnthropicModelList = Type.Object({
+  data: Type.Array(AnthropicModel), has_more: Type.Boolean(), first_id: Type.Union([Type.String(), Type.Null()]), last_id: Type.Union([Type.String(), Type.Null()]),
+})

@@ -37,6 +37,11 @@ export function openAiModel (r: ModelRecord) {
   return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
 }
 
+/** Anthropic's model object: its SDKs list models with `anthropic-version` set. */
+export function anthropicModel (r: ModelRecord) {
+  return { type: 'model' as const, id: r.name, display_name: r.name, created_at: r.modified_at }
+}
+
 /** `7.6B`, `135M`, as Ollama writes parameter sizes. */
 function formatParameterCount (count: number | null): string | null {
   if (count === null) return null

@@ -14,6 +14,8 @@ export const REALISTIC = {
   qwen25: { vocab: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct', eosToken: '<|im_end|>' },
   /** DeepSeek-R1-Distill-Qwen's template: the answer opens with <think>, so what follows is reasoning. */
   r1: { vocab: 'qwen2', template: 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B', eosToken: '<|endoftext|>' },
+  /** Qwen3's template: thinking on by default, off with `enable_thinking: false` (an empty think block). */
+  qwen3: { vocab: 'qwen2', template: 'Qwen-Qwen3-0.6B', eosToken: '<|im_end|>' },
   /**
    * Qwen2.5 steered to call a tool: it opens `<tool_call>` and a newline at once (llama-server's grammar then
    * writes a call to one of the request's tools), and ends its turn after `</tool_call>`. Without tools it
@@ -38,12 +40,13 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   qwen25: (file, src) => writeRealisticModel({ ...REALISTIC.qwen25, file, llamaCppSrc: src, name: 'tiny qwen25' }),
   r1: (file, src) => writeRealisticModel({ ...REALISTIC.r1, file, llamaCppSrc: src, name: 'tiny r1' }),
   caller: (file, src) => writeRealisticModel({ ...REALISTIC.caller, file, llamaCppSrc: src, name: 'tiny tool caller' }),
+  qwen3: (file, src) => writeRealisticModel({ ...REALISTIC.qwen3, file, llamaCppSrc: src, name: 'tiny qwen3' }),
   bert: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'embedding', name: 'tiny bert' }),
   reranker: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'reranker', name: 'tiny reranker' }),
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 
