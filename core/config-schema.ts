@@ -39,6 +39,7 @@ export const ConfigSchema = Type.Object({
     preload: Type.Optional(Type.Boolean()),
     keep_alive: Type.Optional(Duration),
     rpc: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names of rpc.workers this model is split across' })),
+    aliases: Type.Optional(Type.Array(Type.String({ pattern: '^\\S{1,200}$' }), { description: 'other names requests may use for this model (what an agent asks for: claude-sonnet-4-5, gpt-5-codex)' })),
     tensor_split: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { minItems: 1, description: 'the share of the layers on each device, in llama-server\'s device order (RPC workers first)' })),
   }, { additionalProperties: false }), { default: {} }),
   rpc: Type.Object({

@@ -41,6 +41,8 @@ export interface Config {
   shutdown: { drainTimeoutMs: number }
   /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
   rpc: { workers: Array<{ name: string, endpoint: HostPort, allowPublic: boolean }> }
+  /** Other names for models (`models.<name>.aliases`, `LLAMAGATE_ALIASES`), by their lower case, each with its model. */
+  aliases: Record<string, string>
   /** The config file that was read, or null when none was. */
   configFile: string | null
 }
@@ -81,6 +83,7 @@ const ENV_KEYS: Array<{ name: string, key: string[], parse?: (v: string) => unkn
   { name: 'LLAMAGATE_MAX_LOADED_MODELS', key: ['limits', 'max_loaded_models'], parse: numberOrText },
   { name: 'LLAMAGATE_MAX_QUEUE', key: ['limits', 'queue_length'], parse: numberOrText },
   { name: 'LLAMAGATE_NUM_CTX', key: ['default_options', 'num_ctx'], parse: numberOrText },
+  { name: 'LLAMAGATE_ALIASES', key: ['__aliases'], parse: list },
   { name: 'LLAMAGATE_API_KEYS', key: ['auth', 'api_keys'], parse: list },
   { name: 'LLAMAGATE_ALLOWED_HOSTS', key: ['allowed_hosts'], parse: list },
   { name: 'LLAMA_CPP_SRC', key: ['llama_cpp_src'] },
@@ -125,10 +128,12 @@ export function resolveConfig (layers: Layer[], configFile: string | null = null
   }
   const extraOrigins = layers.find((l) => l.source === 'environment')?.values.__extra_origins
   delete merged.__extra_origins
+  const envAliases = layers.find((l) => l.source === 'environment')?.values.__aliases
+  delete merged.__aliases
   if (!validate(merged)) throw new ConfigError(describeErrors(validate.errors ?? [], merged, sources))
   const raw = merged as RawConfig
   if (Array.isArray(extraOrigins)) raw.cors.origins.push(...(extraOrigins as string[]))
-  return toConfig(raw, configFile, sources)
+  return toConfig(raw, configFile, sources, Array.isArray(envAliases) ? envAliases as string[] : [])
 }
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false })
@@ -264,7 +269,7 @@ function sourceOf (path: string[], sources: Map<string, string>): string | undef
   return undefined
 }
 
-function toConfig (raw: RawConfig, configFile: string | null, sources: Map<string, string>): Config {
+function toConfig (raw: RawConfig, configFile: string | null, sources: Map<string, string>, envAliases: string[]): Config {
   const base = configFile ? dirname(configFile) : process.cwd()
   const problems: string[] = []
   const duration = (key: string, value: unknown): number => {
@@ -314,6 +319,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     })),
     shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
     rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
+    aliases: modelAliases(raw.models, envAliases, problems),
     configFile,
   }
   const workerNames = new Set(config.rpc.workers.map((w) => w.name))
@@ -339,6 +345,31 @@ function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: 
     }
     return [name, config]
   }))
+}
+
+/**
+ * The aliases of config.yaml's models and of `LLAMAGATE_ALIASES` (`alias=owner/name`, comma-separated; the
+ * environment's win), by their lower case. One alias naming two models is a mistake.
+ */
+function modelAliases (models: RawConfig['models'], fromEnv: string[], problems: string[]): Record<string, string> {
+  const aliases: Record<string, string> = {}
+  const owner: Record<string, string> = {}
+  for (const [model, m] of Object.entries(models)) {
+    for (const alias of m.aliases ?? []) {
+      const key = alias.toLowerCase()
+      if (owner[key] !== undefined && owner[key] !== model) problems.push(`models.${model}.aliases: "${alias}" is already an alias of ${owner[key]}`)
+      owner[key] = model
+      aliases[key] = model
+    }
+  }
+  for (const pair of fromEnv) {
+    const eq = pair.indexOf('=')
+    const alias = pair.slice(0, eq).trim()
+    const model = pair.slice(eq + 1).trim()
+    if (eq < 1 || model === '' || /\s/.test(alias)) { problems.push(`LLAMAGATE_ALIASES: "${pair}" is not alias=owner/name`); continue }
+    aliases[alias.toLowerCase()] = model
+  }
+  return aliases
 }
 
 /**

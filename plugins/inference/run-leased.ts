@@ -1,7 +1,6 @@
 import { ContextExceededError } from '../../core/errors.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import type { Logger } from '../../core/logger.js'
-import { parseModelName } from '../../core/model-name.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
 import { upstreamFailure } from './upstream-failure.js'
 
@@ -47,9 +46,8 @@ export interface LeasedRun<T> extends LeaseAsk {
 // A prompt refused as too long runs again at most this often: a larger context, then the surface's shortenings.
 const MAX_REFITS = 8
 
-/** A surface's ask as the scheduler takes it: the name checked, keep_alive read. @throws BadRequestError, InvalidModelNameError */
+/** A surface's ask as the scheduler takes it: keep_alive read. @throws BadRequestError */
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireRequest {
-  parseModelName(ask.model)
   return {
     options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
     purpose: ask.purpose, log: ask.log, signal,
@@ -65,8 +63,10 @@ export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireReq
  * returned then); before it opened, it is thrown too, so that the client still gets a real status.
  */
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
+  // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
+  const model = leases.modelName(run.model)
   const request = acquireRequest(run, run.signal)
-  let lease = await leases.acquire(run.model, request)
+  let lease = await leases.acquire(model, request)
   try {
     for (let attempt = 0; ; attempt++) {
       try {
@@ -76,7 +76,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
         const fit = await lease.fitPrompt(err.promptTokens)
         if (fit.grown) {
           lease.release()
-          lease = await leases.acquire(run.model, request)
+          lease = await leases.acquire(model, request)
         } else if (!run.shorten?.(err)) {
           throw new ContextExceededError(err.promptTokens, fit.limit, fit.why)
         }

@@ -56,6 +56,8 @@ export type FitResult = { grown: true, contextLength: number } | { grown: false,
 
 /** What a surface asks of the scheduler. */
 export interface LeaseSource {
+  /** The stored name a request's model reaches (an alias's model). @throws InvalidModelNameError, ModelNotFoundError */
+  modelName(name: string): string
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   acquire(name: string, request?: AcquireRequest): Promise<Lease>
 }

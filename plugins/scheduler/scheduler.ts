@@ -52,6 +52,10 @@ export class Scheduler implements LeaseSource {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
   }
 
+  modelName (name: string): string {
+    return this.deps.store.get(name).name
+  }
+
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()

@@ -11,7 +11,7 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   // An import by the CLI while the server runs shows up without a restart.
-  const store = await openStore(app.config.modelsDir, { log: app.log, followChanges: true })
+  const store = await openStore(app.config.modelsDir, { log: app.log, followChanges: true, aliases: app.config.aliases })
   app.addHook('onClose', async () => { store.close() })
   app.decorate('store', store)
 }, { name: 'storage', dependencies: ['security'] })

@@ -32,6 +32,11 @@ interface ModelStoreOptions {
   changes?: ChangeFeedOptions
   /** Where to report what the store skips (a broken manifest) or cannot do (watch the folder). @default nothing */
   onWarning?: (message: string) => void
+  /**
+   * Other names for stored models (config.yaml's `models.<name>.aliases`): the names agents ask for
+   * (`claude-sonnet-4-5`), by their lower case, each with the model it reaches. A stored model's own name wins.
+   */
+  aliases?: Readonly<Record<string, string>>
 }
 
 /**
@@ -53,6 +58,8 @@ export class ModelStore {
   private readonly pending = new Set<string>()
   private draining: Promise<void> | null = null
   private readonly creation = new ModelCreation(this)
+  /** Other names for stored models, by their lower case (see ModelStoreOptions). */
+  readonly aliases: Readonly<Record<string, string>>
   /** Uploads for `/api/create`, by digest. */
   readonly blobs: BlobStore
 
@@ -60,6 +67,7 @@ export class ModelStore {
     this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
     this.lockWaitMs = options.lockWaitMs ?? 600_000
     this.warn = options.onWarning ?? (() => {})
+    this.aliases = options.aliases ?? {}
     this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'), options.changes)
     this.blobs = new BlobStore(join(modelsDir, STATE_DIR))
   }
@@ -109,16 +117,33 @@ export class ModelStore {
     return this.sorted
   }
 
-  /** Case-insensitive, as on the hub; a `:tag` is ignored. @throws InvalidModelNameError */
+  /** Case-insensitive, as on the hub; a `:tag` is ignored; an alias reaches its model. @throws InvalidModelNameError */
   find (name: string): ModelRecord | null {
+    const alias = this.aliasOf(name)
+    // A stored model's own name wins over an alias; an alias is not a model name, so it may be any string.
+    if (alias !== undefined) return this.findStored(name) ?? this.records.get(modelKey(parseModelName(alias).id)) ?? null
     return this.records.get(modelKey(parseModelName(name).id)) ?? null
   }
 
-  /** @throws InvalidModelNameError, ModelNotFoundError */
+  /** @throws InvalidModelNameError, ModelNotFoundError (naming an alias's model) */
   get (name: string): ModelRecord {
     const record = this.find(name)
-    if (!record) throw new ModelNotFoundError(parseModelName(name).id)
+    if (!record) throw new ModelNotFoundError(parseModelName(this.aliasOf(name) ?? name).id)
     return record
+  }
+
+  private aliasOf (name: string): string | undefined {
+    const key = name.toLowerCase()
+    return Object.hasOwn(this.aliases, key) ? this.aliases[key] : undefined
+  }
+
+  /** The stored model of that name, undefined when the name is not a valid one or nothing is stored under it. */
+  private findStored (name: string): ModelRecord | undefined {
+    try {
+      return this.records.get(modelKey(parseModelName(name).id))
+    } catch {
+      return undefined
+    }
   }
 
   /**

@@ -6,9 +6,9 @@ import { ModelStore } from './model-store.js'
  * (anything half-written found and dealt with), its warnings logged. The server also follows other
  * processes' changes (an import by the CLI shows up without a restart); a one-shot command does not need to.
  */
-export async function openStore (modelsDir: string, options: { log?: Pick<Logger, 'warn'>, followChanges?: boolean } = {}): Promise<ModelStore> {
+export async function openStore (modelsDir: string, options: { log?: Pick<Logger, 'warn'>, followChanges?: boolean, aliases?: Readonly<Record<string, string>> } = {}): Promise<ModelStore> {
   const { log } = options
-  const store = new ModelStore(modelsDir, log ? { onWarning: (message) => log.warn(message) } : {})
+  const store = new ModelStore(modelsDir, { ...(log ? { onWarning: (message: string) => log.warn(message) } : {}), ...(options.aliases ? { aliases: options.aliases } : {}) })
   await store.init()
   if (options.followChanges === true) await store.watchChanges()
   return store
