@@ -57,6 +57,29 @@ export interface RealisticModelOptions {
    * `<tool_call>` and `</tool_call>`, which the qwen2 vocabulary in llama.cpp's tree lacks.
    */
   addedTokens?: string[]
+  /**
+   * Rules that hold wherever a marker token stands anywhere before, whatever the token just before: what the
+   * model says next (`next`, with fallbacks, as in `steering`) once a tool's result is in the conversation, or
+   * once tools were offered. Each takes a key/value head of the first layer (at most `nHeadKv` switches) whose
+   * query is one constant, from the query bias (so qwen2 only), and whose key sees only the marker, so that
+   * every later position attends to the marker wherever it stands. `strength` is the pull relative to a
+   * `steering` rule's: below 1, the rule for the token just before wins where both name a token.
+   */
+  switches?: Switch[]
+  /**
+   * How far the steered tokens' logits stand above the rest and apart from each other (a fallback's gap too):
+   * a multiple of the output rows' pull. At 1 a fallback is about 3 below the token before it, which sampling
+   * at temperature 1 may still pick now and then. @default 1
+   */
+  steeringGain?: number
+}
+
+/** See {@link RealisticModelOptions.switches}. */
+export interface Switch {
+  /** The marker token's text, as the vocabulary spells it (add it with `addedTokens` if it is missing). */
+  marker: string
+  next: string | string[]
+  strength: number
 }
 
 export async function writeRealisticModel (options: RealisticModelOptions): Promise<{ file: string, bytes: number, vocabSize: number }> {
@@ -116,15 +139,32 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
     return found
   }
   const steering = Object.entries(options.steering ?? {}).map(([before, next]) => ({ before: before === '*' ? null : id(before), next: [next].flat().map(id) }))
-  const embedding = t('token_embd.weight', [tokens.length, nEmbd], 0.5)
-  const tensors: Tensor[] = [steering.length === 0 ? embedding : steeredEmbedding(embedding, steering)]
+  const switches = (options.switches ?? []).map((s, i) => ({
+    marker: id(s.marker), next: [s.next].flat().map(id), strength: s.strength,
+    // After the steering rules' directions; the markers' from the other end, clear of them all.
+    direction: steering.length + 1 + i, markerDirection: nEmbd - 1 - i,
+  }))
+  if (switches.length > 0 && !biased) throw new Error('switches need the query bias of the qwen2 architecture')
+  if (switches.length > nHeadKv) throw new Error(`at most ${nHeadKv} switches (one key/value head each)`)
+  if (steering.length + 2 * switches.length >= nEmbd) throw new Error(`at most ${nEmbd - 1} directions for ${nEmbd} dimensions: each steering rule takes one, each switch two`)
+  const rules = [...steering, ...switches]
+  const random = t('token_embd.weight', [tokens.length, nEmbd], 0.5)
+  const marked = switches.length === 0 ? random : markedEmbedding(random, switches)
+  const embedding = steering.length === 0 ? marked : steeredEmbedding(marked, steering)
+  const tensors: Tensor[] = [embedding]
   for (let b = 0; b < nLayer; b++) {
+    tensors.push(t(`blk.${b}.attn_norm.weight`, [nEmbd]))
+    if (b === 0 && switches.length > 0) {
+      tensors.push(...switchAttention(switches, { embedding, nHead, nHeadKv, headDim }))
+    } else {
+      tensors.push(
+        t(`blk.${b}.attn_q.weight`, [nEmbd, nEmbd], 0.08), ...biases(`blk.${b}.attn_q.bias`, nEmbd),
+        t(`blk.${b}.attn_k.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_k.bias`, kvWidth),
+        t(`blk.${b}.attn_v.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_v.bias`, kvWidth),
+        t(`blk.${b}.attn_output.weight`, [nEmbd, nEmbd], 0.08),
+      )
+    }
     tensors.push(
-      t(`blk.${b}.attn_norm.weight`, [nEmbd]),
-      t(`blk.${b}.attn_q.weight`, [nEmbd, nEmbd], 0.08), ...biases(`blk.${b}.attn_q.bias`, nEmbd),
-      t(`blk.${b}.attn_k.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_k.bias`, kvWidth),
-      t(`blk.${b}.attn_v.weight`, [kvWidth, nEmbd], 0.08), ...biases(`blk.${b}.attn_v.bias`, kvWidth),
-      t(`blk.${b}.attn_output.weight`, [nEmbd, nEmbd], 0.08),
       t(`blk.${b}.ffn_norm.weight`, [nEmbd]),
       t(`blk.${b}.ffn_gate.weight`, [nFf, nEmbd], 0.08),
       t(`blk.${b}.ffn_up.weight`, [nFf, nEmbd], 0.08),
@@ -132,7 +172,7 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
     )
   }
   tensors.push(t('output_norm.weight', [nEmbd]))
-  if (steering.length > 0) tensors.push(steeredOutput(t('output.weight', [tokens.length, nEmbd], 0.5), steering))
+  if (rules.length > 0) tensors.push(steeredOutput(t('output.weight', [tokens.length, nEmbd], 0.5), rules, options.steeringGain ?? 1))
   const bytes = await writeGguf(options.file, kv, tensors)
   return { file: options.file, bytes, vocabSize: tokens.length }
 }
@@ -167,11 +207,15 @@ function hadamard (row: number, column: number): number {
   return parity ? -1 : 1
 }
 
-/** One direction per steering rule (Hadamard rows 1, 2, ...), and the output rows that point along each. */
-function directions (steering: Steer[], width: number): Array<{ row: number, token: number, strength: number }> {
+/**
+ * One direction per steering rule (Hadamard rows 1, 2, ...), then one per switch, and the output rows that point
+ * along each.
+ */
+function directions (steering: Array<{ next: number[] }>, width: number, gain: number): Array<{ row: number, token: number, strength: number }> {
   if (steering.length >= width) throw new Error(`at most ${width - 1} steering rules for ${width} dimensions`)
-  // Each fallback a logit about 3 below the one before it: far enough to lose, near enough to win where it may.
-  return steering.flatMap((s, i) => s.next.map((token, k) => ({ row: i + 1, token, strength: 0.5 - 0.05 * k })))
+  // Each fallback a logit about 3 (times the gain) below the one before it: far enough to lose, near enough to
+  // win where it may.
+  return steering.flatMap((s, i) => s.next.map((token, k) => ({ row: i + 1, token, strength: gain * (0.5 - 0.05 * k) })))
 }
 
 function steeredEmbedding (embedding: Tensor, steering: Steer[]): Tensor {
@@ -191,9 +235,9 @@ function steeredEmbedding (embedding: Tensor, steering: Steer[]): Tensor {
   }
 }
 
-function steeredOutput (output: Tensor, steering: Steer[]): Tensor {
+function steeredOutput (output: Tensor, steering: Array<{ next: number[] }>, gain: number): Tensor {
   const width = output.shape.at(-1)!
-  const rows = directions(steering, width)
+  const rows = directions(steering, width, gain)
   return {
     ...output,
     fillRows: (first, out) => {
@@ -209,4 +253,82 @@ function steeredOutput (output: Tensor, steering: Steer[]): Tensor {
       }
     },
   }
+}
+
+/** A switch as writeRealisticModel resolves it: token ids, and the Hadamard rows of its two directions. */
+interface ResolvedSwitch { marker: number, next: number[], strength: number, direction: number, markerDirection: number }
+
+// A marker's embedding gets one Hadamard row of its own (norm 8), and every other embedding loses what its random
+// part had along it: a switch head's key and value read that row alone, so they are exactly zero away from markers.
+const MARK = 1
+
+function markedEmbedding (embedding: Tensor, switches: ResolvedSwitch[]): Tensor {
+  const width = embedding.shape.at(-1)!
+  return {
+    ...embedding,
+    fillRows: (first, out) => {
+      embedding.fillRows(first, out)
+      for (let r = 0; r * width < out.length; r++) {
+        const row = out.subarray(r * width, (r + 1) * width)
+        for (const s of switches) {
+          let along = 0
+          for (let i = 0; i < width; i++) along += row[i]! * hadamard(s.markerDirection, i)
+          const keep = first + r === s.marker ? MARK : 0
+          for (let i = 0; i < width; i++) row[i]! += (keep - along / width) * hadamard(s.markerDirection, i)
+        }
+      }
+    },
+  }
+}
+
+// What a switch head's query and a marker's key multiply to (the scores of other positions are 0): e^32 against
+// at most 32768 positions of e^0 leaves the marker all the attention but a part in 10^9.
+const MARKER_SCORE = 32
+const MARKER_KEY = 8
+
+/**
+ * The first layer's attention, all of it switches: switch i takes key/value head i and the first query head of
+ * its group (the group's other query heads and the heads no switch takes write nothing). The query is the bias
+ * alone, in the first component of the head's slowest rotary pair (qwen2 turns dimensions j and j + half
+ * together, the last pair slowest: 32768 positions turn it by 0.18 radian at rope base 1e6), so it is the same
+ * at every position and the score is nearly so; the key and the value read the marker's direction, scaled by
+ * what the first RMSNorm leaves of it on the marker, so the value is 1 at the marker and the output projection
+ * writes `strength` times a steering rule's pull along the switch's direction.
+ */
+function switchAttention (switches: ResolvedSwitch[], m: { embedding: Tensor, nHead: number, nHeadKv: number, headDim: number }): Tensor[] {
+  const width = m.embedding.shape.at(-1)!
+  const group = m.nHead / m.nHeadKv
+  const slow = m.headDim / 2 - 1
+  const q = new Float32Array(width)
+  const k = new Float32Array(m.headDim * m.nHeadKv * width)
+  const v = new Float32Array(k.length)
+  const o = new Float32Array(width * width)
+  for (const [i, s] of switches.entries()) {
+    const row = new Float32Array(width)
+    m.embedding.fillRows(s.marker, row)
+    const rms = Math.sqrt(row.reduce((sum, x) => sum + x * x, 0) / width + 1e-6)
+    // What the marker's normalized embedding has along its direction's unit vector.
+    const along = row.reduce((sum, x, j) => sum + x * hadamard(s.markerDirection, j), 0) / Math.sqrt(width) / rms
+    const head = i * group
+    q[head * m.headDim + slow] = MARKER_SCORE * Math.sqrt(m.headDim) / MARKER_KEY
+    for (let j = 0; j < width; j++) {
+      const unit = hadamard(s.markerDirection, j) / Math.sqrt(width)
+      k[(i * m.headDim + slow) * width + j] = unit * MARKER_KEY / along
+      v[i * m.headDim * width + j] = unit / along
+      o[j * width + head * m.headDim] = STEER * s.strength * hadamard(s.direction, j)
+    }
+  }
+  const kvWidth = m.headDim * m.nHeadKv
+  return [
+    dense('blk.0.attn_q.weight', [width, width], 'f16', new Float32Array(width * width)), dense('blk.0.attn_q.bias', [width], 'f32', q),
+    dense('blk.0.attn_k.weight', [kvWidth, width], 'f16', k), dense('blk.0.attn_k.bias', [kvWidth], 'f32', new Float32Array(kvWidth)),
+    dense('blk.0.attn_v.weight', [kvWidth, width], 'f16', v), dense('blk.0.attn_v.bias', [kvWidth], 'f32', new Float32Array(kvWidth)),
+    dense('blk.0.attn_output.weight', [width, width], 'f16', o),
+  ]
+}
+
+/** A tensor of the given values. */
+function dense (name: string, shape: number[], dtype: Tensor['dtype'], values: Float32Array): Tensor {
+  const width = shape.at(-1)!
+  return { name, shape, dtype, fillRows: (first, out) => out.set(values.subarray(first * width, first * width + out.length)) }
 }

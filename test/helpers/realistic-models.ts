@@ -28,6 +28,32 @@ export const REALISTIC = {
     addedTokens: ['<tool_call>', '</tool_call>'],
     steering: { '*': ['<tool_call>', '</tool_call>'], '<tool_call>': 'Ċ', '</tool_call>': '<|im_end|>' },
   },
+  /**
+   * Qwen2.5 steered through an agent's loop, trained on 32768 tokens of context. With tools and no tool result
+   * it calls a tool as `caller` does (the call's strings and optional parts left empty, so any schema closes at
+   * once) and ends its turn; once a `<tool_response>` is in the conversation, and without tools, it answers
+   * "Done" and ends its turn. The prompt's last token is the same in all three (the newline after
+   * `<|im_start|>assistant`): attention to markers earlier in the prompt tells them apart. The tools marker
+   * is `<tool_call>`, which Qwen2.5's template writes into the system prompt with the tools.
+   */
+  agent: {
+    vocab: 'qwen2',
+    template: 'Qwen-Qwen2.5-7B-Instruct',
+    eosToken: '<|im_end|>',
+    nCtxTrain: 32_768,
+    // A turn's "Done" leads its <tool_call> fallback by about 6 (not 3): out of sampling's reach at temperature 1.
+    steeringGain: 2,
+    addedTokens: ['<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>'],
+    // After the newline that opens a turn, "Done" just ahead of <tool_call>: the tools switch tips it over.
+    steering: { 'Ċ': ['Done', '<tool_call>'], '<tool_call>': 'Ċ', '</tool_call>': '<|im_end|>', Done: '<|im_end|>' },
+    switches: [
+      // Inside a call: close a string, then an array or object, then the call; ahead of <tool_call>, which a
+      // JSON string would take as text.
+      { marker: '<tool_call>', next: ['"', '}', ']', '</tool_call>', '<tool_call>', '{'], strength: 0.75 },
+      // Above the tools switch; below the rules for the token just before (after "Done", the end of turn).
+      { marker: '<tool_response>', next: 'Done', strength: 0.75 },
+    ],
+  },
 } satisfies Record<string, Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>>
 
 /** Every fixture: the chat models above, a BERT embedder and reranker (bge's vocabulary), and a vision projector. */
@@ -41,12 +67,13 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   r1: (file, src) => writeRealisticModel({ ...REALISTIC.r1, file, llamaCppSrc: src, name: 'tiny r1' }),
   caller: (file, src) => writeRealisticModel({ ...REALISTIC.caller, file, llamaCppSrc: src, name: 'tiny tool caller' }),
   qwen3: (file, src) => writeRealisticModel({ ...REALISTIC.qwen3, file, llamaCppSrc: src, name: 'tiny qwen3' }),
+  agent: (file, src) => writeRealisticModel({ ...REALISTIC.agent, file, llamaCppSrc: src, name: 'tiny agent' }),
   bert: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'embedding', name: 'tiny bert' }),
   reranker: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'reranker', name: 'tiny reranker' }),
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 
