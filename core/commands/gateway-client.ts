@@ -34,7 +34,7 @@ function reasonOf (err: unknown): string {
  * failure turned into ServerUnreachableError or ServerError with a sentence a person can act on.
  */
 export class GatewayClient {
-  constructor (readonly url: string, private readonly apiKey?: string) {}
+  constructor (readonly url: string, readonly apiKey?: string) {}
 
   private headers (extra: Record<string, string> = {}): Record<string, string> {
     return {

@@ -3,6 +3,7 @@ import type { Command } from './command.js'
 import { copy } from './copy.js'
 import { create } from './create.js'
 import { doctor } from './doctor.js'
+import { launch } from './launch.js'
 import { list } from './list.js'
 import { ps } from './ps.js'
 import { pull } from './pull.js'
@@ -24,6 +25,7 @@ const CORE_COMMANDS: Command[] = [
   remove,
   stop,
   create,
+  launch,
   doctor,
 ]
 

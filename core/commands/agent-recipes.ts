@@ -1,0 +1,90 @@
+/** What an agent needs to reach this server: where, with which key, which model, and how long a context it has. */
+export interface AgentWiring {
+  /** The server's URL, no trailing slash. */
+  url: string
+  /** The key it sends (LLAMAGATE_API_KEY, or a placeholder where the server has none: agents insist on one). */
+  key: string
+  model: string
+  /** The model's trained context, for agents that budget their prompts by it. */
+  contextLength: number | null
+}
+
+/** How one coding agent is started against llamagate with only its own documented settings. */
+export interface AgentRecipe {
+  /** The program on PATH. */
+  command: string
+  /** Its npm package, for the "not installed" hint. */
+  npmPackage: string
+  env(wiring: AgentWiring): Record<string, string>
+  args(wiring: AgentWiring): string[]
+}
+
+/** Codex reads its provider from config.toml; `-c key=value` sets the same keys (TOML values) for one run. */
+function codexConfig (values: Record<string, string>): string[] {
+  return Object.entries(values).flatMap(([key, value]) => ['-c', `${key}=${JSON.stringify(value)}`])
+}
+
+/**
+ * The agents `llamagate launch` wires up, each as its own docs say: Claude Code through Anthropic's variables (every
+ * model tier set, so its side requests stay here too), Codex through a model provider of Responses' wire API (the
+ * only one it speaks), opencode through its inline config with an OpenAI-compatible provider, Qwen Code through its
+ * OpenAI flags.
+ */
+export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
+  claude: {
+    command: 'claude',
+    npmPackage: '@anthropic-ai/claude-code',
+    env: ({ url, key, model }) => ({
+      ANTHROPIC_BASE_URL: url,
+      ANTHROPIC_AUTH_TOKEN: key,
+      ANTHROPIC_MODEL: model,
+      ANTHROPIC_DEFAULT_OPUS_MODEL: model,
+      ANTHROPIC_DEFAULT_SONNET_MODEL: model,
+      ANTHROPIC_DEFAULT_HAIKU_MODEL: model,
+      ANTHROPIC_SMALL_FAST_MODEL: model,
+      // Its preflight and telemetry go to Anthropic's hosts, which a local setup need not reach.
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+    }),
+    args: () => [],
+  },
+  codex: {
+    command: 'codex',
+    npmPackage: '@openai/codex',
+    env: ({ key }) => ({ LLAMAGATE_API_KEY: key }),
+    args: ({ url, model }) => [
+      ...codexConfig({
+        model_provider: 'llamagate',
+        'model_providers.llamagate.name': 'llamagate',
+        'model_providers.llamagate.base_url': `${url}/v1`,
+        'model_providers.llamagate.env_key': 'LLAMAGATE_API_KEY',
+        'model_providers.llamagate.wire_api': 'responses',
+      }),
+      '-m', model,
+    ],
+  },
+  opencode: {
+    command: 'opencode',
+    npmPackage: 'opencode-ai',
+    env: ({ url, key, model, contextLength }) => ({
+      OPENCODE_CONFIG_CONTENT: JSON.stringify({
+        model: `llamagate/${model}`,
+        small_model: `llamagate/${model}`,
+        provider: {
+          llamagate: {
+            npm: '@ai-sdk/openai-compatible',
+            name: 'llamagate',
+            options: { baseURL: `${url}/v1`, apiKey: key },
+            models: { [model]: { name: model, ...(contextLength !== null ? { limit: { context: contextLength, output: Math.min(8192, Math.floor(contextLength / 4)) } } : {}) } },
+          },
+        },
+      }),
+    }),
+    args: () => [],
+  },
+  qwen: {
+    command: 'qwen',
+    npmPackage: '@qwen-code/qwen-code',
+    env: () => ({}),
+    args: ({ url, key, model }) => ['--auth-type', 'openai', '--openai-base-url', `${url}/v1`, '--openai-api-key', key, '-m', model],
+  },
+}

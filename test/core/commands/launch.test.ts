@@ -1,0 +1,53 @@
+import { chmod, readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { tempDir } from '../../helpers/app.js'
+import { importLongContextModel, serveTinyModels } from '../../helpers/inference.js'
+import { runCli } from '../../helpers/serve-process.js'
+
+// `llamagate launch <agent>`: each agent wired to the server with its own documented settings. The agents
+// themselves run against a real server in `npm run e2e:agents` (docs/e2e-agents.md); here a stand-in on PATH
+// records what it was started with.
+
+t.test('launch: --print for each agent; the agent started with that environment and arguments, its exit code kept', async (t) => {
+  const { app, url } = await serveTinyModels(t, ['acme/tiny'])
+  await importLongContextModel(t, app, 'acme/long', 32_768)
+  const printed = async (agent: string, ...more: string[]): Promise<string> => {
+    const res = await runCli(['launch', agent, '--model', 'acme/long', '--host', url, '--print', ...more])
+    t.equal(res.code, 0, res.stderr)
+    return res.stdout
+  }
+  const claude = await printed('claude')
+  for (const line of [`export ANTHROPIC_BASE_URL=${url}`, 'export ANTHROPIC_AUTH_TOKEN=llamagate', 'export ANTHROPIC_MODEL=acme/long', 'export ANTHROPIC_DEFAULT_HAIKU_MODEL=acme/long', 'export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1']) t.match(claude, `${line}\n`)
+  t.match(claude, /\nclaude\n$/)
+  const codex = await printed('codex')
+  t.match(codex, `-c 'model_providers.llamagate.base_url="${url}/v1"'`)
+  t.match(codex, `-c 'model_providers.llamagate.wire_api="responses"' -m acme/long\n`, 'the only wire API Codex speaks')
+  const opencode = await printed('opencode')
+  const inline = JSON.parse(/^export OPENCODE_CONFIG_CONTENT='(.*)'$/m.exec(opencode)![1]!)
+  t.match(inline, { model: 'llamagate/acme/long', provider: { llamagate: { npm: '@ai-sdk/openai-compatible', options: { baseURL: `${url}/v1` }, models: { 'acme/long': { limit: { context: 32_768 } } } } } }, 'opencode told the model\'s trained context')
+  t.match(await printed('qwen', '--', '-p', 'hi there'), `qwen --auth-type openai --openai-base-url ${url}/v1 --openai-api-key llamagate -m acme/long -p 'hi there'\n`, 'arguments after -- go to the agent')
+  t.match(await runCli(['launch', 'claude', '--host', url, '--print']), { code: 0, stdout: /ANTHROPIC_MODEL=acme\/(long|tiny)\n/ }, 'without --model: the most recent model')
+
+  // A stand-in agent on PATH: what it was started with, and its exit code.
+  const bin = await tempDir(t)
+  const seen = join(bin, 'seen.txt')
+  await writeFile(join(bin, 'claude'), `#!/bin/sh\n{ env | grep -E '^(ANTHROPIC|CLAUDE)_' | sort; echo "args: $*"; } > '${seen}'\nexit 3\n`)
+  await chmod(join(bin, 'claude'), 0o755)
+  const started = await runCli(['launch', 'claude', '--model', 'acme/tiny', '--host', url, '--', '-p', 'hello'], { PATH: `${bin}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine' })
+  t.equal(started.code, 3, 'the agent\'s exit code')
+  const recorded = await readFile(seen, 'utf8')
+  t.match(recorded, `ANTHROPIC_AUTH_TOKEN=sk-mine\n`, 'the client\'s key')
+  t.match(recorded, `ANTHROPIC_BASE_URL=${url}\n`)
+  t.match(recorded, 'args: -p hello\n')
+
+  const missing = await runCli(['launch', 'codex', '--model', 'acme/tiny', '--host', url], { PATH: bin })
+  t.equal(missing.code, 127)
+  t.match(missing.stderr, 'codex is not installed (or not on PATH): npm install -g @openai/codex')
+  const unknown = await runCli(['launch', 'cursor', '--host', url])
+  t.equal(unknown.code, 2)
+  t.match(unknown.stderr, /unknown agent "cursor": one of claude, codex, opencode, qwen/)
+  const noModel = await runCli(['launch', 'claude', '--model', 'acme/none', '--host', url, '--print'])
+  t.equal(noModel.code, 1)
+  t.match(noModel.stderr, /model "acme\/none" not found/)
+})
