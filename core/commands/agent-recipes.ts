@@ -52,7 +52,9 @@ export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
     npmPackage: '@openai/codex',
     env: ({ key }) => ({ LLAMAGATE_API_KEY: key }),
     args: ({ url, model }) => [
+      // As config values too: they reach `codex exec` as well as the interactive session.
       ...codexConfig({
+        model,
         model_provider: 'llamagate',
         'model_providers.llamagate.name': 'llamagate',
         'model_providers.llamagate.base_url': `${url}/v1`,

@@ -21,6 +21,7 @@ t.test('launch: --print for each agent; the agent started with that environment 
   for (const line of [`export ANTHROPIC_BASE_URL=${url}`, 'export ANTHROPIC_AUTH_TOKEN=llamagate', 'export ANTHROPIC_MODEL=acme/long', 'export ANTHROPIC_DEFAULT_HAIKU_MODEL=acme/long', 'export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1']) t.match(claude, `${line}\n`)
   t.match(claude, /\nclaude\n$/)
   const codex = await printed('codex')
+  t.match(codex, `-c 'model="acme/long"'`)
   t.match(codex, `-c 'model_providers.llamagate.base_url="${url}/v1"'`)
   t.match(codex, `-c 'model_providers.llamagate.wire_api="responses"' -m acme/long\n`, 'the only wire API Codex speaks')
   const opencode = await printed('opencode')
