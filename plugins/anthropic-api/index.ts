@@ -13,6 +13,7 @@ const MESSAGES: PassthroughRoute = {
   topLevelOptions: { temperature: 'temperature', top_p: 'top_p', top_k: 'top_k', max_tokens: 'max_tokens' },
   // A Messages stream ends with `event: message_stop`, whose data is always the same.
   streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n'),
+  promptInHead: true,
 }
 const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null }
 

@@ -15,6 +15,8 @@ export interface PassthroughRoute {
   topLevelOptions: Readonly<Record<string, string>>
   /** The last bytes of a stream that finished (`data: [DONE]\n\n`); null when ending the body is the sign. */
   streamEnd: Buffer | null
+  /** The stream says its prompt's tokens only in its first event (Anthropic's message_start): keep its head. */
+  promptInHead?: boolean
 }
 
 export type PassthroughBody = Record<string, unknown> & { model: string, stream?: boolean, options?: Record<string, unknown> }
@@ -36,7 +38,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.
-  const progress: RelayProgress = { tailBytes: USAGE_TAIL_BYTES, tail: Buffer.alloc(0) }
+  const progress: RelayProgress = { tailBytes: USAGE_TAIL_BYTES, tail: Buffer.alloc(0), ...(route.promptInHead === true ? { headBytes: USAGE_TAIL_BYTES } : {}) }
   const answer = await runLeased(leases, {
     model: body.model,
     options,
@@ -58,7 +60,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
       // looked at, to tell a finished stream from one the runtime cut.
       await lease.endpoint.relay(route.path, JSON.stringify(runtimeBody), stream, progress, lease.signal)
       if (route.streamEnd !== null && !progress.tail.subarray(-route.streamEnd.length).equals(route.streamEnd)) throw new Error('the runtime ended the stream early')
-      countTokens(lease, progress.tail.toString('utf8'))
+      countTokens(lease, progress.tail.toString('utf8'), progress.head?.toString('utf8'))
       stream.end()
       return undefined
     },
@@ -72,7 +74,10 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
   return answer ?? reply
 }
 
-function countTokens (lease: Lease, answerEnd: string): void {
+function countTokens (lease: Lease, answerEnd: string, answerStart?: string): void {
   const usage = answerUsage(answerEnd)
-  if (usage !== null) lease.countTokens(usage.prompt ?? 0, usage.generated ?? 0)
+  // Only the first event of the head is the start: the next may already be the end, with other counts.
+  const firstEvent = answerStart?.split('\n\n', 1)[0]
+  const prompt = usage?.prompt ?? (firstEvent !== undefined ? answerUsage(firstEvent)?.prompt : null) ?? null
+  if (usage !== null) lease.countTokens(prompt ?? 0, usage.generated ?? 0)
 }

@@ -47,6 +47,10 @@ export interface RelayProgress {
   tail: Buffer
   /** Called once, as the first bytes of the body go to the client: llama-server sends them with the first token. */
   firstData?: () => void
+  /** How many of the first bytes of the body to keep in `head` (an Anthropic stream's prompt count is in its first event). @default 0 */
+  readonly headBytes?: number
+  /** The first bytes of the body, up to `headBytes`. */
+  head?: Buffer
 }
 
 /**
@@ -101,6 +105,8 @@ export function relayStream ({ name, address, path, payload, sink: stream, progr
         sentData = true
         progress.firstData?.()
       }
+      const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
+      if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), (framed ? ChunkFraming.payload(bytes) : bytes).subarray(0, wanted)])
       if (client !== null) {
         if (!client.write(bytes)) backOff(whenDrained(client))
       } else if (!stream.writeRaw(framed ? ChunkFraming.payload(bytes) : bytes)) {

@@ -55,6 +55,10 @@ t.test('Claude Code\'s body: accepted, streamed to message_stop; its system mess
   const text = await res.text()
   t.match(text, /^event: message_start\n/, 'Anthropic\'s events')
   t.match(text, /event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/)
+  // Its prompt's tokens, said only in message_start, are counted as the runtime reported them.
+  const started = JSON.parse(/event: message_start\ndata: (.*)\n/.exec(text)![1]!) as { message: { usage: { input_tokens: number, cache_read_input_tokens: number } } }
+  const metrics = await (await fetch(`${url}/metrics`)).text()
+  t.match(metrics, new RegExp(`llamagate_prompt_tokens_total\\{model="acme/qwen"\\} ${started.message.usage.input_tokens + started.message.usage.cache_read_input_tokens}\\n`), 'the prompt of a streamed Messages answer counted')
 
   // Folded into the system prompt: the same tokens as sending the text there, which a template takes.
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })

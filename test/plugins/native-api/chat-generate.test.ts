@@ -133,7 +133,7 @@ t.test('format: a JSON schema constrains the answer to it (the runtime\'s json_s
 t.test('a request the runtime refuses (a prompt longer than the context): 400 with its words, in the native shape', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 64, num_parallel: 1 } })
   for (const stream of [false, true]) {
-    const refused = await post(`${url}/api/chat`, { model: 'acme/tiny', stream, messages: [{ role: 'user', content: 'word '.repeat(400) }] })
+    const refused = await post(`${url}/api/chat`, { model: 'acme/tiny', stream, messages: [{ role: 'user', content: 'word '.repeat(3000) }] })
     t.equal(refused.status, 400, `stream ${stream}: 400, before any event`)
     const body = await refused.json() as Record<string, unknown>
     t.same(Object.keys(body), ['error'], 'the native shape')

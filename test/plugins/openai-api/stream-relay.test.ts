@@ -6,7 +6,7 @@ import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../
 
 t.test('a runtime that refuses a streamed request: its status and words, in OpenAI shape, before any event', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 64, num_parallel: 1 } })
-  const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: 'word '.repeat(400) }] })
+  const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: 'word '.repeat(3000) }] })
   t.equal(res.status, 400)
   t.match(res.headers.get('content-type'), /application\/json/)
   const body = await res.json() as any
