@@ -1,6 +1,9 @@
 import type { ErrorReply } from '../../core/error-shapes.js'
 import type { SurfaceSpec } from '../../core/surfaces.js'
 
+// The request field an error is about, where OpenAI names it (its SDKs and agents read `param`).
+const PARAM_OF_CODE: Readonly<Record<string, string>> = { previous_response_not_found: 'previous_response_id' }
+
 /** OpenAI's body, as its SDKs parse it: `{"error": {message, type, param, code}}`. */
 function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code'>): {
   error: { message: string, type: string, param: string | null, code: string | null }
@@ -9,7 +12,7 @@ function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'co
     error: {
       message: reply.message,
       type: reply.statusCode >= 500 ? 'server_error' : 'invalid_request_error',
-      param: null,
+      param: (reply.code !== null ? PARAM_OF_CODE[reply.code] : undefined) ?? null,
       code: reply.code,
     },
   }
