@@ -19,7 +19,6 @@ export interface ChatChunk {
     finish_reason?: string | null
   }>
   usage?: { prompt_tokens?: number, completion_tokens?: number, prompt_tokens_details?: { cached_tokens?: number } }
-  timings?: { prompt_n?: number, cache_n?: number, predicted_n?: number }
 }
 
 /** The tokens of an answer, in the Responses API's words. */
@@ -185,14 +184,11 @@ export class ResponseBuilder {
     return item.kind === 'message' ? { type: 'output_text', text, annotations: [], logprobs: [] } : { type: 'reasoning_text', text }
   }
 
+  // The run asks for `stream_options.include_usage`: llama-server's last chunk holds the usage (no choices).
   private readUsage (chunk: ChatChunk): void {
-    const { usage, timings } = chunk
+    const { usage } = chunk
     if (usage?.prompt_tokens !== undefined) {
       this.usage = usageOf(usage.prompt_tokens, usage.prompt_tokens_details?.cached_tokens ?? 0, usage.completion_tokens ?? 0)
-    } else if (timings?.prompt_n !== undefined && this.usage === null) {
-      // Without usage (an older runtime), the timings say the same: prompt_n counts only the tokens not cached.
-      const cached = timings.cache_n ?? 0
-      this.usage = usageOf(timings.prompt_n + cached, cached, timings.predicted_n ?? 0)
     }
   }
 
