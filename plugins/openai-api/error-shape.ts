@@ -1,6 +1,9 @@
 import type { ErrorReply } from '../../core/error-shapes.js'
 import type { SurfaceSpec } from '../../core/surfaces.js'
 
+// The request field an error is about, where OpenAI names it (its SDKs and agents read `param`).
+const PARAM_OF_CODE: Readonly<Record<string, string>> = { previous_response_not_found: 'previous_response_id' }
+
 /** OpenAI's body, as its SDKs parse it: `{"error": {message, type, param, code}}`. */
 function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'code' | 'details'>): {
   error: { message: string, type: string, param: string | null, code: string | null }
@@ -13,7 +16,7 @@ function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'co
         ? `This model's maximum context length is ${reply.details!.contextLength} tokens. However, your messages resulted in ${reply.details!.promptTokens} tokens. Please reduce the length of the messages.`
         : reply.message,
       type: reply.statusCode >= 500 ? 'server_error' : 'invalid_request_error',
-      param: tooLong ? 'messages' : null,
+      param: tooLong ? 'messages' : (reply.code !== null ? PARAM_OF_CODE[reply.code] : undefined) ?? null,
       code: reply.code,
     },
   }

@@ -49,17 +49,25 @@ export const CompletionBody = Type.Object({
   prompt: Type.Union([Type.String(), Type.Array(Type.String(), { minItems: 1, maxItems: 1 })]),
 })
 
-// The Responses API (`client.responses.create`): `input` is a string or a list of items; llama-server converts
-// it to a chat and answers in the Responses shapes. The fields the gateway reads itself:
+// The Responses API (`client.responses.create`): `input` is a string or a list of items, translated to a chat for
+// llama-server (responses-to-chat.ts). The fields the gateway reads itself; the rest are accepted and not used.
 export const ResponsesBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   input: Type.Union([Type.String(), Type.Array(Type.Object({}), { minItems: 1 })]),
   instructions: Type.Optional(Type.Union([Type.String(), Type.Null()])),
-  stream: Type.Optional(Type.Boolean()),
+  previous_response_id: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
+  store: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  stream: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   temperature: Type.Optional(Type.Union([Type.Number({ minimum: 0, maximum: 2 }), Type.Null()])),
   top_p: Type.Optional(Type.Union([Type.Number({ exclusiveMinimum: 0, maximum: 1 }), Type.Null()])),
   max_output_tokens: Type.Optional(Type.Union([Type.Integer({ minimum: 1 }), Type.Null()])),
-  tools: Type.Optional(Type.Array(Type.Object({ type: Type.String() }))),
+  tools: Type.Optional(Type.Union([Type.Array(Type.Object({ type: Type.String() })), Type.Null()])),
+  tool_choice: Type.Optional(Type.Union([Type.String(), Type.Object({ type: Type.String() }), Type.Null()])),
+  parallel_tool_calls: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
+  text: Type.Optional(Type.Union([Type.Object({ format: Type.Optional(Type.Object({ type: Type.String() })) }), Type.Null()])),
+  metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()])),
   options: Type.Optional(OptionsSchema),
   keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
 })
+
+export const ResponseIdParams = Type.Object({ id: Type.String({ minLength: 1 }) })

@@ -10,7 +10,9 @@ t.test('responses.create, not streamed: a response object with our model name an
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const response = await client.responses.create({ model: 'acme/tiny', input: 'hi', instructions: 'be brief', max_output_tokens: 5 })
   t.equal(response.object, 'response')
-  t.equal(response.status, 'completed')
+  // Cut at max_output_tokens, as OpenAI says it: incomplete, and why.
+  t.equal(response.status, 'incomplete')
+  t.same(response.incomplete_details, { reason: 'max_output_tokens' })
   t.equal(response.model, 'acme/tiny')
   const message = response.output.find((item) => item.type === 'message')
   t.ok(message, 'a message item in the output')
@@ -20,7 +22,7 @@ t.test('responses.create, not streamed: a response object with our model name an
   t.equal(response.usage?.output_tokens, 5, 'max_output_tokens honoured (ignore_eos from the defaults reached generation)')
 })
 
-t.test('responses.create streamed: events in order, ending with response.completed', async (t) => {
+t.test('responses.create streamed: events in order, ending with response.incomplete at max_output_tokens', async (t) => {
   const { url } = await serveTinyModels(t)
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const stream = await client.responses.create({ model: 'acme/tiny', input: [{ role: 'user', content: 'hello' }], max_output_tokens: 6, stream: true })
@@ -28,10 +30,10 @@ t.test('responses.create streamed: events in order, ending with response.complet
   let completed: OpenAI.Responses.Response | null = null
   for await (const event of stream) {
     types.push(event.type)
-    if (event.type === 'response.completed') completed = event.response
+    if (event.type === 'response.incomplete') completed = event.response
   }
   t.equal(types[0], 'response.created')
-  t.equal(types.at(-1), 'response.completed')
+  t.equal(types.at(-1), 'response.incomplete')
   t.ok(types.includes('response.output_text.delta'), 'text came as deltas')
   t.equal(completed?.model, 'acme/tiny')
   t.equal(completed?.usage?.output_tokens, 6)

@@ -1,0 +1,90 @@
+/** One item of a Responses conversation (a message, a function call, its output, reasoning), as OpenAI shapes it. */
+export type ResponseItem = Record<string, unknown>
+
+/** A response kept for `previous_response_id`, `item_reference` and `GET /v1/responses/{id}`. */
+export interface StoredResponse {
+  /** The response object as it was answered. */
+  response: Record<string, unknown> & { id: string, output: ResponseItem[] }
+  /** The model that answered: a response continues only with the same model. */
+  model: string
+  /** The whole conversation up to it: earlier turns' items, its own input items, its output items. */
+  conversation: readonly ResponseItem[]
+}
+
+export interface ResponseStoreOptions {
+  /** The most responses kept. @default 1000 */
+  maxResponses?: number
+  /** The most bytes kept, counted as each response's conversation and object in JSON. @default 64 MiB */
+  maxBytes?: number
+}
+
+interface Entry extends StoredResponse { bytes: number }
+
+/**
+ * Responses kept in memory for the stateful side of OpenAI's Responses API, least recently used dropped first
+ * once there are more than `maxResponses` or their conversations weigh more than `maxBytes`.
+ *
+ * Each response holds its whole conversation (the earlier turns' items are shared with its ancestor, not copied),
+ * so dropping an old response never breaks a later one that continued it. Each is counted with its whole
+ * conversation, which overstates what shared items cost: the budget bounds memory from above.
+ */
+export class ResponseStore {
+  private readonly maxResponses: number
+  private readonly maxBytes: number
+  // A Map keeps insertion order: a read moves the entry to the end, so the first is the least recently used.
+  private readonly entries = new Map<string, Entry>()
+  // The output items' ids, for `item_reference`: the response each is in.
+  private readonly itemOwners = new Map<string, string>()
+  private bytes = 0
+
+  constructor (options: ResponseStoreOptions = {}) {
+    this.maxResponses = options.maxResponses ?? 1000
+    this.maxBytes = options.maxBytes ?? 64 * 1024 * 1024
+  }
+
+  get size (): number { return this.entries.size }
+
+  get totalBytes (): number { return this.bytes }
+
+  /** Keeps a response, dropping the least recently used ones as needed. Returns false when it alone exceeds the budget. */
+  put (stored: StoredResponse): boolean {
+    const bytes = Buffer.byteLength(JSON.stringify(stored.conversation)) + Buffer.byteLength(JSON.stringify(stored.response))
+    if (bytes > this.maxBytes) return false
+    this.delete(stored.response.id)
+    this.entries.set(stored.response.id, { ...stored, bytes })
+    this.bytes += bytes
+    for (const item of stored.response.output) if (typeof item.id === 'string') this.itemOwners.set(item.id, stored.response.id)
+    while (this.entries.size > this.maxResponses || this.bytes > this.maxBytes) {
+      this.delete(this.entries.keys().next().value!)
+    }
+    return true
+  }
+
+  /** A stored response, or null when there is none of that id answered by `model` (any model when not given). */
+  get (id: string, model?: string): StoredResponse | null {
+    const entry = this.entries.get(id)
+    if (entry === undefined || (model !== undefined && entry.model !== model)) return null
+    this.entries.delete(id)
+    this.entries.set(id, entry)
+    return entry
+  }
+
+  /** An output item of a stored response of `model`, by its id; null when none is kept. */
+  item (id: string, model: string): ResponseItem | null {
+    const owner = this.itemOwners.get(id)
+    if (owner === undefined) return null
+    return this.get(owner, model)?.response.output.find((item) => item.id === id) ?? null
+  }
+
+  /** Forgets a response; false when there was none. */
+  delete (id: string): boolean {
+    const entry = this.entries.get(id)
+    if (entry === undefined) return false
+    this.entries.delete(id)
+    this.bytes -= entry.bytes
+    for (const item of entry.response.output) {
+      if (typeof item.id === 'string' && this.itemOwners.get(item.id) === id) this.itemOwners.delete(item.id)
+    }
+    return true
+  }
+}

@@ -1,0 +1,134 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import { clientGone } from '../../core/client-gone.js'
+import { toErrorReply } from '../../core/error-handler.js'
+import { RuntimeError } from '../../core/errors.js'
+import { EventStream } from '../../core/event-stream.js'
+import { runtimeSampling } from '../../runtimes/index.js'
+import { runLeased, type FailableStream } from '../inference/run-leased.js'
+import type { Lease, LeaseSource } from '../scheduler/lease.js'
+import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
+import type { ResponseItem, ResponseStore } from './response-store.js'
+import type { ChatRequest } from './responses-to-chat.js'
+
+/** OpenAI's Responses fields that are options of the contract (they win over `options`), each with the option it sets. */
+const RESPONSES_OPTIONS: Readonly<Record<string, string>> = { temperature: 'temperature', top_p: 'top_p', max_output_tokens: 'max_tokens' }
+
+/** One Responses request, read and translated: what the run needs. */
+export interface ResponsesRun {
+  /** The request's body as received (its settings are echoed in the response object). */
+  body: Record<string, unknown> & { model: string, stream?: boolean | null, store?: boolean | null, options?: Record<string, unknown>, keep_alive?: unknown }
+  /** The conversation of `previous_response_id`, or nothing. */
+  history: readonly ResponseItem[]
+  /** The request's own input items, item references resolved. */
+  input: readonly ResponseItem[]
+  /** What llama-server's chat completions gets: the whole conversation as messages (images inlined), the tools. */
+  chat: ChatRequest
+  /** Where a response is kept unless the request says `store: false`. */
+  store: ResponseStore
+}
+
+/**
+ * Runs a Responses request on llama-server's chat completions (its chat template, tool-call grammar and
+ * reasoning parser) and answers in the Responses API's shapes: a stream of numbered events or the response
+ * object. A stream that fails once open ends with OpenAI's `error` event and `response.failed`; before that, the
+ * failure is thrown for its real status. The response is kept (input and output) unless `store` is false.
+ */
+export async function runResponses (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: ResponsesRun): Promise<unknown> {
+  const { body } = run
+  const overrides: Record<string, unknown> = {}
+  for (const [field, option] of Object.entries(RESPONSES_OPTIONS)) {
+    if (body[field] !== undefined && body[field] !== null) overrides[option] = body[field]
+  }
+  const builder = new ResponseBuilder(settingsOf(body))
+  const stream = body.stream === true ? new EventStream(request, reply, 'sse') : null
+  const failable: FailableStream | null = stream === null
+    ? null
+    : {
+        get isOpen () { return stream.isOpen },
+        fail (err: unknown) {
+          if (!stream.isOpen) throw err
+          const error = toErrorReply(err, request.log)
+          stream.writeRaw(sseText(builder.fail({ code: error.code, message: error.message })))
+          stream.end()
+        },
+      }
+  const answer = await runLeased(leases, {
+    model: body.model,
+    options: body.options,
+    overrides,
+    keepAlive: body.keep_alive,
+    log: request.log,
+    signal: stream?.signal ?? clientGone(reply),
+    stream: failable,
+    work: async (lease) => {
+      const chat = { ...run.chat, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
+      // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
+      const chunks = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal)
+      if (stream !== null) await send(stream, builder.start())
+      await translate(lease, chunks, builder, stream)
+      const done = builder.finish()
+      lease.countTokens(builder.tokens.input_tokens, builder.tokens.output_tokens)
+      if (body.store !== false) {
+        run.store.put({ response: builder.response, model: body.model, conversation: [...run.history, ...run.input, ...builder.response.output] })
+      }
+      if (stream === null) return builder.response
+      await send(stream, done)
+      stream.end()
+      return undefined
+    },
+  })
+  return answer ?? reply
+}
+
+async function translate (lease: Lease, chunks: AsyncGenerator<unknown>, builder: ResponseBuilder, stream: EventStream | null): Promise<void> {
+  let finished = false
+  for await (const chunk of chunks as AsyncGenerator<ChatChunk & { error?: unknown }>) {
+    if (chunk.error !== undefined) throw runtimeFailure(chunk.error)
+    lease.firstToken()
+    const events = builder.add(chunk)
+    if (chunk.choices?.[0]?.finish_reason) finished = true
+    if (stream !== null && events.length > 0) await send(stream, events)
+  }
+  if (lease.signal.aborted) throw lease.signal.reason
+  // llama-server's last chunk says why it stopped; a stream without one was cut.
+  if (!finished) throw new Error('the runtime ended the stream early')
+}
+
+/** The response object's echo of the request's settings, as OpenAI's has them. */
+function settingsOf (body: ResponsesRun['body']): Record<string, unknown> {
+  return {
+    created_at: Math.floor(Date.now() / 1000),
+    background: false,
+    error: null,
+    incomplete_details: null,
+    instructions: body.instructions ?? null,
+    max_output_tokens: body.max_output_tokens ?? null,
+    metadata: body.metadata ?? {},
+    model: body.model,
+    parallel_tool_calls: body.parallel_tool_calls ?? true,
+    previous_response_id: body.previous_response_id ?? null,
+    reasoning: { effort: null, summary: null },
+    store: body.store !== false,
+    temperature: body.temperature ?? null,
+    text: body.text ?? { format: { type: 'text' } },
+    tool_choice: body.tool_choice ?? 'auto',
+    tools: body.tools ?? [],
+    top_p: body.top_p ?? null,
+    truncation: 'disabled',
+    usage: null,
+  }
+}
+
+// OpenAI names each event (`event: response.output_text.delta`) besides its `type`; one write per chat chunk.
+function sseText (events: ResponseEvent[]): Buffer {
+  return Buffer.from(events.map((e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`).join(''))
+}
+
+async function send (stream: EventStream, events: ResponseEvent[]): Promise<void> {
+  if (!stream.writeRaw(sseText(events))) await stream.drained()
+}
+
+function runtimeFailure (error: unknown): RuntimeError {
+  const message = typeof error === 'string' ? error : (error as { message?: string })?.message ?? JSON.stringify(error)
+  return new RuntimeError(`the runtime failed: ${message}`)
+}
