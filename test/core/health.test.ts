@@ -3,7 +3,17 @@ import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
+import { OLLAMA_API_VERSION } from '../../core/version.js'
 import { build } from '../helpers/app.js'
+
+const ownVersion = (): string => (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version
+
+/** Whether semver `a` >= `b` (release versions: major.minor.patch). */
+function atLeast (a: string, b: string): boolean {
+  const [x, y] = [a, b].map((v) => v.split('.').map(Number))
+  for (let i = 0; i < 3; i++) if (x![i] !== y![i]) return x![i]! > y![i]!
+  return true
+}
 
 t.test('GET /api/health answers ok', async (t) => {
   const app = await build(t)
@@ -12,7 +22,7 @@ t.test('GET /api/health answers ok', async (t) => {
   t.same(res.json(), { status: 'ok' })
 })
 
-t.test('Ollama\'s probes: GET and HEAD / answer "llamagate is running", /api/version the version', async (t) => {
+t.test('Ollama\'s probes: GET and HEAD / answer "llamagate is running", /api/version the Ollama API level and ours', async (t) => {
   const app = await build(t)
   const root = await app.inject({ method: 'GET', url: '/' })
   t.equal(root.statusCode, 200)
@@ -23,7 +33,8 @@ t.test('Ollama\'s probes: GET and HEAD / answer "llamagate is running", /api/ver
   t.equal(head.body, '')
   const version = await app.inject({ method: 'GET', url: '/api/version' })
   t.equal(version.statusCode, 200)
-  t.same(version.json(), { version: JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')).version })
+  t.same(version.json(), { version: OLLAMA_API_VERSION, llamagate_version: ownVersion() }, 'Ollama\'s field, and ours beside it')
+  t.ok(atLeast(version.json().version, '0.13.4'), 'at least what Codex --oss requires')
   t.equal((await app.inject({ method: 'HEAD', url: '/api/version' })).statusCode, 200)
 })
 
@@ -39,5 +50,5 @@ t.test('the official ollama client\'s version() reads it', async (t) => {
   const app = await build(t)
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const client = new Ollama({ host: url })
-  t.same(await client.version(), { version: JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')).version })
+  t.same(await client.version(), { version: OLLAMA_API_VERSION, llamagate_version: ownVersion() })
 })
