@@ -5,8 +5,9 @@ import { ApiKeys } from './api-keys.js'
 import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 
 // Reachable without a key, so that load balancers, supervisors and clients can probe the server (Ollama's
-// clients and Open WebUI ask `/` and `/api/version` before anything else).
-const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/version'])
+// clients and Open WebUI ask `/` and `/api/version` before anything else; Claude Code sends `HEAD /api/hello`
+// before its first request, whatever key it holds). Each says only that the server is there, or which API level.
+const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/hello', '/api/version'])
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -38,9 +38,19 @@ t.test('Ollama\'s probes: GET and HEAD / answer "llamagate is running", /api/ver
   t.equal((await app.inject({ method: 'HEAD', url: '/api/version' })).statusCode, 200)
 })
 
+t.test('Claude Code\'s preflight: HEAD /api/hello answers 200 with no body, GET the health reply', async (t) => {
+  const app = await build(t)
+  const head = await app.inject({ method: 'HEAD', url: '/api/hello' })
+  t.equal(head.statusCode, 200)
+  t.equal(head.body, '')
+  const get = await app.inject({ method: 'GET', url: '/api/hello' })
+  t.same(get.json(), { status: 'ok' })
+})
+
 t.test('the probes need no API key; everything else still does', async (t) => {
   const app = await build(t, { auth: { api_keys: ['sekret'] } })
-  for (const url of ['/', '/api/version', '/api/health']) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} without a key`)
+  for (const url of ['/', '/api/version', '/api/health', '/api/hello']) t.equal((await app.inject({ method: 'GET', url })).statusCode, 200, `${url} without a key`)
+  t.equal((await app.inject({ method: 'HEAD', url: '/api/hello' })).statusCode, 200, 'HEAD /api/hello (Claude Code\'s) without a key')
   t.equal((await app.inject({ method: 'GET', url: '/api/tags' })).statusCode, 401, '/api/tags without a key')
   t.equal((await app.inject({ method: 'GET', url: '/api/tags', headers: { 'x-api-key': 'sekret' } })).statusCode, 200, 'x-api-key is a key too')
   t.equal((await app.inject({ method: 'GET', url: '/api/tags', headers: { 'x-api-key': 'nope' } })).statusCode, 401)
