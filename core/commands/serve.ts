@@ -23,7 +23,8 @@ export const serve: Command = {
     // Loaded here, not at the top: the client commands must start without the server's modules.
     const { loadConfig } = await import('../config.js')
     const config = loadConfig(values as ConfigFlags)
-    const risk = exposureRisk(config.host, config.auth.apiKeys)
+    // The Ollama address (ollama_listen) opens the same routes: off loopback without keys, the same risk.
+    const risk = exposureRisk(config.host, config.auth.apiKeys) ?? (config.ollamaListen && exposureRisk(config.ollamaListen.host, config.auth.apiKeys))
     if (risk !== null && config.auth.requireKeysOffLoopback) {
       stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
       return 2
