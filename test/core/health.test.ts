@@ -4,7 +4,8 @@ import { Ollama } from 'ollama'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { OLLAMA_API_VERSION } from '../../core/version.js'
-import { build } from '../helpers/app.js'
+import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { build, tempDir } from '../helpers/app.js'
 
 const ownVersion = (): string => (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version
 
@@ -61,4 +62,26 @@ t.test('the official ollama client\'s version() reads it', async (t) => {
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const client = new Ollama({ host: url })
   t.same(await client.version(), { version: OLLAMA_API_VERSION, llamagate_version: ownVersion() })
+})
+
+t.test('Codex --oss\'s probes, replayed on the Ollama address: /v1/models, /api/version >= 0.13.4, /api/tags by name', async (t) => {
+  // codex-rs/ollama: a base URL ending in /v1 is probed with GET /v1/models, the version gates the Responses API
+  // ("Ollama 0.1.0 is too old. Codex requires Ollama 0.13.4 or newer"), and the model is looked for by `name`
+  // in /api/tags before Codex would pull it. reqwest sends `Accept: */*`.
+  const app = await build(t, { ollama_listen: '127.0.0.1:0' })
+  const file = join(await tempDir(t), 'tiny.gguf')
+  await writeTinyGguf({ file, name: 'acme/tiny' })
+  await app.store.import('acme/tiny', file)
+  await app.listen({ host: '127.0.0.1', port: 0 })
+  // Codex's base URL is `${root}/v1`; it asks the root for the native routes.
+  const root = app.ollamaListener!.url
+  const get = (url: string): Promise<Response> => fetch(url, { headers: { accept: '*/*' } })
+
+  const models = await get(`${root}/v1/models`)
+  t.equal(models.status, 200, 'the probe succeeds')
+  t.ok(((await models.json()) as { data: Array<{ id: string }> }).data.some((m) => m.id === 'acme/tiny'))
+  const { version } = await (await get(`${root}/api/version`)).json() as { version: string }
+  t.ok(atLeast(version, '0.13.4'), `${version} >= 0.13.4: Codex goes on`)
+  const tags = await (await get(`${root}/api/tags`)).json() as { models: Array<{ name: string }> }
+  t.ok(tags.models.some((m) => m.name === 'acme/tiny'), 'the model is found by name: no pull')
 })
