@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
+import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
 import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
 import { Surfaces } from './surfaces.js'
@@ -16,6 +17,8 @@ declare module 'fastify' {
     startupNotes: string[]
     /** The API surfaces the plugins registered: the label a path is counted by, the shape its errors take. */
     surfaces: Surfaces
+    /** The second address for Ollama's clients (`ollama_listen`), or null. */
+    ollamaListener: OllamaListener | null
   }
 }
 
@@ -49,6 +52,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())
   installErrorHandling(app)
+  installOllamaListener(app, config)
 
   // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON. Bodies nested
   // deeper than any real request are refused before parsing: handlers that walk a body (images, tool calls)
@@ -75,4 +79,21 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
     throw err
   }
   return app as unknown as FastifyInstance
+}
+
+/**
+ * `ollama_listen`: the same app on a second address (core/ollama-listener.ts), listening once every plugin is ready, so
+ * that an address in use or not this machine's stops the start with a ConfigError. It takes no more connections as
+ * the app starts closing, and what is still open on it is closed when the app's close is done.
+ */
+function installOllamaListener (app: FastifyInstance, config: Config): void {
+  const listener = config.ollamaListen === null ? null : new OllamaListener(config.ollamaListen, app.server)
+  app.decorate('ollamaListener', listener)
+  if (listener === null) return
+  app.addHook('onReady', async () => {
+    await listener.start()
+    app.startupNotes.push(`Ollama's clients on ${listener.url} (native streams NDJSON unless asked for SSE)`)
+  })
+  app.addHook('preClose', async () => { listener.stop() })
+  app.addHook('onClose', async () => { listener.end() })
 }

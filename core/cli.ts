@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util'
 import { ConfigError } from './config-error.js'
 import { GatewayError } from './errors.js'
 import { PluginLoadError } from './plugin-loader.js'
-import { version } from './version.js'
+import { OLLAMA_API_VERSION, version } from './version.js'
 import { clientFor, type Command } from './commands/command.js'
 import { ServerError, ServerUnreachableError } from './commands/gateway-client.js'
 import { allCommands, findCommand } from './commands/index.js'
@@ -15,7 +15,7 @@ import { UsageError } from './commands/usage-error.js'
 function usage (commands: readonly Command[]): string {
   const width = Math.max('version'.length, ...commands.map((c) => [c.name, ...(c.aliases ?? [])].join(', ').length))
   const lines = commands.map((c) => `  ${[c.name, ...(c.aliases ?? [])].join(', ').padEnd(width + 2)}${c.summary}`)
-  return `usage: llamagate <command> [flags]\n\ncommands:\n${lines.join('\n')}\n  ${'help'.padEnd(width + 2)}show this text, or a command's: llamagate help <command>\n  ${'version'.padEnd(width + 2)}print the version\n`
+  return `usage: llamagate <command> [flags]\n\ncommands:\n${lines.join('\n')}\n  ${'help'.padEnd(width + 2)}show this text, or a command's: llamagate help <command>\n  ${'version'.padEnd(width + 2)}print the version (and the Ollama API level it serves)\n`
 }
 
 function commandHelp (command: Command): string {
@@ -27,7 +27,7 @@ function commandHelp (command: Command): string {
 export async function main (argv: string[]): Promise<number> {
   const [name, ...rest] = argv
   if (name === 'version' || name === '--version' || name === '-v') {
-    process.stdout.write(`${version()}\n`)
+    process.stdout.write(`${version()} (Ollama API ${OLLAMA_API_VERSION})\n`)
     return 0
   }
   const commands = await allCommands()

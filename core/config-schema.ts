@@ -7,6 +7,8 @@ const Duration = Type.Union([Type.Number(), Type.String()], {
 const Size = Type.Union([Type.Integer({ minimum: 1 }), Type.String()], {
   description: 'a size: bytes as an integer, or a string such as "16MiB"',
 })
+// An address and port to listen on: `127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:11434`.
+const LISTEN_PATTERN = '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$'
 const BACKENDS = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu'] as const
 const Backend = Type.Union(BACKENDS.map((b) => Type.Literal(b)))
 const RuntimeBuild = Type.Object({ bin: Type.String({ minLength: 1 }) }, { additionalProperties: false })
@@ -20,6 +22,10 @@ const PluginEntry = Type.Object({
 export const ConfigSchema = Type.Object({
   host: Type.String({ minLength: 1, default: '127.0.0.1' }),
   port: Type.Integer({ minimum: 0, maximum: 65535, default: 11435 }),
+  ollama_listen: Type.Union([
+    Type.String({ pattern: LISTEN_PATTERN }),
+    Type.Null(),
+  ], { default: null, description: 'null, or an address and port such as "127.0.0.1:11434" or "[::1]:11434"' }),
   data_dir: Type.String({ minLength: 1, default: '~/.llamagate' }),
   models_dir: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   log_level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),
@@ -89,7 +95,7 @@ export const ConfigSchema = Type.Object({
   metrics: Type.Object({
     enabled: Type.Boolean({ default: true }),
     listen: Type.Union([
-      Type.String({ pattern: '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$' }),
+      Type.String({ pattern: LISTEN_PATTERN }),
       Type.Null(),
     ], { default: null, description: 'null, or an address and port such as "127.0.0.1:9464" or "[::1]:9464"' }),
   }, { additionalProperties: false, default: {} }),

@@ -14,6 +14,8 @@ import { addressKind, parseHostPort, type HostPort } from './host-port.js'
 export interface Config {
   host: string
   port: number
+  /** A second address serving the same app, where native streams default to NDJSON (Ollama's clients); null: none. */
+  ollamaListen: HostPort | null
   dataDir: string
   modelsDir: string
   logLevel: RawConfig['log_level']
@@ -74,6 +76,7 @@ type Layer = { source: string, values: Record<string, unknown> }
 const ENV_KEYS: Array<{ name: string, key: string[], parse?: (v: string) => unknown }> = [
   { name: 'LLAMAGATE_HOST', key: ['host'] },
   { name: 'LLAMAGATE_PORT', key: ['port'], parse: numberOrText },
+  { name: 'LLAMAGATE_OLLAMA_LISTEN', key: ['ollama_listen'] },
   { name: 'LLAMAGATE_HOME', key: ['data_dir'] },
   { name: 'LLAMAGATE_MODELS', key: ['models_dir'] },
   { name: 'LLAMAGATE_KEEP_ALIVE', key: ['keep_alive'] },
@@ -277,10 +280,11 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
     return ms ?? 0
   }
-  const listenAddress = (text: string): { host: string, port: number } => {
+  // `lowest` is 0 where the system may give out the port (as `port: 0`).
+  const listenAddress = (key: string, text: string, lowest = 1): HostPort => {
     const colon = text.lastIndexOf(':')
     const port = Number(text.slice(colon + 1))
-    if (port < 1 || port > 65535) problems.push(`metrics.listen = ${JSON.stringify(text)} is not allowed: the port must be 1-65535 (from ${sourceOf(['metrics', 'listen'], sources) ?? 'defaults'})`)
+    if (port < lowest || port > 65535) problems.push(`${key} = ${JSON.stringify(text)} is not allowed: the port must be ${lowest}-65535 (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
     return { host: text.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port }
   }
   const bodySize = parseSize(raw.limits.body_size)
@@ -289,6 +293,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
   const config: Config = {
     host: raw.host,
     port: raw.port,
+    ollamaListen: raw.ollama_listen === null ? null : listenAddress('ollama_listen', raw.ollama_listen, 0),
     dataDir,
     modelsDir: raw.models_dir ? resolvePath(raw.models_dir, base) : resolvePath('models', dataDir),
     logLevel: raw.log_level,
@@ -311,7 +316,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
     vision: { allowRemoteImages: raw.vision.allow_remote_images },
-    metrics: { enabled: raw.metrics.enabled, listen: raw.metrics.listen === null ? null : listenAddress(raw.metrics.listen) },
+    metrics: { enabled: raw.metrics.enabled, listen: raw.metrics.listen === null ? null : listenAddress('metrics.listen', raw.metrics.listen) },
     // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
     plugins: raw.plugins.map((p) => ({
       path: /^(\.{1,2}\/|\/|~\/)/.test(p.path) ? resolvePath(p.path, base) : p.path,
@@ -321,6 +326,11 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
     aliases: modelAliases(raw.models, envAliases, problems),
     configFile,
+  }
+  // Two listeners on one port: the second would fail to start with a less helpful message.
+  const ollamaPort = config.ollamaListen?.port ?? 0
+  for (const [other, port] of [['port', config.port], ['metrics.listen', config.metrics.listen?.port ?? 0]] as const) {
+    if (ollamaPort !== 0 && ollamaPort === port) problems.push(`ollama_listen = ${JSON.stringify(raw.ollama_listen)} is not allowed: ${other} uses port ${port} already (Ollama's own port is 11434) (from ${sourceOf(['ollama_listen'], sources) ?? 'defaults'})`)
   }
   const workerNames = new Set(config.rpc.workers.map((w) => w.name))
   for (const [name, model] of Object.entries(config.models)) {

@@ -39,7 +39,7 @@ export const doctor: Command = {
     const shared = new Map<string, unknown>()
     const reports: DoctorReport[] = []
     for (const manifest of manifests) if (manifest.doctor) reports.push(await manifest.doctor({ config, shared }))
-    const { checks: serverChecks, version, usable } = await server
+    const { checks: serverChecks, version, ollamaApi, usable } = await server
     const checks: Check[] = [
       { name: 'config', status: 'ok', message: config.configFile ?? 'built-in defaults (no config file)', fix: null },
       ...reports.flatMap((r) => r.checks),
@@ -49,7 +49,7 @@ export const doctor: Command = {
     const healthy = reports.every((r) => r.usable !== false) && usable
     if (values.json === true) {
       const found = Object.assign({}, ...reports.map((r) => r.json ?? {})) as Record<string, unknown>
-      stdout.write(`${JSON.stringify({ ok: healthy, checks, ...found, models: await folder, server: { url: client().url, version } }, null, 2)}\n`)
+      stdout.write(`${JSON.stringify({ ok: healthy, checks, ...found, models: await folder, server: { url: client().url, version, ollamaApi } }, null, 2)}\n`)
     } else {
       for (const c of checks) stdout.write(`${MARKS[c.status]} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}\n`)
     }
@@ -61,24 +61,30 @@ export const doctor: Command = {
  * Whether the server answers (`/api/version`, no key needed), and whether this client's key is accepted.
  * Never throws: whatever goes wrong is a finding.
  */
-async function checkServer (client: GatewayClient): Promise<{ checks: Check[], version: string | null, usable: boolean }> {
+async function checkServer (client: GatewayClient): Promise<{ checks: Check[], version: string | null, ollamaApi: string | null, usable: boolean }> {
   const start = 'llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)'
-  const down = (message: string, fix = start): { checks: Check[], version: null, usable: false } => ({ checks: [{ name: 'server', status: 'fail', message, fix }], version: null, usable: false })
-  let version: string
+  const down = (message: string, fix = start): { checks: Check[], version: null, ollamaApi: null, usable: false } => ({ checks: [{ name: 'server', status: 'fail', message, fix }], version: null, ollamaApi: null, usable: false })
+  let answer: { version?: unknown, llamagate_version?: unknown }
   try {
-    version = (await client.json<{ version: string }>('GET', '/api/version', undefined, AbortSignal.timeout(SERVER_TIMEOUT_MS))).version
+    answer = await client.json<typeof answer>('GET', '/api/version', undefined, AbortSignal.timeout(SERVER_TIMEOUT_MS))
   } catch (err) {
     if (err instanceof ServerUnreachableError) return down(`not running at ${client.url} (${err.reason})`)
     if (err instanceof ServerError) return down(`${client.url} answered ${err.status} to /api/version (${err.message}): not a llamagate server?`)
     if ((err as Error).name === 'TimeoutError') return down(`${client.url} took the connection but did not answer within ${SERVER_TIMEOUT_MS / 1000} s`, `see what listens there; ${start}`)
     return down(`${client.url}: ${(err as Error).message}`)
   }
-  const checks: Check[] = [{ name: 'server', status: 'ok', message: `llamagate ${version} answers at ${client.url}`, fix: null }]
+  // `version` is the Ollama API level every Ollama-speaking server gives; only llamagate adds its own.
+  if (typeof answer.llamagate_version !== 'string') {
+    return down(`${client.url} answers as Ollama ${String(answer.version)}, not llamagate`)
+  }
+  const version = answer.llamagate_version
+  const ollamaApi = String(answer.version)
+  const checks: Check[] = [{ name: 'server', status: 'ok', message: `llamagate ${version} (Ollama API ${ollamaApi}) answers at ${client.url}`, fix: null }]
   // /api/version needs no key; every other command does when the server has keys.
   const refused = await client.send('GET', '/api/tags', { signal: AbortSignal.timeout(SERVER_TIMEOUT_MS) })
     .then(() => false, (err: unknown) => err instanceof ServerError && err.status === 401)
   if (refused) {
     checks.push({ name: 'api key', status: 'fail', message: `the server wants an API key and ${process.env.LLAMAGATE_API_KEY ? 'refuses LLAMAGATE_API_KEY' : 'LLAMAGATE_API_KEY is not set'}`, fix: 'set LLAMAGATE_API_KEY to one of the server\'s keys (its auth.api_keys)' })
   }
-  return { checks, version, usable: !refused }
+  return { checks, version, ollamaApi, usable: !refused }
 }

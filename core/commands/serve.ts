@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import type { ConfigFlags } from '../config.js'
 import { exposureRisk } from '../exposure.js'
-import { version } from '../version.js'
+import { OLLAMA_API_VERSION, version } from '../version.js'
 import type { Command } from './command.js'
 
 /** How long closing may take, after the drain, before the process gives up waiting and exits anyway. */
@@ -23,7 +23,8 @@ export const serve: Command = {
     // Loaded here, not at the top: the client commands must start without the server's modules.
     const { loadConfig } = await import('../config.js')
     const config = loadConfig(values as ConfigFlags)
-    const risk = exposureRisk(config.host, config.auth.apiKeys)
+    // The Ollama address (ollama_listen) opens the same routes: off loopback without keys, the same risk.
+    const risk = exposureRisk(config.host, config.auth.apiKeys) ?? (config.ollamaListen && exposureRisk(config.ollamaListen.host, config.auth.apiKeys))
     if (risk !== null && config.auth.requireKeysOffLoopback) {
       stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
       return 2
@@ -33,7 +34,7 @@ export const serve: Command = {
     installShutdown(app)
     const { host, port, configFile } = app.config
     const address = await app.listen({ host, port })
-    app.log.info(`llamagate ${version()} listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
+    app.log.info(`llamagate ${version()} (Ollama API ${OLLAMA_API_VERSION}) listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
     // Its own line at warn level, so that it stands out of the start-up log and reaches log filters.
     if (risk !== null) app.log.warn(`WARNING: ${risk}; auth.require_keys_off_loopback: true in config.yaml makes this a refusal to start`)
     return new Promise<number>(() => {}) // runs until a signal ends the process

@@ -3,7 +3,7 @@ import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
 
 // Probes, scrapes and the web page's files would drown the lines that matter.
-const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/version)$|^\/ui\//
+const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/hello|api\/version)$|^\/ui\//
 
 /**
  * One info line per request once its response is over: request id, surface, model, status, duration, time to

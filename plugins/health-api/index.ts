@@ -1,19 +1,24 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { Type } from 'typebox'
-import { version } from '../../core/version.js'
+import { OLLAMA_API_VERSION, version } from '../../core/version.js'
 
 const HealthReply = Type.Object({ status: Type.Literal('ok') })
-const VersionReply = Type.Object({ version: Type.String() })
+// `version` is the Ollama API level (clients compare it with Ollama's releases); llamagate's own is beside it.
+const VersionReply = Type.Object({ version: Type.String(), llamagate_version: Type.String() })
 
 /**
- * What clients ask to see whether a server is there: `/api/health` (ours), and Ollama's `GET /` (plain text)
- * and `GET /api/version`, which Open WebUI and many Ollama integrations probe before anything else and
- * refuse the connection when they fail. Each answers HEAD too. A browser asking for `/` is sent to the web page.
+ * What clients ask to see whether a server is there: `/api/health` (ours), Ollama's `GET /` (plain text) and
+ * `GET /api/version`, which Open WebUI and many Ollama integrations probe before anything else and refuse the
+ * connection when they fail, and Claude Code's `/api/hello`. Each answers HEAD too. A browser asking for `/` is sent
+ * to the web page.
  */
 const health: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/health', { schema: { response: { 200: HealthReply } } }, async () => ({ status: 'ok' as const }))
-  app.get('/api/version', { schema: { response: { 200: VersionReply } } }, async () => ({ version: version() }))
+  // Claude Code's connectivity preflight (`HEAD /api/hello` at its ANTHROPIC_BASE_URL, unless
+  // CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC is set): a 404 there reads as a server that is down.
+  app.get('/api/hello', { schema: { response: { 200: HealthReply } } }, async () => ({ status: 'ok' as const }))
+  app.get('/api/version', { schema: { response: { 200: VersionReply } } }, async () => ({ version: OLLAMA_API_VERSION, llamagate_version: version() }))
   app.get('/', async (request, reply) => {
     // A person who opens the server's address in a browser gets the web page (plugins/web-ui); clients probing
     // for Ollama send no text/html and keep the text they check for.

@@ -30,7 +30,7 @@ export interface Lifecycle {
 }
 
 // Probes and scrapes are not work to wait for, and must keep answering while the rest drains.
-const PROBES = new Set(['/livez', '/readyz', '/metrics', '/api/health', '/api/version'])
+const PROBES = new Set(['/livez', '/readyz', '/metrics', '/api/health', '/api/hello', '/api/version'])
 // During a drain these still answer: reading what is there changes nothing.
 const READ_ONLY_POSTS = new Set(['/api/show'])
 const DRAIN_RETRY_AFTER_S = 5

@@ -4,7 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { Type } from 'typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { BadRequestError } from '../../core/errors.js'
-import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
 import { checkModelFileName, inheritSettings, type LocalFile, type ModelSettings } from '../storage/model-creation.js'
@@ -59,7 +59,7 @@ const create: FastifyPluginAsyncTypebox = async (app) => {
     if (source !== null) await store.createFrom(name, source.name, settings)
     else await store.createFromFiles(name, files, settings)
     if (body.stream === false) return { status: 'success' }
-    const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
+    const stream = new EventStream(request, reply, streamFormatOf(request))
     stream.send({ status: source !== null ? `using model ${source.name}` : 'using uploaded files' })
     stream.send({ status: `writing manifest for ${name}` })
     stream.send({ status: 'success' })
@@ -84,7 +84,7 @@ interface QuantizeJob {
  * before it starts (the type, the tool) still gets a real status.
  */
 async function createQuantized (request: FastifyRequest, reply: FastifyReply, job: QuantizeJob): Promise<unknown> {
-  const { store, converter, config } = request.server
+  const { store, converter } = request.server
   let input: string
   if (job.source !== null) {
     const path = store.ggufPath(job.source)
@@ -94,7 +94,7 @@ async function createQuantized (request: FastifyRequest, reply: FastifyReply, jo
     if (job.files.length !== 1) throw new BadRequestError('"quantize" takes "from" (a local model) or "files" with one GGUF blob')
     input = job.files[0]!.path
   }
-  const stream = job.stream ? new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, config.streamFormat)) : null
+  const stream = job.stream ? new EventStream(request, reply, streamFormatOf(request)) : null
   const temporary = store.blobs.temporaryPath()
   try {
     const made = await converter.quantizeGguf({

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
 import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
-import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { runLeased } from '../inference/run-leased.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
@@ -46,7 +46,7 @@ function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
  */
 export async function runNative (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
   const startedNs = process.hrtime.bigint()
-  const stream = run.stream ? new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, request.server.config.streamFormat)) : null
+  const stream = run.stream ? new EventStream(request, reply, streamFormatOf(request)) : null
   const answer = await runLeased(leases, {
     model: run.model,
     options: run.options,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { Type } from 'typebox'
 import { clientGone } from '../../core/client-gone.js'
-import { EventStream, negotiateStreamFormat } from '../../core/event-stream.js'
+import { EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
 import { OptionsSchema } from '../../core/options-schema.js'
@@ -29,7 +29,7 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
       }
       return { status: 'success' }
     }
-    const stream = new EventStream(request, reply, negotiateStreamFormat(request.headers.accept, app.config.streamFormat))
+    const stream = new EventStream(request, reply, streamFormatOf(request))
     stream.open()
     // A shutdown's drain lets a pull finish; one that gives up waiting cuts it (what is downloaded is kept). Linked
     // by hand, not AbortSignal.any: the cut signal lives as long as the server (core/linked-signal.ts).

@@ -5,8 +5,9 @@ import { ApiKeys } from './api-keys.js'
 import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 
 // Reachable without a key, so that load balancers, supervisors and clients can probe the server (Ollama's
-// clients and Open WebUI ask `/` and `/api/version` before anything else).
-const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/version'])
+// clients and Open WebUI ask `/` and `/api/version` before anything else; Claude Code sends `HEAD /api/hello`
+// before its first request, whatever key it holds). Each says only that the server is there, or which API level.
+const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/hello', '/api/version'])
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -24,18 +25,22 @@ declare module 'fastify' {
  */
 export default fp(async (app) => {
   const { host, allowedHosts, cors: { origins }, auth } = app.config
-  const guardHost = isLoopbackHost(host)
+  const { ollamaListener } = app
+  const guarded = { main: isLoopbackHost(host), ollama: ollamaListener !== null && isLoopbackHost(ollamaListener.address.host) }
   const keys = new ApiKeys(auth.apiKeys)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
   app.addHook('onRequest', async (request) => {
     // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
-    // rebinding); a loopback server only answers to loopback names and the ones an admin allowed.
+    // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
+    // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
+    const onOllama = ollamaListener?.has(request.raw.socket) === true
+    const bound = onOllama ? ollamaListener?.address.host ?? host : host
     const hostHeader = request.headers.host
-    if (guardHost && hostHeader) {
+    if (hostHeader && (onOllama ? guarded.ollama : guarded.main)) {
       const name = hostOfHeader(hostHeader)
-      if (!isLoopbackHost(name) && name !== host && !allowedHosts.some((p) => matchesPattern(name, p))) {
-        throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${host}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
+      if (!isLoopbackHost(name) && name !== bound && !allowedHosts.some((p) => matchesPattern(name, p))) {
+        throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${bound}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
       }
     }
     // Without CORS headers a browser would only hide the answer, not stop a simple POST: refuse it outright.

@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
@@ -73,6 +74,17 @@ t.test('serve: a bad config file stops the start with a clear message, not a sta
   t.notMatch(result.stderr, /\n\s+at /)
 })
 
+t.test('serve: ollama_listen on a port in use stops the start with a clear message (exit 2)', async (t) => {
+  const dir = await tempDir(t)
+  const taken = createServer()
+  await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => taken.close())
+  const port = (taken.address() as { port: number }).port
+  const result = await runCli(['serve', '--port', '0', '--models', join(dir, 'models')], { LLAMAGATE_HOME: dir, LLAMAGATE_OLLAMA_LISTEN: `127.0.0.1:${port}` })
+  t.equal(result.code, 2)
+  t.equal(result.stderr, `llamagate serve: invalid configuration:\n  ollama_listen = "127.0.0.1:${port}": cannot listen there: the port is in use (another Ollama server, or llamagate already running?)\n`)
+})
+
 t.test('serve: bad flags and unknown commands are refused with usage', async (t) => {
   const badFlag = await runCli(['serve', '--prot', '1'])
   t.equal(badFlag.code, 2)
@@ -86,5 +98,5 @@ t.test('serve: bad flags and unknown commands are refused with usage', async (t)
   t.match(unknown.stderr, /unknown command "frobnicate"/)
   const version = await runCli(['version'])
   t.equal(version.code, 0)
-  t.match(version.stdout, /^\d+\.\d+\.\d+/)
+  t.match(version.stdout, /^\d+\.\d+\.\d+ \(Ollama API \d+\.\d+\.\d+\)\n$/, 'ours, then the Ollama API level it serves')
 })

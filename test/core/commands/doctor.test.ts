@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
+import { createServer as createHttpServer } from 'node:http'
 import { createServer, type Server, type Socket } from 'node:net'
 import { dirname, join } from 'node:path'
 import t from 'tap'
@@ -76,8 +77,8 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
   if (status.ready && status.quantize !== null) t.match(conversion, /^✓ conversion: ready \(python \S+/, 'conversion ready, as the server says')
   else t.match(conversion, new RegExp(`^[✗!] conversion: .* — fix: ${status.fix!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`), 'conversion not ready, as the server says, with its fix')
   t.match(line(out, 'models'), new RegExp(`^✓ models: ${join(dir, 'models')}: 1 model, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
-  const { version } = await (await fetch(`${serve.address}/api/version`)).json() as { version: string }
-  t.equal(line(out, 'server'), `✓ server: llamagate ${version} answers at ${serve.address}`)
+  const { version: ollamaApi, llamagate_version: version } = await (await fetch(`${serve.address}/api/version`)).json() as { version: string, llamagate_version: string }
+  t.equal(line(out, 'server'), `✓ server: llamagate ${version} (Ollama API ${ollamaApi}) answers at ${serve.address}`)
 
   const json = await runCli(['doctor', '--config', config, '--host', serve.address, '--json'], { PATH: BARE_PATH })
   t.equal(json.code, 0, json.stderr)
@@ -87,7 +88,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
     runtimes: Record<string, unknown>
     conversion: { ready: boolean }
     models: { dir: string, models: number, writable: boolean, freeBytes: number }
-    server: { url: string, version: string }
+    server: { url: string, version: string, ollamaApi: string }
   }
   t.equal(report.ok, true)
   t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'conversion', 'models', 'server'])
@@ -99,7 +100,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
   t.equal(report.conversion.ready, status.ready, 'conversion as GET /api/convert/status says')
   t.match(report.models, { dir: join(dir, 'models'), models: 1, writable: true })
   t.ok(report.models.freeBytes > 0)
-  t.same(report.server, { url: serve.address, version })
+  t.same(report.server, { url: serve.address, version, ollamaApi })
 })
 
 t.test('doctor with no server: the ✗ line says it is not running and how to start it; exit 1', async (t) => {
@@ -124,7 +125,7 @@ t.test('doctor with a server that wants an API key: ✗ without LLAMAGATE_API_KE
   t.teardown(() => { serve.child.kill('SIGKILL') })
   const without = await runCli(['doctor', '--config', config, '--host', serve.address])
   t.equal(without.code, 1, 'the other commands would be refused: not healthy')
-  t.match(line(without.stdout, 'server'), /^✓ server: llamagate \S+ answers at /, '/api/version needs no key')
+  t.match(line(without.stdout, 'server'), /^✓ server: llamagate \S+ \(Ollama API \S+\) answers at /, '/api/version needs no key')
   t.equal(line(without.stdout, 'api key'), '✗ api key: the server wants an API key and LLAMAGATE_API_KEY is not set — fix: set LLAMAGATE_API_KEY to one of the server\'s keys (its auth.api_keys)')
   const right = await runCli(['doctor', '--config', config, '--host', serve.address], { LLAMAGATE_API_KEY: 'doctor-secret' })
   t.equal(right.code, 0, right.stdout)
@@ -177,6 +178,17 @@ t.test('doctor: a server that takes the connection and never answers does not ho
   t.equal(result.code, 1)
   t.match(line(result.stdout, 'server'), /^✗ server: http:\/\/127\.0\.0\.1:\d+ took the connection but did not answer within 5 s — fix: see what listens there; llamagate serve/)
   t.ok(Date.now() - started < 60_000, `done in ${Date.now() - started} ms`)
+})
+
+t.test('doctor: a real Ollama on the address (its /api/version has no llamagate_version) is not taken for llamagate', async (t) => {
+  const { config } = await configFile(t, { extra: NO_PYTHON })
+  const ollama = createHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"version":"0.14.0"}'))
+  await new Promise<void>((resolve) => ollama.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => ollama.close())
+  const address = `http://127.0.0.1:${(ollama.address() as { port: number }).port}`
+  const result = await runCli(['doctor', '--config', config, '--host', address])
+  t.equal(result.code, 1)
+  t.equal(line(result.stdout, 'server'), `✗ server: ${address} answers as Ollama 0.14.0, not llamagate — fix: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)`)
 })
 
 t.test('doctor: bad usage is exit 2 with the usage; help says what the exit status means', async (t) => {
