@@ -5,7 +5,7 @@
 // one line and its coverage then maps to nothing (every file 100 %).
 import { existsSync, readFileSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
-import { fileURLToPath } from 'node:url'
+import { fileURLToPath, pathToFileURL } from 'node:url'
 import { transform } from 'esbuild'
 
 // esbuild reads the compiler options that change the emitted code (target, class fields) from the project's own
@@ -14,11 +14,18 @@ const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url)
 
 const relative = /^(\.{1,2}\/|\/|file:)/
 
-/** A `./x.js` imported from a .ts file is `./x.ts` on disk (NodeNext's rule: imports name the emitted file). */
+/**
+ * A `./x.js` imported from a .ts file is `./x.ts` on disk (NodeNext's rule: imports name the emitted file); so is
+ * a worker thread's `new URL('./x.js', import.meta.url)` (an entry point: no parent), where no x.js is there.
+ */
 export async function resolve (specifier, context, next) {
-  if (relative.test(specifier) && specifier.endsWith('.js') && context.parentURL?.endsWith('.ts')) {
-    const ts = new URL(`${specifier.slice(0, -3)}.ts`, context.parentURL)
-    if (existsSync(ts)) return next(ts.href, context)
+  if (relative.test(specifier) && specifier.endsWith('.js')) {
+    const parent = context.parentURL
+    if (parent === undefined || parent.endsWith('.ts')) {
+      const js = new URL(specifier, parent ?? pathToFileURL(`${process.cwd()}/`))
+      const ts = new URL(`${js.href.slice(0, -3)}.ts`)
+      if ((parent !== undefined || !existsSync(js)) && existsSync(ts)) return next(ts.href, context)
+    }
   }
   return next(specifier, context)
 }
