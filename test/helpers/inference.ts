@@ -1,8 +1,7 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../core/app.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
-import { testConfig, tempDir } from './app.js'
+import { buildTestApp, testConfig, tempDir } from './app.js'
 import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'
 import { cpuRuntime } from './runtime.js'
 
@@ -29,7 +28,7 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
     // ignore_eos: a random-weights model may end early; tests count tokens.
     default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 32, ignore_eos: true, ...(values.default_options as object) },
   })
-  const app = await buildApp(config)
+  const app = await buildTestApp(config)
   t.teardown(() => app.close())
   let seed = 1
   for (const name of names) {
@@ -67,7 +66,7 @@ export async function serveRealisticModels (t: Test, models: Record<string, Fixt
     ...values,
     default_options: { num_ctx: 1024, num_parallel: 1, max_tokens: 32, ...(values.default_options as object) },
   })
-  const app = await buildApp(config)
+  const app = await buildTestApp(config)
   t.teardown(() => app.close())
   for (const [name, fixture] of Object.entries(models)) {
     if (typeof fixture === 'string') await app.store.import(name, await realisticModel(fixture))

@@ -1,8 +1,7 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../../core/app.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
-import { tempDir, testConfig } from '../../helpers/app.js'
+import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { ndjsonEvents, post, serveRealisticModels, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
@@ -74,7 +73,7 @@ t.test('done_reason "stop" when the model ends on its own (end-of-sequence, no i
   // serveTinyModels sets ignore_eos for every request; this server does not.
   const runtime = await cpuRuntime()
   const files = await tempDir(t, 'llamagate-models-')
-  const app = await buildApp(await testConfig(t, { runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, default_options: { ...LIMITS, max_tokens: 300 } }))
+  const app = await buildTestApp(await testConfig(t, { runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, default_options: { ...LIMITS, max_tokens: 300 } }))
   t.teardown(() => app.close())
   await writeTinyGguf({ file: join(files, 'tiny.gguf'), seed: 1, name: 'acme/tiny' })
   await app.store.import('acme/tiny', join(files, 'tiny.gguf'))
