@@ -41,6 +41,18 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
 }
 
 /**
+ * A server made on first use and shared by the tests of a file that only read from it (STYLE.md: a llama-server
+ * per file, not per test): `const tiny = sharedServer(() => serveTinyModels(t))` at the top, made with the file's
+ * own `t` so that it closes when the file ends, then `const { url } = await tiny()` in each test.
+ * Closing an app stops every llama-server of the process (one runtime supervisor per process, as in the gateway):
+ * the tests that share a server come before those that build and close an app of their own.
+ */
+export function sharedServer<T> (make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return () => (made ??= make())
+}
+
+/**
  * Imports a tiny model whose header says it was trained on `nCtxTrain` tokens of context. llama-server caps a
  * slot's context at the model's training context (2048 for the default tiny model: a generation of it ends
  * there, after a few seconds), so a test that needs a generation running for a minute or more uses this one.

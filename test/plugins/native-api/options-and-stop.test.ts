@@ -2,7 +2,7 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
-import { ndjsonEvents, post, serveRealisticModels, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { ndjsonEvents, post, serveRealisticModels, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
 // The sampling options docs/api.md lists for /api/chat and /api/generate (`stop`, `min_p`, `repeat_penalty`),
@@ -11,6 +11,8 @@ import { cpuRuntime } from '../../helpers/runtime.js'
 
 type Answer = Record<string, any>
 const LIMITS = { num_thread: 1, num_ctx: 512, num_parallel: 1, max_tokens: 48 }
+// One gateway and llama-server at these limits for the tests that only send requests to acme/tiny.
+const limited = sharedServer(() => serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS }))
 
 async function generate (url: string, body: Record<string, unknown>): Promise<Answer> {
   const res = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'hello world', stream: false, ...body })
@@ -43,7 +45,7 @@ function wordIn (text: string, from = 8): { word: string, at: number } {
 const greedy = { temperature: 0, seed: 1 }
 
 t.test('stop: greedy text ends right before the stop string, done_reason "stop"; on generate and chat, streamed and not', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   // generate, a stop string
   const base = await generate(url, { options: greedy })
   t.equal(base.done_reason, 'length', 'without stop: the whole max_tokens, done_reason "length"')
@@ -67,6 +69,79 @@ t.test('stop: greedy text ends right before the stop string, done_reason "stop";
   const chatStream = await streamed(await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hello world' }], options: { ...greedy, stop: [chatWord.word] } }), 'message')
   t.equal(chatStream.text, chatBase.message.content.slice(0, chatWord.at), 'chat streamed: the same cut text')
   t.equal(chatStream.last.done_reason, 'stop', 'chat streamed: the final event says "stop"')
+})
+
+t.test('/api/generate system: the same prompt as a chat with that system message; a created model\'s system gives way to it', async (t) => {
+  const { url } = await limited()
+  const system = 'You answer in French, briefly.'
+  const withSystem = await generate(url, { system, options: greedy })
+  const asChat = await chat(url, { messages: [{ role: 'system', content: system }, { role: 'user', content: 'hello world' }], options: greedy })
+  const without = await generate(url, { options: greedy })
+  t.equal(withSystem.prompt_eval_count, asChat.prompt_eval_count, `the same prompt tokens as chat with a system message (${asChat.prompt_eval_count})`)
+  t.equal(withSystem.response, asChat.message.content, 'and the same greedy answer')
+  t.ok(withSystem.prompt_eval_count > without.prompt_eval_count + 5, `the system message is in the prompt: ${without.prompt_eval_count} -> ${withSystem.prompt_eval_count} tokens`)
+  t.not(withSystem.response, without.response, 'and changes the answer')
+  const stream = await streamed(await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'hello world', system, options: greedy }), 'response')
+  t.equal(stream.text, withSystem.response, 'streamed: the same answer')
+  t.equal(stream.last.prompt_eval_count, withSystem.prompt_eval_count)
+
+  // A model created with its own system prompt: used when the request has none, replaced by the request's.
+  const created = await post(`${url}/api/create`, { model: 'me/french', from: 'acme/tiny', system, stream: false })
+  t.equal(created.status, 200, 'created')
+  const own = await generate(url, { model: 'me/french', options: greedy })
+  t.equal(own.prompt_eval_count, withSystem.prompt_eval_count, 'the created model\'s system prompt is used when the request has none')
+  t.equal(own.response, withSystem.response)
+  const other = 'Reply in one word.'
+  const replaced = await generate(url, { model: 'me/french', system: other, options: greedy })
+  const reference = await generate(url, { system: other, options: greedy })
+  t.equal(replaced.prompt_eval_count, reference.prompt_eval_count, 'the request\'s system replaces the model\'s (not added to it)')
+  t.equal(replaced.response, reference.response)
+})
+
+t.test('min_p reaches the sampler: min_p 1 keeps only the likeliest token, so hot sampling becomes greedy', async (t) => {
+  const { url } = await limited()
+  const cold = (await generate(url, { options: greedy })).response
+  const hot = { temperature: 1.5, seed: 7 }
+  const sampled = (await generate(url, { options: hot })).response
+  t.not(sampled, cold, 'at temperature 1.5 the text is not the greedy one')
+  // (llama-server's own default is min_p 0.05, so min_p 0 is a change too: the text is still not greedy)
+  t.not((await generate(url, { options: { ...hot, min_p: 0 } })).response, cold, 'min_p 0 (off): still not the greedy text')
+  t.equal((await generate(url, { options: { ...hot, min_p: 1 } })).response, cold, 'min_p 1 on generate: the greedy text')
+  const chatCold = (await chat(url, { options: greedy })).message.content
+  t.equal((await chat(url, { options: { ...hot, min_p: 1 } })).message.content, chatCold, 'min_p 1 on chat: the greedy text')
+  t.not((await chat(url, { options: hot })).message.content, chatCold, 'and without it, not')
+})
+
+t.test('repeat_penalty reaches the sampler: greedy text changes where it would repeat itself; repeat_last_n 0 turns it off', async (t) => {
+  const { url } = await limited()
+  const plain = (await generate(url, { options: greedy })).response as string
+  const penalized = (await generate(url, { options: { ...greedy, repeat_penalty: 100 } })).response as string
+  t.not(penalized, plain, 'a strong repeat_penalty changes the greedy text')
+  let same = 0
+  while (same < plain.length && plain[same] === penalized[same]) same++
+  t.ok(same > 0, `both begin alike (${same} characters): the penalty only bites on a repeat`)
+  t.ok(plain.slice(0, same).includes(plain.slice(same, same + 3)), `where they part, the unpenalized text repeats itself: ${JSON.stringify(plain.slice(same, same + 3))} appeared before in ${JSON.stringify(plain.slice(0, same))}`)
+  t.equal((await generate(url, { options: { ...greedy, repeat_penalty: 1 } })).response, plain, 'repeat_penalty 1 (neutral): the plain text')
+  t.equal((await generate(url, { options: { ...greedy, repeat_penalty: 100, repeat_last_n: 0 } })).response, plain, 'repeat_last_n 0 (no window): the plain text')
+})
+
+t.test('llama-server\'s own account of the sampling it used (its `verbose` echo on /v1/completions): options min_p, repeat_penalty, stop', async (t) => {
+  const { url } = await limited()
+  const settings = async (body: Record<string, unknown>): Promise<Answer> => {
+    const res = await post(`${url}/v1/completions`, { model: 'acme/tiny', prompt: 'hello', max_tokens: 3, verbose: true, ...body })
+    t.equal(res.status, 200)
+    const answer = await res.json() as Answer
+    if (!answer.__verbose?.generation_settings) throw new Error(`llama-server did not echo its settings: ${JSON.stringify(answer).slice(0, 300)}`)
+    return answer.__verbose.generation_settings
+  }
+  const used = await settings({ options: { min_p: 0.37, repeat_penalty: 1.7, repeat_last_n: 33, stop: ['zq'] } })
+  t.ok(Math.abs(used.min_p - 0.37) < 1e-6, `min_p ${used.min_p}`)
+  t.ok(Math.abs(used.repeat_penalty - 1.7) < 1e-6, `repeat_penalty ${used.repeat_penalty}`)
+  t.equal(used.repeat_last_n, 33)
+  t.same(used.stop, ['zq'])
+  t.equal(used.n_predict, 3, 'the top-level max_tokens')
+  const topLevel = await settings({ stop: ['yq'], options: { stop: ['zq'] } })
+  t.same(topLevel.stop, ['yq'], 'a top-level stop wins over options.stop')
 })
 
 t.test('done_reason "stop" when the model ends on its own (end-of-sequence, no ignore_eos anywhere), "length" when cut', async (t) => {
@@ -96,79 +171,6 @@ t.test('done_reason "stop" when the model ends on its own (end-of-sequence, no i
     if (last.eval_count < 300) streamEnded = last
   }
   t.ok(streamEnded, 'a streamed chat ended on its own with done_reason "stop"')
-})
-
-t.test('/api/generate system: the same prompt as a chat with that system message; a created model\'s system gives way to it', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
-  const system = 'You answer in French, briefly.'
-  const withSystem = await generate(url, { system, options: greedy })
-  const asChat = await chat(url, { messages: [{ role: 'system', content: system }, { role: 'user', content: 'hello world' }], options: greedy })
-  const without = await generate(url, { options: greedy })
-  t.equal(withSystem.prompt_eval_count, asChat.prompt_eval_count, `the same prompt tokens as chat with a system message (${asChat.prompt_eval_count})`)
-  t.equal(withSystem.response, asChat.message.content, 'and the same greedy answer')
-  t.ok(withSystem.prompt_eval_count > without.prompt_eval_count + 5, `the system message is in the prompt: ${without.prompt_eval_count} -> ${withSystem.prompt_eval_count} tokens`)
-  t.not(withSystem.response, without.response, 'and changes the answer')
-  const stream = await streamed(await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'hello world', system, options: greedy }), 'response')
-  t.equal(stream.text, withSystem.response, 'streamed: the same answer')
-  t.equal(stream.last.prompt_eval_count, withSystem.prompt_eval_count)
-
-  // A model created with its own system prompt: used when the request has none, replaced by the request's.
-  const created = await post(`${url}/api/create`, { model: 'me/french', from: 'acme/tiny', system, stream: false })
-  t.equal(created.status, 200, 'created')
-  const own = await generate(url, { model: 'me/french', options: greedy })
-  t.equal(own.prompt_eval_count, withSystem.prompt_eval_count, 'the created model\'s system prompt is used when the request has none')
-  t.equal(own.response, withSystem.response)
-  const other = 'Reply in one word.'
-  const replaced = await generate(url, { model: 'me/french', system: other, options: greedy })
-  const reference = await generate(url, { system: other, options: greedy })
-  t.equal(replaced.prompt_eval_count, reference.prompt_eval_count, 'the request\'s system replaces the model\'s (not added to it)')
-  t.equal(replaced.response, reference.response)
-})
-
-t.test('min_p reaches the sampler: min_p 1 keeps only the likeliest token, so hot sampling becomes greedy', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
-  const cold = (await generate(url, { options: greedy })).response
-  const hot = { temperature: 1.5, seed: 7 }
-  const sampled = (await generate(url, { options: hot })).response
-  t.not(sampled, cold, 'at temperature 1.5 the text is not the greedy one')
-  // (llama-server's own default is min_p 0.05, so min_p 0 is a change too: the text is still not greedy)
-  t.not((await generate(url, { options: { ...hot, min_p: 0 } })).response, cold, 'min_p 0 (off): still not the greedy text')
-  t.equal((await generate(url, { options: { ...hot, min_p: 1 } })).response, cold, 'min_p 1 on generate: the greedy text')
-  const chatCold = (await chat(url, { options: greedy })).message.content
-  t.equal((await chat(url, { options: { ...hot, min_p: 1 } })).message.content, chatCold, 'min_p 1 on chat: the greedy text')
-  t.not((await chat(url, { options: hot })).message.content, chatCold, 'and without it, not')
-})
-
-t.test('repeat_penalty reaches the sampler: greedy text changes where it would repeat itself; repeat_last_n 0 turns it off', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
-  const plain = (await generate(url, { options: greedy })).response as string
-  const penalized = (await generate(url, { options: { ...greedy, repeat_penalty: 100 } })).response as string
-  t.not(penalized, plain, 'a strong repeat_penalty changes the greedy text')
-  let same = 0
-  while (same < plain.length && plain[same] === penalized[same]) same++
-  t.ok(same > 0, `both begin alike (${same} characters): the penalty only bites on a repeat`)
-  t.ok(plain.slice(0, same).includes(plain.slice(same, same + 3)), `where they part, the unpenalized text repeats itself: ${JSON.stringify(plain.slice(same, same + 3))} appeared before in ${JSON.stringify(plain.slice(0, same))}`)
-  t.equal((await generate(url, { options: { ...greedy, repeat_penalty: 1 } })).response, plain, 'repeat_penalty 1 (neutral): the plain text')
-  t.equal((await generate(url, { options: { ...greedy, repeat_penalty: 100, repeat_last_n: 0 } })).response, plain, 'repeat_last_n 0 (no window): the plain text')
-})
-
-t.test('llama-server\'s own account of the sampling it used (its `verbose` echo on /v1/completions): options min_p, repeat_penalty, stop', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
-  const settings = async (body: Record<string, unknown>): Promise<Answer> => {
-    const res = await post(`${url}/v1/completions`, { model: 'acme/tiny', prompt: 'hello', max_tokens: 3, verbose: true, ...body })
-    t.equal(res.status, 200)
-    const answer = await res.json() as Answer
-    if (!answer.__verbose?.generation_settings) throw new Error(`llama-server did not echo its settings: ${JSON.stringify(answer).slice(0, 300)}`)
-    return answer.__verbose.generation_settings
-  }
-  const used = await settings({ options: { min_p: 0.37, repeat_penalty: 1.7, repeat_last_n: 33, stop: ['zq'] } })
-  t.ok(Math.abs(used.min_p - 0.37) < 1e-6, `min_p ${used.min_p}`)
-  t.ok(Math.abs(used.repeat_penalty - 1.7) < 1e-6, `repeat_penalty ${used.repeat_penalty}`)
-  t.equal(used.repeat_last_n, 33)
-  t.same(used.stop, ['zq'])
-  t.equal(used.n_predict, 3, 'the top-level max_tokens')
-  const topLevel = await settings({ stop: ['yq'], options: { stop: ['zq'] } })
-  t.same(topLevel.stop, ['yq'], 'a top-level stop wins over options.stop')
 })
 
 t.test('tools on /api/chat: each tool\'s definition is rendered into the prompt, streamed (SSE, NDJSON) and not', async (t) => {
