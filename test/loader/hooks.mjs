@@ -15,17 +15,15 @@ const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url)
 const relative = /^(\.{1,2}\/|\/|file:)/
 
 /**
- * A `./x.js` imported from a .ts file is `./x.ts` on disk (NodeNext's rule: imports name the emitted file); so is
- * a worker thread's `new URL('./x.js', import.meta.url)` (an entry point: no parent), where no x.js is there.
+ * A `./x.js` that is not on disk but whose `./x.ts` is names the .ts source (NodeNext's rule: imports name the
+ * emitted file): imported from a .ts file, from a .js one (the plugin fixtures import the sources), or a worker
+ * thread's entry, `new URL('./x.js', import.meta.url)`. A .js file that exists (dist/) is taken as is.
  */
 export async function resolve (specifier, context, next) {
   if (relative.test(specifier) && specifier.endsWith('.js')) {
-    const parent = context.parentURL
-    if (parent === undefined || parent.endsWith('.ts')) {
-      const js = new URL(specifier, parent ?? pathToFileURL(`${process.cwd()}/`))
-      const ts = new URL(`${js.href.slice(0, -3)}.ts`)
-      if ((parent !== undefined || !existsSync(js)) && existsSync(ts)) return next(ts.href, context)
-    }
+    const js = new URL(specifier, context.parentURL ?? pathToFileURL(`${process.cwd()}/`))
+    const ts = new URL(`${js.href.slice(0, -3)}.ts`)
+    if (js.protocol === 'file:' && !existsSync(js) && existsSync(ts)) return next(ts.href, context)
   }
   return next(specifier, context)
 }
