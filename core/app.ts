@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance } from 'fastify'
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
@@ -28,6 +28,12 @@ const MAX_JSON_DEPTH = 128
 export interface BuildOptions {
   /** Fastify logger options; defaults to pino at the configured level. */
   logger?: boolean | Record<string, unknown>
+  /**
+   * Fastify's schema compilers. The tests hand every app of a test process one validator compiler, so that each
+   * route's schema is compiled once per process rather than once per app (0.4 s of CPU per app).
+   * @default Fastify's own, one per app
+   */
+  schemaController?: FastifyServerOptions['schemaController']
 }
 
 /**
@@ -40,6 +46,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
+    ...(options.schemaController !== undefined ? { schemaController: options.schemaController } : {}),
     // Per-request log lines cost time on every streamed request; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
     ajv: {

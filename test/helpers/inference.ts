@@ -1,8 +1,7 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../core/app.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
-import { testConfig, tempDir } from './app.js'
+import { buildTestApp, testConfig, tempDir } from './app.js'
 import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'
 import { cpuRuntime } from './runtime.js'
 
@@ -29,7 +28,7 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
     // ignore_eos: a random-weights model may end early; tests count tokens.
     default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 32, ignore_eos: true, ...(values.default_options as object) },
   })
-  const app = await buildApp(config)
+  const app = await buildTestApp(config)
   t.teardown(() => app.close())
   let seed = 1
   for (const name of names) {
@@ -39,6 +38,18 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
   }
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }
+}
+
+/**
+ * A server made on first use and shared by the tests of a file that only read from it (STYLE.md: a llama-server
+ * per file, not per test): `const tiny = sharedServer(() => serveTinyModels(t))` at the top, made with the file's
+ * own `t` so that it closes when the file ends, then `const { url } = await tiny()` in each test.
+ * Closing an app stops every llama-server of the process (one runtime supervisor per process, as in the gateway):
+ * the tests that share a server come before those that build and close an app of their own.
+ */
+export function sharedServer<T> (make: () => Promise<T>): () => Promise<T> {
+  let made: Promise<T> | undefined
+  return () => (made ??= make())
 }
 
 /**
@@ -67,7 +78,7 @@ export async function serveRealisticModels (t: Test, models: Record<string, Fixt
     ...values,
     default_options: { num_ctx: 1024, num_parallel: 1, max_tokens: 32, ...(values.default_options as object) },
   })
-  const app = await buildApp(config)
+  const app = await buildTestApp(config)
   t.teardown(() => app.close())
   for (const [name, fixture] of Object.entries(models)) {
     if (typeof fixture === 'string') await app.store.import(name, await realisticModel(fixture))

@@ -6,9 +6,12 @@ import { resolveOptions } from '../../../core/request-options.js'
 import { ollamaDetails } from '../../../plugins/models-api/tag-shape.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
-import { serveTinyModels } from '../../helpers/inference.js'
+import { serveTinyModels, sharedServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { runCli } from '../../helpers/serve-process.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const tiny = sharedServer(() => serveTinyModels(t))
 
 type Test = Parameters<typeof tempDir>[0]
 
@@ -24,7 +27,7 @@ async function show (url: string, model: string): Promise<Response> {
 }
 
 t.test('create FROM a local model with SYSTEM and PARAMETER: the statuses, then /api/show has them', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const file = await modelfile(t, [
     '# a terse variant of the tiny model',
     'from acme/tiny',
@@ -50,7 +53,7 @@ t.test('create FROM a local model with SYSTEM and PARAMETER: the statuses, then 
 })
 
 t.test('create FROM ./file.gguf: hashed, uploaded (once), and made a model of', async (t) => {
-  const { app, url } = await serveTinyModels(t)
+  const { app, url } = await tiny()
   const file = await modelfile(t, 'FROM ./weights/tiny model.gguf\nSYSTEM Be brief.\n')
   const gguf = join(file, '..', 'weights', 'tiny model.gguf')
   await mkdir(join(file, '..', 'weights'))
@@ -73,7 +76,7 @@ t.test('create FROM ./file.gguf: hashed, uploaded (once), and made a model of', 
 
 t.test('create --quantize q8_0: llama-quantize\'s progress, then a Q8_0 model', async (t) => {
   t.ok((await cpuRuntime()).quantizePath, 'the test runtime has llama-quantize')
-  const { app, url } = await serveTinyModels(t)
+  const { app, url } = await tiny()
   const file = await modelfile(t, 'FROM acme/tiny\nPARAMETER num_predict 3\n')
   const result = await runCli(['create', 'me/q8', '-f', file, '--quantize', 'q8_0', '--host', url])
   t.equal(result.code, 0, result.stderr)
@@ -89,7 +92,7 @@ t.test('create --quantize q8_0: llama-quantize\'s progress, then a Q8_0 model', 
 })
 
 t.test('a bad Modelfile: one line naming the file and the line, exit 1, nothing made', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const cases: Array<[string, string, RegExp]> = [
     ['LICENSE', 'FROM acme/tiny\nPARAMETER temperature 0.1\nLICENSE MIT\n', /: line 3: LICENSE is not supported by llamagate create/],
     ['an unknown instruction', 'FROM acme/tiny\n\n# x\nSYTEM hi\n', /: line 4: unknown instruction "SYTEM"/],
@@ -107,7 +110,7 @@ t.test('a bad Modelfile: one line naming the file and the line, exit 1, nothing 
 })
 
 t.test('errors from the server and the disk: one line, exit 1; a wrong call, exit 2', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const cli = async (text: string | null, ...args: string[]): Promise<Awaited<ReturnType<typeof runCli>>> => {
     const file = text === null ? join(await tempDir(t), 'Modelfile') : await modelfile(t, text)
     return runCli(['create', ...args, '-f', file, '--host', url])

@@ -1,12 +1,15 @@
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { post, serveTinyModels } from '../../helpers/inference.js'
+import { post, serveTinyModels, sharedServer } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const tiny = sharedServer(() => serveTinyModels(t))
 
 // Anthropic's Messages API through the official SDK, against the real gateway and llama-server. The tiny
 // model has random weights: what it says is noise, so the tests check shapes, counts and the path taken.
 
 t.test('messages.create, not streamed: Anthropic\'s message shape with our model name', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })
   const message = await client.messages.create({ model: 'acme/tiny', max_tokens: 6, messages: [{ role: 'user', content: 'hi' }] })
   // llama-server names them like its chat completions (`chatcmpl-...`), not `msg_...`; clients only need an id.
@@ -23,7 +26,7 @@ t.test('messages.create, not streamed: Anthropic\'s message shape with our model
 })
 
 t.test('messages.create streamed: Anthropic\'s events in order, ending with message_stop; the final message assembles', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })
   // Greedy (top_k 1): the streamed answer must be the same text as the whole one.
   const request = { model: 'acme/tiny', max_tokens: 8, top_k: 1, system: 'be brief', messages: [{ role: 'user' as const, content: 'hello there' }] }
@@ -45,7 +48,7 @@ t.test('messages.create streamed: Anthropic\'s events in order, ending with mess
 })
 
 t.test('messages.countTokens: the prompt\'s tokens, counted by the model\'s own tokenizer', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })
   const short = await client.messages.countTokens({ model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }] })
   const long = await client.messages.countTokens({ model: 'acme/tiny', messages: [{ role: 'user', content: 'hi '.repeat(40) }] })
@@ -54,7 +57,7 @@ t.test('messages.countTokens: the prompt\'s tokens, counted by the model\'s own 
 })
 
 t.test('errors come in Anthropic\'s shape, with its error types', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0 })
   const missing = await client.messages.create({ model: 'acme/nope', max_tokens: 4, messages: [{ role: 'user', content: 'hi' }] }).catch((e: unknown) => e)
   t.ok(missing instanceof Anthropic.NotFoundError, 'the SDK reads a 404 as NotFoundError')

@@ -1,9 +1,12 @@
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import t, { type Test } from 'tap'
-import { post, serveRealisticModels } from '../../helpers/inference.js'
+import { post, serveRealisticModels, sharedServer } from '../../helpers/inference.js'
 
 const MODELS = { 'acme/bge': 'bert', 'acme/rerank': 'reranker', 'acme/chat': 'qwen25' } as const
+
+// One gateway for the tests that only embed; those that look at what is loaded (/api/ps) have their own.
+const models = sharedServer(() => serveRealisticModels(t, MODELS))
 
 function norm (v: number[]): number {
   return Math.sqrt(v.reduce((sum, x) => sum + x * x, 0))
@@ -25,7 +28,7 @@ async function embeddingLength (url: string, model: string): Promise<number> {
 }
 
 t.test('/api/embed: one input and several, normalized vectors of the model\'s length, in order', async (t) => {
-  const { url } = await serveRealisticModels(t, MODELS)
+  const { url } = await models()
   const length = await embeddingLength(url, 'acme/bge')
   t.equal(length, 64, 'the fixture\'s embedding length, from its GGUF')
   const one = await post(`${url}/api/embed`, { model: 'acme/bge', input: 'The quick brown fox' })
@@ -56,24 +59,8 @@ t.test('/api/embed: one input and several, normalized vectors of the model\'s le
   t.equal(legacyClient.embedding.length, length, 'ollama.embeddings() (the legacy route)')
 })
 
-t.test('/api/embeddings (legacy): one raw vector; the load forms load an embedding instance', async (t) => {
-  const { url } = await serveRealisticModels(t, MODELS)
-  const legacy = await (await post(`${url}/api/embeddings`, { model: 'acme/bge', prompt: 'The quick brown fox' })).json() as any
-  const normalized = await (await post(`${url}/api/embed`, { model: 'acme/bge', input: 'The quick brown fox' })).json() as any
-  t.equal(legacy.embedding.length, 64)
-  t.ok(Math.abs(norm(legacy.embedding) - 1) > 1e-3, `not normalized, as in Ollama (norm ${norm(legacy.embedding)})`)
-  close(t, unit(legacy.embedding), normalized.embeddings[0], 'the same direction as /api/embed\'s', 1e-4)
-
-  await post(`${url}/api/stop`, { model: 'acme/bge' })
-  const load = await post(`${url}/api/embed`, { model: 'acme/bge', input: [] })
-  t.same(await load.json(), { model: 'acme/bge', embeddings: [] }, 'no input: the model loads, nothing is embedded')
-  const ps = await (await fetch(`${url}/api/ps`)).json() as any
-  t.match(ps.models, [{ name: 'acme/bge', state: 'loaded', purpose: 'embed', context_length: 512 }], 'loaded to embed; num_ctx capped at the 512 the encoder was trained with')
-  t.same(await (await post(`${url}/api/embeddings`, { model: 'acme/bge', prompt: '' })).json(), { embedding: [] }, 'an empty prompt only loads')
-})
-
 t.test('inputs longer than the context: truncated by default, refused with truncate: false', async (t) => {
-  const { url } = await serveRealisticModels(t, MODELS)
+  const { url } = await models()
   const long = 'the lazy dog '.repeat(300)
   const cut = await post(`${url}/api/embed`, { model: 'acme/bge', input: long })
   t.equal(cut.status, 200)
@@ -95,7 +82,7 @@ t.test('inputs longer than the context: truncated by default, refused with trunc
 })
 
 t.test('/v1/embeddings through the official openai client: floats, base64, token ids, dimensions, usage', async (t) => {
-  const { url } = await serveRealisticModels(t, MODELS)
+  const { url } = await models()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'anything' })
   const floats = await client.embeddings.create({ model: 'acme/bge', input: ['The quick brown fox', 'the lazy dog'], encoding_format: 'float' })
   t.equal(floats.object, 'list')
@@ -118,6 +105,22 @@ t.test('/v1/embeddings through the official openai client: floats, base64, token
   t.equal(tokens.usage.prompt_tokens, 6, 'token ids are embedded as given')
   t.equal(ids.usage.prompt_tokens, 6, 'the text tokenizes to [CLS] the quick brown fox [SEP]')
   close(t, tokens.data[0].embedding, ids.data[0].embedding, 'the same tokens as the text, the same vector')
+})
+
+t.test('/api/embeddings (legacy): one raw vector; the load forms load an embedding instance', async (t) => {
+  const { url } = await serveRealisticModels(t, MODELS)
+  const legacy = await (await post(`${url}/api/embeddings`, { model: 'acme/bge', prompt: 'The quick brown fox' })).json() as any
+  const normalized = await (await post(`${url}/api/embed`, { model: 'acme/bge', input: 'The quick brown fox' })).json() as any
+  t.equal(legacy.embedding.length, 64)
+  t.ok(Math.abs(norm(legacy.embedding) - 1) > 1e-3, `not normalized, as in Ollama (norm ${norm(legacy.embedding)})`)
+  close(t, unit(legacy.embedding), normalized.embeddings[0], 'the same direction as /api/embed\'s', 1e-4)
+
+  await post(`${url}/api/stop`, { model: 'acme/bge' })
+  const load = await post(`${url}/api/embed`, { model: 'acme/bge', input: [] })
+  t.same(await load.json(), { model: 'acme/bge', embeddings: [] }, 'no input: the model loads, nothing is embedded')
+  const ps = await (await fetch(`${url}/api/ps`)).json() as any
+  t.match(ps.models, [{ name: 'acme/bge', state: 'loaded', purpose: 'embed', context_length: 512 }], 'loaded to embed; num_ctx capped at the 512 the encoder was trained with')
+  t.same(await (await post(`${url}/api/embeddings`, { model: 'acme/bge', prompt: '' })).json(), { embedding: [] }, 'an empty prompt only loads')
 })
 
 t.test('a chat model embeds on an instance of its own, beside its chat instance', async (t) => {

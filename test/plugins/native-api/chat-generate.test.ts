@@ -1,5 +1,8 @@
 import t, { type Test } from 'tap'
-import { ndjsonEvents, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { ndjsonEvents, post, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const tiny = sharedServer(() => serveTinyModels(t))
 
 const ISO_MS = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/
 const STATS = ['total_duration', 'load_duration', 'prompt_eval_count', 'prompt_eval_duration', 'eval_count', 'eval_duration']
@@ -13,7 +16,7 @@ function checkStats (t: Test, event: Record<string, unknown>, expectTokens: numb
 }
 
 t.test('/api/chat streams SSE events of the documented shape', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hello' }], options: { max_tokens: 8, seed: 42 } })
   t.equal(res.status, 200)
   t.match(res.headers.get('content-type'), /^text\/event-stream/)
@@ -38,7 +41,7 @@ t.test('/api/chat streams SSE events of the documented shape', async (t) => {
 })
 
 t.test('/api/chat answers NDJSON with Ollama final shape when asked', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 5 } }, { accept: 'application/x-ndjson' })
   t.match(res.headers.get('content-type'), /^application\/x-ndjson/)
   const events = await ndjsonEvents(res) as Array<Record<string, any>>
@@ -49,7 +52,7 @@ t.test('/api/chat answers NDJSON with Ollama final shape when asked', async (t) 
 })
 
 t.test('/api/chat with stream false answers once; multi-turn conversations work', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const first = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'system', content: 'be brief' }, { role: 'user', content: 'one' }], options: { max_tokens: 6, seed: 1 } })
   t.equal(first.status, 200)
   t.match(first.headers.get('content-type'), /application\/json/)
@@ -68,20 +71,8 @@ t.test('/api/chat with stream false answers once; multi-turn conversations work'
   t.ok(reply.prompt_eval_count > answer.prompt_eval_count, 'the longer history was all sent')
 })
 
-t.test('streamed fragments never split a character: they add up to the unstreamed answer', async (t) => {
-  // The random-weights model emits byte tokens that form multi-byte characters over several tokens; a
-  // character split across events would turn into two U+FFFD halves in the stream but not in the whole.
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 1024 } })
-  const body = { model: 'acme/tiny', messages: [{ role: 'user', content: 'same' }], options: { max_tokens: 400, seed: 7, temperature: 1.5 } }
-  const whole = await (await post(`${url}/api/chat`, { ...body, stream: false })).json() as Record<string, any>
-  const events = await sseEvents(await post(`${url}/api/chat`, body)) as Array<Record<string, any>>
-  const streamed = events.filter((e) => !e.done).map((e) => e.message.content).join('')
-  t.equal(streamed, whole.message.content)
-  t.match(whole.message.content, /[^\x00-\x7f\ufffd]/, 'the answer holds multi-byte characters, so the check means something')
-})
-
 t.test('/api/generate streams response fragments and a final event', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   for (const raw of [false, true]) {
     const res = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'Once upon', raw, options: { max_tokens: 7 } })
     t.equal(res.status, 200)
@@ -103,7 +94,7 @@ t.test('/api/generate streams response fragments and a final event', async (t) =
 })
 
 t.test('empty messages / prompt load the model; with keep_alive 0 they unload it', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const load = await (await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [] })).json() as Record<string, any>
   t.equal(load.done_reason, 'load')
   let ps = await (await fetch(`${url}/api/ps`)).json() as { models: Array<Record<string, any>> }
@@ -120,7 +111,7 @@ t.test('format: a JSON schema constrains the answer to it (the runtime\'s json_s
   // so what a chat with `format` does on it is llama-server's business, not the gateway's. The chat path is
   // checked on a real template (tools-and-format.test.ts), and a runtime's refusal reaching the client with
   // its words on the stream relays (openai-api/stream-relay.test.ts, anthropic-api/messages.test.ts).
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false }
   const generated = await post(`${url}/api/generate`, { model: 'acme/tiny', stream: false, raw: true, format: schema, prompt: 'x', options: { max_tokens: 64, ignore_eos: false } })
   t.equal(generated.status, 200)
@@ -128,6 +119,18 @@ t.test('format: a JSON schema constrains the answer to it (the runtime\'s json_s
   const json = await post(`${url}/api/generate`, { model: 'acme/tiny', stream: false, raw: true, format: 'json', prompt: 'x', options: { max_tokens: 64, ignore_eos: false } })
   // A random model may ramble inside a string until max_tokens: only the start is certain.
   t.match((await json.json() as any).response, /^\s*\{/, 'format "json" constrains the answer to a JSON object')
+})
+
+t.test('streamed fragments never split a character: they add up to the unstreamed answer', async (t) => {
+  // The random-weights model emits byte tokens that form multi-byte characters over several tokens; a
+  // character split across events would turn into two U+FFFD halves in the stream but not in the whole.
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 1024 } })
+  const body = { model: 'acme/tiny', messages: [{ role: 'user', content: 'same' }], options: { max_tokens: 400, seed: 7, temperature: 1.5 } }
+  const whole = await (await post(`${url}/api/chat`, { ...body, stream: false })).json() as Record<string, any>
+  const events = await sseEvents(await post(`${url}/api/chat`, body)) as Array<Record<string, any>>
+  const streamed = events.filter((e) => !e.done).map((e) => e.message.content).join('')
+  t.equal(streamed, whole.message.content)
+  t.match(whole.message.content, /[^\x00-\x7f\ufffd]/, 'the answer holds multi-byte characters, so the check means something')
 })
 
 t.test('a request the runtime refuses (a prompt longer than the context): 400 with its words, in the native shape', async (t) => {

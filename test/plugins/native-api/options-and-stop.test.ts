@@ -1,9 +1,8 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../../core/app.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
-import { tempDir, testConfig } from '../../helpers/app.js'
-import { ndjsonEvents, post, serveRealisticModels, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
+import { ndjsonEvents, post, serveRealisticModels, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
 // The sampling options docs/api.md lists for /api/chat and /api/generate (`stop`, `min_p`, `repeat_penalty`),
@@ -12,6 +11,8 @@ import { cpuRuntime } from '../../helpers/runtime.js'
 
 type Answer = Record<string, any>
 const LIMITS = { num_thread: 1, num_ctx: 512, num_parallel: 1, max_tokens: 48 }
+// One gateway and llama-server at these limits for the tests that only send requests to acme/tiny.
+const limited = sharedServer(() => serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS }))
 
 async function generate (url: string, body: Record<string, unknown>): Promise<Answer> {
   const res = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'hello world', stream: false, ...body })
@@ -44,7 +45,7 @@ function wordIn (text: string, from = 8): { word: string, at: number } {
 const greedy = { temperature: 0, seed: 1 }
 
 t.test('stop: greedy text ends right before the stop string, done_reason "stop"; on generate and chat, streamed and not', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   // generate, a stop string
   const base = await generate(url, { options: greedy })
   t.equal(base.done_reason, 'length', 'without stop: the whole max_tokens, done_reason "length"')
@@ -70,37 +71,8 @@ t.test('stop: greedy text ends right before the stop string, done_reason "stop";
   t.equal(chatStream.last.done_reason, 'stop', 'chat streamed: the final event says "stop"')
 })
 
-t.test('done_reason "stop" when the model ends on its own (end-of-sequence, no ignore_eos anywhere), "length" when cut', async (t) => {
-  // serveTinyModels sets ignore_eos for every request; this server does not.
-  const runtime = await cpuRuntime()
-  const files = await tempDir(t, 'llamagate-models-')
-  const app = await buildApp(await testConfig(t, { runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, default_options: { ...LIMITS, max_tokens: 300 } }))
-  t.teardown(() => app.close())
-  await writeTinyGguf({ file: join(files, 'tiny.gguf'), seed: 1, name: 'acme/tiny' })
-  await app.store.import('acme/tiny', join(files, 'tiny.gguf'))
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
-  // A random-weight model with a 560-token vocabulary samples its end-of-sequence token within 300 tokens for
-  // most seeds at temperature 1; the seeds make it reproducible.
-  const seen: string[] = []
-  let ended: Answer | null = null
-  for (let seed = 1; seed <= 12 && ended === null; seed++) {
-    const answer = await generate(url, { options: { temperature: 1, seed } })
-    seen.push(`seed ${seed}: ${answer.eval_count} tokens, ${answer.done_reason}`)
-    t.equal(answer.done_reason, answer.eval_count < 300 ? 'stop' : 'length', `seed ${seed}: done_reason fits the token count (${answer.eval_count})`)
-    if (answer.eval_count < 300) ended = answer
-  }
-  t.ok(ended, `a generation ended on its own before max_tokens (${seen.join('; ')})`)
-  let streamEnded: Answer | null = null
-  for (let seed = 1; seed <= 12 && streamEnded === null; seed++) {
-    const { last } = await streamed(await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], options: { temperature: 1, seed } }), 'message')
-    t.equal(last.done_reason, last.eval_count < 300 ? 'stop' : 'length', `chat streamed, seed ${seed}: done_reason fits the token count (${last.eval_count})`)
-    if (last.eval_count < 300) streamEnded = last
-  }
-  t.ok(streamEnded, 'a streamed chat ended on its own with done_reason "stop"')
-})
-
 t.test('/api/generate system: the same prompt as a chat with that system message; a created model\'s system gives way to it', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   const system = 'You answer in French, briefly.'
   const withSystem = await generate(url, { system, options: greedy })
   const asChat = await chat(url, { messages: [{ role: 'system', content: system }, { role: 'user', content: 'hello world' }], options: greedy })
@@ -127,7 +99,7 @@ t.test('/api/generate system: the same prompt as a chat with that system message
 })
 
 t.test('min_p reaches the sampler: min_p 1 keeps only the likeliest token, so hot sampling becomes greedy', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   const cold = (await generate(url, { options: greedy })).response
   const hot = { temperature: 1.5, seed: 7 }
   const sampled = (await generate(url, { options: hot })).response
@@ -141,7 +113,7 @@ t.test('min_p reaches the sampler: min_p 1 keeps only the likeliest token, so ho
 })
 
 t.test('repeat_penalty reaches the sampler: greedy text changes where it would repeat itself; repeat_last_n 0 turns it off', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   const plain = (await generate(url, { options: greedy })).response as string
   const penalized = (await generate(url, { options: { ...greedy, repeat_penalty: 100 } })).response as string
   t.not(penalized, plain, 'a strong repeat_penalty changes the greedy text')
@@ -154,7 +126,7 @@ t.test('repeat_penalty reaches the sampler: greedy text changes where it would r
 })
 
 t.test('llama-server\'s own account of the sampling it used (its `verbose` echo on /v1/completions): options min_p, repeat_penalty, stop', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: LIMITS })
+  const { url } = await limited()
   const settings = async (body: Record<string, unknown>): Promise<Answer> => {
     const res = await post(`${url}/v1/completions`, { model: 'acme/tiny', prompt: 'hello', max_tokens: 3, verbose: true, ...body })
     t.equal(res.status, 200)
@@ -170,6 +142,35 @@ t.test('llama-server\'s own account of the sampling it used (its `verbose` echo 
   t.equal(used.n_predict, 3, 'the top-level max_tokens')
   const topLevel = await settings({ stop: ['yq'], options: { stop: ['zq'] } })
   t.same(topLevel.stop, ['yq'], 'a top-level stop wins over options.stop')
+})
+
+t.test('done_reason "stop" when the model ends on its own (end-of-sequence, no ignore_eos anywhere), "length" when cut', async (t) => {
+  // serveTinyModels sets ignore_eos for every request; this server does not.
+  const runtime = await cpuRuntime()
+  const files = await tempDir(t, 'llamagate-models-')
+  const app = await buildTestApp(await testConfig(t, { runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, default_options: { ...LIMITS, max_tokens: 300 } }))
+  t.teardown(() => app.close())
+  await writeTinyGguf({ file: join(files, 'tiny.gguf'), seed: 1, name: 'acme/tiny' })
+  await app.store.import('acme/tiny', join(files, 'tiny.gguf'))
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  // A random-weight model with a 560-token vocabulary samples its end-of-sequence token within 300 tokens for
+  // most seeds at temperature 1; the seeds make it reproducible.
+  const seen: string[] = []
+  let ended: Answer | null = null
+  for (let seed = 1; seed <= 12 && ended === null; seed++) {
+    const answer = await generate(url, { options: { temperature: 1, seed } })
+    seen.push(`seed ${seed}: ${answer.eval_count} tokens, ${answer.done_reason}`)
+    t.equal(answer.done_reason, answer.eval_count < 300 ? 'stop' : 'length', `seed ${seed}: done_reason fits the token count (${answer.eval_count})`)
+    if (answer.eval_count < 300) ended = answer
+  }
+  t.ok(ended, `a generation ended on its own before max_tokens (${seen.join('; ')})`)
+  let streamEnded: Answer | null = null
+  for (let seed = 1; seed <= 12 && streamEnded === null; seed++) {
+    const { last } = await streamed(await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], options: { temperature: 1, seed } }), 'message')
+    t.equal(last.done_reason, last.eval_count < 300 ? 'stop' : 'length', `chat streamed, seed ${seed}: done_reason fits the token count (${last.eval_count})`)
+    if (last.eval_count < 300) streamEnded = last
+  }
+  t.ok(streamEnded, 'a streamed chat ended on its own with done_reason "stop"')
 })
 
 t.test('tools on /api/chat: each tool\'s definition is rendered into the prompt, streamed (SSE, NDJSON) and not', async (t) => {

@@ -1,14 +1,17 @@
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import t from 'tap'
-import { post, serveRealisticModels } from '../../helpers/inference.js'
+import { post, serveRealisticModels, sharedServer } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const r1 = sharedServer(() => serveRealisticModels(t, { 'acme/r1': 'r1' }))
 
 // Thinking on a tiny random-weight model with DeepSeek-R1-Distill-Qwen's real template: its answer opens with
 // <think>, so what the model writes (noise, far from a closing </think> in a few tokens) is reasoning, and
 // llama-server hands it back apart from the answer.
 
 t.test('think: the reasoning lands in message.thinking (chat) and thinking (generate), streamed and not', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const { url } = await r1()
   const ollama = new Ollama({ host: url })
   const whole = await ollama.chat({ model: 'acme/r1', messages: [{ role: 'user', content: 'why?' }], think: true, options: { num_predict: 8, seed: 1 } })
   t.ok((whole.message.thinking ?? '').length > 0, `message.thinking: ${JSON.stringify(whole.message.thinking)}`)
@@ -29,7 +32,7 @@ t.test('think: the reasoning lands in message.thinking (chat) and thinking (gene
 })
 
 t.test('/v1/chat/completions on the same model: reasoning_content apart from content', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const { url } = await r1()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const completion = await client.chat.completions.create({ model: 'acme/r1', messages: [{ role: 'user', content: 'why?' }], max_tokens: 8, seed: 1 })
   const message = completion.choices[0]!.message as { content: string | null, reasoning_content?: string }
@@ -38,7 +41,7 @@ t.test('/v1/chat/completions on the same model: reasoning_content apart from con
 })
 
 t.test('bad think values and images for a model without a projector: 400 that says so', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/r1': 'r1' })
+  const { url } = await r1()
   const cases: Array<[string, string, Record<string, unknown>, RegExp]> = [
     ['think of another type', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 3 }, /think/],
     ['think an unknown word', '/api/chat', { messages: [{ role: 'user', content: 'hi' }], think: 'max-ish' }, /think/],

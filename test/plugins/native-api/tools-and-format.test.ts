@@ -1,7 +1,10 @@
 import { Ajv } from 'ajv'
 import { Ollama } from 'ollama'
 import t from 'tap'
-import { serveRealisticModels } from '../../helpers/inference.js'
+import { serveRealisticModels, sharedServer } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const qwen = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25' }))
 
 // `format` and `tools` on the native surface through the official ollama client, on a tiny random-weight
 // model with Qwen2's real vocabulary and Qwen2.5-Instruct's real template.
@@ -14,7 +17,7 @@ const PERSON = {
 }
 
 t.test('format as a JSON schema, on chat and generate, streamed and not: the text parses and validates', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const { url } = await qwen()
   const ollama = new Ollama({ host: url })
   const validate = new Ajv().compile(PERSON)
   const chat = await ollama.chat({ model: 'acme/qwen', messages: [{ role: 'user', content: 'a person' }], format: PERSON, options: { num_predict: 150, seed: 1 } })
@@ -33,7 +36,7 @@ t.test('format as a JSON schema, on chat and generate, streamed and not: the tex
 })
 
 t.test('tools reach the model\'s template (random weights call none on their own): the prompt grows by the rendered tools', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const { url } = await qwen()
   const ollama = new Ollama({ host: url })
   const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
   const plain = await ollama.chat({ model: 'acme/qwen', messages, options: { num_predict: 1 } })
@@ -41,6 +44,35 @@ t.test('tools reach the model\'s template (random weights call none on their own
   const withTools = await ollama.chat({ model: 'acme/qwen', messages, tools: [tool], options: { num_predict: 1 } })
   // Qwen2.5's template writes each tool's JSON inside <tools></tools> with instructions: dozens of tokens.
   t.ok(withTools.prompt_eval_count > plain.prompt_eval_count + 40, `prompt ${plain.prompt_eval_count} -> ${withTools.prompt_eval_count} tokens with the tool`)
+})
+
+t.test('a tool result in the history (role "tool" with tool_name) reaches the template', async (t) => {
+  const { url } = await qwen()
+  const ollama = new Ollama({ host: url })
+  const asked = [{ role: 'user', content: 'weather?' }]
+  const answered = [
+    ...asked,
+    { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
+    { role: 'tool', content: '{"temperature": 21, "sky": "clear and bright over the river"}', tool_name: 'get_weather' },
+  ]
+  const before = await ollama.chat({ model: 'acme/qwen', messages: asked, options: { num_predict: 1 } })
+  const after = await ollama.chat({ model: 'acme/qwen', messages: answered, options: { num_predict: 1 } })
+  t.ok(after.prompt_eval_count > before.prompt_eval_count + 15, `prompt ${before.prompt_eval_count} -> ${after.prompt_eval_count} tokens with the call and its result`)
+})
+
+t.test('bad format and tools: 400 with a message', async (t) => {
+  const { url } = await qwen()
+  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+    ['format of another type', { format: 5 }, /format/],
+    ['format an unknown word', { format: 'yaml' }, /format/],
+    ['a tool without a function', { tools: [{ type: 'function' }] }, /function/],
+    ['a tool with an empty name', { tools: [{ type: 'function', function: { name: '' } }] }, /name/],
+  ]
+  for (const [what, extra, message] of cases) {
+    const res = await fetch(`${url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen', messages: [{ role: 'user', content: 'hi' }], stream: false, ...extra }) })
+    t.equal(res.status, 400, `${what}: 400`)
+    t.match(await res.json(), { error: message }, `${what}: says why`)
+  }
 })
 
 t.test('a model that calls a tool: the call comes back as tool_calls with parsed arguments, whole and streamed', async (t) => {
@@ -64,33 +96,4 @@ t.test('a model that calls a tool: the call comes back as tool_calls with parsed
   t.equal(withCalls.length, 1, 'streamed: the calls arrive in one event, whole, as Ollama sends them')
   t.equal(withCalls[0]?.message.tool_calls?.[0]?.function.name, 'get_weather')
   t.ok(parts.at(-1)?.done, 'then the last event')
-})
-
-t.test('a tool result in the history (role "tool" with tool_name) reaches the template', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
-  const ollama = new Ollama({ host: url })
-  const asked = [{ role: 'user', content: 'weather?' }]
-  const answered = [
-    ...asked,
-    { role: 'assistant', content: '', tool_calls: [{ function: { name: 'get_weather', arguments: { city: 'Paris' } } }] },
-    { role: 'tool', content: '{"temperature": 21, "sky": "clear and bright over the river"}', tool_name: 'get_weather' },
-  ]
-  const before = await ollama.chat({ model: 'acme/qwen', messages: asked, options: { num_predict: 1 } })
-  const after = await ollama.chat({ model: 'acme/qwen', messages: answered, options: { num_predict: 1 } })
-  t.ok(after.prompt_eval_count > before.prompt_eval_count + 15, `prompt ${before.prompt_eval_count} -> ${after.prompt_eval_count} tokens with the call and its result`)
-})
-
-t.test('bad format and tools: 400 with a message', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
-  const cases: Array<[string, Record<string, unknown>, RegExp]> = [
-    ['format of another type', { format: 5 }, /format/],
-    ['format an unknown word', { format: 'yaml' }, /format/],
-    ['a tool without a function', { tools: [{ type: 'function' }] }, /function/],
-    ['a tool with an empty name', { tools: [{ type: 'function', function: { name: '' } }] }, /name/],
-  ]
-  for (const [what, extra, message] of cases) {
-    const res = await fetch(`${url}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen', messages: [{ role: 'user', content: 'hi' }], stream: false, ...extra }) })
-    t.equal(res.status, 400, `${what}: 400`)
-    t.match(await res.json(), { error: message }, `${what}: says why`)
-  }
 })

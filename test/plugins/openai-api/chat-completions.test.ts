@@ -1,9 +1,12 @@
 import OpenAI from 'openai'
 import t from 'tap'
-import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { post, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const tiny = sharedServer(() => serveTinyModels(t))
 
 t.test('/v1/chat/completions, not streamed, in OpenAI shape', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 5 })
   t.equal(res.status, 200)
   const body = await res.json() as any
@@ -21,7 +24,7 @@ t.test('/v1/chat/completions, not streamed, in OpenAI shape', async (t) => {
 })
 
 t.test('/v1/chat/completions streamed: chunks, usage on request, [DONE]', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, stream_options: { include_usage: true }, messages: [{ role: 'user', content: 'hi' }], max_tokens: 6 })
   t.match(res.headers.get('content-type'), /^text\/event-stream/)
   const events = await sseEvents(res) as any[]
@@ -41,7 +44,7 @@ t.test('/v1/chat/completions streamed: chunks, usage on request, [DONE]', async 
 })
 
 t.test('top-level OpenAI fields win over options; options are honoured otherwise', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const a = await (await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], max_tokens: 3, options: { max_tokens: 9 } })).json() as any
   t.equal(a.usage.completion_tokens, 3)
   const b = await (await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4 } })).json() as any
@@ -51,7 +54,7 @@ t.test('top-level OpenAI fields win over options; options are honoured otherwise
 })
 
 t.test('/v1/completions answers text completions', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const body = await (await post(`${url}/v1/completions`, { model: 'acme/tiny', prompt: 'abc', max_tokens: 4 })).json() as any
   t.equal(body.object, 'text_completion')
   t.type(body.choices[0].text, 'string')
@@ -59,7 +62,7 @@ t.test('/v1/completions answers text completions', async (t) => {
 })
 
 t.test('the official openai SDK works against /v1', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'anything' })
   // Greedy (temperature 0): the streamed answer must be the same text as the whole one.
   const request = { model: 'acme/tiny', messages: [{ role: 'user' as const, content: 'hello' }], max_tokens: 5, temperature: 0 }

@@ -1,12 +1,15 @@
 import OpenAI from 'openai'
 import t from 'tap'
-import { post, serveTinyModels } from '../../helpers/inference.js'
+import { post, serveTinyModels, sharedServer } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const tiny = sharedServer(() => serveTinyModels(t))
 
 // OpenAI's Responses API (Codex, newer SDK code) through the official client, against the real gateway and
 // llama-server on the tiny random-weights model: shapes and counts, not words.
 
 t.test('responses.create, not streamed: a response object with our model name and the output text', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const response = await client.responses.create({ model: 'acme/tiny', input: 'hi', instructions: 'be brief', max_output_tokens: 5 })
   t.equal(response.object, 'response')
@@ -23,7 +26,7 @@ t.test('responses.create, not streamed: a response object with our model name an
 })
 
 t.test('responses.create streamed: events in order, ending with response.incomplete at max_output_tokens', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const stream = await client.responses.create({ model: 'acme/tiny', input: [{ role: 'user', content: 'hello' }], max_output_tokens: 6, stream: true })
   const types: string[] = []
@@ -40,7 +43,7 @@ t.test('responses.create streamed: events in order, ending with response.incompl
 })
 
 t.test('/v1/responses bad input: 400 in OpenAI\'s shape, unknown model 404', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const cases: Array<[string, unknown, number, RegExp]> = [
     ['no input', { model: 'acme/tiny' }, 400, /input/],
     ['input of the wrong type', { model: 'acme/tiny', input: 5 }, 400, /input/],
@@ -55,7 +58,7 @@ t.test('/v1/responses bad input: 400 in OpenAI\'s shape, unknown model 404', asy
 })
 
 t.test('/v1/chat/completions: a message without a role is the user\'s', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const withRole = await client.chat.completions.create({ model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 })
   const res = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ content: 'hi' }], max_tokens: 2 })

@@ -1,7 +1,10 @@
 import { Ajv } from 'ajv'
 import OpenAI from 'openai'
 import t from 'tap'
-import { serveRealisticModels } from '../../helpers/inference.js'
+import { serveRealisticModels, sharedServer } from '../../helpers/inference.js'
+
+// One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
+const qwen = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25' }))
 
 // Tools and structured output through the official OpenAI client, on a tiny random-weight model with
 // Qwen2's real vocabulary and Qwen2.5-Instruct's real template (test/helpers/realistic-models.ts): the
@@ -27,7 +30,7 @@ const PERSON = {
 // tests say so, PR #22654), and random weights write none on their own. What the gateway owes is that the
 // tools and the choice reach llama-server and its template, in both directions of the conversation.
 t.test('tools and tool_choice reach the template: the prompt grows by the rendered tools; "required" is accepted', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const { url } = await qwen()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const messages = [{ role: 'user' as const, content: 'What is the weather in Paris?' }]
   const plain = await client.chat.completions.create({ model: 'acme/qwen', max_tokens: 1, messages })
@@ -47,7 +50,7 @@ t.test('tools and tool_choice reach the template: the prompt grows by the render
 })
 
 t.test('response_format json_schema: the content parses and validates against the schema', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const { url } = await qwen()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const validate = new Ajv().compile(PERSON)
   for (const seed of [1, 2]) {
@@ -63,7 +66,7 @@ t.test('response_format json_schema: the content parses and validates against th
 })
 
 t.test('bad tool definitions and schemas: 400 in OpenAI\'s shape', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/qwen': 'qwen25' })
+  const { url } = await qwen()
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0 })
   const base = { model: 'acme/qwen', max_tokens: 4, messages: [{ role: 'user' as const, content: 'hi' }] }
   const cases: Array<[string, Record<string, unknown>, RegExp]> = [

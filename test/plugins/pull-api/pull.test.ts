@@ -3,9 +3,8 @@ import { readdir, readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import t, { type Test } from 'tap'
-import { buildApp } from '../../../core/app.js'
 import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
-import { build, tempDir, testConfig } from '../../helpers/app.js'
+import { build, buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
 import { until } from '../../helpers/until.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
@@ -136,7 +135,7 @@ t.test('a restart in the middle of a pull: the next pull finishes from the parti
   const size = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content.length
   fake.faults = { stallAfterBytes: 200_000 }
   const config = await testConfig(t, { hub: { endpoint: fake.url } })
-  const first = await buildApp(config)
+  const first = await buildTestApp(config)
   const firstUrl = await first.listen({ host: '127.0.0.1', port: 0 })
   const controller = new AbortController()
   const stalled = pull(firstUrl, 'acme/tiny-GGUF', {}, controller.signal).catch(() => null)
@@ -148,7 +147,7 @@ t.test('a restart in the middle of a pull: the next pull finishes from the parti
   await first.close() // the "restart"
   fake.faults = {}
   fake.cdnBytes.clear()
-  const second = await buildApp(config)
+  const second = await buildTestApp(config)
   t.teardown(() => second.close())
   t.equal(second.store.find('acme/tiny-GGUF'), null, 'nothing half-pulled is listed')
   const { events } = await pull(await second.listen({ host: '127.0.0.1', port: 0 }), 'acme/tiny-GGUF')

@@ -1,0 +1,5 @@
+// Runs the TypeScript tests and sources under plain Node: `node --import=./test/loader/register.mjs file.ts`
+// (what .taprc gives every test process, and what a test's execArgv hands on to a node it spawns).
+import { register } from 'node:module'
+
+register('./hooks.mjs', import.meta.url)

@@ -1,0 +1,42 @@
+import { spawn } from 'node:child_process'
+import { mkdir, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { PACKAGE_ROOT } from '../../core/paths.js'
+import { tempDir } from '../helpers/app.js'
+import { childEnv } from '../helpers/child-env.js'
+
+// What `npm test` prints once tap is done: the ten slowest test files of the run, read from tap's records.
+
+const SCRIPT = join(PACKAGE_ROOT, 'scripts/slowest-tests.ts')
+
+async function slowest (root: string): Promise<{ code: number | null, stderr: string }> {
+  const child = spawn(process.execPath, [...process.execArgv, SCRIPT, root], { env: childEnv(), stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve))
+  return { code, stderr }
+}
+
+t.test('the ten slowest test files, slowest first, with seconds; the processes the tests started are not files', async (t) => {
+  const root = await tempDir(t)
+  const dir = join(root, '.tap', 'processinfo')
+  await mkdir(dir, { recursive: true })
+  for (let i = 1; i <= 12; i++) {
+    await writeFile(join(dir, `file-${i}.json`), JSON.stringify({ externalID: `test/t${i}.test.ts`, parent: null, runtime: i * 1000 + 300 }))
+  }
+  // A CLI a test ran (its parent is the test's process) and tap's own process (no file): neither is listed.
+  await writeFile(join(dir, 'child.json'), JSON.stringify({ externalID: 'test/t1.test.ts', parent: 'file-1', runtime: 99_000 }))
+  await writeFile(join(dir, 'runner.json'), JSON.stringify({ parent: null, runtime: 98_000 }))
+  const { code, stderr } = await slowest(root)
+  t.equal(code, 0)
+  const lines = stderr.trim().split('\n')
+  t.equal(lines[0], 'the 10 slowest test files (whole process, seconds):')
+  t.same(lines.slice(1).map((l) => l.trim()), Array.from({ length: 10 }, (_, i) => `${12 - i}.3 s  test/t${12 - i}.test.ts`))
+})
+
+t.test('no records (tap did not run): a line saying so, and exit 0, so that tap\'s code is what npm test ends with', async (t) => {
+  const { code, stderr } = await slowest(await tempDir(t))
+  t.equal(code, 0)
+  t.match(stderr, /^slowest-tests: could not read tap's records: ENOENT/)
+})
