@@ -23,7 +23,7 @@ export type PassthroughBody = Record<string, unknown> & { model: string, stream?
 
 /**
  * Runs a request against a llama-server endpoint that answers in the client's own shapes (OpenAI chat and
- * text completions, OpenAI Responses, Anthropic Messages) with the model name we gave it as alias: streamed
+ * text completions, Anthropic Messages) with the model name we gave it as alias: streamed
  * bytes are passed through as they come, no parsing, no re-encoding on the hot path. What the gateway adds
  * is the options layering, keep_alive, the slot, and an error event when the runtime stops mid-stream.
  */

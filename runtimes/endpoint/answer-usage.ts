@@ -7,9 +7,9 @@ export const USAGE_TAIL_BYTES = 2048
 /**
  * The token counts at the end of one of llama-server's answers in a client's own shape, whole or the last bytes of a
  * stream, read without parsing the rest (relayed streams are never parsed). llama-server ends them with `timings`
- * (chat and text completions, whole or streamed, and streamed Responses) or else `usage` (whole Responses and
- * Anthropic Messages; a streamed Messages answer says only its output tokens at the end). A key in generated text
- * is JSON-escaped inside a string, so the last `"timings":{` unescaped is llama-server's own. Null when neither is there.
+ * (chat and text completions, whole or streamed) or else `usage` (Anthropic Messages; a streamed Messages answer
+ * says only its output tokens at the end, its input in message_start). A key in generated text is JSON-escaped
+ * inside a string, so the last `"timings":{` unescaped is llama-server's own. Null when neither is there.
  */
 export function answerUsage (text: string): AnswerUsage | null {
   const timings = lastObject(text, '"timings":')
@@ -19,7 +19,7 @@ export function answerUsage (text: string): AnswerUsage | null {
   }
   const usage = lastObject(text, '"usage":')
   if (usage === null) return null
-  // OpenAI's prompt_tokens and Responses' input_tokens count cached tokens; Anthropic's input_tokens does not.
+  // OpenAI's prompt_tokens counts cached tokens; Anthropic's input_tokens does not.
   const input = count(usage.prompt_tokens) ?? count(usage.input_tokens)
   const cached = count(usage.prompt_tokens) === null ? count(usage.cache_read_input_tokens) ?? 0 : 0
   return { prompt: input === null ? null : input + cached, generated: count(usage.completion_tokens) ?? count(usage.output_tokens) }

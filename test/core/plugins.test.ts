@@ -30,11 +30,11 @@ t.test('an admin plugin listed in config.yaml is loaded with its options', async
 
 t.test('a plugin path is relative to the config file', async (t) => {
   const dir = await tempDir(t)
-  await writeFile(join(dir, 'hello.mjs'), 'export default async function (app, opts) { app.get("/api/hello", async () => ({ hello: opts.who })) }\n')
+  await writeFile(join(dir, 'hello.mjs'), 'export default async function (app, opts) { app.get("/api/greeting", async () => ({ hello: opts.who })) }\n')
   await writeFile(join(dir, 'config.yaml'), `data_dir: ${dir}\nlog_level: silent\nplugins:\n  - path: ./hello.mjs\n    options: { who: admin }\n`)
   const app = await buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, {}))
   t.teardown(() => app.close())
-  t.same((await app.inject({ method: 'GET', url: '/api/hello' })).json(), { hello: 'admin' })
+  t.same((await app.inject({ method: 'GET', url: '/api/greeting' })).json(), { hello: 'admin' })
 })
 
 t.test('a plugin that cannot be loaded stops the start with its name', async (t) => {

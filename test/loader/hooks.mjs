@@ -3,14 +3,10 @@
 // took 3-5 s per test process (the TypeScript compiler loaded in each of them); esbuild's service takes well under
 // one. Types are checked apart (`npx tsc --noEmit`, and `npm run build`). tsx, tried first, writes each module on
 // one line and its coverage then maps to nothing (every file 100 %).
-import { existsSync, readFileSync } from 'node:fs'
+import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { transform } from 'esbuild'
-
-// esbuild reads the compiler options that change the emitted code (target, class fields) from the project's own
-// tsconfig.json, comments and all.
-const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url), 'utf8')
+import { transpile } from '../../scripts/transpile.mjs'
 
 const relative = /^(\.{1,2}\/|\/|file:)/
 
@@ -31,8 +27,6 @@ export async function resolve (specifier, context, next) {
 export async function load (url, context, next) {
   if (!url.startsWith('file:') || !url.endsWith('.ts')) return next(url, context)
   const file = fileURLToPath(url)
-  const { code } = await transform(await readFile(file, 'utf8'), {
-    loader: 'ts', format: 'esm', sourcemap: 'inline', sourcefile: file, sourcesContent: false, tsconfigRaw,
-  })
+  const { code } = await transpile(await readFile(file, 'utf8'), file, 'inline')
   return { format: 'module', source: code, shortCircuit: true }
 }

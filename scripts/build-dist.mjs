@@ -1,0 +1,35 @@
+// Writes dist/: each TypeScript file of the server, its scripts and tests as JavaScript with a source map beside it,
+// through the same transform as the tests' loader (scripts/transpile.mjs). `npm run build` checks the types first.
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
+import { dirname, join, relative } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { transpile } from './transpile.mjs'
+
+const root = fileURLToPath(new URL('..', import.meta.url))
+// tsconfig.json's include and exclude.
+const FOLDERS = ['core', 'plugins', 'runtimes', 'scripts', 'test']
+const EXCLUDED = new Set([join(root, 'plugins/web-ui/page')])
+
+async function * sources (dir) {
+  for (const entry of await readdir(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name)
+    if (entry.isDirectory()) {
+      if (!EXCLUDED.has(path) && entry.name !== 'node_modules') yield * sources(path)
+    } else if (entry.name.endsWith('.ts') && !entry.name.endsWith('.d.ts')) {
+      yield path
+    }
+  }
+}
+
+async function build (file) {
+  const out = join(root, 'dist', relative(root, file)).replace(/\.ts$/, '.js')
+  const { code, map } = await transpile(await readFile(file, 'utf8'), relative(dirname(out), file), 'external')
+  await mkdir(dirname(out), { recursive: true })
+  const name = out.slice(dirname(out).length + 1)
+  await writeFile(`${out}.map`, map)
+  await writeFile(out, `${code}//# sourceMappingURL=${name}.map\n`)
+}
+
+const files = []
+for (const folder of FOLDERS) for await (const file of sources(join(root, folder))) files.push(file)
+await Promise.all(files.map(build))
