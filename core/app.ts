@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
+import { lazyValidators } from './lazy-validators.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
 import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
@@ -31,7 +32,7 @@ export interface BuildOptions {
   /**
    * Fastify's schema compilers. The tests hand every app of a test process one validator compiler, so that each
    * route's schema is compiled once per process rather than once per app (0.4 s of CPU per app).
-   * @default Fastify's own, one per app
+   * @default Ajv's, each compiled on its route's first request (lazyValidators), one compiler per app
    */
   schemaController?: FastifyServerOptions['schemaController']
 }
@@ -46,7 +47,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
-    ...(options.schemaController !== undefined ? { schemaController: options.schemaController } : {}),
+    schemaController: options.schemaController ?? { compilersFactory: { buildValidator: lazyValidators() } },
     // Per-request log lines cost time on every streamed request; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
     ajv: {
