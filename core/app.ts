@@ -21,6 +21,13 @@ declare module 'fastify' {
     /** The second address for Ollama's clients (`ollama_listen`), or null. */
     ollamaListener: OllamaListener | null
   }
+  interface FastifyContextConfig {
+    /**
+     * A probe or a scrape (`/api/health`, `/livez`, `/metrics`, ...): it says whether the server is there, not work.
+     * Not in the access log, answered during a drain and not waited for by it. Read from the route that matched.
+     */
+    probe?: boolean
+  }
 }
 
 // JSON schemas in `format` and tool parameters nest a few dozen levels at most.
@@ -30,8 +37,8 @@ export interface BuildOptions {
   /** Fastify logger options; defaults to pino at the configured level. */
   logger?: boolean | Record<string, unknown>
   /**
-   * Fastify's schema compilers. The tests hand every app of a test process one validator compiler, so that each
-   * route's schema is compiled once per process rather than once per app (0.4 s of CPU per app).
+   * Fastify's schema compilers. The tests hand every app of a test process one validator compiler, so that a
+   * route's schema is compiled once per process rather than once per app that uses it.
    * @default Ajv's, each compiled on its route's first request (lazyValidators), one compiler per app
    */
   schemaController?: FastifyServerOptions['schemaController']

@@ -2,8 +2,6 @@ import fp from 'fastify-plugin'
 import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
 
-// Probes, scrapes and the web page's files would drown the lines that matter.
-const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/hello|api\/version)$|^\/ui\//
 
 /**
  * One info line per request once its response is over: request id, surface, model, status, duration, time to
@@ -13,7 +11,8 @@ const QUIET = /^\/(livez|readyz|metrics|api\/health|api\/hello|api\/version)$|^\
 export default fp(async (app) => {
   app.addHook('onRequest', (request, reply, done) => {
     const path = request.url.split('?')[0]!
-    if (QUIET.test(path)) { done(); return }
+    // Probes, scrapes (routes marked `probe`) and the web page's files would drown the lines that matter.
+    if (request.routeOptions.config.probe === true || path.startsWith('/ui/')) { done(); return }
     const usage: RequestUsage = { promptTokens: 0, generatedTokens: 0 }
     reply.raw.once('close', () => {
       const gone = !reply.raw.writableFinished

@@ -29,8 +29,6 @@ export interface Lifecycle {
   readonly cutSignal: AbortSignal
 }
 
-// Probes and scrapes are not work to wait for, and must keep answering while the rest drains.
-const PROBES = new Set(['/livez', '/readyz', '/metrics', '/api/health', '/api/hello', '/api/version'])
 // During a drain these still answer: reading what is there changes nothing.
 const READ_ONLY_POSTS = new Set(['/api/show'])
 const DRAIN_RETRY_AFTER_S = 5
@@ -101,8 +99,9 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   app.decorate('lifecycle', state)
 
   app.addHook('onRequest', async (request, reply) => {
+    // Probes and scrapes (routes marked `probe`) are not work to wait for, and must keep answering while the rest drains.
+    if (request.routeOptions.config.probe === true) return
     const path = request.url.split('?')[0]!
-    if (PROBES.has(path)) return
     if (draining && !['GET', 'HEAD', 'OPTIONS'].includes(request.method) && !READ_ONLY_POSTS.has(path)) {
       throw new GatewayError(503, 'the server is shutting down and takes no new work; try again on another instance or after it restarts', {
         code: 'draining', headers: { 'Retry-After': String(DRAIN_RETRY_AFTER_S) },
@@ -116,8 +115,8 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   app.addHook('onResponse', async (request) => { ends.get(request)?.() })
 
   // Kubernetes probes carry no API key: both are public, and say nothing a caller could misuse.
-  app.get('/livez', { config: { public: true }, schema: { response: { 200: LiveReply } } }, async () => ({ status: 'alive' as const }))
-  app.get('/readyz', { config: { public: true }, schema: { response: { 200: ReadyReply, 503: ReadyReply } } }, async (_request, reply) => {
+  app.get('/livez', { config: { public: true, probe: true }, schema: { response: { 200: LiveReply } } }, async () => ({ status: 'alive' as const }))
+  app.get('/readyz', { config: { public: true, probe: true }, schema: { response: { 200: ReadyReply, 503: ReadyReply } } }, async (_request, reply) => {
     const reasons = await state.notReady()
     return reply.code(reasons.length === 0 ? 200 : 503).send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons })
   })

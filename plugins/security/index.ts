@@ -4,16 +4,12 @@ import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import { ApiKeys } from './api-keys.js'
 import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 
-// Reachable without a key, so that load balancers, supervisors and clients can probe the server (Ollama's
-// clients and Open WebUI ask `/` and `/api/version` before anything else; Claude Code sends `HEAD /api/hello`
-// before its first request, whatever key it holds). Each says only that the server is there, or which API level.
-const PUBLIC_PATHS = new Set(['/', '/api/health', '/api/hello', '/api/version'])
-
 declare module 'fastify' {
   interface FastifyContextConfig {
     /**
-     * Reachable without an API key, like the paths above: the web page's own files, which hold no data (the page
-     * asks for the key when the API answers 401). Read from the route that matched, never from the URL's text.
+     * Reachable without an API key: the probes (plugins/health-api, /livez, /readyz) and the web page's own files,
+     * which hold no data (the page asks for the key when the API answers 401). Read from the route that matched,
+     * never from the URL's text.
      */
     public?: boolean
   }
@@ -26,7 +22,6 @@ declare module 'fastify' {
 export default fp(async (app) => {
   const { host, allowedHosts, cors: { origins }, auth } = app.config
   const { ollamaListener } = app
-  const guarded = { main: isLoopbackHost(host), ollama: ollamaListener !== null && isLoopbackHost(ollamaListener.address.host) }
   const keys = new ApiKeys(auth.apiKeys)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
@@ -34,10 +29,9 @@ export default fp(async (app) => {
     // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
     // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
     // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
-    const onOllama = ollamaListener?.has(request.raw.socket) === true
-    const bound = onOllama ? ollamaListener?.address.host ?? host : host
+    const bound = ollamaListener?.has(request.raw.socket) === true ? ollamaListener.address.host : host
     const hostHeader = request.headers.host
-    if (hostHeader && (onOllama ? guarded.ollama : guarded.main)) {
+    if (hostHeader && isLoopbackHost(bound)) {
       const name = hostOfHeader(hostHeader)
       if (!isLoopbackHost(name) && name !== bound && !allowedHosts.some((p) => matchesPattern(name, p))) {
         throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${bound}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
@@ -48,7 +42,7 @@ export default fp(async (app) => {
     if (origin && !originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
-    if (keys.enabled && request.method !== 'OPTIONS' && !PUBLIC_PATHS.has(request.url.split('?')[0]!) && request.routeOptions.config.public !== true) {
+    if (keys.enabled && request.method !== 'OPTIONS' && request.routeOptions.config.public !== true) {
       const apiKey = request.headers['x-api-key']
       const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
       if (!keys.accepts(request.headers.authorization, xApiKey)) {

@@ -30,6 +30,9 @@ t.test('a line per request: id, surface, model, status, duration, first token an
   const usage = (await whole.json() as { usage: { prompt_tokens: number, completion_tokens: number } }).usage
   t.equal((await post(`${url}/api/chat`, { model: 'acme/nobody', messages: [] })).status, 404)
   t.equal((await fetch(`${url}/readyz`)).status, 200)
+  t.equal((await fetch(`${url}/api/hello`, { method: 'HEAD' })).status, 200)
+  t.equal((await fetch(`${url}/api/version`)).status, 200)
+  t.equal((await fetch(`${url}/metrics`)).status, 200)
   await until('three lines', () => requests().length >= 3)
 
   const [chat, openai, missing] = requests()
@@ -39,7 +42,8 @@ t.test('a line per request: id, surface, model, status, duration, first token an
   t.match(openai, { path: '/v1/chat/completions', surface: 'openai', model: 'acme/tiny', status: 200, promptTokens: usage.prompt_tokens, generatedTokens: usage.completion_tokens })
   t.match(missing, { surface: 'native', model: 'acme/nobody', status: 404 })
   t.notOk('promptTokens' in missing!, 'no tokens for a request that used no model')
-  t.notOk(lines.some((l) => l.path === '/readyz'), 'probes are not logged')
+  const probes = ['/readyz', '/api/hello', '/api/version', '/metrics']
+  t.notOk(lines.some((l) => probes.includes(l.path!)), 'probes and scrapes are not logged')
 
   // A client that goes away mid-answer: a long answer, cut after its first event.
   const controller = new AbortController()
