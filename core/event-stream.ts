@@ -23,10 +23,11 @@ export function negotiateStreamFormat (accept: string | undefined, fallback: Str
   return fallback
 }
 
-// The format of this request's native stream: what its Accept asks for, else its listener's default: NDJSON on
-// `ollama_listen` (Ollama's clients expect it without asking: the AI SDK's provider sends `Accept: */*`), config's
-// `stream_format` on the main address (SSE, the spec's, also for `*/*`, which is what curl sends).
-
+/**
+ * The format of this request's native stream: what its Accept asks for, else its listener's default: NDJSON on
+ * `ollama_listen` (Ollama's clients expect it without asking: the AI SDK's provider accepts any type), config's
+ * `stream_format` on the main address (SSE, the spec's, also for an Accept of any type, which is what curl sends).
+ */
 export function streamFormatOf (request: FastifyRequest): StreamFormat {
   const { config, ollamaListener } = request.server
   const fallback = ollamaListener?.has(request.raw.socket) === true ? 'ndjson' : config.streamFormat

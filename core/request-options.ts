@@ -60,6 +60,19 @@ export function modelOptions (parameters: OptionValues | null | undefined, confi
 }
 
 /**
+ * An API's top-level fields that are options of the contract (OpenAI's `temperature`, Responses'
+ * `max_output_tokens`, ...), as the `overrides` layer: `fields` maps each field to the option it sets; null and
+ * absent fields set nothing.
+ */
+export function topLevelOverrides (body: OptionValues, fields: Readonly<Record<string, string>>): OptionValues {
+  const overrides: OptionValues = {}
+  for (const [field, option] of Object.entries(fields)) {
+    if (body[field] !== undefined && body[field] !== null) overrides[option] = body[field]
+  }
+  return overrides
+}
+
+/**
  * The one options pipeline: layers (defaults → the model's own → the request's options → the surface's top-level
  * fields), names num_predict as max_tokens, and splits load-time options (they shape the runtime process) from
  * sampling ones (they go with each request).

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
 import { EventStream } from '../../core/event-stream.js'
+import { topLevelOverrides } from '../../core/request-options.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from './run-leased.js'
@@ -30,11 +31,8 @@ export type PassthroughBody = Record<string, unknown> & { model: string, stream?
 export async function runPassthrough (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, route: PassthroughRoute, body: PassthroughBody): Promise<unknown> {
   const { options, keep_alive: keepAlive, ...fields } = body
   // The API's top-level fields win over the same settings in `options` (contract: Options): handed over as such.
-  const overrides: Record<string, unknown> = {}
-  for (const [field, option] of Object.entries(route.topLevelOptions)) {
-    if (fields[field] !== undefined && fields[field] !== null) overrides[option] = fields[field]
-    delete fields[field]
-  }
+  const overrides = topLevelOverrides(fields, route.topLevelOptions)
+  for (const field of Object.keys(route.topLevelOptions)) delete fields[field]
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.

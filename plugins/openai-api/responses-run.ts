@@ -3,6 +3,7 @@ import { clientGone } from '../../core/client-gone.js'
 import { toErrorReply } from '../../core/error-handler.js'
 import { RuntimeError } from '../../core/errors.js'
 import { EventStream } from '../../core/event-stream.js'
+import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
@@ -35,10 +36,7 @@ export interface ResponsesRun {
  */
 export async function runResponses (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: ResponsesRun): Promise<unknown> {
   const { body } = run
-  const overrides: Record<string, unknown> = {}
-  for (const [field, option] of Object.entries(RESPONSES_OPTIONS)) {
-    if (body[field] !== undefined && body[field] !== null) overrides[option] = body[field]
-  }
+  const overrides = topLevelOverrides(body, RESPONSES_OPTIONS)
   const builder = new ResponseBuilder(settingsOf(body))
   const stream = body.stream === true ? new EventStream(request, reply, 'sse') : null
   const failable: FailableStream | null = stream === null

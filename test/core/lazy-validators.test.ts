@@ -8,8 +8,7 @@ t.test('a route\'s validator is compiled on its first request, and validates as 
   // A schema Ajv refuses: eager compilation would fail the start; this one fails only the route's first request.
   app.post('/broken', { schema: { body: { type: 'object', properties: { a: { type: 'nope' } } } } }, async () => 'never')
   app.post('/echo', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' }, d: { type: 'string', default: 'filled' } } } } }, async (request) => request.body)
-  await app.ready()
-  t.pass('a schema Ajv cannot compile does not stop the start')
+  await t.resolves(async () => { await app.ready() }, 'a schema Ajv cannot compile does not stop the start')
 
   const good = await app.inject({ method: 'POST', url: '/echo', payload: { n: 1 } })
   t.same(good.json(), { n: 1, d: 'filled' }, 'valid, with the schema\'s default filled in')

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { modelOptions, resolveOptions } from '../../core/request-options.js'
+import { modelOptions, resolveOptions, topLevelOverrides } from '../../core/request-options.js'
 
 t.test('options are layered, split into load-time and sampling, and unknown keys go nowhere', async (t) => {
   const resolved = resolveOptions({ defaults: { temperature: 0.7, num_ctx: 4096 }, configured: { temperature: 0.2 }, request: { top_k: 5, num_ctx: 512, tool_choice: 'required', grammar: 'root ::= "x"' } })
@@ -26,4 +26,12 @@ t.test('a model\'s own options, as /api/show lists them: config.yaml\'s over tho
   t.same(modelOptions({ num_predict: 3, temperature: 0.1 }, { temperature: 0.5 }), { num_predict: 3, temperature: 0.5 })
   t.same(modelOptions({ num_predict: 3 }, { max_tokens: 8 }), { max_tokens: 8 }, 'one setting under either name')
   t.same(modelOptions(null, undefined), {})
+})
+
+t.test('an API\'s top-level fields as overrides: each under the option it sets; null and absent set nothing', async (t) => {
+  const fields = { temperature: 'temperature', max_output_tokens: 'max_tokens', top_p: 'top_p' }
+  t.same(topLevelOverrides({ temperature: 0.2, max_output_tokens: 9, top_p: null, model: 'm' }, fields), { temperature: 0.2, max_tokens: 9 })
+  const resolved = resolveOptions({ defaults: {}, request: { max_tokens: 100, temperature: 1 }, overrides: topLevelOverrides({ max_output_tokens: 9 }, fields) })
+  t.equal(resolved.sampling.max_tokens, 9, 'the top-level field wins over the same option in `options`')
+  t.equal(resolved.sampling.temperature, 1)
 })
