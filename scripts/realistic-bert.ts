@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { gguf } from '@huggingface/gguf'
+import { readGgufHeader } from '../core/gguf-header.js'
 import { writeGguf, type GgufValue } from './gguf-writer.js'
 import type { Tensor } from './tensor-data.js'
 import { seededTensor } from './tiny-llama.js'
@@ -57,7 +57,7 @@ const POOLING = { mean: 1, cls: 2, rank: 4 } as const
 
 export async function writeTinyBert (options: TinyBertOptions): Promise<TinyBert> {
   const vocabFile = join(options.llamaCppSrc, 'models', 'ggml-vocab-bert-bge.gguf')
-  const { metadata } = await gguf(vocabFile, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
+  const { metadata } = await readGgufHeader(vocabFile)
   const tokens = metadata['tokenizer.ggml.tokens'] as string[]
   const id = (key: string): number => {
     const value = metadata[`tokenizer.ggml.${key}`]

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { gguf } from '@huggingface/gguf'
+import { readGgufHeader } from '../core/gguf-header.js'
 import { writeGguf, type GgufValue } from './gguf-writer.js'
 import type { Tensor } from './tensor-data.js'
 import { seededTensor } from './tiny-llama.js'
@@ -86,7 +86,7 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   const vocabName = options.vocab ?? 'qwen2'
   const templateName = options.template ?? 'Qwen-Qwen2.5-7B-Instruct'
   const models = join(options.llamaCppSrc, 'models')
-  const { metadata } = await gguf(join(models, `ggml-vocab-${vocabName}.gguf`), { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
+  const { metadata } = await readGgufHeader(join(models, `ggml-vocab-${vocabName}.gguf`))
   const template = await readFile(join(models, 'templates', `${templateName}.jinja`), 'utf8')
   const tokens = [...metadata['tokenizer.ggml.tokens'] as string[]]
   const tokenTypes = (metadata['tokenizer.ggml.token_type'] as number[]).map(Number)

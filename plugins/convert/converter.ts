@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
-import { gguf } from '@huggingface/gguf'
+import { readGgufHeader } from '../../core/gguf-header.js'
 import { BadRequestError, ConversionError } from '../../core/errors.js'
 import { EventHub } from '../../core/event-hub.js'
 import type { Logger } from '../../core/logger.js'
@@ -292,8 +292,8 @@ async function removeStaleTemporaries (dir: string, dtype: string): Promise<void
 
 async function ggufProblem (file: string): Promise<string | null> {
   try {
-    const parsed = await gguf(file, { allowLocalFile: true })
-    if (parsed.tensorInfos.length === 0) return 'no tensors'
+    const { tensors } = await readGgufHeader(file, { maxArrayLength: 0 })
+    if (tensors.length === 0) return 'no tensors'
     return null
   } catch (err) {
     return (err as Error).message

@@ -1,11 +1,11 @@
 import { stat } from 'node:fs/promises'
-import { gguf } from '@huggingface/gguf'
+import { readGgufHeader } from '../../core/gguf-header.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.
 const SHORT_ARRAY = 5
 
-// Reading a header with a real vocabulary takes over a second (every token and merge is parsed), and clients ask
+// Reading a header with a real vocabulary takes a few tens of ms even with its arrays read past, and clients ask
 // /api/show before each chat (`ollama run`, Open WebUI). The short form is small: kept per file, by size and mtime.
 const SHORT_INFO_CACHE = new Map<string, Record<string, unknown>>()
 const SHORT_INFO_CACHE_SIZE = 64
@@ -67,10 +67,10 @@ export async function ggufMetadata (path: string, verbose: boolean): Promise<Rec
 
 async function readMetadata (path: string, verbose: boolean): Promise<Record<string, unknown>> {
   const info: Record<string, unknown> = {}
-  const { metadata } = await gguf(path, { allowLocalFile: true }) as unknown as { metadata: Record<string, unknown> }
+  const { metadata } = await readGgufHeader(path, verbose ? {} : { maxArrayLength: SHORT_ARRAY })
   for (const [key, value] of Object.entries(metadata)) {
-    if (key === 'version' || key === 'tensor_count' || key === 'kv_count' || key === 'tokenizer.chat_template') continue
-    info[key] = Array.isArray(value) ? (verbose || value.length <= SHORT_ARRAY ? value.map(plain) : []) : plain(value)
+    if (key === 'tokenizer.chat_template') continue
+    info[key] = Array.isArray(value) ? value.map(plain) : plain(value)
   }
   return info
 }

@@ -1,9 +1,10 @@
-import { GGMLFileQuantizationType, gguf } from '@huggingface/gguf'
+import { GGMLFileQuantizationType } from '@huggingface/gguf'
+import { readGgufHeader } from '../../core/gguf-header.js'
 import type { GgufInfo } from './manifest.js'
 
-/** Reads what /api/show and the scheduler need from a GGUF's header, with @huggingface/gguf. */
+/** Reads what /api/show and the scheduler need from a GGUF's header (no array: the vocabulary is read past). */
 export async function readGgufInfo (path: string): Promise<GgufInfo> {
-  const { metadata, parameterCount } = await gguf(path, { allowLocalFile: true, computeParametersCount: true })
+  const { metadata, parameterCount } = await readGgufHeader(path, { maxArrayLength: 0 })
   const meta = metadata as Record<string, unknown>
   const arch = typeof meta['general.architecture'] === 'string' ? meta['general.architecture'] as string : null
   const num = (key: string): number | null => {
