@@ -1,9 +1,11 @@
 // Writes dist/: each TypeScript file of the server, its scripts and tests as JavaScript with a source map beside it,
-// through the same transform as the tests' loader (scripts/transpile.mjs). `npm run build` checks the types first.
+// through the same transform as the tests' loader (scripts/transpile.mjs), and the vendored dependencies each as one
+// bundle that dist/ imports instead of the package. `npm run build` checks the types first.
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises'
 import { dirname, join, relative } from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { transpile } from './transpile.mjs'
+import { build as bundle } from 'esbuild'
+import { transpile, VENDORED, vendorFile } from './transpile.mjs'
 
 const root = fileURLToPath(new URL('..', import.meta.url))
 // tsconfig.json's include and exclude.
@@ -24,12 +26,33 @@ async function * sources (dir) {
 async function build (file) {
   const out = join(root, 'dist', relative(root, file)).replace(/\.ts$/, '.js')
   const { code, map } = await transpile(await readFile(file, 'utf8'), relative(dirname(out), file), 'external')
+  const vendored = code.replace(VENDORED_IMPORT, (_, before, name) => {
+    const target = relative(dirname(out), join(root, 'dist', vendorFile(name)))
+    return `${before}"${target.startsWith('.') ? target : `./${target}`}"`
+  })
   await mkdir(dirname(out), { recursive: true })
   const name = out.slice(dirname(out).length + 1)
   await writeFile(`${out}.map`, map)
-  await writeFile(out, `${code}//# sourceMappingURL=${name}.map\n`)
+  await writeFile(out, `${vendored}//# sourceMappingURL=${name}.map\n`)
+}
+
+// `from "execa"`, `import("execa")`: esbuild's output spells every import with double quotes.
+const VENDORED_IMPORT = new RegExp(`(from |import\\()"(${VENDORED.map((n) => n.replace(/[/]/g, '\\/')).join('|')})"`, 'g')
+
+/** One ES module holding the whole package; the CommonJS inside (cross-spawn) gets a real `require`. */
+function vendor (name) {
+  return bundle({
+    stdin: { contents: `export * from '${name}'`, resolveDir: root, loader: 'js' },
+    bundle: true,
+    format: 'esm',
+    platform: 'node',
+    target: 'node20',
+    outfile: join(root, 'dist', vendorFile(name)),
+    banner: { js: "import { createRequire as vendorRequire } from 'node:module'; const require = vendorRequire(import.meta.url);" },
+    logLevel: 'warning',
+  })
 }
 
 const files = []
 for (const folder of FOLDERS) for await (const file of sources(join(root, folder))) files.push(file)
-await Promise.all(files.map(build))
+await Promise.all([...files.map(build), ...VENDORED.map(vendor)])

@@ -18,3 +18,16 @@ const tsconfigRaw = readFileSync(new URL('../tsconfig.json', import.meta.url), '
 export function transpile (source, sourcefile, sourcemap) {
   return transform(source, { loader: 'ts', format: 'esm', sourcemap, sourcefile, sourcesContent: false, tsconfigRaw })
 }
+
+/**
+ * Dependencies made of many small ES modules (TypeBox 373, execa 106 with its own, the hub client 90), bundled each
+ * into one file, dist/vendor/<name>.js: every CLI run and server start loads them, and each module costs its own
+ * resolve, read and compile (several times that under a test runner's loader hooks). `llamagate run` loaded 443
+ * modules, 373 of them TypeBox's.
+ */
+export const VENDORED = ['typebox', 'execa', '@huggingface/hub']
+
+/** The file a vendored dependency is bundled into, relative to dist/. */
+export function vendorFile (name) {
+  return `vendor/${name.replace(/^@/, '').replace(/\//g, '-')}.js`
+}

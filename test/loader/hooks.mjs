@@ -6,16 +6,22 @@
 import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { transpile } from '../../scripts/transpile.mjs'
+import { transpile, VENDORED, vendorFile } from '../../scripts/transpile.mjs'
 
 const relative = /^(\.{1,2}\/|\/|file:)/
 
 /**
  * A `./x.js` that is not on disk but whose `./x.ts` is names the .ts source (NodeNext's rule: imports name the
  * emitted file): imported from a .ts file, from a .js one (the plugin fixtures import the sources), or a worker
- * thread's entry, `new URL('./x.js', import.meta.url)`. A .js file that exists (dist/) is taken as is.
+ * thread's entry, `new URL('./x.js', import.meta.url)`. A .js file that exists (dist/) is taken as is. A vendored
+ * dependency (scripts/transpile.mjs) is its bundle in dist/vendor, as dist/ has it.
  */
 export async function resolve (specifier, context, next) {
+  if (VENDORED.includes(specifier)) {
+    // The bundle dist/ loads (npm test builds it first): the same code in one module instead of hundreds.
+    const bundle = new URL(`../../dist/${vendorFile(specifier)}`, import.meta.url)
+    if (existsSync(bundle)) return { url: bundle.href, shortCircuit: true }
+  }
   if (relative.test(specifier) && specifier.endsWith('.js')) {
     const js = new URL(specifier, context.parentURL ?? pathToFileURL(`${process.cwd()}/`))
     const ts = new URL(`${js.href.slice(0, -3)}.ts`)
