@@ -1,0 +1,50 @@
+import { readFile, stat, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { tempDir } from '../helpers/app.js'
+import { runBench } from '../helpers/bench-run.js'
+import { runtimeSource } from '../helpers/realistic-models.js'
+import { cpuRuntime } from '../helpers/runtime.js'
+
+// The real-size scenarios on the test-sized Llama 3 shape (llama.cpp's own llama-bpe vocabulary and Llama 3.2
+// template, quantized by the real llama-quantize): every setup answers every switch, prompt and turn, and
+// every figure the tables quote is in the report.
+t.test('npm run bench, the swap, long-prompt and multi-turn scenarios end to end on a test-sized shape', async (t) => {
+  const dir = await tempDir(t)
+  const out = join(dir, 'bench.json')
+  const config = join(dir, 'config.yaml')
+  // The runtime's own source tree: the shapes' vocabulary and template come from it, as on a user's machine.
+  await writeFile(config, `data_dir: ${dir}\nllama_cpp_src: ${(await runtimeSource()).source}\nruntimes:\n  cpu: { bin: ${(await cpuRuntime()).binDir} }\n`)
+  const args = ['--scenario', 'swap,long-prompt,multi-turn', '--shape', 'llama-tiny', '--prompt-tokens', '200,400', '--reps', '1', '--switches', '2',
+    '--conversations', '2', '--turns', '3', '--words', '20', '--reply', '4', '--threads', '1', '--out', out]
+  const { code, output } = await runBench(args, config)
+  t.equal(code, 0, output.slice(-2000))
+  t.match(output, /llamagate\/router switch: \d+\.\d{3}/)
+  t.match(output, /added TTFT -?\d+\.\d ms, of which outside the model -?\d+\.\d+ ms \(target ≤ 2\)/)
+  t.match(output, /llamagate\/direct follow-up TTFT: \d+\.\d{3}/)
+  t.ok((await stat(join(dir, 'bench', 'llama-tiny-q4_k_m.gguf'))).size > 0, 'the shape was made and kept under the data folder')
+
+  const report = JSON.parse(await readFile(out, 'utf8'))
+  for (const setup of ['llamagate', 'router', 'restart']) {
+    t.equal(report.swap[setup].switch_ms.length, 2, `${setup}: every switch timed`)
+    t.ok(report.swap[setup].switch_ttft_sum_ms > 2 * report.swap[setup].loaded_ttft_p50_ms, `${setup}: a switch takes longer than an answer from the loaded model`)
+  }
+  t.same(report.swap.models, ['llama-tiny-q4_k_m', 'llama-tiny-q8_0'])
+  t.equal(report.swap.llamagate_phases.unload_ms.length, 2, 'every switch\'s unload found in llamagate\'s log')
+  t.equal(report.swap.llamagate_phases.load_ms.length, 2, 'and every load after it')
+  t.same(report.long_prompt.sizes.map((s: { size: number }) => s.size), [200, 400])
+  for (const size of report.long_prompt.sizes) {
+    for (const setup of ['direct', 'router', 'llamagate']) {
+      // The prompt's words are about a token each: the size asked for, give or take the template.
+      t.ok(Math.abs(size[setup].prompt_tokens - size.size) < size.size * 0.25, `${size.size}: ${setup} sent ${size[setup].prompt_tokens} prompt tokens`)
+      t.ok(size[setup].prompt_tps > 0)
+    }
+  }
+  const turns = report.multi_turn.per_turn as Array<{ setup: string, turn: number, promptTokens: number, cachedTokens: number }>
+  t.equal(turns.length, 3 * 2 * 3, 'three setups, two conversations, three turns')
+  for (const turn of turns.filter((x) => x.turn > 0)) {
+    t.ok(turn.cachedTokens > 0 && turn.cachedTokens < turn.promptTokens, `${turn.setup}, turn ${turn.turn + 1}: its conversation's prefix came from the cache (${turn.cachedTokens} of ${turn.promptTokens})`)
+  }
+  t.equal(report.multi_turn.follow_ups, 4)
+  t.ok(report.multi_turn.follow_up_ttft_ratio_vs_direct > 0)
+})
