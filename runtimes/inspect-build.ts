@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs'
+import { stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import type { Backend, RuntimeBuild } from './types.js'
@@ -16,13 +17,10 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
   const serverPath = join(binDir, 'llama-server')
   if (!existsSync(serverPath)) return { error: `${serverPath} does not exist` }
   const run = (args: string[]) => execa(serverPath, args, { env, timeout: 10_000, reject: false, stdin: 'ignore', all: true, forceKillAfterDelay: 500 })
-  const version = await run(['--version'])
-  const versionText = version.all ?? ''
-  const match = /version:\s*(\S+)(?:\s*\(build \d+, commit (\w+)\))?/.exec(versionText)
-  if (version.exitCode !== 0 || !match) {
-    return { error: `${serverPath} --version failed (exit ${version.exitCode ?? version.signal}): ${versionText.trim().split('\n').slice(-2).join(' | ') || (version as { shortMessage?: string }).shortMessage}` }
-  }
-  const help = (await run(['--help'])).all ?? ''
+  const described = await describeBinary(serverPath, run, env.LD_LIBRARY_PATH)
+  if ('error' in described) return described
+  const { version: versionText, help } = described
+  const match = /version:\s*(\S+)(?:\s*\(build \d+, commit (\w+)\))?/.exec(versionText)!
   let detected = backend
   if (detected === null) {
     const devices = (await run(['--list-devices'])).all ?? ''
@@ -54,4 +52,34 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
 
 function hasFlag (help: string, flag: string): boolean {
   return new RegExp(`(^|[\\s,])${flag}(?![\\w-])`, 'm').test(help)
+}
+
+type Run = (args: string[]) => Promise<{ all?: string, exitCode?: number, signal?: string, shortMessage?: string }>
+
+/**
+ * A binary's `--version` and `--help`, kept per file (path, inode, size, mtime, and the library path it loads
+ * with) for the process's life: they are the binary's own, and every app a process builds (a test file builds
+ * dozens) would otherwise start llama-server twice to read them again. A failure is not kept.
+ */
+const DESCRIBED = new Map<string, Promise<{ version: string, help: string } | { error: string }>>()
+
+async function describeBinary (serverPath: string, run: Run, libraryPath: string | undefined): Promise<{ version: string, help: string } | { error: string }> {
+  const { ino, size, mtimeMs } = await stat(serverPath)
+  const key = `${serverPath}\0${ino}\0${size}\0${mtimeMs}\0${libraryPath ?? ''}`
+  let described = DESCRIBED.get(key)
+  if (described === undefined) {
+    described = readDescription(serverPath, run)
+    DESCRIBED.set(key, described)
+    described.then((d) => { if ('error' in d) DESCRIBED.delete(key) }, () => DESCRIBED.delete(key))
+  }
+  return described
+}
+
+async function readDescription (serverPath: string, run: Run): Promise<{ version: string, help: string } | { error: string }> {
+  const version = await run(['--version'])
+  const versionText = version.all ?? ''
+  if (version.exitCode !== 0 || !/version:\s*\S+/.test(versionText)) {
+    return { error: `${serverPath} --version failed (exit ${version.exitCode ?? version.signal}): ${versionText.trim().split('\n').slice(-2).join(' | ') || (version as { shortMessage?: string }).shortMessage}` }
+  }
+  return { version: versionText, help: (await run(['--help'])).all ?? '' }
 }
