@@ -34,10 +34,13 @@ t.test('no file of dist/ imports a vendored package by its name', async (t) => {
   t.match(schema, 'from "../vendor/typebox.js"', 'a rewritten import names the bundle relative to the file')
 })
 
-t.test('each bundle works as its package: TypeBox builds a schema, execa runs a process, the hub client is there', async (t) => {
+t.test('each bundle works as its package: TypeBox builds and checks a schema, execa runs a process, the hub client is there', async (t) => {
   const load = async (name: string): Promise<Record<string, any>> => import(pathToFileURL(join(dist, vendorFile(name))).href)
   const { Type } = await load('typebox')
   t.same(Type.Object({ a: Type.String() }).required, ['a'], 'TypeBox')
+  const { Value } = await load('typebox/value')
+  t.equal(Value.Check(Type.Object({ a: Type.String() }), { a: 'x' }), true, 'TypeBox\'s Value checks a schema the other bundle built')
+  t.equal(Value.Check(Type.Object({ a: Type.String() }), { a: 1 }), false)
   const { execa } = await load('execa')
   // cross-spawn inside is CommonJS: the bundle's require must reach node's own modules.
   t.equal((await execa(process.execPath, ['-e', 'process.stdout.write("ran")'])).stdout, 'ran', 'execa')
