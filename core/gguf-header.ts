@@ -64,9 +64,10 @@ class Reader {
   async fill (n: number): Promise<void> {
     while (this.short(n)) {
       if (this.ended) throw new Error('the file ends inside its GGUF header')
-      const keep = this.buf.subarray(this.pos - this.base)
+      // What is left of the window from pos on (nothing when a skip went past it), then the file from there.
+      const keep = this.buf.subarray(Math.min(this.pos - this.base, this.buf.length))
       const more = Buffer.allocUnsafe(Math.max(CHUNK, n))
-      const { bytesRead } = await this.file.read(more, 0, more.length, this.base + this.buf.length)
+      const { bytesRead } = await this.file.read(more, 0, more.length, this.pos + keep.length)
       if (bytesRead < more.length) this.ended = true
       this.base = this.pos
       this.buf = Buffer.concat([keep, more.subarray(0, bytesRead)])
@@ -81,6 +82,7 @@ class Reader {
 
   u32 (): number { const i = this.at(4); return this.littleEndian ? this.buf.readUInt32LE(i) : this.buf.readUInt32BE(i) }
   u64 (): bigint { const i = this.at(8); return this.littleEndian ? this.buf.readBigUInt64LE(i) : this.buf.readBigUInt64BE(i) }
+  /** Moves past `n` bytes, which need not be in the window: the next fill reads from the new place. */
   skip (n: number): void { this.pos += n }
 
   fixed (type: number): number | bigint | boolean {
@@ -182,6 +184,8 @@ async function readHeader (file: FileHandle, maxArrayLength: number): Promise<Gg
     tensors.push({ name, shape, dtype })
     parameterCount += shape.reduce((n, size) => n * Number(size), 1)
   }
+  // A skipped array is not read: a file cut inside one shows only here.
+  if (r.pos > (await file.stat()).size) throw new Error('the file ends inside its GGUF header')
   return { version, metadata, tensors, parameterCount }
 }
 
@@ -204,10 +208,15 @@ async function readArray (r: Reader, maxArrayLength: number, depth: number): Pro
   const size = FIXED_SIZE[type]
   if (n > maxArrayLength) {
     if (size !== undefined) {
-      if (r.short(n * size)) await r.fill(n * size)
       r.skip(n * size)
     } else if (type === STRING) {
-      for (let i = 0; i < n; i++) if (r.stringNow(false) === undefined) r.skip(await r.stringLength())
+      for (let i = 0; i < n; i++) {
+        if (r.stringNow(false) !== undefined) continue
+        if (r.short(8)) await r.fill(8)
+        const length = r.u64()
+        if (length > MAX_STRING_BIG) throw new Error(`a string of ${length} bytes (at most ${MAX_STRING_LENGTH})`)
+        r.skip(Number(length))
+      }
     } else {
       for (let i = 0; i < n; i++) await readValue(r, type, maxArrayLength, depth + 1)
     }

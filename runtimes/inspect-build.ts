@@ -19,8 +19,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
   const run = (args: string[]) => execa(serverPath, args, { env, timeout: 10_000, reject: false, stdin: 'ignore', all: true, forceKillAfterDelay: 500 })
   const described = await describeBinary(serverPath, run, env.LD_LIBRARY_PATH)
   if ('error' in described) return described
-  const { version: versionText, help } = described
-  const match = /version:\s*(\S+)(?:\s*\(build \d+, commit (\w+)\))?/.exec(versionText)!
+  const { version, commit, help } = described
   let detected = backend
   if (detected === null) {
     const devices = (await run(['--list-devices'])).all ?? ''
@@ -34,8 +33,8 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
     serverPath,
     quantizePath: existsSync(quantizePath) ? quantizePath : null,
     rpcServerPath,
-    version: match[1]!,
-    commit: match[2] ?? null,
+    version,
+    commit,
     source,
     // A flag, not a longer one that starts with it (`--no-webui-mcp-proxy`, `--fit-target`).
     features: {
@@ -54,6 +53,9 @@ function hasFlag (help: string, flag: string): boolean {
   return new RegExp(`(^|[\\s,])${flag}(?![\\w-])`, 'm').test(help)
 }
 
+/** What a binary says of itself: its version and commit (--version), its flags (--help). */
+interface Description { version: string, commit: string | null, help: string }
+
 type Run = (args: string[]) => Promise<{ all?: string, exitCode?: number, signal?: string, shortMessage?: string }>
 
 /**
@@ -61,9 +63,9 @@ type Run = (args: string[]) => Promise<{ all?: string, exitCode?: number, signal
  * with) for the process's life: they are the binary's own, and every app a process builds (a test file builds
  * dozens) would otherwise start llama-server twice to read them again. A failure is not kept.
  */
-const DESCRIBED = new Map<string, Promise<{ version: string, help: string } | { error: string }>>()
+const DESCRIBED = new Map<string, Promise<Description | { error: string }>>()
 
-async function describeBinary (serverPath: string, run: Run, libraryPath: string | undefined): Promise<{ version: string, help: string } | { error: string }> {
+async function describeBinary (serverPath: string, run: Run, libraryPath: string | undefined): Promise<Description | { error: string }> {
   const { ino, size, mtimeMs } = await stat(serverPath)
   const key = `${serverPath}\0${ino}\0${size}\0${mtimeMs}\0${libraryPath ?? ''}`
   let described = DESCRIBED.get(key)
@@ -75,11 +77,12 @@ async function describeBinary (serverPath: string, run: Run, libraryPath: string
   return described
 }
 
-async function readDescription (serverPath: string, run: Run): Promise<{ version: string, help: string } | { error: string }> {
-  const version = await run(['--version'])
-  const versionText = version.all ?? ''
-  if (version.exitCode !== 0 || !/version:\s*\S+/.test(versionText)) {
-    return { error: `${serverPath} --version failed (exit ${version.exitCode ?? version.signal}): ${versionText.trim().split('\n').slice(-2).join(' | ') || (version as { shortMessage?: string }).shortMessage}` }
+async function readDescription (serverPath: string, run: Run): Promise<Description | { error: string }> {
+  const result = await run(['--version'])
+  const text = result.all ?? ''
+  const match = /version:\s*(\S+)(?:\s*\(build \d+, commit (\w+)\))?/.exec(text)
+  if (result.exitCode !== 0 || !match) {
+    return { error: `${serverPath} --version failed (exit ${result.exitCode ?? result.signal}): ${text.trim().split('\n').slice(-2).join(' | ') || result.shortMessage}` }
   }
-  return { version: versionText, help: (await run(['--help'])).all ?? '' }
+  return { version: match[1]!, commit: match[2] ?? null, help: (await run(['--help'])).all ?? '' }
 }

@@ -2,7 +2,6 @@ import fp from 'fastify-plugin'
 import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
 
-
 /**
  * One info line per request once its response is over: request id, surface, model, status, duration, time to
  * first token and tokens (from the lease it held, core/request-usage.ts), and whether the client left before the

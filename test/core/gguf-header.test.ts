@@ -91,6 +91,9 @@ t.test('hostile or broken headers fail with what is wrong, before allocating wha
     await writeFile(file, bytes)
     await t.rejects(readGgufHeader(file), message, name)
   }
+  const cut = join(dir, 'cut-in-a-skipped-array.gguf')
+  await writeFile(cut, header({ body: [str('scores'), u32(9), u32(6), u64(1000n), Buffer.alloc(40)] }))
+  await t.rejects(readGgufHeader(cut, { maxArrayLength: 0 }), /the file ends inside its GGUF header/, 'a file cut inside an array it reads past')
   await t.rejects(readGgufHeader(join(dir, 'missing.gguf')), { code: 'ENOENT' }, 'a missing file: the file system\'s error')
 })
 
