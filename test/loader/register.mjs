@@ -1,5 +1,7 @@
 // Runs the TypeScript tests and sources under plain Node: `node --import=./test/loader/register.mjs file.ts`
 // (what .taprc gives every test process, and what a test's execArgv hands on to a node it spawns).
 import { register } from 'node:module'
+import { coverChildren } from './child-coverage.mjs'
 
 register('./hooks.mjs', import.meta.url)
+coverChildren()
