@@ -3,8 +3,9 @@
 // took 3-5 s per test process (the TypeScript compiler loaded in each of them); esbuild's service takes well under
 // one. Types are checked apart (`npx tsc --noEmit`, and `npm run build`). tsx, tried first, writes each module on
 // one line and its coverage then maps to nothing (every file 100 %).
+import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
+import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { transpile, VENDORED, vendorFile } from '../../scripts/transpile.mjs'
 
@@ -33,6 +34,32 @@ export async function resolve (specifier, context, next) {
 export async function load (url, context, next) {
   if (!url.startsWith('file:') || !url.endsWith('.ts')) return next(url, context)
   const file = fileURLToPath(url)
-  const { code } = await transpile(await readFile(file, 'utf8'), file, 'inline')
-  return { format: 'module', source: code, shortCircuit: true }
+  return { format: 'module', source: await transpiled(file, await readFile(file, 'utf8')), shortCircuit: true }
+}
+
+/**
+ * Each process of a run loads the same few hundred files, and the first `transform` starts an esbuild process of
+ * its own (232 of them in a suite run): the JavaScript is kept on disk by what it was made from, so that a file
+ * is transpiled once until it changes.
+ */
+const CACHE = new URL('../../node_modules/.cache/llamagate-test-loader/', import.meta.url)
+const SALT = `${process.version}\0${await readFile(new URL('../../scripts/transpile.mjs', import.meta.url), 'utf8')}` +
+  `\0${await readFile(new URL('../../tsconfig.json', import.meta.url), 'utf8')}\0${await esbuildVersion()}`
+
+async function transpiled (file, source) {
+  const key = createHash('sha256').update(SALT).update('\0').update(file).update('\0').update(source).digest('hex')
+  const cached = new URL(`${key}.js`, CACHE)
+  try { return await readFile(cached, 'utf8') } catch { /* not yet */ }
+  const { code } = await transpile(source, file, 'inline')
+  // Written whole under a name of its own and renamed: the other test processes of the run read it meanwhile.
+  await mkdir(CACHE, { recursive: true })
+  const partial = new URL(`${key}.${process.pid}.tmp`, CACHE)
+  await writeFile(partial, code)
+  await rename(partial, cached)
+  return code
+}
+
+async function esbuildVersion () {
+  const { version } = await import('esbuild')
+  return version
 }
