@@ -4,7 +4,7 @@ import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
-import { lazyValidators } from './lazy-validators.js'
+import { lazyCompilers } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
 import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
@@ -39,7 +39,7 @@ export interface BuildOptions {
   /**
    * Fastify's schema compilers. The tests hand every app of a test process one validator compiler, so that a
    * route's schema is compiled once per process rather than once per app that uses it.
-   * @default Ajv's, each compiled on its route's first request (lazyValidators), one compiler per app
+   * @default Ajv's and fast-json-stringify's, each compiled on first use (lazyCompilers), one set per app
    */
   schemaController?: FastifyServerOptions['schemaController']
 }
@@ -54,7 +54,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
-    schemaController: options.schemaController ?? { compilersFactory: { buildValidator: lazyValidators() } },
+    schemaController: options.schemaController ?? { compilersFactory: lazyCompilers() },
     // Per-request log lines cost time on every streamed request; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
     ajv: {

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../core/app.js'
-import { lazyValidators } from '../../core/lazy-validators.js'
+import { lazyCompilers } from '../../core/lazy-compilers.js'
 import { resolveConfig, type Config } from '../../core/config.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
@@ -37,7 +37,7 @@ function defined (values: Record<string, unknown>): Record<string, unknown> {
  * One validator compiler for every app this test process builds: Ajv compiles each route's schema once per
  * process (the schemas are the same objects in every app), not once per app, which cost 0.4 s of CPU an app.
  */
-const SCHEMAS: BuildOptions['schemaController'] = { compilersFactory: { buildValidator: lazyValidators() } }
+const SCHEMAS: BuildOptions['schemaController'] = { compilersFactory: lazyCompilers() }
 
 /** buildApp as the tests call it: with the process's shared validator compiler. */
 export function buildTestApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
