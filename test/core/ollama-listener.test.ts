@@ -127,14 +127,15 @@ t.test('drain and /readyz on the Ollama address', async (t) => {
   const { app } = await serveTinyModels(t, ['acme/tiny'], { ollama_listen: '127.0.0.1:0' })
   const ollama = app.ollamaListener!.url
   t.equal((await fetch(`${ollama}/readyz`)).status, 200, 'ready')
-  // An answer in flight on the Ollama address is waited for like any other.
-  const inFlight = post(`${ollama}/api/chat`, { ...CHAT, options: { num_predict: 24 } })
+  // An answer in flight on the Ollama address is waited for like any other: a long one, so that it is still
+  // being generated when its headers are read (24 tokens were, once, all written by then).
+  const inFlight = post(`${ollama}/api/chat`, { ...CHAT, options: { num_predict: 200 } })
   const res = await inFlight
   const drained = app.lifecycle.drain(30_000)
   t.equal(app.lifecycle.inFlight, 1, 'the streamed answer on the Ollama address is counted')
   const events = await ndjsonEvents(res)
   t.equal(await drained, 'drained', 'the drain waited for it')
-  t.match(events.at(-1), { done: true, eval_count: 24 }, 'and it ended whole')
+  t.match(events.at(-1), { done: true, eval_count: 200 }, 'and it ended whole')
   const ready = await fetch(`${ollama}/readyz`)
   t.equal(ready.status, 503)
   t.match(await ready.json(), { status: 'not ready', reasons: ['draining: the server is shutting down'] })

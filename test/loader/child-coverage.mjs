@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url'
 
 // tap writes it quoted: `"--import=file:///…/@tapjs/processinfo/dist/esm/import.mjs"`.
 const TRACKER = /(^|\s)"?--import=[^\s"]*@tapjs[\\/]processinfo[^\s"]*"?/g
+const TRACKER_ARG = /@tapjs[\\/]processinfo/
 const CHILD = 'LLAMAGATE_TEST_CHILD_COVERAGE'
 
 /**
@@ -27,13 +28,14 @@ export function coverChildren () {
   const state = global[Symbol.for('process-on-spawn@*:singletonId')]
   if (state === undefined) return
   state.listeners.push((spawn) => {
+    // A node started with the test's own execArgv carries the tracker in its arguments: it stays tracked.
+    if (spawn.args.some((arg) => TRACKER_ARG.test(arg))) return
     const childEnv = { ...spawn.env }
     for (const name of Object.keys(childEnv)) if (name.startsWith('_TAPJS_PROCESSINFO_')) delete childEnv[name]
     if (childEnv.NODE_OPTIONS !== undefined) {
       childEnv.NODE_OPTIONS = childEnv.NODE_OPTIONS.replace(TRACKER, '').trim()
       if (childEnv.NODE_OPTIONS === '') delete childEnv.NODE_OPTIONS
     }
-    // A child that already has NODE_V8_COVERAGE unset on purpose (`env -u`) still drops it itself.
     spawn.env = { ...childEnv, NODE_V8_COVERAGE: dir, [CHILD]: '1' }
   })
   process.on('exit', () => collect(dir, root))
