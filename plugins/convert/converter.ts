@@ -1,4 +1,4 @@
-import { existsSync, readdirSync } from 'node:fs'
+import { existsSync, readdirSync, statSync } from 'node:fs'
 import { readdir, rename, rm, stat } from 'node:fs/promises'
 import { join, resolve } from 'node:path'
 import { readGgufHeader } from '../../core/gguf-header.js'
@@ -46,8 +46,11 @@ export interface MadeVariant { dtype: string, file: string, size: number, sha256
 
 const DIRECT = new Set<string>(CONVERTER_DTYPES)
 const QUANTIZED = new Set<string>(QUANTIZE_DTYPES)
-// A ready interpreter is trusted this long before readiness() imports the converter again (~1.3 s).
+// A ready interpreter is trusted this long before readiness() imports the converter again (~1.3 s)...
 const READY_CACHE_MS = 60_000
+// ...and any answer this long when a caller asks for a fresh one (GET /api/convert/status), or when it said not
+// ready: an `apt-get install` shows within seconds, and no rate of requests starts more than one Python per span.
+const FRESH_MS = 5_000
 
 /** The file a variant lives in, inside the model's folder. */
 function variantFileName (dtype: string): string { return `model-${dtype}.gguf` }
@@ -60,7 +63,8 @@ function variantFileName (dtype: string): string { return `model-${dtype}.gguf` 
  */
 export class Converter {
   private readonly runs = new SharedRuns<MadeVariant, ConvertProgress>()
-  private ready: { at: number, value: ConverterReadiness } | null = null
+  private ready: { at: number, fingerprint: string, value: ConverterReadiness } | null = null
+  private checking: Promise<ConverterReadiness> | null = null
   private closed = false
   /** Conversions made and failed, for observers (metrics). */
   readonly events: EventHub<ConverterEvents>
@@ -82,9 +86,36 @@ export class Converter {
     return trees[0] ? join(root, trees[0]) : null
   }
 
-  /** Whether conversion can run (the interpreter really imports the converter), and if not, what to install. */
+  /**
+   * Whether conversion can run (the interpreter really imports the converter), and if not, what to install.
+   * Callers share one check and its answer while the files it depends on stay as they were: each check starts a
+   * Python that imports torch (~2 s of CPU), and a status page polled by many clients must not start one each.
+   */
   async readiness (opts: { fresh?: boolean } = {}): Promise<ConverterReadiness> {
-    if (!opts.fresh && this.ready && Date.now() - this.ready.at < READY_CACHE_MS) return this.ready.value
+    const fingerprint = this.fingerprint()
+    const last = this.ready
+    const trusted = opts.fresh === true || last?.value.ready !== true ? FRESH_MS : READY_CACHE_MS
+    if (last !== null && last.fingerprint === fingerprint && Date.now() - last.at < trusted) return last.value
+    this.checking ??= this.check()
+      .then((value) => { this.ready = { at: Date.now(), fingerprint, value }; return value })
+      .finally(() => { this.checking = null })
+    return this.checking
+  }
+
+  /** What a readiness answer depends on, short of the interpreter's packages: the tree, the script, each interpreter, llama-quantize. */
+  private fingerprint (): string {
+    const src = this.sourceTree()
+    const files = [src === null ? null : join(src, 'convert_hf_to_gguf.py'), ...pythonCandidates(this.options.python, this.options.dataDir), this.options.quantizePath]
+    return JSON.stringify(files.map((file) => {
+      if (file === null) return null
+      try {
+        const { mtimeMs, size, ino } = statSync(file)
+        return [file, mtimeMs, size, ino]
+      } catch { return [file] }
+    }))
+  }
+
+  private async check (): Promise<ConverterReadiness> {
     const problems: string[] = []
     const src = this.sourceTree()
     const script = src ? join(src, 'convert_hf_to_gguf.py') : null
@@ -118,7 +149,6 @@ export class Converter {
       problems: ready ? problems.filter((p) => p.includes('llama-quantize')) : problems,
       fix,
     }
-    this.ready = ready ? { at: Date.now(), value } : null
     return value
   }
 

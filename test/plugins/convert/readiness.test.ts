@@ -135,6 +135,30 @@ t.test('GET /api/convert/status answers readiness', async (t) => {
   t.match(second.problems[0], /has no convert_hf_to_gguf\.py \(llama_cpp_src must name a llama\.cpp source tree\)/)
 })
 
+t.test('GET /api/convert/status: callers share one check, and a change is seen; 20 at once start one Python', async (t) => {
+  const dir = await tempDir(t)
+  const starts = join(dir, 'starts')
+  // An interpreter whose probe says ready after a moment, and notes each start: what the status costs is counted.
+  const python = join(dir, 'python3')
+  const probe = JSON.stringify({ ok: true, papered: [], python: '3', torch: '2', numpy: '1' })
+  const script = (note: string): string => `#!/bin/sh\necho ${note} >> ${starts}\nsleep 0.3\necho '${probe}'\n`
+  await writeFile(python, script('first'), { mode: 0o755 })
+  const app = await build(t, { conversion: { python }, llama_cpp_src: await runtimeSource() })
+  const count = async (): Promise<number> => (await readFile(starts, 'utf8').catch(() => '')).split('\n').filter(Boolean).length
+
+  const answers = await Promise.all(Array.from({ length: 20 }, () => app.inject({ method: 'GET', url: '/api/convert/status' })))
+  t.same(answers.map((a) => [a.statusCode, a.json().python]), answers.map(() => [200, python]), 'all 20 answered, ready')
+  t.equal(await count(), 1, 'one Python for 20 callers at once')
+  for (let i = 0; i < 10; i++) await app.inject({ method: 'GET', url: '/api/convert/status' })
+  t.equal(await count(), 1, 'and none for the 10 after')
+
+  // Another interpreter in its place (what installing one does): the next status checks again.
+  await rm(python)
+  await writeFile(python, script('second'), { mode: 0o755 })
+  t.equal((await app.inject({ method: 'GET', url: '/api/convert/status' })).json().ready, true)
+  t.equal(await count(), 2, 'the changed interpreter is checked')
+})
+
 t.test('a fake interpreter that passes the probe is accepted (the failure tests rely on it)', async (t) => {
   const fake = await fakePython(t, 'exit 0')
   const r = await (await realConverter(t, { python: fake })).readiness()
