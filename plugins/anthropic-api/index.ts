@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { clientGone } from '../../core/client-gone.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
+import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
 import { shapeMessages } from './messages-body.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
@@ -13,9 +14,10 @@ const MESSAGES: PassthroughRoute = {
   topLevelOptions: { temperature: 'temperature', top_p: 'top_p', top_k: 'top_k', max_tokens: 'max_tokens' },
   // A Messages stream ends with `event: message_stop`, whose data is always the same.
   streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n'),
+  fields: ANTHROPIC_FIELDS,
   promptInHead: true,
 }
-const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null }
+const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null, fields: ANTHROPIC_FIELDS }
 
 /**
  * Anthropic's Messages API (the Anthropic SDKs, Claude Code): POST /v1/messages, streamed or not, and

@@ -5,6 +5,7 @@ import { topLevelOverrides } from '../../core/request-options.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from './run-leased.js'
+import { runtimeFields } from './runtime-fields.js'
 
 const EVENT_END = Buffer.from('\n\n')
 
@@ -16,6 +17,8 @@ export interface PassthroughRoute {
   topLevelOptions: Readonly<Record<string, string>>
   /** The last bytes of a stream that finished (`data: [DONE]\n\n`); null when ending the body is the sign. */
   streamEnd: Buffer | null
+  /** The body fields llama-server may be sent on this route (runtime-fields.ts); the others are not sent. */
+  fields: ReadonlySet<string>
   /** The stream says its prompt's tokens only in its first event (Anthropic's message_start): keep its head. */
   promptInHead?: boolean
 }
@@ -29,10 +32,11 @@ export type PassthroughBody = Record<string, unknown> & { model: string, stream?
  * is the options layering, keep_alive, the slot, and an error event when the runtime stops mid-stream.
  */
 export async function runPassthrough (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, route: PassthroughRoute, body: PassthroughBody): Promise<unknown> {
-  const { options, keep_alive: keepAlive, ...fields } = body
+  const { options, keep_alive: keepAlive, ...given } = body
   // The API's top-level fields win over the same settings in `options` (contract: Options): handed over as such.
-  const overrides = topLevelOverrides(fields, route.topLevelOptions)
-  for (const field of Object.keys(route.topLevelOptions)) delete fields[field]
+  const overrides = topLevelOverrides(given, route.topLevelOptions)
+  for (const field of Object.keys(route.topLevelOptions)) delete given[field]
+  const fields = runtimeFields(given, route.fields)
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.

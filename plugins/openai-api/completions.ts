@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
+import { OPENAI_COMPLETION_FIELDS } from '../inference/runtime-fields.js'
 import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
 import { CompletionBody } from './schemas.js'
 
-const COMPLETIONS: PassthroughRoute = { path: '/v1/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE }
+const COMPLETIONS: PassthroughRoute = { path: '/v1/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE, fields: OPENAI_COMPLETION_FIELDS }
 
 /** OpenAI's legacy text completions: a raw prompt, no chat template. */
 const completions: FastifyPluginAsyncTypebox = async (app) => {
