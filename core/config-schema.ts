@@ -60,6 +60,7 @@ export const ConfigSchema = Type.Object({
     queue_length: Type.Integer({ minimum: 0, default: 64 }),
     max_loaded_models: Type.Integer({ minimum: 1, default: 3 }),
     load_timeout: Type.Union([Duration], { default: '5m' }),
+    stream_stall_timeout: Type.Union([Duration], { default: '60s', description: 'a streamed answer whose client reads nothing this long is cut off, and its slot freed' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
   runtimes: Type.Object({

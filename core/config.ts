@@ -24,7 +24,7 @@ export interface Config {
   defaultOptions: Options
   /** Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. */
   models: Record<string, ModelConfig>
-  limits: { bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number }
+  limits: { bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
   llamaCppSrc: string | null
@@ -280,6 +280,10 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
     return ms ?? 0
   }
+  const positive = (key: string, ms: number): number => {
+    if (ms <= 0) problems.push(`${key} must be longer than 0 (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
+    return ms
+  }
   // `lowest` is 0 where the system may give out the port (as `port: 0`).
   const listenAddress = (key: string, text: string, lowest = 1): HostPort => {
     const colon = text.lastIndexOf(':')
@@ -306,6 +310,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       queueLength: raw.limits.queue_length,
       maxLoadedModels: raw.limits.max_loaded_models,
       loadTimeoutMs: duration('limits.load_timeout', raw.limits.load_timeout),
+      streamStallMs: positive('limits.stream_stall_timeout', duration('limits.stream_stall_timeout', raw.limits.stream_stall_timeout)),
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

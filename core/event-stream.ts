@@ -106,9 +106,12 @@ export class EventStream {
     return chunked && socket !== null && !socket.destroyed && !this.ended ? socket : null
   }
 
-  /** Resolves when the socket can take more, or the client is gone. */
-  drained (): Promise<void> {
-    return whenDrained(this.raw)
+  /**
+   * Resolves when the response (or `socket`, where bytes are written to it directly) can take more, or the
+   * client is gone; a client that takes nothing for config's `limits.stream_stall_timeout` is cut off.
+   */
+  drained (socket?: Socket): Promise<void> {
+    return whenDrained(socket ?? this.raw, this.request.server.config.limits.streamStallMs)
   }
 
   end (): void {

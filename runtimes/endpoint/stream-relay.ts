@@ -1,6 +1,5 @@
 import { connect, type Socket } from 'node:net'
 import { RuntimeError } from '../../core/errors.js'
-import { whenDrained } from '../../core/when-drained.js'
 import { ChunkFraming } from './chunk-framing.js'
 import { ReadSlab } from './read-slab.js'
 import type { RuntimeAddress } from './runtime-address.js'
@@ -22,8 +21,8 @@ export interface RelaySink {
   chunkedSocket(): Socket | null
   /** Writes bytes that are already whole events; false when backed up. */
   writeRaw(chunk: Buffer): boolean
-  /** Resolves when the client can take more, or is gone. */
-  drained(): Promise<void>
+  /** Resolves when the client (or its socket, given) can take more, or is gone: a client that stalls is cut. */
+  drained(socket?: Socket): Promise<void>
 }
 
 /** One relayed POST. */
@@ -108,7 +107,7 @@ export function relayStream ({ name, address, path, payload, sink: stream, progr
       const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), (framed ? ChunkFraming.payload(bytes) : bytes).subarray(0, wanted)])
       if (client !== null) {
-        if (!client.write(bytes)) backOff(whenDrained(client))
+        if (!client.write(bytes)) backOff(stream.drained(client))
       } else if (!stream.writeRaw(framed ? ChunkFraming.payload(bytes) : bytes)) {
         backOff(stream.drained())
       }
