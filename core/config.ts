@@ -24,7 +24,11 @@ export interface Config {
   defaultOptions: Options
   /** Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. */
   models: Record<string, ModelConfig>
-  limits: { bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number }
+  limits: {
+    bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number,
+    /** The largest output schema or grammar a request may carry, in bytes; and the most enum values and consts in one. */
+    schemaBytes: number, schemaAlternatives: number,
+  }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
   llamaCppSrc: string | null
@@ -291,8 +295,12 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     if (port < lowest || port > 65535) problems.push(`${key} = ${JSON.stringify(text)} is not allowed: the port must be ${lowest}-65535 (from ${sourceOf(key.split('.'), sources) ?? 'defaults'})`)
     return { host: text.slice(0, colon).replace(/^\[(.*)\]$/, '$1'), port }
   }
-  const bodySize = parseSize(raw.limits.body_size)
-  if (bodySize === null || bodySize < 1) problems.push(`limits.body_size = ${JSON.stringify(raw.limits.body_size)} is not allowed: must be a size such as 1048576 or "16MiB"`)
+  const size = (key: string, value: unknown): number => {
+    const bytes = parseSize(value)
+    if (bytes === null || bytes < 1) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a size such as 1048576 or "16MiB"`)
+    return bytes ?? 0
+  }
+  const bodySize = size('limits.body_size', raw.limits.body_size)
   const dataDir = resolvePath(raw.data_dir, base)
   const config: Config = {
     host: raw.host,
@@ -306,11 +314,13 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     defaultOptions: raw.default_options,
     models: modelConfigs(raw.models, duration),
     limits: {
-      bodySize: bodySize ?? 0,
+      bodySize,
       queueLength: raw.limits.queue_length,
       maxLoadedModels: raw.limits.max_loaded_models,
       loadTimeoutMs: duration('limits.load_timeout', raw.limits.load_timeout),
       streamStallMs: positive('limits.stream_stall_timeout', duration('limits.stream_stall_timeout', raw.limits.stream_stall_timeout)),
+      schemaBytes: size('limits.schema_size', raw.limits.schema_size),
+      schemaAlternatives: raw.limits.schema_alternatives,
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

@@ -6,6 +6,7 @@ import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } fr
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from './run-leased.js'
 import { runtimeFields } from './runtime-fields.js'
+import { checkSchemaBudget } from './schema-budget.js'
 
 const EVENT_END = Buffer.from('\n\n')
 
@@ -37,6 +38,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
   const overrides = topLevelOverrides(given, route.topLevelOptions)
   for (const field of Object.keys(route.topLevelOptions)) delete given[field]
   const fields = runtimeFields(given, route.fields)
+  checkSchemaBudget(fields, request.server.config.limits)
   const streaming = body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.

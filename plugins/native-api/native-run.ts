@@ -4,6 +4,7 @@ import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
 import { EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { runLeased } from '../inference/run-leased.js'
+import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
@@ -45,6 +46,7 @@ function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
  * gets a real HTTP status; after it, a last error event.
  */
 export async function runNative (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: NativeRun): Promise<unknown> {
+  checkSchemaBudget(run.body, request.server.config.limits)
   const startedNs = process.hrtime.bigint()
   const stream = run.stream ? new EventStream(request, reply, streamFormatOf(request)) : null
   const answer = await runLeased(leases, {

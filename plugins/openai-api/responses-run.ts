@@ -6,6 +6,7 @@ import { EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
+import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
 import type { ResponseItem, ResponseStore } from './response-store.js'
@@ -36,6 +37,7 @@ export interface ResponsesRun {
  */
 export async function runResponses (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, run: ResponsesRun): Promise<unknown> {
   const { body } = run
+  checkSchemaBudget(run.chat as unknown as Record<string, unknown>, request.server.config.limits)
   const overrides = topLevelOverrides(body, RESPONSES_OPTIONS)
   const builder = new ResponseBuilder(settingsOf(body))
   const stream = body.stream === true ? new EventStream(request, reply, 'sse') : null
