@@ -63,6 +63,7 @@ export const ConfigSchema = Type.Object({
     stream_stall_timeout: Type.Union([Duration], { default: '60s', description: 'a streamed answer whose client reads nothing this long is cut off, and its slot freed' }),
     schema_size: Type.Union([Size], { default: '64KiB', description: 'the largest output schema, grammar or tool schema one request may carry' }),
     schema_alternatives: Type.Integer({ minimum: 1, default: 1024, description: 'the most enum values and consts one such schema may list' }),
+    unused_blob_ttl: Type.Union([Duration], { default: '24h', description: 'an uploaded blob no model is made from is removed after this long' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
   runtimes: Type.Object({

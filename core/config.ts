@@ -28,6 +28,8 @@ export interface Config {
     bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number,
     /** The largest output schema or grammar a request may carry, in bytes; and the most enum values and consts in one. */
     schemaBytes: number, schemaAlternatives: number,
+    /** How long an uploaded blob no model is made from is kept. */
+    unusedBlobMs: number,
   }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -321,6 +323,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       streamStallMs: positive('limits.stream_stall_timeout', duration('limits.stream_stall_timeout', raw.limits.stream_stall_timeout)),
       schemaBytes: size('limits.schema_size', raw.limits.schema_size),
       schemaAlternatives: raw.limits.schema_alternatives,
+      unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

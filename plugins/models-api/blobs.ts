@@ -6,7 +6,9 @@ const BlobParams = Type.Object({ digest: Type.String() })
 
 /**
  * Ollama's blob uploads, ahead of `/api/create`: `HEAD /api/blobs/sha256:<hex>` says whether the server has it
- * (200, or 404), `POST` sends it (201 stored, 200 already there, 400 when the bytes do not hash to the digest).
+ * (200, or 404), `POST` sends it (201 stored, 200 already there, 400 when the bytes do not hash to the digest,
+ * 507 when the disk cannot hold it), `DELETE` removes it (models made from it keep their bytes). Blobs no model
+ * holds go by themselves after limits.unused_blob_ttl (plugins/storage).
  * Registered in a scope of its own: its body is the file itself, streamed to disk, not JSON read into memory
  * (and not held to limits.body_size: a model is gigabytes).
  */
@@ -21,8 +23,14 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
     const body = (request.body ?? request.raw) as Readable
-    const { created } = await app.store.blobs.put(request.params.digest, body)
+    const declared = Number(request.headers['content-length'])
+    const { created } = await app.store.blobs.put(request.params.digest, body, Number.isFinite(declared) && declared >= 0 ? declared : undefined)
     return reply.code(created ? 201 : 200).send()
+  })
+
+  app.delete('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+    await app.store.blobs.remove(request.params.digest)
+    return reply.code(200).send()
   })
 }
 

@@ -1,10 +1,11 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { createWriteStream } from 'node:fs'
-import { mkdir, open, readdir, rename, rm, stat } from 'node:fs/promises'
+import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError, GatewayError, NotFoundError } from '../../core/errors.js'
+import { formatBytes } from '../../core/units.js'
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/
 
@@ -57,9 +58,11 @@ export class BlobStore {
 
   /**
    * Stores an upload under its digest. Resolves `created: false` when the blob was already there (the body is
-   * drained unread). @throws BadRequestError when the bytes do not hash to the digest (nothing is kept)
+   * drained unread). `size` is the length the client declared, when it did: an upload the disk cannot hold is
+   * refused before a byte is written, as a pull is.
+   * @throws BadRequestError when the bytes do not hash to the digest (nothing is kept); 507 when the disk has no room
    */
-  async put (digest: string, body: Readable): Promise<{ created: boolean }> {
+  async put (digest: string, body: Readable, size?: number): Promise<{ created: boolean }> {
     const hex = parseDigest(digest)
     const target = join(this.dir, `sha256-${hex}`)
     const existing = await stat(target).catch(() => null)
@@ -68,6 +71,11 @@ export class BlobStore {
       return { created: false }
     }
     await mkdir(this.dir, { recursive: true })
+    if (size !== undefined) {
+      const fs = await statfs(this.dir)
+      const free = fs.bavail * fs.bsize
+      if (size > free) throw new GatewayError(507, `not enough disk space for this upload: it is ${formatBytes(size)}, ${formatBytes(free)} are free`, { code: 'disk_full' })
+    }
     const partial = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`
     const hash = createHash('sha256')
     try {
@@ -79,8 +87,35 @@ export class BlobStore {
       try { await file.datasync() } finally { await file.close() }
       await rename(partial, target)
       return { created: true }
+    } catch (err) {
+      if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new GatewayError(507, 'the disk filled up during this upload: free some space and send it again', { code: 'disk_full' })
+      throw err
     } finally {
       await rm(partial, { force: true })
     }
+  }
+
+  /** Removes an uploaded blob (a model made from it keeps its own link to the bytes). @throws NotFoundError when there is none */
+  async remove (digest: string): Promise<void> {
+    const path = await this.find(digest)
+    if (path === null) throw new NotFoundError(`blob ${digest} not found`)
+    await rm(path, { force: true })
+  }
+
+  /**
+   * Removes the blobs no model holds that have been so for `unusedMs`: a model made from a blob shares its bytes
+   * through a hard link, so a blob with one link is held by nothing; its change time is when it last gained or
+   * lost one (its upload, or its last model's deletion). Resolves with the digests removed.
+   */
+  async reclaim (unusedMs: number, now = Date.now()): Promise<string[]> {
+    const removed: string[] = []
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!/^sha256-[0-9a-f]{64}$/.test(name)) continue
+      const info = await stat(join(this.dir, name)).catch(() => null)
+      if (info === null || !info.isFile() || info.nlink > 1 || now - info.ctimeMs < unusedMs) continue
+      await rm(join(this.dir, name), { force: true })
+      removed.push(name.replace('-', ':'))
+    }
+    return removed
   }
 }
