@@ -4,6 +4,7 @@ import type { Config } from './config.js'
 import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
+import { installBodyTimeout } from './body-timeout.js'
 import { lazyCompilers } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
@@ -27,6 +28,8 @@ declare module 'fastify' {
      * Not in the access log, answered during a drain and not waited for by it. Read from the route that matched.
      */
     probe?: boolean
+    /** Takes bodies that may arrive slowly on purpose (a model upload): exempt from limits.body_timeout. */
+    longBody?: boolean
   }
 }
 
@@ -67,6 +70,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())
   installErrorHandling(app)
+  installBodyTimeout(app, config.limits.bodyTimeoutMs)
   installOllamaListener(app, config)
 
   // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON. Bodies nested

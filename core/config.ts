@@ -30,6 +30,8 @@ export interface Config {
     schemaBytes: number, schemaAlternatives: number,
     /** How long an uploaded blob no model is made from is kept. */
     unusedBlobMs: number,
+    /** How long a request's body may take to arrive whole after its head. */
+    bodyTimeoutMs: number,
   }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -324,6 +326,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       schemaBytes: size('limits.schema_size', raw.limits.schema_size),
       schemaAlternatives: raw.limits.schema_alternatives,
       unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
+      bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

@@ -21,7 +21,8 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
     return reply.code(found === null ? 404 : 200).send()
   })
 
-  app.post('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+  // An upload is gigabytes: exempt from limits.body_timeout (core/body-timeout.ts).
+  app.post('/api/blobs/:digest', { schema: { params: BlobParams }, config: { longBody: true } }, async (request, reply) => {
     const body = (request.body ?? request.raw) as Readable
     const declared = Number(request.headers['content-length'])
     const { created } = await app.store.blobs.put(request.params.digest, body, Number.isFinite(declared) && declared >= 0 ? declared : undefined)

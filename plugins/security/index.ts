@@ -1,4 +1,5 @@
 import cors from '@fastify/cors'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import { ApiKeys } from './api-keys.js'
@@ -25,7 +26,18 @@ export default fp(async (app) => {
   const keys = new ApiKeys(auth.apiKeys)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
-  app.addHook('onRequest', async (request) => {
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      check(request)
+    } catch (err) {
+      // A refused request's body is not read: its connection closes after the refusal (a client trickling a body
+      // without a key otherwise held the connection for as long as it kept sending).
+      if (!request.raw.complete) reply.header('connection', 'close')
+      throw err
+    }
+  })
+
+  function check (request: FastifyRequest): void {
     // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
     // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
     // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
@@ -49,7 +61,7 @@ export default fp(async (app) => {
         throw new UnauthorizedError(request.headers.authorization || xApiKey ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
       }
     }
-  })
+  }
 
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin === undefined || originAllowed(origin)),
