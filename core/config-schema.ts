@@ -96,6 +96,9 @@ export const ConfigSchema = Type.Object({
   allowed_hosts: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
   vision: Type.Object({
     allow_remote_images: Type.Boolean({ default: false }),
+    allow_private_image_hosts: Type.Boolean({ default: false, description: 'image URLs may be on loopback or private addresses' }),
+    max_remote_images: Type.Integer({ minimum: 1, default: 8, description: 'the most image URLs fetched for one request' }),
+    max_remote_image_bytes: Type.Union([Size], { default: '20MiB', description: 'the most bytes fetched for one request\'s images together' }),
   }, { additionalProperties: false, default: {} }),
   metrics: Type.Object({
     enabled: Type.Boolean({ default: true }),

@@ -43,7 +43,7 @@ export interface Config {
   cors: { origins: string[] }
   allowedHosts: string[]
   /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
-  vision: { allowRemoteImages: boolean }
+  vision: { allowRemoteImages: boolean, allowPrivateImageHosts: boolean, maxRemoteImages: number, maxRemoteImageBytes: number }
   /** `listen`: where /metrics is served on its own, without a key, instead of on the main address; null: the main address. */
   metrics: { enabled: boolean, listen: { host: string, port: number } | null }
   plugins: Array<{ path: string, options: Record<string, unknown> }>
@@ -336,7 +336,12 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
-    vision: { allowRemoteImages: raw.vision.allow_remote_images },
+    vision: {
+      allowRemoteImages: raw.vision.allow_remote_images,
+      allowPrivateImageHosts: raw.vision.allow_private_image_hosts,
+      maxRemoteImages: raw.vision.max_remote_images,
+      maxRemoteImageBytes: size('vision.max_remote_image_bytes', raw.vision.max_remote_image_bytes),
+    },
     metrics: { enabled: raw.metrics.enabled, listen: raw.metrics.listen === null ? null : listenAddress('metrics.listen', raw.metrics.listen) },
     // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
     plugins: raw.plugins.map((p) => ({

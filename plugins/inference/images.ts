@@ -1,7 +1,9 @@
 import { BadRequestError } from '../../core/errors.js'
 import type { ModelRecord } from '../storage/model-record.js'
+import { fetchRemote } from './remote-image-fetch.js'
 
-const FETCH_TIMEOUT_MS = 15_000
+/** Image fetches under way at once, for the whole server: 60 URLs in one request were fetched all at once (RSS 1.8 GB). */
+const FETCHES_AT_ONCE = 4
 
 // The formats llama.cpp's image loader (stb_image in tools/mtmd) decodes, told by their first bytes.
 const SIGNATURES: Array<{ mime: string, matches: (b: Buffer) => boolean }> = [
@@ -16,7 +18,11 @@ const DATA_URL = /^data:([\w.+-]*\/[\w.+-]*)?(;[^,]*)?;base64,/i
 export interface RemoteImages {
   /** Whether http(s) URLs may be fetched (config.yaml vision.allow_remote_images). */
   allow: boolean
-  /** The most bytes one fetched image may have. */
+  /** Whether they may be on loopback or private addresses (vision.allow_private_image_hosts). @default false */
+  allowPrivate?: boolean
+  /** The most image URLs one request may carry (vision.max_remote_images). */
+  maxCount: number
+  /** The most bytes the images fetched for one request may have together (vision.max_remote_image_bytes). */
   maxBytes: number
 }
 
@@ -33,6 +39,9 @@ type Inline = (url: string) => Promise<string>
  * projector told so, never answered as if the images were not there.
  */
 export class RequestImages {
+  private fetching = 0
+  private readonly waiting: Array<() => void> = []
+
   constructor (private readonly remote: RemoteImages) {}
 
   /**
@@ -43,8 +52,14 @@ export class RequestImages {
   async inline<T> (record: ModelRecord, messages: T, signal: AbortSignal): Promise<T> {
     if (!hasImage(messages)) return messages
     requireVision(record)
+    // Counted before any is fetched: a request over the limit costs nothing.
+    const remote = countRemote(messages)
+    if (remote > this.remote.maxCount && this.remote.allow) {
+      throw new BadRequestError(`this request has ${remote} image URLs: at most ${this.remote.maxCount} are fetched for one request (vision.max_remote_images); send the others as base64 data URLs`, 'too_many_images')
+    }
     let count = 0
-    const inline: Inline = (url) => this.dataUrl(url, `image ${count++}`, signal)
+    const budget = { left: this.remote.maxBytes }
+    const inline: Inline = (url) => this.dataUrl(url, `image ${count++}`, budget, signal)
     return walk(messages, inline) as Promise<T>
   }
 
@@ -57,13 +72,25 @@ export class RequestImages {
     return images.map((image, i) => ({ type: 'image_url', image_url: { url: imageDataUrl(image, `image ${i} of ${where}`) } }))
   }
 
-  private async dataUrl (url: string, what: string, signal: AbortSignal): Promise<string> {
+  private async dataUrl (url: string, what: string, budget: { left: number }, signal: AbortSignal): Promise<string> {
     if (/^data:/i.test(url)) return imageDataUrl(url, what)
     if (!/^https?:\/\//i.test(url)) throw new BadRequestError(`${what} must be a base64 data: URL (data:image/png;base64,...) or an http(s) URL`, 'invalid_image')
     if (!this.remote.allow) {
       throw new BadRequestError(`image URLs are not supported here: send ${what} as a base64 data URL (data:image/png;base64,...); an admin can allow http(s) image URLs with vision.allow_remote_images in config.yaml`, 'remote_images_not_allowed')
     }
-    return imageDataUrl((await fetchImage(url, what, this.remote.maxBytes, signal)).toString('base64'), what)
+    await this.turn()
+    try {
+      return imageDataUrl((await fetchImage(url, what, this.remote.allowPrivate === true, budget, this.remote.maxBytes, signal)).toString('base64'), what)
+    } finally {
+      this.fetching--
+      this.waiting.shift()?.()
+    }
+  }
+
+  /** Waits for one of the server's FETCHES_AT_ONCE turns. */
+  private async turn (): Promise<void> {
+    if (this.fetching >= FETCHES_AT_ONCE) await new Promise<void>((resolve) => this.waiting.push(resolve))
+    this.fetching++
   }
 }
 
@@ -105,6 +132,18 @@ function hasImage (value: unknown): boolean {
   return imageKind(value) !== null || hasImage((value as Part).content)
 }
 
+/** How many http(s) image URLs `value` holds, found where walk() finds images. */
+function countRemote (value: unknown): number {
+  if (Array.isArray(value)) return value.reduce((sum: number, v) => sum + countRemote(v), 0)
+  if (value === null || typeof value !== 'object') return 0
+  const part = value as Part
+  const kind = imageKind(part)
+  if (kind === null) return countRemote(part.content)
+  const given = kind === 'image_url' ? part.image_url : kind === 'input_image' ? part.image_url : (part.source as Part | undefined)?.url
+  const url = given !== null && typeof given === 'object' ? (given as Part).url : given
+  return typeof url === 'string' && /^https?:\/\//i.test(url) ? 1 : 0
+}
+
 async function walk (value: unknown, inline: Inline): Promise<unknown> {
   if (Array.isArray(value)) return Promise.all(value.map((v) => walk(v, inline)))
   if (value === null || typeof value !== 'object') return value
@@ -134,14 +173,8 @@ function requireUrl (url: unknown): string {
   return url
 }
 
-async function fetchImage (url: string, what: string, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
-  let response: Response
-  try {
-    response = await fetch(url, { signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) })
-  } catch (err) {
-    if (signal.aborted) throw signal.reason
-    throw new BadRequestError(`could not fetch ${what} (${url}): ${(err as Error).message}`, 'image_fetch_failed')
-  }
+async function fetchImage (url: string, what: string, allowPrivate: boolean, budget: { left: number }, maxBytes: number, signal: AbortSignal): Promise<Buffer> {
+  const response = await fetchRemote(url, what, allowPrivate, signal)
   if (!response.ok || response.body === null) {
     await response.body?.cancel().catch(() => {})
     throw new BadRequestError(`could not fetch ${what} (${url}): it answered ${response.status}`, 'image_fetch_failed')
@@ -150,9 +183,10 @@ async function fetchImage (url: string, what: string, maxBytes: number, signal: 
   let size = 0
   for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
     size += chunk.length
-    if (size > maxBytes) {
+    budget.left -= chunk.length
+    if (budget.left < 0) {
       await response.body.cancel().catch(() => {})
-      throw new BadRequestError(`${what} (${url}) is larger than ${maxBytes} bytes`, 'image_too_large')
+      throw new BadRequestError(size > maxBytes ? `${what} (${url}) is larger than ${maxBytes} bytes` : `the images fetched for this request pass ${maxBytes} bytes together (vision.max_remote_image_bytes)`, 'image_too_large')
     }
     chunks.push(Buffer.from(chunk))
   }

@@ -14,5 +14,5 @@ declare module 'fastify' {
  * service, which config.yaml configures.
  */
 export default fp(async (app) => {
-  app.decorate('images', new RequestImages({ allow: app.config.vision.allowRemoteImages, maxBytes: app.config.limits.bodySize }))
+  app.decorate('images', new RequestImages({ allow: app.config.vision.allowRemoteImages, allowPrivate: app.config.vision.allowPrivateImageHosts, maxCount: app.config.vision.maxRemoteImages, maxBytes: app.config.vision.maxRemoteImageBytes }))
 }, { name: 'inference', dependencies: ['storage', 'scheduler'] })

@@ -76,7 +76,7 @@ t.test('remote image URLs: refused and never fetched unless config.yaml allows t
   t.equal(viaResponses.status, 400, 'the Responses API\'s input_image too')
   t.same(images.requests, [], 'nothing reached the image server: neither the gateway nor llama-server fetched it')
 
-  const allowing = await serveRealisticModels(t, MODELS, { vision: { allow_remote_images: true }, limits: { body_size: '32KiB' } })
+  const allowing = await serveRealisticModels(t, MODELS, { vision: { allow_remote_images: true, allow_private_image_hosts: true, max_remote_image_bytes: '32KiB' } })
   const fetched = await post(`${allowing.url}/v1/chat/completions`, message(`${images.url}/cat.png`))
   t.equal(fetched.status, 200)
   const inline = await post(`${allowing.url}/v1/chat/completions`, message(DATA_URL))
