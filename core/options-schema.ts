@@ -26,7 +26,8 @@ export const OptionsSchema = Type.Object({
   seed: Type.Optional(Type.Integer()),
   num_ctx: Type.Optional(Type.Integer({ minimum: 16 })),
   num_parallel: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
-  n_gpu_layers: Type.Optional(Type.Integer({ minimum: -1 })),
+  // No model has 10,000 layers; llama-server failed at start on 99999999999 (a 502 instead of a 400).
+  n_gpu_layers: Type.Optional(Type.Integer({ minimum: -1, maximum: 10_000 })),
   // Ollama's: CPU threads for generation (llama-server's --threads); unset, llama-server picks.
   num_thread: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 })),
   cache_type_k: Type.Optional(KvCacheType),

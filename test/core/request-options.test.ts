@@ -35,3 +35,11 @@ t.test('an API\'s top-level fields as overrides: each under the option it sets; 
   t.equal(resolved.sampling.max_tokens, 9, 'the top-level field wins over the same option in `options`')
   t.equal(resolved.sampling.temperature, 1)
 })
+
+t.test('a request\'s num_thread is held to the machine\'s CPUs (1024 started 1,036 threads); config\'s is the admin\'s', async (t) => {
+  const { availableParallelism } = await import('node:os')
+  const cpus = availableParallelism()
+  t.throws(() => resolveOptions({ defaults: {}, request: { num_thread: cpus + 1 } }), { statusCode: 400, code: 'invalid_option', message: `options num_thread ${cpus + 1}: this machine has ${cpus} CPUs, so at most ${cpus}` })
+  t.same(resolveOptions({ defaults: {}, request: { num_thread: cpus } }).load, { num_thread: cpus }, 'as many as there are CPUs')
+  t.same(resolveOptions({ defaults: { num_thread: cpus + 1 }, request: {} }).load, { num_thread: cpus + 1 }, 'config.yaml\'s default is not refused')
+})
