@@ -3,6 +3,7 @@ import { modelNamedIn } from '../../core/model-name.js'
 import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
 
 /**
+ * Registered before the security plugin, so that its refusals (401, 403) have their lines too.
  * One info line per request once its response is over: request id, surface, model, status, duration, time to
  * first token and tokens (from the lease it held, core/request-usage.ts), and whether the client left before the
  * end, which is an everyday event, not an error.
@@ -30,4 +31,4 @@ export default fp(async (app) => {
     // The handler runs in this request's context, so that the lease it takes fills `usage`.
     runWithUsage(usage, done)
   })
-}, { name: 'access-log', dependencies: ['security'] })
+}, { name: 'access-log' })

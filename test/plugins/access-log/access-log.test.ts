@@ -55,3 +55,16 @@ t.test('a line per request: id, surface, model, status, duration, first token an
   t.match(gone, { level: 30, msg: 'request ended: the client went away', path: '/api/chat', model: 'acme/tiny' })
   t.notOk(lines.some((l) => l.level >= 50), 'nothing at error level')
 })
+
+t.test('refusals have their lines: 401 without a key, 403 for a foreign origin', async (t) => {
+  const lines: Line[] = []
+  const stream = new Writable({ write (chunk, _enc, done) { for (const l of String(chunk).split('\n')) if (l.trim()) lines.push(JSON.parse(l) as Line); done() } })
+  const config = await testConfig(t, { auth: { api_keys: ['sk-access-log-test-0123456789'] } })
+  const app = await buildApp(config, { logger: { level: 'info', stream } })
+  t.teardown(() => app.close())
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  t.equal((await post(`${url}/api/chat`, { model: 'acme/x', messages: [] })).status, 401)
+  t.equal((await fetch(`${url}/api/tags`, { headers: { origin: 'https://evil.example', authorization: 'Bearer sk-access-log-test-0123456789' } })).status, 403)
+  const refused = await until('two lines', () => { const found = lines.filter((l) => l.msg === 'request'); return found.length >= 2 ? found : null })
+  t.match(refused, [{ method: 'POST', path: '/api/chat', status: 401 }, { method: 'GET', path: '/api/tags', status: 403 }])
+})
