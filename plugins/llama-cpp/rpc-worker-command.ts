@@ -6,9 +6,10 @@ const READY_TIMEOUT_MS = 30_000
 export const rpcWorkerCommand: Command = {
   name: 'rpc-worker',
   summary: 'lend this machine\'s devices to a gateway elsewhere (a llama.cpp RPC worker)',
-  usage: ['llamagate rpc-worker [--host HOST] [--port PORT] [--mem MiB] [--device DEV] [--threads N] [--config FILE]'],
+  usage: ['llamagate rpc-worker [--host HOST [--allow-public]] [--port PORT] [--mem MiB] [--device DEV] [--threads N] [--config FILE]'],
   flags: [
-    '--host HOST      address to listen on (default 127.0.0.1; any other prints the security warning)',
+    '--host HOST      address to listen on (default 127.0.0.1; any other needs --allow-public)',
+    '--allow-public   listen on a HOST that is not loopback: the RPC protocol has no authentication',
     `--port PORT      port to listen on (default ${DEFAULT_PORT})`,
     '--mem MiB        report at most this much memory per device, so that this worker gets that share of a model',
     '--device DEV     devices to serve, comma-separated, as llama-server --list-devices names them (default: the GPUs, else the CPU)',
@@ -16,7 +17,7 @@ export const rpcWorkerCommand: Command = {
     '--config FILE    config file to find the runtime build with (default: $LLAMAGATE_CONFIG, else the shipped one)',
     'A gateway uses it once config.yaml lists it under rpc.workers and names it in models.<name>.rpc.',
   ],
-  options: { host: { type: 'string' }, port: { type: 'string' }, mem: { type: 'string' }, device: { type: 'string' }, threads: { type: 'string' }, config: { type: 'string' } },
+  options: { host: { type: 'string' }, 'allow-public': { type: 'boolean' }, port: { type: 'string' }, mem: { type: 'string' }, device: { type: 'string' }, threads: { type: 'string' }, config: { type: 'string' } },
   positionals: { min: 0, max: 0 },
   async run ({ values, stdout, stderr }) {
     const host = (values.host as string | undefined) ?? '127.0.0.1'
@@ -27,6 +28,11 @@ export const rpcWorkerCommand: Command = {
     const [{ loadConfig }, { RuntimeRegistry }, { startRpcWorker, isLoopbackHost, RPC_EXPOSURE_WARNING }, { probeRpcWorker }] = await Promise.all([
       import('../../core/config.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
     ])
+    // Anyone who reaches the port can run code on the worker's devices and read its memory: off loopback, only
+    // when asked for in so many words.
+    if (!isLoopbackHost(host) && values['allow-public'] !== true) {
+      throw new UsageError(`--host ${host} is not loopback: ${RPC_EXPOSURE_WARNING}; add --allow-public to listen there anyway`)
+    }
     const registry = await RuntimeRegistry.create({ config: loadConfig({ config: values.config as string | undefined }) })
     const build = registry.chosen
     if (!build) { stderr.write(`llamagate rpc-worker: no llama.cpp runtime: ${registry.reason}\n`); return 1 }

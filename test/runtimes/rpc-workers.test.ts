@@ -153,9 +153,12 @@ t.test('two loopback workers: split, served, shown; one lost mid-stream fails fa
   t.same(app.scheduler.snapshot().map((m) => [m.model.name, m.rpcWorkers]), [['acme/other', ['b']]], 'after the first, idle, was unloaded from the shared worker')
 })
 
-t.test('rpc-worker: the warning off loopback, a bad flag', async (t) => {
+t.test('rpc-worker: off loopback only with --allow-public, and then the warning; a bad flag', async (t) => {
+  const refused = await runCli(['rpc-worker', '--host', '0.0.0.0'])
+  t.equal(refused.code, 2, 'a public address without --allow-public: a usage error')
+  t.match(refused.stderr, /--host 0\.0\.0\.0 is not loopback: the RPC protocol has no authentication.*add --allow-public to listen there anyway/)
   const port = await freePort()
-  const child = spawn(process.execPath, [CLI, 'rpc-worker', '--host', '0.0.0.0', '--port', String(port), '--threads', '1', '--config', await workerConfig(t)], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
+  const child = spawn(process.execPath, [CLI, 'rpc-worker', '--host', '0.0.0.0', '--allow-public', '--port', String(port), '--threads', '1', '--config', await workerConfig(t)], { env: childEnv({}), stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })
