@@ -116,13 +116,24 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
 
   // Kubernetes probes carry no API key: both are public, and say nothing a caller could misuse.
   app.get('/livez', { config: { public: true, probe: true }, schema: { response: { 200: LiveReply } } }, async () => ({ status: 'alive' as const }))
-  app.get('/readyz', { config: { public: true, probe: true }, schema: { response: { 200: ReadyReply, 503: ReadyReply } } }, async (_request, reply) => {
+  // The reasons name models, folders and runtime log lines: in full only to a caller who may see them (keys off, or
+  // a valid key sent); a probe without a key gets what kind of thing is wrong.
+  app.get('/readyz', { config: { public: true, probe: true }, schema: { response: { 200: ReadyReply, 503: ReadyReply } } }, async (request, reply) => {
     const reasons = await state.notReady()
-    return reply.code(reasons.length === 0 ? 200 : 503).send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons })
+    const told = request.keyHolder ? reasons : [...new Set(reasons.map(coarseReason))]
+    return reply.code(reasons.length === 0 ? 200 : 503).send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons: told })
   })
 
   app.addHook('onReady', async () => { preloader.start() })
   app.addHook('onClose', async () => { preloader.stop() })
+}
+
+/** A not-ready reason without names, paths or log lines (see /readyz). */
+function coarseReason (reason: string): string {
+  if (reason.startsWith('draining')) return 'draining: the server is shutting down'
+  if (reason.startsWith('no llama.cpp runtime')) return 'no llama.cpp runtime chosen (details with an API key)'
+  if (reason.startsWith('the models folder')) return 'the models folder cannot be read (details with an API key)'
+  return 'models named for preloading are not loaded yet (details with an API key)'
 }
 
 export default fp(lifecycle, { name: 'lifecycle', dependencies: ['security', 'storage', 'llama-cpp', 'scheduler'] })

@@ -6,6 +6,10 @@ import { ApiKeys } from './api-keys.js'
 import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
 
 declare module 'fastify' {
+  interface FastifyRequest {
+    /** Whether the caller may see the server's details: keys are off, or it sent a valid one (public routes too). */
+    keyHolder: boolean
+  }
   interface FastifyContextConfig {
     /**
      * Reachable without an API key: the probes (plugins/health-api, /livez, /readyz) and the web page's own files,
@@ -26,6 +30,7 @@ export default fp(async (app) => {
   const keys = new ApiKeys(auth.apiKeys)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
+  app.decorateRequest('keyHolder', false)
   app.addHook('onRequest', async (request, reply) => {
     try {
       check(request)
@@ -54,10 +59,11 @@ export default fp(async (app) => {
     if (origin && !originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
+    const apiKey = request.headers['x-api-key']
+    const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
+    request.keyHolder = !keys.enabled || keys.accepts(request.headers.authorization, xApiKey)
     if (keys.enabled && request.method !== 'OPTIONS' && request.routeOptions.config.public !== true) {
-      const apiKey = request.headers['x-api-key']
-      const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
-      if (!keys.accepts(request.headers.authorization, xApiKey)) {
+      if (!request.keyHolder) {
         throw new UnauthorizedError(request.headers.authorization || xApiKey ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
       }
     }

@@ -24,3 +24,15 @@ t.test('a preload that fails is retried: /readyz names it until the model is loa
   t.ok(left > 60_000 && left <= 120_000, `with its keep_alive of 2 minutes: ${Math.round(left / 1000)} s left`)
   t.same(await app.lifecycle.notReady(), [], 'nothing keeps it from being ready')
 })
+
+t.test('with API keys on, /readyz without a key says what kind of thing is wrong, not which model or why', async (t) => {
+  const KEY = 'sk-readyz-details-0123456789'
+  const { url } = await serveTinyModels(t, ['acme/tiny'], { auth: { api_keys: [KEY] }, models: { 'acme/secret-model': { preload: true } } })
+  const anonymous = await fetch(`${url}/readyz`)
+  t.equal(anonymous.status, 503, 'still a probe: public, and not ready')
+  const told = await anonymous.json() as { reasons: string[] }
+  t.same(told.reasons, ['models named for preloading are not loaded yet (details with an API key)'])
+  t.notMatch(JSON.stringify(told), /secret-model/, 'no model name')
+  const withKey = await (await fetch(`${url}/readyz`, { headers: { authorization: `Bearer ${KEY}` } })).json() as { reasons: string[] }
+  t.match(withKey.reasons, [/^preloading acme\/secret-model/], 'the details, to a key holder')
+})
