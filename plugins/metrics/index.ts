@@ -5,6 +5,7 @@ import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
 import { observeServices } from './observe.js'
+import { foreignHost } from '../security/host-guard.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -60,6 +61,11 @@ export default fp(async (app) => {
     return
   }
   const admin = Fastify({ logger: false })
+  // Keyless, so at least held to its own host names: a rebinding page must not read the model names from it.
+  admin.addHook('onRequest', async (request, reply) => {
+    const name = foreignHost(listen.host, request.headers.host, app.config.allowedHosts)
+    if (name !== null) return reply.code(403).send({ error: `host "${name}" is not allowed on a listener bound to ${listen.host}; add it to allowed_hosts in config.yaml` })
+  })
   await admin.register(metricsRoute, route)
   await admin.listen({ host: listen.host, port: listen.port })
   app.addHook('onClose', () => admin.close())

@@ -3,7 +3,7 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import { ApiKeys } from './api-keys.js'
-import { hostOfHeader, isLoopbackHost, matchesPattern } from './host-guard.js'
+import { foreignHost, matchesPattern } from './host-guard.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -47,13 +47,8 @@ export default fp(async (app) => {
     // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
     // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
     const bound = ollamaListener?.has(request.raw.socket) === true ? ollamaListener.address.host : host
-    const hostHeader = request.headers.host
-    if (hostHeader && isLoopbackHost(bound)) {
-      const name = hostOfHeader(hostHeader)
-      if (!isLoopbackHost(name) && name !== bound && !allowedHosts.some((p) => matchesPattern(name, p))) {
-        throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${bound}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
-      }
-    }
+    const name = foreignHost(bound, request.headers.host, allowedHosts)
+    if (name !== null) throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${bound}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
     // Without CORS headers a browser would only hide the answer, not stop a simple POST: refuse it outright.
     const origin = request.headers.origin
     if (origin && !originAllowed(origin)) {

@@ -1,3 +1,4 @@
+import { connect } from 'node:net'
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parse } from '@platformatic/promotel'
@@ -148,6 +149,17 @@ t.test('metrics.listen: /metrics on its own address, without a key, and not on t
   const samples = await scrape(t, `http://127.0.0.1:${port}`)
   t.equal(value(samples, 'llamagate_requests_total', { surface: 'other', model: '', status: '404' }), 1, 'the main address\'s requests are counted')
   t.ok(app.startupNotes.includes(`metrics on http://127.0.0.1:${port}/metrics`), 'the start-up log says where')
+  // fetch sets Host itself: a raw request sends the one a rebinding page's browser would.
+  const rebound = await new Promise<string>((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1')
+    let answer = ''
+    socket.on('data', (chunk: Buffer) => { answer += chunk.toString('utf8') })
+    socket.on('end', () => resolve(answer))
+    socket.on('error', reject)
+    socket.write('GET /metrics HTTP/1.1\r\nHost: evil.example:8080\r\nConnection: close\r\n\r\n')
+  })
+  t.match(rebound, /^HTTP\/1\.1 403 /, 'a foreign Host is refused on the metrics listener too')
+  t.notMatch(rebound, /llamagate_/, 'with no series in the answer')
   await app.close()
   await t.rejects(fetch(`http://127.0.0.1:${port}/metrics`), 'the listener closes with the app')
 })
