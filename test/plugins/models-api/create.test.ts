@@ -87,6 +87,7 @@ t.test('bad creates: 4xx with a message, nothing half-made listed', async (t) =>
     ['a blob that is not a GGUF', { model: 'me/x', files: { 'a.gguf': digestOf(notGguf) } }, 422, /not a readable GGUF/],
     ['an invalid name', { model: 'nope', from: 'acme/tiny' }, 400, /invalid model name/],
     ['an Ollama (Go) template', { model: 'me/x', from: 'acme/tiny', template: '{{ if .System }}{{ .System }}{{ end }}{{ .Prompt }}' }, 400, /"template" is an Ollama \(Go\) template; .* Jinja/],
+    ['a template over 64 KiB (llama-server could never start with it)', { model: 'me/x', from: 'acme/tiny', template: `{# ${'x'.repeat(200_000)} #}{{ messages[0].content }}` }, 400, /^"template" is 196 KiB: at most 64 KiB$/],
     ['adapters', { model: 'me/x', from: 'acme/tiny', adapters: { 'a.gguf': 'sha256:' + '0'.repeat(64) } }, 400, /"adapters" is not supported/],
     ['a bad parameter', { model: 'me/x', from: 'acme/tiny', parameters: { temperature: 'hot' } }, 400, /temperature/],
   ]
