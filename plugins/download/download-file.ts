@@ -108,6 +108,7 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
       // The store syncs every file to disk before its manifest says it is whole. Syncing as the bytes come,
       // every 64 MiB and in the background, leaves that final sync almost nothing to do (1 GiB: ~0.5 s less).
       let unsynced = 0
+      let overrun = false
       let syncing: Promise<void> | null = null
       const syncBehind = (): void => {
         const fd = (out as unknown as { fd?: number | null }).fd
@@ -120,6 +121,13 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
         await new Promise<void>((resolve, reject) => {
           const body = response.body
           body.on('data', (chunk: Buffer) => {
+            // More than the hub listed: the file is wrong whatever follows, and not a byte more is written.
+            if (offset + chunk.length > file.size) {
+              overrun = true
+              body.destroy()
+              resolve()
+              return
+            }
             stallTimer.refresh()
             blob?.update(chunk)
             offset += chunk.length
@@ -143,6 +151,11 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
         // Never close the file under a sync that is still running on it.
         await syncing
         await new Promise<void>((resolve, reject) => out.end((err?: Error | null) => (err ? reject(err) : resolve())))
+      }
+      if (overrun) {
+        await rm(partial, { force: true })
+        await rm(sidecar, { force: true })
+        throw new GatewayError(502, `${file.path} came with more than the ${file.size} bytes the hub lists; the download was discarded`, { code: 'size_mismatch' })
       }
       clearTimeout(stallTimer)
       if (file.size === 0) break

@@ -32,6 +32,8 @@ export interface FakeHubFaults {
   ignoreRange?: boolean
   /** Hub: answer the next N requests 429 with RateLimit headers. */
   rateLimited?: number
+  /** CDN: send this many bytes more than the file has (a hub that lists 20 bytes and sends 100 MB). */
+  oversendBytes?: number
   /** CDN: serve these SHA-256s with wrong bytes (same length). */
   corrupt?: Set<string>
   /** CDN: answer 400 to any request carrying Authorization. */
@@ -203,6 +205,7 @@ export class FakeHub {
     if (!file) { res.writeHead(404); res.end(); return }
     let content = file.content
     if (this.faults.corrupt?.has(sha!)) content = Buffer.from(content.map((b) => b ^ 0xff))
+    if (this.faults.oversendBytes !== undefined) content = Buffer.concat([content, Buffer.alloc(this.faults.oversendBytes, 0x41)])
     let start = 0
     const range = /^bytes=(\d+)-$/.exec(req.headers.range ?? '')
     if (req.headers.range) this.cdnRanges.push(req.headers.range)

@@ -169,6 +169,17 @@ t.test('a file that does not match its SHA-256 is refused and nothing is listed'
   t.equal(whole.status, 502, 'stream: false answers the error with its status')
 })
 
+t.test('a hub that sends more than it lists: stopped at the listed size, nothing kept', async (t) => {
+  const fake = await hub(t)
+  fake.faults = { oversendBytes: 50 * 1024 * 1024 }
+  const { app, url } = await serve(t, fake)
+  const { status, events } = await pull(url, 'acme/tiny-GGUF')
+  t.equal(status, 200)
+  t.match(events.at(-1).error, /tiny-Q4_K_M\.gguf came with more than the \d+ bytes the hub lists; the download was discarded/)
+  t.equal(app.store.find('acme/tiny-GGUF'), null)
+  t.same(await readdir(join(app.config.modelsDir, 'acme', 'tiny-GGUF')), [], 'no partial file or sidecar kept')
+})
+
 t.test('429 with RateLimit is waited out', async (t) => {
   const fake = await hub(t)
   fake.faults = { rateLimited: 1 }
