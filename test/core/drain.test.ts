@@ -62,12 +62,16 @@ t.test('/livez and /readyz: ready only once the preloads are loaded; a preload t
   t.equal(live.status, 200, '/livez answers without a key')
   t.same(await live.json(), { status: 'alive' })
   const reasons = await until('acme/tiny preloaded', async () => {
-    const res = await fetch(`${serve.address}/readyz`)
+    // The reasons in full go to a key holder (a probe without the key is told only what kind of thing is wrong).
+    const res = await fetch(`${serve.address}/readyz`, { headers: { authorization: 'Bearer sekret' } })
     const body = await res.json() as { status: string, reasons: string[] }
     t.equal(res.status, 503, 'never ready while acme/ghost cannot load')
     return body.reasons.some((r) => r.includes('acme/tiny')) ? null : body.reasons
   }, 60_000)
   t.same(reasons, ['preloading acme/ghost failed 1 time(s), trying again shortly: model "acme/ghost" not found, pull it first'], 'the one reason left, with the error')
+  const probe = await fetch(`${serve.address}/readyz`)
+  t.equal(probe.status, 503, 'a probe without the key: not ready as well')
+  t.same((await probe.json() as { reasons: string[] }).reasons, ['models named for preloading are not loaded yet (details with an API key)'], 'without the model\'s name or the error')
   const ps = await (await fetch(`${serve.address}/api/ps`, { headers: { authorization: 'Bearer sekret' } })).json() as { models: Array<{ name: string, expires_at: string }> }
   t.equal(ps.models.length, 1)
   t.equal(ps.models[0]!.name, 'acme/tiny', 'the preloaded model is loaded before readiness stops naming it')
