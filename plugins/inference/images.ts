@@ -82,15 +82,17 @@ export class RequestImages {
     try {
       return imageDataUrl((await fetchImage(url, what, this.remote.allowPrivate === true, budget, this.remote.maxBytes, signal)).toString('base64'), what)
     } finally {
-      this.fetching--
-      this.waiting.shift()?.()
+      // The turn passes straight to the next in line, so that no caller arriving meanwhile takes it too.
+      const next = this.waiting.shift()
+      if (next !== undefined) next()
+      else this.fetching--
     }
   }
 
   /** Waits for one of the server's FETCHES_AT_ONCE turns. */
   private async turn (): Promise<void> {
-    if (this.fetching >= FETCHES_AT_ONCE) await new Promise<void>((resolve) => this.waiting.push(resolve))
-    this.fetching++
+    if (this.fetching < FETCHES_AT_ONCE) { this.fetching++; return }
+    await new Promise<void>((resolve) => this.waiting.push(resolve))
   }
 }
 
@@ -139,9 +141,15 @@ function countRemote (value: unknown): number {
   const part = value as Part
   const kind = imageKind(part)
   if (kind === null) return countRemote(part.content)
-  const given = kind === 'image_url' ? part.image_url : kind === 'input_image' ? part.image_url : (part.source as Part | undefined)?.url
-  const url = given !== null && typeof given === 'object' ? (given as Part).url : given
+  const url = givenUrl(part, kind)
   return typeof url === 'string' && /^https?:\/\//i.test(url) ? 1 : 0
+}
+
+/** The URL an image part names, as sent (unchecked): each surface puts it elsewhere. */
+function givenUrl (part: Part, kind: 'image_url' | 'input_image' | 'image'): unknown {
+  if (kind === 'image') return ((part.source ?? {}) as Part).url
+  const given = part.image_url
+  return given !== null && typeof given === 'object' ? (given as Part).url : given
 }
 
 async function walk (value: unknown, inline: Inline): Promise<unknown> {
@@ -151,14 +159,13 @@ async function walk (value: unknown, inline: Inline): Promise<unknown> {
   switch (imageKind(part)) {
     case 'image_url': {
       const given = part.image_url
-      const url = typeof given === 'string' ? given : (given as Part | undefined)?.url
-      return { ...part, image_url: { ...(given !== null && typeof given === 'object' ? given : {}), url: await inline(requireUrl(url)) } }
+      return { ...part, image_url: { ...(given !== null && typeof given === 'object' ? given : {}), url: await inline(requireUrl(givenUrl(part, 'image_url'))) } }
     }
     case 'input_image':
-      return { ...part, image_url: await inline(requireUrl(part.image_url)) }
+      return { ...part, image_url: await inline(requireUrl(givenUrl(part, 'input_image'))) }
     case 'image': {
       const source = (part.source ?? {}) as Part
-      const url = source.type === 'base64' ? `data:${String(source.media_type ?? 'image/jpeg')};base64,${String(source.data ?? '')}` : requireUrl(source.url)
+      const url = source.type === 'base64' ? `data:${String(source.media_type ?? 'image/jpeg')};base64,${String(source.data ?? '')}` : requireUrl(givenUrl(part, 'image'))
       const dataUrl = await inline(url)
       const [, mediaType, data] = /^data:([^;]+);base64,(.*)$/s.exec(dataUrl)!
       return { ...part, source: { type: 'base64', media_type: mediaType, data } }

@@ -23,8 +23,8 @@ export interface Lifecycle {
    * `cut` aborts; 'drained' or 'timeout' says which. Closing the app afterwards stops the runtimes.
    */
   drain (timeoutMs: number, cut?: AbortSignal): Promise<'drained' | 'timeout' | 'cut'>
-  /** Why the server is not ready; empty when it is. */
-  notReady (): Promise<string[]>
+  /** Why the server is not ready, in full and in words that name nothing (for callers without a key); empty when it is. */
+  notReady (): Promise<NotReady[]>
   /** Aborted when a drain gives up waiting: long work of its own (a pull) ends on it, with an error event. */
   readonly cutSignal: AbortSignal
 }
@@ -36,6 +36,10 @@ const DRAIN_RETRY_AFTER_S = 5
 const CUT_GRACE_MS = 2000
 
 const LiveReply = Type.Object({ status: Type.Literal('alive') })
+/** A reason the server is not ready: in full (names, paths, log lines) and plain, for a caller without a key. */
+export interface NotReady { full: string, plain: string }
+const WITH_KEY = '(details with an API key)'
+
 const ReadyReply = Type.Object({ status: Type.Union([Type.Literal('ready'), Type.Literal('not ready')]), reasons: Type.Array(Type.String()) })
 
 const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
@@ -84,15 +88,15 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
     },
     cutSignal: cutter.signal,
     async notReady () {
-      const reasons: string[] = []
-      if (draining) reasons.push('draining: the server is shutting down')
-      if (app.launcher.backend() === null) reasons.push(`no llama.cpp runtime chosen: ${app.runtimes.reason}`)
+      const reasons: NotReady[] = []
+      if (draining) reasons.push({ full: 'draining: the server is shutting down', plain: 'draining: the server is shutting down' })
+      if (app.launcher.backend() === null) reasons.push({ full: `no llama.cpp runtime chosen: ${app.runtimes.reason}`, plain: `no llama.cpp runtime chosen ${WITH_KEY}` })
       try {
         await access(config.modelsDir, constants.R_OK | constants.X_OK)
       } catch (err) {
-        reasons.push(`the models folder ${config.modelsDir} cannot be read: ${(err as Error).message}`)
+        reasons.push({ full: `the models folder ${config.modelsDir} cannot be read: ${(err as Error).message}`, plain: `the models folder cannot be read ${WITH_KEY}` })
       }
-      reasons.push(...preloader.pending())
+      for (const full of preloader.pending()) reasons.push({ full, plain: `models named for preloading are not loaded yet ${WITH_KEY}` })
       return reasons
     },
   }
@@ -120,20 +124,12 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   // a valid key sent); a probe without a key gets what kind of thing is wrong.
   app.get('/readyz', { config: { public: true, probe: true }, schema: { response: { 200: ReadyReply, 503: ReadyReply } } }, async (request, reply) => {
     const reasons = await state.notReady()
-    const told = request.keyHolder ? reasons : [...new Set(reasons.map(coarseReason))]
+    const told = [...new Set(reasons.map((r) => request.keyHolder ? r.full : r.plain))]
     return reply.code(reasons.length === 0 ? 200 : 503).send({ status: reasons.length === 0 ? 'ready' : 'not ready', reasons: told })
   })
 
   app.addHook('onReady', async () => { preloader.start() })
   app.addHook('onClose', async () => { preloader.stop() })
-}
-
-/** A not-ready reason without names, paths or log lines (see /readyz). */
-function coarseReason (reason: string): string {
-  if (reason.startsWith('draining')) return 'draining: the server is shutting down'
-  if (reason.startsWith('no llama.cpp runtime')) return 'no llama.cpp runtime chosen (details with an API key)'
-  if (reason.startsWith('the models folder')) return 'the models folder cannot be read (details with an API key)'
-  return 'models named for preloading are not loaded yet (details with an API key)'
 }
 
 export default fp(lifecycle, { name: 'lifecycle', dependencies: ['security', 'storage', 'llama-cpp', 'scheduler'] })
