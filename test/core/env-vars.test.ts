@@ -56,8 +56,11 @@ async function serve (t: Test, env: Record<string, string>, args: string[] = [])
 /** SIGTERM, exit 0, and nothing it started left running. */
 async function stop (t: Test, server: ServeProcess): Promise<void> {
   server.child.kill('SIGTERM')
-  const timeout = sleep(30_000).then(() => null)
+  // The timer is cancelled once the process exits: a pending one would hold this test file open for 30 s.
+  const cancel = new AbortController()
+  const timeout = sleep(30_000, null, { signal: cancel.signal }).catch(() => null)
   const exit = await Promise.race([server.exited, timeout])
+  cancel.abort()
   if (exit === null) throw new Error(`serve did not exit within 30 s of SIGTERM:\n${server.output()}`)
   t.equal(exit.code, 0, 'serve exited 0 on SIGTERM')
   const deadline = Date.now() + 10_000

@@ -233,7 +233,7 @@ export class FakeHub {
       return
     }
     if (this.faults.bytesPerSecond !== undefined) {
-      throttle(res, body, this.faults.bytesPerSecond, count)
+      throttle(res, body, () => this.faults.bytesPerSecond, count)
       return
     }
     count(body.length)
@@ -241,11 +241,15 @@ export class FakeHub {
   }
 }
 
-/** Sends `body` a slice every 100 ms until it is all sent or the client has gone. */
-function throttle (res: ServerResponse, body: Buffer, bytesPerSecond: number, count: (n: number) => void): void {
-  const slice = Math.max(1, Math.round(bytesPerSecond / 10))
+/**
+ * Sends `body` a slice every 100 ms until it is all sent or the client has gone. The rate is read on every slice:
+ * a test that lifts the fault mid-download gets the rest at once instead of waiting out the old rate.
+ */
+function throttle (res: ServerResponse, body: Buffer, rate: () => number | undefined, count: (n: number) => void): void {
   let at = 0
   const timer = setInterval(() => {
+    const bytesPerSecond = rate()
+    const slice = bytesPerSecond === undefined ? body.length : Math.max(1, Math.round(bytesPerSecond / 10))
     const part = body.subarray(at, at + slice)
     at += part.length
     count(part.length)
