@@ -65,6 +65,7 @@ export const ConfigSchema = Type.Object({
     schema_alternatives: Type.Integer({ minimum: 1, default: 1024, description: 'the most enum values and consts one such schema may list' }),
     unused_blob_ttl: Type.Union([Duration], { default: '24h', description: 'an uploaded blob no model is made from is removed after this long' }),
     body_timeout: Type.Union([Duration], { default: '30s', description: 'a request body not received whole this long after its head is cut off (model uploads exempt)' }),
+    progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
   runtimes: Type.Object({

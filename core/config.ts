@@ -32,6 +32,8 @@ export interface Config {
     unusedBlobMs: number,
     /** How long a request's body may take to arrive whole after its head. */
     bodyTimeoutMs: number,
+    /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
+    progressTimeoutMs: number,
   }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -327,6 +329,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       schemaAlternatives: raw.limits.schema_alternatives,
       unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
       bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
+      progressTimeoutMs: positive('limits.progress_timeout', duration('limits.progress_timeout', raw.limits.progress_timeout)),
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

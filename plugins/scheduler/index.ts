@@ -30,6 +30,7 @@ export default fp(async (app) => {
       maxLoadedModels: config.limits.maxLoadedModels,
       queueLength: config.limits.queueLength,
       loadTimeoutMs: config.limits.loadTimeoutMs,
+      progressTimeoutMs: config.limits.progressTimeoutMs,
       defaultOptions: config.defaultOptions,
       modelOptions: config.models,
     },

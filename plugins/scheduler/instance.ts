@@ -27,6 +27,7 @@ export class Instance {
   private readonly controller = new AbortController()
   private loading: Promise<void> = Promise.resolve()
   private runtime: RuntimeProcess | null = null
+  private watchdog: { stop(): void } | null = null
 
   constructor (
     readonly model: SchedulableModel,
@@ -91,6 +92,12 @@ export class Instance {
     if (this.currentState === 'loading') this.currentState = 'loaded'
   }
 
+  /** Watches its runtime while it serves: stopped when it begins to unload. */
+  watch (watchdog: { start(): void, stop(): void }): void {
+    this.watchdog = watchdog
+    watchdog.start()
+  }
+
   /** Replaced by an instance with other load-time options: no new requests; it goes once idle. */
   drain (): void { this.isDraining = true }
 
@@ -120,6 +127,7 @@ export class Instance {
     if (this.currentState === 'unloading') return false
     this.currentState = 'unloading'
     this.clearTimer()
+    this.watchdog?.stop()
     if (reason !== undefined) this.end(reason)
     return true
   }

@@ -58,6 +58,8 @@ export interface SchedulerSettings {
   maxLoadedModels: number
   queueLength: number
   loadTimeoutMs: number
+  /** A busy runtime that answers nothing, or moves no slot on, this long is stopped (progress-watchdog.ts); none: never. */
+  progressTimeoutMs?: number
   defaultOptions: Options
   /** config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths). */
   modelOptions: Record<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[] }>

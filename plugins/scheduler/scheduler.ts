@@ -11,6 +11,7 @@ import type { AcquireRequest, FitResult, Lease, LeaseSource, LoadedModel, Purpos
 import { planContext, type ContextPlan } from './context-fit.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { modelArgs } from './model-args.js'
+import { ProgressWatchdog } from './progress-watchdog.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -277,6 +278,15 @@ export class Scheduler implements LeaseSource {
     if (instance.state === 'unloading') return // stopped while it loaded
     this.failures.delete(failureKey)
     instance.markLoaded()
+    const { progressTimeoutMs } = this.deps.settings
+    if (progressTimeoutMs !== undefined) {
+      instance.watch(new ProgressWatchdog({
+        source: process.endpoint,
+        timeoutMs: progressTimeoutMs,
+        busy: () => instance.active > 0,
+        onStuck: (why) => this.onStuck(instance, why),
+      }))
+    }
     this.events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000)
     // Only now do the model's instances with other options finish what they have and go: a load that fails
     // (one client's impossible options) leaves everyone else's instance serving.
@@ -476,6 +486,19 @@ export class Scheduler implements LeaseSource {
       instance.end(lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${instance.model.name}" ${how}`, logTail, 'rpc_worker_lost'))
       this.remove(instance)
     })
+  }
+
+  /**
+   * A busy runtime that stopped moving (progress-watchdog.ts): its requests end with the reason, it is killed, and
+   * those in line load the model afresh, as after a crash.
+   */
+  private onStuck (instance: Instance, why: string): void {
+    if (instance.state !== 'loaded') return
+    const name = instance.model.name
+    this.deps.log.error({ model: name, pid: instance.process?.pid, why }, 'runtime stuck: stopping it')
+    this.events.emit('crashed', name)
+    const error = new RuntimeError(`the runtime of model "${name}" was stuck (${why}), so it was stopped; the model loads again for the next request`, [], 'runtime_stuck')
+    void this.unload(instance, error, 0)
   }
 
   private recordFailure (key: string, err: unknown): void {

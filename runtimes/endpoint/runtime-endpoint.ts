@@ -5,6 +5,18 @@ import { relayStream, type RelayProgress, type RelaySink } from './stream-relay.
 import type { RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom } from './runtime-error.js'
 
+/** The part of one entry of llama-server's `GET /slots` read here. */
+interface SlotState {
+  id?: number
+  n_ctx?: number
+  is_processing?: boolean
+  id_task?: number
+  /** What the slot's cache holds: the prompt and what was generated after it. */
+  n_prompt_tokens?: number
+  n_prompt_tokens_processed?: number
+  next_token?: Array<{ n_decoded?: number }>
+}
+
 export interface RuntimeEndpointOptions {
   /** The model it serves, for messages ("the runtime of model X ..."). */
   name: string
@@ -69,7 +81,7 @@ export class RuntimeEndpoint {
 
   /** How full its context is: the tokens held by slots processing a request, and all the slots' context, from `GET /slots`. */
   async contextUse (signal: AbortSignal): Promise<{ busyTokens: number, totalTokens: number }> {
-    const slots = JSON.parse(await this.get('/slots', signal)) as Array<{ n_ctx?: number, is_processing?: boolean, n_prompt_tokens?: number }>
+    const slots = JSON.parse(await this.get('/slots', signal)) as SlotState[]
     let busyTokens = 0
     let totalTokens = 0
     for (const slot of slots) {
@@ -78,6 +90,17 @@ export class RuntimeEndpoint {
       if (slot.is_processing) busyTokens += slot.n_prompt_tokens ?? 0
     }
     return { busyTokens, totalTokens }
+  }
+
+  /**
+   * What the busy slots have done so far, one mark per slot processing a task (its task, the prompt tokens read
+   * and the tokens generated): the same marks twice in a row mean no progress. `GET /slots` is answered by
+   * llama-server's main loop, so a runtime that is stuck there does not answer at all. @throws as `get`
+   */
+  async slotProgress (signal: AbortSignal): Promise<string[]> {
+    const slots = JSON.parse(await this.get('/slots', signal)) as SlotState[]
+    return slots.filter((slot) => slot.is_processing).map((slot) =>
+      `${slot.id}:${slot.id_task ?? ''}:${slot.n_prompt_tokens_processed ?? ''}:${slot.next_token?.[0]?.n_decoded ?? ''}`)
   }
 
   /** Closes the pooled connections, if any were made; a request asked for later gets the pool's "destroyed" error. */
