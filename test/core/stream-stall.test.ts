@@ -7,6 +7,7 @@ import { resolveConfig } from '../../core/config.js'
 import { whenDrained } from '../../core/when-drained.js'
 import { importLongContextModel, serveTinyModels } from '../helpers/inference.js'
 import { until } from '../helpers/until.js'
+import { usualMs, withinUsualTime } from '../helpers/usual-time.js'
 
 /** A connected pair of real sockets on loopback: the server's end and the client's. */
 async function socketPair (t: { teardown: (fn: () => void) => void }): Promise<{ server: Socket, client: Socket }> {
@@ -53,6 +54,8 @@ t.test('streams nobody reads: cut at the stall limit, their slots freed, the nex
   const { app, url } = await serveTinyModels(t, [], { limits: { stream_stall_timeout: '1s' }, default_options: { num_ctx: 16_384, num_parallel: 2, max_tokens: 8_000 } })
   await importLongContextModel(t, app, 'acme/long')
   const { port } = new URL(url)
+  const normalChat = async (): Promise<Response> => fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/long', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }) })
+  const usual = await usualMs(async () => (await normalChat()).json())
   // Two raw connections ask for long streams with 20 alternatives a token (over a kilobyte an event), and read nothing.
   const body = JSON.stringify({ model: 'acme/long', messages: [{ role: 'user', content: 'hi' }], stream: true, max_tokens: 8_000, logprobs: true, top_logprobs: 20 })
   const sockets: Socket[] = []
@@ -66,6 +69,18 @@ t.test('streams nobody reads: cut at the stall limit, their slots freed, the nex
   const ps = async (): Promise<{ active_requests: number, queued_requests: number } | undefined> =>
     ((await (await fetch(`${url}/api/ps`)).json()) as { models: Array<{ name: string, active_requests: number, queued_requests: number }> }).models.find((m) => m.name === 'acme/long')
   await until('both slots taken by the non-readers', async () => (await ps())?.active_requests === 2)
+  // A normal client meanwhile waits in line until a non-reader is cut (the stall limit once its connection's
+  // buffers are full: what llama-server generates first fills them), then is answered in its usual time.
+  const started = performance.now()
+  let doneMs: number | null = null
+  const during = normalChat().then(async (res) => { doneMs = performance.now() - started; return res })
+  await until('the normal request to wait in line', async () => doneMs !== null || (await ps())?.queued_requests === 1)
+  await until('a non-reader cut, its slot handed on', async () => doneMs !== null || (await ps())?.queued_requests === 0)
+  const grantedMs = performance.now() - started
+  const answered = await during
+  t.equal(answered.status, 200, 'a client asking while both slots are held is answered')
+  t.equal(((await answered.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens, 4)
+  withinUsualTime(t, 'its answer once a slot was cut free', doneMs! - Math.min(grantedMs, doneMs!), usual)
   await until('their slots given back', async () => (await ps())?.active_requests === 0)
 
   // What each got, read now: a stream cut short (no `[DONE]`, no last chunk), and its connection closed.
@@ -78,7 +93,7 @@ t.test('streams nobody reads: cut at the stall limit, their slots freed, the nex
     t.notMatch(text, /data: \[DONE\]/, `non-reader ${i + 1}: cut off before the end, its connection closed`)
   }
 
-  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/long', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4 }) })
+  const res = await normalChat()
   t.equal(res.status, 200, 'the next client is answered')
   t.equal(((await res.json()) as { usage: { completion_tokens: number } }).usage.completion_tokens, 4)
 })

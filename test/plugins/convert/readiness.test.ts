@@ -9,6 +9,7 @@ import { reasonOf } from '../../../plugins/convert/converter.js'
 import { DEBIAN_PACKAGES } from '../../../plugins/convert/python-env.js'
 import { progressParser } from '../../../plugins/convert/tool-progress.js'
 import { build, tempDir } from '../../helpers/app.js'
+import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
 import { checkpoint, fakePython, realConverter, runtimeSource, skipUnlessReady } from './fixtures.js'
 
 t.test('a missing interpreter: not ready, with the apt command, and a conversion answers 503 saying so', async (t) => {
@@ -146,7 +147,15 @@ t.test('GET /api/convert/status: callers share one check, and a change is seen; 
   const app = await build(t, { conversion: { python }, llama_cpp_src: await runtimeSource() })
   const count = async (): Promise<number> => (await readFile(starts, 'utf8').catch(() => '')).split('\n').filter(Boolean).length
 
-  const answers = await Promise.all(Array.from({ length: 20 }, () => app.inject({ method: 'GET', url: '/api/convert/status' })))
+  const tags = async (): Promise<{ status: number, ms: number }> => {
+    const started = performance.now()
+    const res = await app.inject({ method: 'GET', url: '/api/tags' })
+    return { status: res.statusCode, ms: performance.now() - started }
+  }
+  const usual = await usualMs(tags)
+  const [normal, ...answers] = await Promise.all([tags(), ...Array.from({ length: 20 }, () => app.inject({ method: 'GET', url: '/api/convert/status' }))])
+  t.equal(normal!.status, 200, 'a normal request among them is answered')
+  withinUsualTime(t, 'the normal request', normal!.ms, usual)
   t.same(answers.map((a) => [a.statusCode, a.json().python]), answers.map(() => [200, python]), 'all 20 answered, ready')
   t.equal(await count(), 1, 'one Python for 20 callers at once')
   for (let i = 0; i < 10; i++) await app.inject({ method: 'GET', url: '/api/convert/status' })

@@ -3,6 +3,7 @@
 import t from 'tap'
 import { ANTHROPIC_FIELDS, MAX_PROBS, OPENAI_CHAT_FIELDS, OPENAI_COMPLETION_FIELDS, runtimeFields } from '../../../plugins/inference/runtime-fields.js'
 import { serveTinyModels } from '../../helpers/inference.js'
+import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
 
 const MODEL = 'acme/tiny'
 const MESSAGES = [{ role: 'user', content: 'hi' }]
@@ -28,8 +29,13 @@ t.test('n_cmpl, id_slot, lora, response_fields, n_predict and too many probabili
     ['/v1/completions', 'logprobs', { model: MODEL, prompt: 'hi', max_tokens: 4, logprobs: 100 }, /"logprobs" is not accepted here/],
     ['/v1/completions', 'n_cmpl', { model: MODEL, prompt: 'hi', max_tokens: 4, n_cmpl: 2 }, /"n_cmpl" is not accepted here/],
   ]
-  for (const [path, field, body, words] of attacks) {
-    const res = await post(`${url}${path}`, body)
+  const usual = await usualMs(() => post(`${url}/v1/chat/completions`, chat))
+  // All at once, a normal client's request among them.
+  const [normal, ...answers] = await Promise.all([post(`${url}/v1/chat/completions`, chat), ...attacks.map(([path, , body]) => post(`${url}${path}`, body))])
+  t.equal(normal!.status, 200, 'the normal request among them is answered')
+  withinUsualTime(t, 'the normal request', normal!.ms, usual)
+  for (const [i, [path, field, , words]] of attacks.entries()) {
+    const res = answers[i]!
     t.equal(res.status, 400, `${path} ${field}: 400`)
     t.match(res.json, { error: { message: words, type: 'invalid_request_error' } }, `${path} ${field}: OpenAI's error shape, naming the field`)
   }

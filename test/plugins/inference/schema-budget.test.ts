@@ -4,6 +4,7 @@
 import t from 'tap'
 import { checkSchemaBudget } from '../../../plugins/inference/schema-budget.js'
 import { serveTinyModels } from '../../helpers/inference.js'
+import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
 
 const MODEL = 'acme/tiny'
 const MESSAGES = [{ role: 'user', content: 'hi' }]
@@ -44,9 +45,11 @@ t.test('a schema bomb on each surface: 400 before any slot, and the model answer
     ['/v1/messages', { model: MODEL, messages: MESSAGES, max_tokens: 4, tools: [{ name: 'f', input_schema: { type: 'object', properties: { a: bomb } } }] }, (json) => json.error.message],
     ['/v1/responses', { model: MODEL, input: 'hi', text: { format: { type: 'json_schema', name: 'x', schema: bomb } } }, (json) => json.error.message],
   ]
+  const normalChat = (): ReturnType<typeof post> => post(`${url}/api/chat`, { model: MODEL, messages: MESSAGES, stream: false, options: { num_predict: 4 } })
+  const usual = await usualMs(normalChat)
   // The attacks all at once, and a normal client's request among them.
   const [normal, ...refused] = await Promise.all([
-    post(`${url}/api/chat`, { model: MODEL, messages: MESSAGES, stream: false, options: { num_predict: 4 } }),
+    normalChat(),
     ...attacks.map(([path, body]) => post(`${url}${path}`, body)),
   ])
   for (const [i, [path, , message]] of attacks.entries()) {
@@ -55,6 +58,7 @@ t.test('a schema bomb on each surface: 400 before any slot, and the model answer
   }
   t.equal(normal!.status, 200, 'the normal request among them is answered')
   t.equal(normal!.json.eval_count, 4)
+  withinUsualTime(t, 'the normal request', normal!.ms, usual)
   const ps = await (await fetch(`${url}/api/ps`)).json() as { models: Array<{ name: string, active_requests: number, queued_requests: number }> }
   t.match(ps.models.find((m) => m.name === MODEL), { active_requests: 0, queued_requests: 0 }, 'no slot held')
 })

@@ -5,6 +5,7 @@ import { createServer, type Server } from 'node:http'
 import t from 'tap'
 import { isPrivateAddress } from '../../../plugins/inference/remote-image-fetch.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
+import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
 
@@ -52,7 +53,15 @@ t.test('with private hosts allowed: redirects followed, and no more image URLs t
   t.equal(fetched.status, 200, 'followed, when allowed')
   t.same(host.requests, ['/to-loopback', '/cat.png'])
 
-  const tooMany = await post(`${allowing.url}/v1/chat/completions`, chat(Array.from({ length: 60 }, (_, i) => `${host.url}/cat.png?${i}`)))
+  const normalChat = (): Promise<Response> => post(`${allowing.url}/v1/chat/completions`, { model: 'acme/vision', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })
+  const usual = await usualMs(async () => (await normalChat()).text())
+  const started = performance.now()
+  const [tooMany, during] = await Promise.all([
+    post(`${allowing.url}/v1/chat/completions`, chat(Array.from({ length: 60 }, (_, i) => `${host.url}/cat.png?${i}`))),
+    normalChat().then(async (res) => ({ status: res.status, ms: performance.now() - started })),
+  ])
+  t.equal(during.status, 200, 'a normal request sent with it is answered')
+  withinUsualTime(t, 'the normal request', during.ms, usual)
   t.equal(tooMany.status, 400, '60 image URLs: 400')
   t.match(await tooMany.json(), { error: { code: 'too_many_images', message: /^this request has 60 image URLs: at most 2 are fetched for one request \(vision\.max_remote_images\)/ } })
   t.same(host.requests, ['/to-loopback', '/cat.png'], 'and none of the 60 was fetched')
