@@ -3,7 +3,7 @@
 // the error words told a closed port from an open one.
 import { createServer, type Server } from 'node:http'
 import t from 'tap'
-import { isPrivateAddress } from '../../../plugins/inference/remote-image-fetch.js'
+import { isPrivateAddress } from '../../../core/private-address.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
 
 const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==', 'base64')
