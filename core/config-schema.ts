@@ -80,6 +80,7 @@ export const ConfigSchema = Type.Object({
   hub: Type.Object({
     endpoint: Type.String({ pattern: '^https?://', default: 'https://huggingface.co' }),
     token: Type.Union([Type.String(), Type.Null()], { default: null }),
+    allow_private_redirects: Type.Boolean({ default: false, description: 'the hub may redirect downloads to loopback or private addresses of other hosts' }),
   }, { additionalProperties: false, default: {} }),
   auth: Type.Object({
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),

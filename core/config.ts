@@ -39,7 +39,8 @@ export interface Config {
   runtimes: Partial<Record<Backend, { bin: string }>>
   llamaCppSrc: string | null
   conversion: { python: string | null, timeoutMs: number }
-  hub: { endpoint: string, token: string | null }
+  /** `allowPrivateRedirects`: the hub may redirect to loopback or private addresses of hosts other than its own. */
+  hub: { endpoint: string, token: string | null, allowPrivateRedirects: boolean }
   /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
   auth: { apiKeys: string[], requireKeysOffLoopback: boolean }
   cors: { origins: string[] }
@@ -335,7 +336,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
     llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
     conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout) },
-    hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token },
+    hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token, allowPrivateRedirects: raw.hub.allow_private_redirects },
     auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,

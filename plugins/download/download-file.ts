@@ -4,6 +4,7 @@ import { mkdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { GatewayError } from '../../core/errors.js'
 import { discard, type HubClient, type HubFile } from './hub-client.js'
+import { PrivateRedirectError } from './hub-redirects.js'
 import { ParallelHash } from './parallel-hash.js'
 import { MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
@@ -163,6 +164,12 @@ async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: 
     } catch (err) {
       clearTimeout(stallTimer)
       if (signal?.aborted) throw signal.reason ?? err
+      if (err instanceof PrivateRedirectError) {
+        // Sent where it may not be fetched from: nothing of the file is kept to resume from.
+        await rm(partial, { force: true })
+        await rm(sidecar, { force: true })
+        throw err
+      }
       if (stall.signal.aborted && attempt >= MAX_ATTEMPTS) throw new GatewayError(504, `the download of ${file.path} stalled (${(stall.signal.reason as Error).message}); pull again to resume`, { code: 'stalled' })
       if (err instanceof GatewayError || attempt >= MAX_ATTEMPTS) throw err
       if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new GatewayError(507, `the disk is full while writing ${file.path}: free some space and pull again (the partial download is kept)`, { code: 'disk_full' })

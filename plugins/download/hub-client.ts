@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream'
 import { request } from 'undici'
 import { listFiles, modelInfo } from '@huggingface/hub'
 import { gatedError, hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
+import { HubRedirects, PrivateRedirectError } from './hub-redirects.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
 
 /**
@@ -17,6 +18,8 @@ export interface HubClientOptions {
   /** @default 'https://huggingface.co' */
   endpoint: string
   token: string | null
+  /** Whether the hub may redirect to private addresses of other hosts (hub.allow_private_redirects). @default false */
+  allowPrivateRedirects?: boolean
   /** @default globalThis.fetch */
   fetch?: typeof fetch
   /** Called before each wait for another try (a 408, 429 or 5xx, an unreachable hub). @default none */
@@ -32,17 +35,19 @@ export interface HubClientOptions {
  * is written by hand because the library has nothing for what a pull needs there: redirects followed one
  * by one so the token never reaches the CDN, `Range` to resume a partial file kept across restarts, and
  * the body as a stream the caller hashes as it writes (its `downloadFile` buffers a Blob; its cache
- * download restarts from zero).
+ * download restarts from zero). Every redirect, of a file or of the API, is held to HubRedirects' rules.
  */
 export class HubClient {
   readonly endpoint: string
   private readonly origin: string
   private readonly fetch: typeof fetch
+  private readonly redirects: HubRedirects
 
   constructor (private readonly options: HubClientOptions) {
     this.endpoint = options.endpoint.replace(/\/+$/, '')
     this.origin = new URL(this.endpoint).origin
     this.fetch = options.fetch ?? globalThis.fetch
+    this.redirects = new HubRedirects(this.endpoint, options.allowPrivateRedirects ?? false)
   }
 
   /**
@@ -89,7 +94,9 @@ export class HubClient {
           const headers: Record<string, string> = { 'accept-encoding': 'identity' }
           if (offset > 0) headers.range = `bytes=${offset}-`
           if (this.options.token && target.origin === this.origin) headers.authorization = `Bearer ${this.options.token}`
-          const response = await request(url, { method: 'GET', headers, signal })
+          const dispatcher = this.redirects.dispatcherFor(target, path)
+          const response = await request(url, { method: 'GET', headers, signal, ...(dispatcher ? { dispatcher } : {}) })
+            .catch((err: unknown) => { throw this.redirects.refusalOf(err, target, path) ?? err })
           answer = adapt(response.statusCode, response.headers, response.body)
           const location = answer.headers.get('location')
           if (answer.status >= 300 && answer.status < 400 && location && hops < 5) {
@@ -100,7 +107,7 @@ export class HubClient {
           break
         }
       } catch (err) {
-        if (signal?.aborted || attempt >= MAX_ATTEMPTS) throw err
+        if (signal?.aborted || attempt >= MAX_ATTEMPTS || err instanceof PrivateRedirectError) throw err
         this.options.onRetry?.((err as Error).message)
         await wait(retryDelayMs(attempt), signal)
         continue
@@ -117,22 +124,19 @@ export class HubClient {
   }
 
   /**
-   * The `fetch` the library calls for `repo`: the token to the hub's origin only, retries with the hub's
-   * waits, and a non-OK final answer thrown as a HubError (so the library's own error never forms).
+   * The `fetch` the library calls for `repo`: the token to the hub's origin only, redirects followed by hand
+   * (HubRedirects' rules), retries with the hub's waits, and a non-OK final answer thrown as a HubError (so the
+   * library's own error never forms).
    */
   private apiFetch (repo: string, signal?: AbortSignal): typeof fetch {
     return async (input, init) => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url
-      const headers = new Headers(init?.headers)
-      headers.set('accept', 'application/json')
-      if (this.options.token && new URL(url).origin === this.origin) headers.set('authorization', `Bearer ${this.options.token}`)
-      else headers.delete('authorization')
       for (let attempt = 1; ; attempt++) {
         let response: Response
         try {
-          response = await this.fetch(url, { ...init, headers, signal })
+          response = await this.fetchFollowing(url, init, `the listing of ${repo}`, signal)
         } catch (err) {
-          if (signal?.aborted) throw err
+          if (signal?.aborted || err instanceof PrivateRedirectError) throw err
           if (attempt >= MAX_ATTEMPTS) throw new HubError(502, `cannot reach the hub at ${this.endpoint}: ${(err as Error).message}`)
           this.options.onRetry?.((err as Error).message)
           await wait(retryDelayMs(attempt), signal)
@@ -147,6 +151,26 @@ export class HubClient {
         }
         throw await hubErrorFrom(response, repo, this.endpoint, this.options.token !== null)
       }
+    }
+  }
+
+  /** One API request, its redirects followed one by one: each hop gets the token only on the hub's origin. */
+  private async fetchFollowing (start: string, init: RequestInit | undefined, what: string, signal?: AbortSignal): Promise<Response> {
+    let url = start
+    for (let hops = 0; ; hops++) {
+      const target = new URL(url)
+      const headers = new Headers(init?.headers)
+      headers.set('accept', 'application/json')
+      if (this.options.token && target.origin === this.origin) headers.set('authorization', `Bearer ${this.options.token}`)
+      else headers.delete('authorization')
+      const dispatcher = this.redirects.dispatcherFor(target, what)
+      // `dispatcher` is undici's own option, which Node's fetch reads too.
+      const response = await this.fetch(url, { ...init, headers, signal, redirect: 'manual', ...(dispatcher ? { dispatcher } : {}) } as RequestInit)
+        .catch((err: unknown) => { throw this.redirects.refusalOf(err, target, what) ?? err })
+      const location = response.headers.get('location')
+      if (response.status < 300 || response.status >= 400 || location === null || hops >= 5) return response
+      await response.body?.cancel()
+      url = new URL(location, url).href
     }
   }
 }

@@ -13,7 +13,10 @@ declare module 'fastify' {
 
 export default fp(async (app) => {
   // The hub client's retries (API calls, file requests) are the pulls' own: told to the pulls' observers.
-  const hub = new HubClient({ endpoint: app.config.hub.endpoint, token: app.config.hub.token, onRetry: (reason) => puller.events.emit('retry', reason) })
+  const hub = new HubClient({
+    endpoint: app.config.hub.endpoint, token: app.config.hub.token, allowPrivateRedirects: app.config.hub.allowPrivateRedirects,
+    onRetry: (reason) => puller.events.emit('retry', reason),
+  })
   app.decorate('hub', hub)
   // A SafeTensors model is converted at the end of its pull, to the default dtype (or the pull's own).
   const puller = new PullService({

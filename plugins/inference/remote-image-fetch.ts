@@ -1,39 +1,12 @@
-import { lookup, type LookupAddress } from 'node:dns'
-import { BlockList, isIP } from 'node:net'
 import { Agent, fetch, type Response } from 'undici'
 import { BadRequestError } from '../../core/errors.js'
+import { isPrivateLiteral, publicOnlyAgent } from '../../core/private-address.js'
 
 const FETCH_TIMEOUT_MS = 15_000
 const MAX_REDIRECTS = 3
 
-/**
- * Addresses an image URL may not reach: loopback, private networks, link-local (the cloud metadata service at
- * 169.254.169.254), carrier-grade NAT, multicast and the unspecified ones. A client naming one would have the
- * server probe its own network for it.
- */
-const PRIVATE = new BlockList()
-for (const [net, bits] of [['0.0.0.0', 8], ['10.0.0.0', 8], ['100.64.0.0', 10], ['127.0.0.0', 8], ['169.254.0.0', 16], ['172.16.0.0', 12], ['192.168.0.0', 16], ['224.0.0.0', 3]] as const) PRIVATE.addSubnet(net, bits, 'ipv4')
-for (const [net, bits] of [['::', 127], ['fc00::', 7], ['fe80::', 10], ['ff00::', 8], ['64:ff9b::', 96]] as const) PRIVATE.addSubnet(net, bits, 'ipv6')
-
-/** Whether `address` (v4, v6, or v4 mapped into v6) is one an image URL may not reach. */
-export function isPrivateAddress (address: string): boolean {
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1]
-  if (mapped !== undefined) return PRIVATE.check(mapped, 'ipv4')
-  const family = isIP(address)
-  return family === 0 || PRIVATE.check(address, family === 4 ? 'ipv4' : 'ipv6')
-}
-
-/** Fails a connection to a private address, whatever name led to it: checked on the addresses DNS gave, as connected. */
-function publicLookup (hostname: string, options: { all?: boolean }, callback: (err: Error | null, address: string | LookupAddress[], family?: number) => void): void {
-  lookup(hostname, { ...options, all: true }, (err, addresses) => {
-    if (err !== null) { callback(err, []); return }
-    if (addresses.length === 0 || addresses.some((a) => isPrivateAddress(a.address))) { callback(new Error('a private address'), []); return }
-    if (options.all === true) callback(null, addresses)
-    else callback(null, addresses[0]!.address, addresses[0]!.family)
-  })
-}
-
-const PUBLIC_ONLY = new Agent({ connect: { lookup: publicLookup as never } })
+// A client naming a private address would have the server probe its own network for it.
+const PUBLIC_ONLY = publicOnlyAgent()
 const ANY = new Agent()
 
 /**
@@ -46,8 +19,7 @@ export async function fetchRemote (url: string, what: string, allowPrivate: bool
   const unreachable = (): BadRequestError => new BadRequestError(`could not fetch ${what} (${url}): it could not be reached`, 'image_fetch_failed')
   let target = url
   for (let hop = 0; hop <= MAX_REDIRECTS; hop++) {
-    const host = new URL(target).hostname.replace(/^\[(.*)\]$/, '$1')
-    if (!allowPrivate && isIP(host) !== 0 && isPrivateAddress(host)) throw unreachable()
+    if (!allowPrivate && isPrivateLiteral(new URL(target))) throw unreachable()
     let response: Response
     try {
       response = await fetch(target, { redirect: 'manual', dispatcher: allowPrivate ? ANY : PUBLIC_ONLY, signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) })

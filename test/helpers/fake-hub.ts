@@ -40,6 +40,11 @@ export interface FakeHubFaults {
   rejectAuthOnCdn?: boolean
   /** Tree entries per page. */
   pageSize?: number
+  /**
+   * Hub: the host its redirects name the CDN by, with the CDN's port (default 127.0.0.1, the hub's own host and where
+   * the CDN listens): `localhost` is loopback under another name, `169.254.169.254` the cloud metadata address.
+   */
+  cdnHost?: string
   /** Extra tree entries, listed but not served (to test path checks). */
   extraTreeEntries?: Array<{ type: string, path: string, size: number, oid: string }>
 }
@@ -57,7 +62,8 @@ export class FakeHub {
   /** Authorization headers the hub itself received (it may see the token; the CDN may not). */
   readonly hubAuthorizations: string[] = []
   faults: FakeHubFaults = {}
-  /** What the CDN saw: Authorization headers, bytes sent per SHA-256, Range headers. */
+  /** What the CDN saw: every request's path, Authorization headers, bytes sent per SHA-256, Range headers. */
+  readonly cdnRequests: string[] = []
   readonly cdnAuthorizations: string[] = []
   readonly cdnBytes = new Map<string, number>()
   readonly cdnRanges: string[] = []
@@ -190,12 +196,14 @@ export class FakeHub {
       return
     }
     const sha = sha256(file.content)
-    const body = `Found. Redirecting to ${this.cdnUrl}/lfs/${sha}`
-    res.writeHead(302, { location: `${this.cdnUrl}/lfs/${sha}?Expires=1&Signature=x`, 'x-repo-commit': repo.commit!, 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(file.content.length), 'content-length': Buffer.byteLength(body) })
+    const cdn = this.faults.cdnHost === undefined ? this.cdnUrl : `http://${this.faults.cdnHost}:${new URL(this.cdnUrl).port}`
+    const body = `Found. Redirecting to ${cdn}/lfs/${sha}`
+    res.writeHead(302, { location: `${cdn}/lfs/${sha}?Expires=1&Signature=x`, 'x-repo-commit': repo.commit!, 'x-linked-etag': `"${sha}"`, 'x-linked-size': String(file.content.length), 'content-length': Buffer.byteLength(body) })
     res.end(body)
   }
 
   private onCdn (req: IncomingMessage, res: ServerResponse): void {
+    this.cdnRequests.push(req.url!)
     if (req.headers.authorization) {
       this.cdnAuthorizations.push(req.headers.authorization)
       if (this.faults.rejectAuthOnCdn) { res.writeHead(400); res.end('Only one auth mechanism allowed'); return }

@@ -1,6 +1,9 @@
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import t, { type Test } from 'tap'
 import { HubClient } from '../../../plugins/download/hub-client.js'
 import { HubError, hubErrorFrom } from '../../../plugins/download/hub-error.js'
+import { PrivateRedirectError } from '../../../plugins/download/hub-redirects.js'
 import { retryDelayMs } from '../../../plugins/download/retry.js'
 import { FakeHub, gitOid, sha256 } from '../../helpers/fake-hub.js'
 
@@ -147,4 +150,44 @@ t.test('the listing goes through the given fetch: the token only to the hub\'s o
   ], 'directories are left out; both pages read')
   t.match(seen[2]!.url, /^https:\/\/hub\.example\/api\/models\/acme\/m\/tree\/c{40}\?recursive=true/)
   t.same(seen.map((s) => s.authorization), ['Bearer hf_secret', 'Bearer hf_secret', 'Bearer hf_secret', null])
+})
+
+t.test('the API\'s redirects: followed on the hub\'s own host, refused to another host\'s private address unless allowed', async (t) => {
+  const commit = 'e'.repeat(40)
+  const seen: string[] = []
+  let elsewhere = ''
+  // A hub whose model info moved: to itself, to itself under another name, to the metadata address.
+  const server = createServer((req, res) => {
+    const path = new URL(req.url!, 'http://hub').pathname
+    seen.push(`${req.headers.host} ${path} ${req.headers.authorization ?? '-'}`)
+    if (path !== '/moved') {
+      res.writeHead(307, { location: elsewhere })
+      res.end()
+      return
+    }
+    res.writeHead(200, { 'content-type': 'application/json' })
+    res.end(JSON.stringify({ _id: 'x', id: 'acme/m', sha: commit, gated: false, private: false }))
+  })
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  t.teardown(() => new Promise((resolve) => server.close(resolve)))
+  const port = (server.address() as AddressInfo).port
+  const endpoint = `http://127.0.0.1:${port}`
+
+  elsewhere = `${endpoint}/moved`
+  t.equal(await new HubClient({ endpoint, token: 'hf_x' }).resolveCommit('acme/m'), commit, 'the hub\'s own host: followed')
+  t.same(seen.splice(0), [`127.0.0.1:${port} /api/models/acme/m/revision/HEAD Bearer hf_x`, `127.0.0.1:${port} /moved Bearer hf_x`], 'with the token on each hop')
+
+  elsewhere = `http://localhost:${port}/moved`
+  const err = await new HubClient({ endpoint, token: 'hf_x' }).resolveCommit('acme/m').catch((e: unknown) => e)
+  t.ok(err instanceof PrivateRedirectError, 'another name for loopback: refused')
+  t.match(err, { statusCode: 502, code: 'private_redirect', message: new RegExp(`^the hub redirected the listing of acme/m to localhost:${port} \\((127\\.0\\.0\\.1|::1)\\), a private address, and it was not followed; set hub\\.allow_private_redirects: true if your mirror serves from your network$`) })
+  t.equal(seen.splice(0).length, 1, 'not retried, and the redirect\'s target was never asked')
+
+  elsewhere = 'http://169.254.169.254/latest/meta-data/'
+  await t.rejects(new HubClient({ endpoint, token: null }).resolveCommit('acme/m'), { code: 'private_redirect', message: /^the hub redirected the listing of acme\/m to 169\.254\.169\.254, a private address/ }, 'an address literal: refused on the URL')
+  seen.splice(0)
+
+  elsewhere = `http://localhost:${port}/moved`
+  t.equal(await new HubClient({ endpoint, token: 'hf_x', allowPrivateRedirects: true }).resolveCommit('acme/m'), commit, 'allowed: followed')
+  t.same(seen.splice(0), [`127.0.0.1:${port} /api/models/acme/m/revision/HEAD Bearer hf_x`, `localhost:${port} /moved -`], 'without the token on another origin')
 })
