@@ -32,6 +32,10 @@ export interface Config {
     unusedBlobMs: number,
     /** How long a request's body may take to arrive whole after its head. */
     bodyTimeoutMs: number,
+    /** How long a request's head may take to arrive whole. */
+    headerTimeoutMs: number,
+    /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
+    connectionsPerClient: number, unauthenticatedConnections: number,
   }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -327,6 +331,9 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       schemaAlternatives: raw.limits.schema_alternatives,
       unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
       bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
+      headerTimeoutMs: positive('limits.header_timeout', duration('limits.header_timeout', raw.limits.header_timeout)),
+      connectionsPerClient: raw.limits.connections_per_client,
+      unauthenticatedConnections: raw.limits.unauthenticated_connections,
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
