@@ -5,6 +5,8 @@ import { installErrorHandling } from './error-handler.js'
 import { GatewayError } from './errors.js'
 import { exceedsJsonDepth } from './json-depth.js'
 import { installBodyTimeout } from './body-timeout.js'
+import { ConnectionCaps } from './connection-caps.js'
+import { headerTimeoutOptions } from './header-timeout.js'
 import { lazyCompilers } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
@@ -21,6 +23,8 @@ declare module 'fastify' {
     surfaces: Surfaces
     /** The second address for Ollama's clients (`ollama_listen`), or null. */
     ollamaListener: OllamaListener | null
+    /** The connection caps on both addresses; the security plugin tells it which connections showed a valid key. */
+    connections: ConnectionCaps
   }
   interface FastifyContextConfig {
     /**
@@ -57,6 +61,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
+    http: headerTimeoutOptions(config.limits.headerTimeoutMs),
     schemaController: options.schemaController ?? { compilersFactory: lazyCompilers() },
     // Per-request log lines cost time on every streamed request; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
@@ -71,6 +76,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('surfaces', new Surfaces())
   installErrorHandling(app)
   installBodyTimeout(app, config.limits.bodyTimeoutMs)
+  installConnectionCaps(app, config)
   installOllamaListener(app, config)
 
   // Ollama's clients and curl's `-d` do not always say `application/json`; every body here is JSON. Bodies nested
@@ -98,6 +104,18 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
     throw err
   }
   return app as unknown as FastifyInstance
+}
+
+/** Connection caps in front of the app's HTTP server, which the Ollama listener hands its connections to as well. */
+function installConnectionCaps (app: FastifyInstance, config: Config): void {
+  const connections = new ConnectionCaps({
+    perClient: config.limits.connectionsPerClient,
+    unauthenticated: config.auth.apiKeys.length > 0 ? config.limits.unauthenticatedConnections : null,
+    log: app.log,
+  })
+  connections.guard(app.server)
+  app.decorate('connections', connections)
+  app.addHook('preClose', async () => { connections.stop() })
 }
 
 /**

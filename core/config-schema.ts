@@ -66,6 +66,9 @@ export const ConfigSchema = Type.Object({
     unused_blob_ttl: Type.Union([Duration], { default: '24h', description: 'an uploaded blob no model is made from is removed after this long' }),
     body_timeout: Type.Union([Duration], { default: '30s', description: 'a request body not received whole this long after its head is cut off (model uploads exempt)' }),
     progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
+    header_timeout: Type.Union([Duration], { default: '15s', description: 'a connection whose request head has not arrived whole this long is answered 408 and closed' }),
+    connections_per_client: Type.Integer({ minimum: 1, default: 256, description: 'open connections one client address may hold; the next is answered 503 and closed' }),
+    unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
   runtimes: Type.Object({

@@ -34,6 +34,10 @@ export interface Config {
     bodyTimeoutMs: number,
     /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
     progressTimeoutMs: number,
+    /** How long a request's head may take to arrive whole. */
+    headerTimeoutMs: number,
+    /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
+    connectionsPerClient: number, unauthenticatedConnections: number,
   }
   runtime: 'auto' | Backend
   runtimes: Partial<Record<Backend, { bin: string }>>
@@ -331,6 +335,9 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
       bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
       progressTimeoutMs: positive('limits.progress_timeout', duration('limits.progress_timeout', raw.limits.progress_timeout)),
+      headerTimeoutMs: positive('limits.header_timeout', duration('limits.header_timeout', raw.limits.header_timeout)),
+      connectionsPerClient: raw.limits.connections_per_client,
+      unauthenticatedConnections: raw.limits.unauthenticated_connections,
     },
     runtime: raw.runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),

@@ -1,5 +1,7 @@
 import Fastify, { type FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
+import { ConnectionCaps } from '../../core/connection-caps.js'
+import { headerTimeoutOptions } from '../../core/header-timeout.js'
 import { modelNamedIn } from '../../core/model-name.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
@@ -60,7 +62,12 @@ export default fp(async (app) => {
     await app.register(metricsRoute, route)
     return
   }
-  const admin = Fastify({ logger: false })
+  const { limits } = app.config
+  // The main address's limits on slow heads and on connections per client hold here too (no key to cap by).
+  const admin = Fastify({ logger: false, http: headerTimeoutOptions(limits.headerTimeoutMs) })
+  const connections = new ConnectionCaps({ perClient: limits.connectionsPerClient, unauthenticated: null, log: app.log })
+  connections.guard(admin.server)
+  admin.addHook('preClose', async () => { connections.stop() })
   // Keyless, so at least held to its own host names: a rebinding page must not read the model names from it.
   admin.addHook('onRequest', async (request, reply) => {
     const name = foreignHost(listen.host, request.headers.host, app.config.allowedHosts)

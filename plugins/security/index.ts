@@ -26,7 +26,7 @@ declare module 'fastify' {
  */
 export default fp(async (app) => {
   const { host, allowedHosts, cors: { origins }, auth } = app.config
-  const { ollamaListener } = app
+  const { ollamaListener, connections } = app
   const keys = new ApiKeys(auth.apiKeys)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
@@ -57,6 +57,8 @@ export default fp(async (app) => {
     const apiKey = request.headers['x-api-key']
     const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
     request.keyHolder = !keys.enabled || keys.accepts(request.headers.authorization, xApiKey)
+    // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
+    if (request.keyHolder) connections.authenticate(request.raw.socket)
     if (keys.enabled && request.method !== 'OPTIONS' && request.routeOptions.config.public !== true) {
       if (!request.keyHolder) {
         throw new UnauthorizedError(request.headers.authorization || xApiKey ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')

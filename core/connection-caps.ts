@@ -1,0 +1,114 @@
+import type { Server } from 'node:http'
+import type { Socket } from 'node:net'
+
+// Closing a refused socket at once, its request still unread, makes the kernel reset it and the client lose the
+// 503; a client that reads the answer closes first, one that does not is cut after this.
+const REFUSAL_LINGER_MS = 2_000
+
+export interface ConnectionCapsOptions {
+  /** Open connections one remote address may hold (`limits.connections_per_client`). */
+  perClient: number
+  /**
+   * Connections no request has yet shown a valid API key on (`limits.unauthenticated_connections`); null: no cap
+   * (API keys are off, so every connection is as good as authenticated).
+   */
+  unauthenticated: number | null
+  /** Where refusals and closings are told (the app's log). */
+  log: { info: (details: object, message: string) => void }
+}
+
+/**
+ * Connection caps at the door, before a byte of a request is read: one remote address holds `perClient`
+ * connections at most (the next is answered 503 and closed; its others are untouched), and with API keys on,
+ * at most `unauthenticated` connections wait for a key: past that the oldest of them is closed to make room,
+ * so that a client holding many without a key cannot lock out one whose first request brings it.
+ */
+export class ConnectionCaps {
+  private readonly perAddress = new Map<string, number>()
+  // Insertion order is age order: the first is the oldest.
+  private readonly waitingForKey = new Set<Socket>()
+  private readonly refusing = new Set<Socket>()
+
+  constructor (private readonly options: ConnectionCapsOptions) {}
+
+  /**
+   * Puts the caps in front of `server`'s own connection handling (Node's HTTP parser): a refused connection never
+   * reaches it. Connections handed in with `server.emit('connection', socket)` (the Ollama listener) pass here too.
+   */
+  guard (server: Server): void {
+    const handlers = server.listeners('connection') as Array<(socket: Socket) => void>
+    server.removeAllListeners('connection')
+    server.on('connection', (socket: Socket) => {
+      if (this.admit(socket)) for (const handler of handlers) handler.call(server, socket)
+    })
+  }
+
+  /** A request on `socket` showed a valid key: the connection no longer counts against the unauthenticated cap. */
+  authenticate (socket: Socket | null | undefined): void {
+    if (socket) this.waitingForKey.delete(socket)
+  }
+
+  /** Open connections, in all or from one address (written as `clientAddress` gives it). */
+  open (address?: string): number {
+    if (address !== undefined) return this.perAddress.get(address) ?? 0
+    let total = 0
+    for (const count of this.perAddress.values()) total += count
+    return total
+  }
+
+  /** Open connections still waiting for a request with a valid key (0 with keys off). */
+  get unauthenticated (): number {
+    return this.waitingForKey.size
+  }
+
+  /** Cuts the refused connections still being answered, so that closing the server does not wait for them. */
+  stop (): void {
+    for (const socket of this.refusing) socket.destroy()
+  }
+
+  private admit (socket: Socket): boolean {
+    const address = clientAddress(socket)
+    const count = this.perAddress.get(address) ?? 0
+    if (count >= this.options.perClient) {
+      this.refuse(socket, address)
+      return false
+    }
+    this.perAddress.set(address, count + 1)
+    socket.once('close', () => {
+      const left = (this.perAddress.get(address) ?? 1) - 1
+      if (left > 0) this.perAddress.set(address, left)
+      else this.perAddress.delete(address)
+      this.waitingForKey.delete(socket)
+    })
+    const cap = this.options.unauthenticated
+    if (cap !== null) {
+      for (const oldest of this.waitingForKey) {
+        if (this.waitingForKey.size < cap) break
+        this.waitingForKey.delete(oldest)
+        this.options.log.info({ client: clientAddress(oldest), cap }, 'too many connections without an API key: the oldest closed to make room')
+        oldest.destroy()
+      }
+      this.waitingForKey.add(socket)
+    }
+    return true
+  }
+
+  private refuse (socket: Socket, address: string): void {
+    const { perClient } = this.options
+    this.options.log.info({ client: address, cap: perClient }, 'too many connections from one client: a new one refused')
+    const body = JSON.stringify({ error: `too many connections from ${address} (the server's limit is ${perClient}, limits.connections_per_client); close some and retry` })
+    this.refusing.add(socket)
+    socket.once('close', () => this.refusing.delete(socket))
+    socket.on('error', () => {})
+    socket.setTimeout(REFUSAL_LINGER_MS, () => socket.destroy())
+    socket.end(`HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nConnection: close\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`)
+    // What the client sent is read and dropped, so that it can finish sending and read the answer.
+    socket.resume()
+  }
+}
+
+/** The client's address, an IPv4 client on a dual-stack socket (`::ffff:10.0.0.5`) written as IPv4. */
+export function clientAddress (socket: Socket): string {
+  const address = socket.remoteAddress ?? 'unknown'
+  return address.startsWith('::ffff:') && address.includes('.') ? address.slice(7) : address
+}
