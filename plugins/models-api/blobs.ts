@@ -7,8 +7,8 @@ const BlobParams = Type.Object({ digest: Type.String() })
 /**
  * Ollama's blob uploads, ahead of `/api/create`: `HEAD /api/blobs/sha256:<hex>` says whether the server has it
  * (200, or 404), `POST` sends it (201 stored, 200 already there, 400 when the bytes do not hash to the digest,
- * 507 when the disk cannot hold it), `DELETE` removes it (models made from it keep their bytes). Blobs no model
- * holds go by themselves after limits.unused_blob_ttl (plugins/storage).
+ * 507 when the disk cannot hold it or it would pass limits.blob_quota), `DELETE` removes it (models made from it
+ * keep their bytes). Blobs no model holds go by themselves after limits.unused_blob_ttl (plugins/storage).
  * Registered in a scope of its own: its body is the file itself, streamed to disk, not JSON read into memory
  * (and not held to limits.body_size: a model is gigabytes).
  */
@@ -25,8 +25,17 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/blobs/:digest', { schema: { params: BlobParams }, config: { longBody: true } }, async (request, reply) => {
     const body = (request.body ?? request.raw) as Readable
     const declared = Number(request.headers['content-length'])
-    const { created } = await app.store.blobs.put(request.params.digest, body, Number.isFinite(declared) && declared >= 0 ? declared : undefined)
-    return reply.code(created ? 201 : 200).send()
+    try {
+      const { created } = await app.store.blobs.put(request.params.digest, body, {
+        ...(Number.isFinite(declared) && declared >= 0 ? { size: declared } : {}),
+        quota: app.config.limits.blobQuota,
+      })
+      return reply.code(created ? 201 : 200).send()
+    } catch (err) {
+      // Refused before its end (the disk, the quota): the rest of the body is not read, its connection closes.
+      if (!request.raw.complete) reply.header('connection', 'close')
+      throw err
+    }
   })
 
   app.delete('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
