@@ -1,8 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Readable } from 'node:stream'
 import { Type } from 'typebox'
+import { dropRest } from './drop-rest.js'
 
 const BlobParams = Type.Object({ digest: Type.String() })
+// Long enough for a client still sending to hear a refusal and stop; a client sending on regardless is cut there.
+const LINGER_MS = 5000
 
 /**
  * Ollama's blob uploads, ahead of `/api/create`: `HEAD /api/blobs/sha256:<hex>` says whether the server has it
@@ -32,8 +35,8 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
       })
       return reply.code(created ? 201 : 200).send()
     } catch (err) {
-      // Refused before its end (the disk, the quota): the rest of the body is not read, its connection closes.
-      if (!request.raw.complete) reply.header('connection', 'close')
+      // Refused before its end (the disk, the quota): the rest is dropped, for a moment only.
+      dropRest(request.raw, LINGER_MS)
       throw err
     }
   })

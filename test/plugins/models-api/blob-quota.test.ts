@@ -1,7 +1,7 @@
 // The upload quota (issue 37, attack 5): uploads no model is made from were bounded by the disk alone, so one client
 // could fill it with blobs it never meant to use. limits.blob_quota bounds them together, uploads under way included.
 import { createHash, randomBytes } from 'node:crypto'
-import { readdir, readFile, stat } from 'node:fs/promises'
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
@@ -9,6 +9,7 @@ import { formatBytes } from '../../../core/units.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels, sharedServer } from '../../helpers/inference.js'
+import { runCli } from '../../helpers/serve-process.js'
 import { until } from '../../helpers/until.js'
 
 const digestOf = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`
@@ -27,6 +28,8 @@ interface RawUpload {
   socket: Socket
   /** The whole answer (head and body), once it is in. */
   answer: Promise<string>
+  /** All the server sent on the connection so far. */
+  received: () => string
   /** Resolves when the server closed the connection. */
   closed: Promise<void>
 }
@@ -49,7 +52,7 @@ function rawUpload (url: string, digest: string, headers: Record<string, string>
   const head = Object.entries({ Host: `127.0.0.1:${port}`, 'Content-Type': 'application/octet-stream', ...headers }).map(([k, v]) => `${k}: ${v}\r\n`).join('')
   socket.write(`POST /api/blobs/${digest} HTTP/1.1\r\n${head}\r\n`)
   t.teardown(() => { socket.destroy() })
-  return { socket, answer, closed }
+  return { socket, answer, received: () => text, closed }
 }
 
 const errorOf = (answer: string): string => (JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: string }).error
@@ -64,10 +67,12 @@ t.test('an upload whose declared length would pass the quota: 507 blob_quota bef
   refused.socket.write(ggufA.subarray(0, 1024))
   const answer = await refused.answer
   t.match(answer, /^HTTP\/1\.1 507 /, '507 Insufficient Storage')
-  t.match(answer, /\r\nconnection: close\r\n/i, 'the rest of its body is not read: the connection closes')
   t.equal(errorOf(answer), `this upload (${mib(QUOTA + 1)}) would pass the upload quota: blobs uploaded and not made into a model yet hold 0 bytes of its ${mib(QUOTA)} (limits.blob_quota); free room with DELETE /api/blobs/<digest>, or by creating the models they are for (POST /api/create)`,
     'says the upload, what is held, the quota and how to free room')
-  await refused.closed
+  // A client that sends the rest anyway (it had started): dropped, and the connection serves its next request.
+  refused.socket.write(randomBytes(QUOTA + 1 - 1024))
+  refused.socket.write(`GET /api/tags HTTP/1.1\r\nHost: 127.0.0.1:${new URL(url).port}\r\n\r\n`)
+  t.ok(await until('the next answer on the same connection', () => /\r\n\r\n[\s\S]*HTTP\/1\.1 200 /.test(refused.received())), 'the rest was read and dropped; the connection serves on')
   t.same(await readdir(await blobDir()), [], 'nothing written')
   t.equal((await upload(url, Buffer.from('a small blob fits'))).status, 201, 'a blob under the quota is stored')
   t.equal((await fetch(`${url}/api/blobs/${digestOf(Buffer.from('a small blob fits'))}`, { method: 'DELETE' })).status, 200)
@@ -95,12 +100,17 @@ t.test('an upload without a declared length is cut where it passes the quota, it
   chunk(randomBytes(QUOTA - half + 1))
   const answer = await chunked.answer
   t.match(answer, /^HTTP\/1\.1 507 /, '507 once it passes the quota')
-  t.match(answer, /\r\nconnection: close\r\n/i)
   t.equal(errorOf(answer), `this upload was cut off at ${mib(QUOTA + 1)}, past the upload quota: blobs uploaded and not made into a model yet hold 0 bytes of its ${mib(QUOTA)} (limits.blob_quota); free room with DELETE /api/blobs/<digest>, or by creating the models they are for (POST /api/create), then send it again`,
     'cut at the byte that passed it, saying so')
-  await chunked.closed
-  t.pass('the server closed the connection: it reads no more of it')
   t.same(await readdir(await blobDir()), [], 'the partial file is removed, nothing kept')
+  // A client that sends on regardless: what it sends is dropped for a moment, then its connection is closed.
+  let closed = false
+  void chunked.closed.then(() => { closed = true })
+  const sending = setInterval(() => { if (!closed) chunk(randomBytes(64 * 1024)) }, 20)
+  t.teardown(() => { clearInterval(sending) })
+  t.ok(await until('the connection closed', () => closed), 'the server closed the connection of a client sending on')
+  clearInterval(sending)
+  t.same(await readdir(await blobDir()), [], 'and nothing of it was kept')
 })
 
 t.test('two uploads racing the quota together: the first reserves its length, the second is refused, the first is stored whole', async (t) => {
@@ -139,6 +149,19 @@ t.test('a blob made into a model no longer counts against the quota', async (t) 
   t.equal((await fetch(`${url}/api/blobs/${digestOf(ggufB)}`, { method: 'DELETE' })).status, 200)
   const tags = await (await fetch(`${url}/api/tags`)).json() as { models: Array<{ name: string }> }
   t.ok(tags.models.some((m) => m.name === 'me/from-blob'), 'the model is listed')
+})
+
+t.test('llamagate create FROM a file past the quota: refused before it is sent, the CLI printing why', async (t) => {
+  const { url } = await server()
+  const folder = await tempDir(t)
+  await writeFile(join(folder, 'big.gguf'), randomBytes(QUOTA * 3))
+  await writeFile(join(folder, 'Modelfile'), 'FROM ./big.gguf\n')
+  const before = await readdir(await blobDir())
+  const result = await runCli(['create', 'me/big', '-f', join(folder, 'Modelfile'), '--host', url])
+  t.equal(result.code, 1)
+  t.equal(result.stderr, `llamagate create: this upload (${mib(QUOTA * 3)}) would pass the upload quota: blobs uploaded and not made into a model yet hold 0 bytes of its ${mib(QUOTA)} (limits.blob_quota); free room with DELETE /api/blobs/<digest>, or by creating the models they are for (POST /api/create)\n`,
+    'the quota\'s message, not a broken pipe')
+  t.same(await readdir(await blobDir()), before, 'nothing kept')
 })
 
 t.test('limits.blob_quota: 200 GiB by default; 0 or null for none', async (t) => {
