@@ -64,6 +64,7 @@ export const ConfigSchema = Type.Object({
     schema_size: Type.Union([Size], { default: '64KiB', description: 'the largest output schema, grammar or tool schema one request may carry' }),
     schema_alternatives: Type.Integer({ minimum: 1, default: 1024, description: 'the most enum values and consts one such schema may list' }),
     unused_blob_ttl: Type.Union([Duration], { default: '24h', description: 'an uploaded blob no model is made from is removed after this long' }),
+    blob_quota: Type.Union([Size, Type.Literal(0), Type.Null()], { default: '200GiB', description: 'the most bytes uploaded blobs no model is made from may hold together; 0 or null: no quota' }),
     body_timeout: Type.Union([Duration], { default: '30s', description: 'a request body not received whole this long after its head is cut off (model uploads exempt)' }),
     progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
     header_timeout: Type.Union([Duration], { default: '15s', description: 'a connection whose request head has not arrived whole this long is answered 408 and closed' }),

@@ -30,6 +30,8 @@ export interface Config {
     schemaBytes: number, schemaAlternatives: number,
     /** How long an uploaded blob no model is made from is kept. */
     unusedBlobMs: number,
+    /** The most bytes uploaded blobs no model is made from may hold together, uploads under way included; null: no quota. */
+    blobQuota: number | null,
     /** How long a request's body may take to arrive whole after its head. */
     bodyTimeoutMs: number,
     /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
@@ -333,6 +335,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       schemaBytes: size('limits.schema_size', raw.limits.schema_size),
       schemaAlternatives: raw.limits.schema_alternatives,
       unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
+      blobQuota: raw.limits.blob_quota === null || parseSize(raw.limits.blob_quota) === 0 ? null : size('limits.blob_quota', raw.limits.blob_quota),
       bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
       progressTimeoutMs: positive('limits.progress_timeout', duration('limits.progress_timeout', raw.limits.progress_timeout)),
       headerTimeoutMs: positive('limits.header_timeout', duration('limits.header_timeout', raw.limits.header_timeout)),

@@ -107,7 +107,7 @@ async function upload (client: GatewayClient, path: string, size: number, stdout
     if (!(err instanceof ServerError && err.status === 404)) throw err
   }
   stdout.write(`uploading ${basename(path)} (${formatBytes(size)})\n`)
-  await client.send('POST', `/api/blobs/${digest}`, { raw: Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array> })
+  await client.send('POST', `/api/blobs/${digest}`, { raw: Readable.toWeb(createReadStream(path)) as ReadableStream<Uint8Array>, length: size })
   return digest
 }
 

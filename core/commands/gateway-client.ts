@@ -45,10 +45,12 @@ export class GatewayClient {
   }
 
   /** Sends a request; the answer's status is checked, its body left to the caller. */
-  async send (method: string, path: string, init: { body?: unknown, raw?: NonNullable<RequestInit['body']>, signal?: AbortSignal, accept?: string } = {}): Promise<Response> {
+  async send (method: string, path: string, init: { body?: unknown, raw?: NonNullable<RequestInit['body']>, length?: number, signal?: AbortSignal, accept?: string } = {}): Promise<Response> {
     const headers = this.headers({
       ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}),
       ...(init.accept ? { accept: init.accept } : {}),
+      // A raw body's length, when known: the server can refuse it (its quota, its disk) before a byte is sent.
+      ...(init.length !== undefined ? { 'content-length': String(init.length) } : {}),
     })
     let response: Response
     try {

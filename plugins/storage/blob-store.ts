@@ -6,8 +6,10 @@ import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
 import { BadRequestError, GatewayError, NotFoundError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
+import { UploadQuota } from './upload-quota.js'
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/
+const BLOB_NAME = /^sha256-[0-9a-f]{64}$/
 
 /** `sha256:<64 hex>` (Ollama's form; `sha256-` is accepted too) → the hex, or a 400 that says what is expected. */
 function parseDigest (digest: string): string {
@@ -24,6 +26,7 @@ function parseDigest (digest: string): string {
  */
 export class BlobStore {
   private readonly dir: string
+  private readonly quotas = new UploadQuota()
 
   constructor (stateDir: string) {
     this.dir = join(stateDir, 'blobs')
@@ -58,11 +61,15 @@ export class BlobStore {
 
   /**
    * Stores an upload under its digest. Resolves `created: false` when the blob was already there (the body is
-   * drained unread). `size` is the length the client declared, when it did: an upload the disk cannot hold is
-   * refused before a byte is written, as a pull is.
-   * @throws BadRequestError when the bytes do not hash to the digest (nothing is kept); 507 when the disk has no room
+   * drained unread). `size` is the length the client declared, when it did: an upload the disk or the quota
+   * cannot hold is refused before a byte is written, as a pull is; one without a declared length is cut where it
+   * passes the quota. `quota` bounds the bytes of blobs no model is made from, uploads under way included (null:
+   * none). The body is left undestroyed when the upload is refused, so that the refusal reaches the client.
+   * @throws BadRequestError when the bytes do not hash to the digest (nothing is kept); 507 when the disk has no
+   * room (`disk_full`) or the upload would pass the quota (`blob_quota`)
    */
-  async put (digest: string, body: Readable, size?: number): Promise<{ created: boolean }> {
+  async put (digest: string, body: Readable, options: { size?: number, quota?: number | null } = {}): Promise<{ created: boolean }> {
+    const { size, quota = null } = options
     const hex = parseDigest(digest)
     const target = join(this.dir, `sha256-${hex}`)
     const existing = await stat(target).catch(() => null)
@@ -76,23 +83,50 @@ export class BlobStore {
       const free = fs.bavail * fs.bsize
       if (size > free) throw new GatewayError(507, `not enough disk space for this upload: it is ${formatBytes(size)}, ${formatBytes(free)} are free`, { code: 'disk_full' })
     }
+    const quotas = this.quotas
+    // What this upload holds of quotas.reserved: its declared size at once, or what it has received so far.
+    const reservation = { bytes: 0 }
     const partial = `${target}.partial-${process.pid}-${randomBytes(4).toString('hex')}`
     const hash = createHash('sha256')
     try {
-      body.on('data', (chunk: Buffer) => { hash.update(chunk) })
-      await pipeline(body, createWriteStream(partial))
+      if (quota !== null) await quotas.reserve(quota, size ?? 0, reservation, () => this.unusedBytes())
+      // Read through an iterator that leaves the request alive when the upload stops early (the quota, a full
+      // disk): destroying it would close the connection before the 507 is sent.
+      const metered = async function * (): AsyncGenerator<Buffer> {
+        for await (const chunk of body.iterator({ destroyOnReturn: false }) as AsyncIterable<Buffer>) {
+          hash.update(chunk)
+          if (size === undefined && quota !== null) quotas.grow(quota, chunk.length, reservation)
+          yield chunk
+        }
+      }
+      await pipeline(metered, createWriteStream(partial))
       const got = hash.digest('hex')
       if (got !== hex) throw new BadRequestError(`digest mismatch, expected "sha256:${hex}", got "sha256:${got}"`, 'digest_mismatch')
       const file = await open(partial, 'r')
       try { await file.datasync() } finally { await file.close() }
-      await rename(partial, target)
+      await quotas.settle(reservation, () => rename(partial, target))
       return { created: true }
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOSPC') throw new GatewayError(507, 'the disk filled up during this upload: free some space and send it again', { code: 'disk_full' })
       throw err
     } finally {
+      quotas.release(reservation)
       await rm(partial, { force: true })
     }
+  }
+
+  /**
+   * Bytes of the whole blobs no model is made from: a model made from a blob shares its bytes through a hard
+   * link, so only a blob with one link holds bytes of its own.
+   */
+  async unusedBytes (): Promise<number> {
+    let total = 0
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!BLOB_NAME.test(name)) continue
+      const info = await stat(join(this.dir, name)).catch(() => null)
+      if (info !== null && info.isFile() && info.nlink === 1) total += info.size
+    }
+    return total
   }
 
   /** Removes an uploaded blob (a model made from it keeps its own link to the bytes). @throws NotFoundError when there is none */
@@ -110,7 +144,7 @@ export class BlobStore {
   async reclaim (unusedMs: number, now = Date.now()): Promise<string[]> {
     const removed: string[] = []
     for (const name of await readdir(this.dir).catch(() => [] as string[])) {
-      if (!/^sha256-[0-9a-f]{64}$/.test(name)) continue
+      if (!BLOB_NAME.test(name)) continue
       const info = await stat(join(this.dir, name)).catch(() => null)
       if (info === null || !info.isFile() || info.nlink > 1 || now - info.ctimeMs < unusedMs) continue
       await rm(join(this.dir, name), { force: true })
