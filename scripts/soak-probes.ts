@@ -12,10 +12,17 @@ export const MARK_VAR = 'LLAMAGATE_SOAK_MARK'
 // Every request of the soak goes through one connection pool, which the quiet measurements close: the
 // gateway's descriptors are then counted with no client connection open, at the start as at the end.
 let agent = new Agent({ connections: 64 })
+// The hostile soak runs with API keys on: every request of the soak's own (clients, probes) carries the key.
+let authorization: Record<string, string> = {}
 
-/** fetch through the soak's pool. */
+/** fetch through the soak's pool (with the API key, once `useApiKey` has set one). */
 export function http (url: string, init: Parameters<typeof undiciFetch>[1] = {}): ReturnType<typeof undiciFetch> {
-  return undiciFetch(url, { ...init, dispatcher: agent })
+  return undiciFetch(url, { ...init, headers: { ...authorization, ...(init.headers as Record<string, string> | undefined) }, dispatcher: agent })
+}
+
+/** Sends `Authorization: Bearer <key>` with every request of `http` from now on. */
+export function useApiKey (key: string): void {
+  authorization = { authorization: `Bearer ${key}` }
 }
 
 /** Closes every connection of the pool (none may be in use); the next request opens a new one. */
@@ -64,6 +71,13 @@ export async function resources (pid: number, t: number): Promise<ResourceSample
   const rssKb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? NaN)
   const fds = (await readdir(`/proc/${pid}/fd`)).length
   return { t, rssMiB: rssKb / 1024, fds }
+}
+
+/** CPU time the process has used so far, user and system, in seconds (Linux counts it in 1/100 s). */
+export async function cpuSeconds (pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'latin1')
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ')
+  return (Number(fields[11]) + Number(fields[12])) / 100
 }
 
 export interface PsEntry { name: string, state: string, purpose: string, pid: number | null, active_requests: number, queued_requests: number }
@@ -141,10 +155,22 @@ export async function partialFiles (modelsDir: string): Promise<string[]> {
   }
 }
 
+/**
+ * The state of the gateway's end of a client connection (`gatewayPort` on this side, `clientPort` on the other),
+ * from the kernel's table: how a client that reads nothing learns that the gateway closed its connection (the
+ * closing end leaves `established`; the client's own end shows nothing until it reads). Null when it is gone.
+ */
+export async function gatewaySideState (gatewayPort: number, clientPort: number): Promise<string | null> {
+  for (const entry of (await tcpSockets('self')).values()) {
+    if (entry.local === gatewayPort && entry.remote === clientPort) return entry.state
+  }
+  return null
+}
+
 const TCP_STATES: Record<string, string> = { '01': 'established', '02': 'syn-sent', '03': 'syn-recv', '04': 'fin-wait-1', '05': 'fin-wait-2', '06': 'time-wait', '07': 'close', '08': 'close-wait', '09': 'last-ack', '0A': 'listen', '0B': 'closing' }
 
 /** TCP sockets of /proc/<pid>/net/tcp{,6} by inode: local and remote port, and whether it listens. */
-async function tcpSockets (pid: number): Promise<Map<string, { local: number, remote: number, listen: boolean, state: string }>> {
+async function tcpSockets (pid: number | 'self'): Promise<Map<string, { local: number, remote: number, listen: boolean, state: string }>> {
   const sockets = new Map<string, { local: number, remote: number, listen: boolean, state: string }>()
   for (const table of ['tcp', 'tcp6']) {
     let text: string
@@ -183,4 +209,18 @@ export async function describeFds (pid: number, ownPort: number, ports: Record<n
     else add('file')
   }
   return counts
+}
+
+/** The uploaded blobs' folder (`<models>/.llamagate/blobs`): whole blobs, uploads under way, and their bytes. */
+export async function blobFolder (modelsDir: string): Promise<{ files: number, partials: number, bytes: number }> {
+  const dir = join(modelsDir, '.llamagate', 'blobs')
+  const found = { files: 0, partials: 0, bytes: 0 }
+  for (const name of await readdir(dir).catch(() => [] as string[])) {
+    const size = (await stat(join(dir, name)).catch(() => null))?.size
+    if (size === undefined) continue
+    if (name.includes('.partial-')) found.partials++
+    else found.files++
+    found.bytes += size
+  }
+  return found
 }

@@ -11,7 +11,10 @@ import { FakeHub, sha256 } from '../test/helpers/fake-hub.js'
 import { cpuRuntime } from '../test/helpers/runtime.js'
 import { ACCOUNTED, OUTCOMES, pickRequest, random, runRequest, type Outcome, type RequestResult, type RequestSpec } from './soak-clients.js'
 import { FAULT_KINDS, FAULT_MODELS, injectFault, type FaultContext, type FaultKind, type FaultRecord } from './soak-faults.js'
-import { closeConnections, countByComm, describeFds, http, MARK_VAR, markedProcesses, partialModels, ps, resources, type ResourceSample } from './soak-probes.js'
+import { attackWorkers, BLOBS_KEPT, type AttackContext } from './soak-attackers.js'
+import { HostileLedger, runAttackers } from './soak-hostile.js'
+import { buildHostileSection, printHostile, type BlobSample, type CpuMark, type HostileSection, type NormalRequest } from './soak-hostile-report.js'
+import { blobFolder, closeConnections, cpuSeconds, countByComm, describeFds, http, MARK_VAR, markedProcesses, partialFiles, partialModels, ps, resources, useApiKey, type ResourceSample } from './soak-probes.js'
 import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
 
 /**
@@ -29,22 +32,33 @@ import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
  * and no client connected each time, so that the figures compare). Prints the ledger, writes it as JSON
  * (`--out`), and exits 1 if anything did not hold.
  *
+ * `--hostile` puts hostile clients in the faults' place once the warm-up is over (scripts/soak-attackers.ts):
+ * slow bodies, streams nobody reads, schema bombs, refused llama-server fields, blob floods and idle
+ * connections, each in a loop, with API keys on and short limits.body_timeout and stream_stall_timeout, and a
+ * fourth, long-context model for the streams (with a room of its own: max_loaded_models 3). The normal clients
+ * must all be answered, every attacker get its refusal, and RSS and descriptors stay flat under the attack.
+ *
  * Flags: `--minutes N`, `--seconds N` (added; default 10 minutes), `--out FILE`, `--concurrency N` (5),
  * `--request-timeout S` (90: a request not ended by then is hung), `--seed N` (1), `--max-requests N`
- * (100000), `--keep` (keep the temporary folder; it is kept anyway when something failed).
+ * (100000), `--keep` (keep the temporary folder; it is kept anyway when something failed), `--hostile`,
+ * `--idle-connections N` (200: a round of the idle attacker).
  */
 
 const CHAT_MODELS = ['soak/alpha', 'soak/beta', 'soak/gamma'] as const
 const NUM_CTX = 512
 const NUM_PARALLEL = 2
 const MAX_LOADED = 2
+/** The hostile soak's long-context model, whose streams can back up a socket (the others' slots hold 256 tokens). */
+const LONG_MODEL = 'soak/long'
 /**
  * What the quiet RSS at the end may exceed the one after warm-up by before the run fails. A run of 8 minutes or more
  * holds the documented line (docs/reliability.md); a shorter one (the test suite's) ends before V8's heap has
  * settled, where 24 MiB of growth is the heap sizing itself, not a leak: it only catches gross leaks.
  */
-function rssToleranceMiB (durationMs: number): number {
-  return durationMs >= 8 * 60_000 ? 24 : 64
+function rssToleranceMiB (durationMs: number, hostile: boolean): number {
+  // The hostile clients (bodies of 400 KB, streams of 4 MB) grow V8's heap once, early in their attack: there the
+  // leak check is the flatness under attack (soak-hostile-report.ts), and the quiet figures catch gross leaks.
+  return durationMs >= 8 * 60_000 && !hostile ? 24 : 64
 }
 const FD_TOLERANCE = 3
 /** A llama-server alive but missing from /api/ps this long is an orphan (starts and stops take well under). */
@@ -119,7 +133,7 @@ async function main (): Promise<number> {
     options: {
       minutes: { type: 'string' }, seconds: { type: 'string' }, out: { type: 'string' }, concurrency: { type: 'string', default: '5' },
       'request-timeout': { type: 'string', default: '90' }, seed: { type: 'string', default: '1' }, 'max-requests': { type: 'string', default: '100000' },
-      keep: { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false }, hostile: { type: 'boolean', default: false }, 'idle-connections': { type: 'string', default: '200' },
     },
   })
   const durationMs = values.minutes === undefined && values.seconds === undefined
@@ -132,6 +146,13 @@ async function main (): Promise<number> {
   const seed = Number(values.seed)
   // Warm-up: the first quarter of the run, at most two minutes. Its end is measured quiet, like the end.
   const warmupMs = Math.min(120_000, Math.round(durationMs / 4))
+  const hostile = values.hostile
+  // Hostile: the long model gets a room of its own, so that the normal clients share two as in the plain soak.
+  const maxLoaded = hostile ? MAX_LOADED + 1 : MAX_LOADED
+  // Short enough that the slow bodies' and non-readers' cycles turn over many times in a run: 5 s for 10 minutes.
+  const hostileLimitMs = Math.min(5, Math.max(2, Math.round(durationMs / 120_000))) * 1000
+  const apiKey = `sk-soak-${randomUUID()}`
+  const idleConnections = Number(values['idle-connections'])
 
   const runtime = await cpuRuntime()
   const dir = await mkdtemp(join(tmpdir(), 'llamagate-soak-'))
@@ -145,7 +166,7 @@ async function main (): Promise<number> {
   let failed = true
 
   try {
-    say(`soak: ${durationMs / 1000} s of load, ${concurrency} clients, request deadline ${timeoutMs / 1000} s, seed ${seed}; folder ${dir}`)
+    say(`soak: ${durationMs / 1000} s of load, ${concurrency} clients${hostile ? ', hostile clients after the warm-up' : ''}, request deadline ${timeoutMs / 1000} s, seed ${seed}; folder ${dir}`)
     // The models: three to chat with (one imported, two pulled), and those the faults pull and delete.
     const files = join(dir, 'files')
     await mkdir(files, { recursive: true })
@@ -160,6 +181,7 @@ async function main (): Promise<number> {
     const delta = await gguf('delta', 4)
     const epsilon = await gguf('epsilon', 5)
     const corrupt = await gguf('corrupt', 6)
+    if (hostile) await writeTinyGguf({ file: join(files, 'long.gguf'), seed: 8, name: 'long', nCtxTrain: 32_768 })
     const checkpoint = join(files, 'tiny-hf')
     await writeTinySafetensors({ dir: checkpoint, seed: 7 })
     hub = await FakeHub.start()
@@ -179,14 +201,18 @@ async function main (): Promise<number> {
       `runtimes:\n  cpu: { bin: ${runtime.binDir} }`, 'runtime: cpu',
       // 2 cores: one thread per llama-server, or the instances and the clients fight over them.
       `default_options: { num_ctx: ${NUM_CTX}, num_parallel: ${NUM_PARALLEL}, num_thread: 1, max_tokens: 32 }`,
-      `limits: { max_loaded_models: ${MAX_LOADED}, queue_length: 64, load_timeout: 30s }`,
+      `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s` : ''} }`,
       `hub: { endpoint: "${hub.url}" }`,
       'conversion: { timeout: 5m }',
+      ...(hostile ? [`auth: { api_keys: ["${apiKey}"] }`, `models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`] : []),
     ].join('\n') + '\n')
+    if (hostile) useApiKey(apiKey)
     const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
-    const imported = spawn(...plainNode([cli, 'import', 'soak/beta', join(files, 'beta.gguf'), '--config', config]), { env, stdio: ['ignore', 'ignore', 'inherit'] })
-    const importCode = await new Promise<number | null>((resolve) => imported.once('exit', resolve))
-    if (importCode !== 0) throw new Error(`llamagate import exited with ${importCode}`)
+    for (const [name, file] of [['soak/beta', 'beta.gguf'], ...(hostile ? [[LONG_MODEL, 'long.gguf']] : [])] as const) {
+      const imported = spawn(...plainNode([cli, 'import', name, join(files, file), '--config', config]), { env, stdio: ['ignore', 'ignore', 'inherit'] })
+      const importCode = await new Promise<number | null>((resolve) => imported.once('exit', resolve))
+      if (importCode !== 0) throw new Error(`llamagate import of ${name} exited with ${importCode}`)
+    }
 
     const started = await startGateway(config, logFile, env)
     gateway = started.child
@@ -202,6 +228,7 @@ async function main (): Promise<number> {
     // The fake hub's second server, the CDN: its address is the hub's own business, read here to name sockets.
     const cdnUrl = (hub as unknown as { cdnUrl: string }).cdnUrl
     const ledger = new Ledger()
+    const hostileLedger = new HostileLedger()
     const faults: FaultRecord[] = []
     const samples: ResourceSample[] = []
     const processSamples: Array<{ t: number, counts: Record<string, number>, llamaServers: number, instances: number }> = []
@@ -213,9 +240,13 @@ async function main (): Promise<number> {
     const since = (): number => (Date.now() - loadStart) / 1000
     const rand = random(seed)
 
+    const normal: NormalRequest[] = []
+    const blobSamples: BlobSample[] = []
     const record = async (spec: RequestSpec, by: string): Promise<RequestResult> => {
+      const startS = since()
       const result = await runRequest(base, spec, Math.floor(rand() * 2 ** 31), timeoutMs)
       ledger.add(spec, result, by)
+      if (hostile && by === 'client') normal.push({ startS, outcome: result.outcome, ms: result.ms, reason: result.reason })
       return result
     }
 
@@ -281,6 +312,7 @@ async function main (): Promise<number> {
         monitorTick = new Promise<void>((resolve) => { done = resolve })
         try {
           samples.push(await resources(gatewayPid, since()))
+          if (hostile) blobSamples.push({ t: since(), ...await blobFolder(modelsDir) })
           if (tick % 3 === 0) {
             const procs = await markedProcesses(mark)
             const instances = await ps(base)
@@ -309,12 +341,16 @@ async function main (): Promise<number> {
     })()
 
     const deadline = loadStart + durationMs
-    const gate = new Gate(concurrency + 1)
+    const gate = new Gate(concurrency + (hostile ? 0 : 1))
     let sent = 0
-    // Past the deadline the clients go on only while the faults' first rotation is unfinished (and never more
-    // than 5 minutes past it): faults are injected under load.
-    let faultsDone = false
-    const clientsGo = (): boolean => sent < maxRequests && (Date.now() < deadline || (!faultsDone && Date.now() < deadline + 300_000))
+    // Past the deadline the clients go on only while the faults' first rotation is unfinished, or the attackers'
+    // last attempts (and never more than 5 minutes past it): faults and attacks happen under load.
+    let faultsDone = hostile
+    let attacking = false
+    const clientsGo = (): boolean => sent < maxRequests && (Date.now() < deadline || ((!faultsDone || attacking) && Date.now() < deadline + 300_000))
+    // CPU of the gateway and of the soak itself, before and under the attack: what the latencies are set against.
+    const cpuMark = async (): Promise<CpuMark> => ({ t: since(), gateway: await cpuSeconds(gatewayPid), soak: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 })
+    const cpu: { baseline: CpuMark[], attack: CpuMark[] } = { baseline: [await cpuMark()], attack: [] }
     const clients = Array.from({ length: concurrency }, async () => {
       try {
         for (;;) {
@@ -336,7 +372,7 @@ async function main (): Promise<number> {
       request: (spec) => record(spec, 'fault'),
     }
     const injected = (): boolean => FAULT_KINDS.every((k) => faults.some((f) => f.kind === k))
-    const faultWorker = (async () => {
+    const faultWorker = hostile ? null : (async () => {
       try {
         for (let i = 0; ; i++) {
           await gate.pass()
@@ -364,15 +400,33 @@ async function main (): Promise<number> {
       }
     })()
     const progress = setInterval(() => {
-      say(`${String(Math.round(since())).padStart(5)} s  requests ${ledger.total}: ${OUTCOMES.filter((o) => ledger.byOutcome[o] > 0).map((o) => `${o} ${ledger.byOutcome[o]}`).join(', ')}; faults ${faults.length}; RSS ${round(samples.at(-1)?.rssMiB ?? 0)} MiB, ${samples.at(-1)?.fds ?? 0} fds`)
+      say(`${String(Math.round(since())).padStart(5)} s  requests ${ledger.total}: ${OUTCOMES.filter((o) => ledger.byOutcome[o] > 0).map((o) => `${o} ${ledger.byOutcome[o]}`).join(', ')}; ${hostile ? `attacks ${Object.values(hostileLedger.byKind).reduce((n, k) => n + k.attempts, 0)}` : `faults ${faults.length}`}; RSS ${round(samples.at(-1)?.rssMiB ?? 0)} MiB, ${samples.at(-1)?.fds ?? 0} fds`)
     }, 30_000)
 
     await sleep(warmupMs)
+    cpu.baseline.push(await cpuMark())
     await gate.close()
     await measureQuiet('after_warmup')
     gate.open()
 
-    await Promise.all([...clients, faultWorker])
+    // The attackers start after the warm-up, whose requests are the normal clients' baseline.
+    const attack = { startS: since(), deadlineS: (deadline - loadStart) / 1000, endS: 0 }
+    let attackers: Promise<void> | null = null
+    if (hostile) {
+      attacking = true
+      const attackCtx: AttackContext = {
+        base, port: Number(new URL(base).port), key: apiKey, chatModels: CHAT_MODELS, longModel: LONG_MODEL,
+        bodyTimeoutMs: hostileLimitMs, stallTimeoutMs: hostileLimitMs, idleConnections, deadline, rand,
+      }
+      cpu.attack.push(await cpuMark())
+      attackers = runAttackers(attackWorkers(attackCtx), deadline, hostileLedger, since).finally(async () => {
+        attacking = false
+        attack.endS = since()
+        cpu.attack.push(await cpuMark())
+      })
+    }
+
+    await Promise.all([...clients, faultWorker, attackers])
     clearInterval(progress)
     const loadSeconds = since()
 
@@ -386,6 +440,13 @@ async function main (): Promise<number> {
     await measureQuiet('end')
     monitoring = false
     await monitor
+    const hostileSection = hostile
+      ? buildHostileSection({
+        ledger: hostileLedger, normal, attack, samples, cpu, blobSamples, blobsAtEnd: { t: since(), ...await blobFolder(modelsDir) }, blobBound: BLOBS_KEPT + 1,
+        partialFilesAtEnd: await partialFiles(modelsDir),
+        settings: { body_timeout_s: hostileLimitMs / 1000, stream_stall_timeout_s: hostileLimitMs / 1000, idle_connections: idleConnections, long_model: LONG_MODEL, api_keys: true },
+      })
+      : null
 
     // Stop the gateway as a user would, then look for anything it left.
     gateway.kill('SIGTERM')
@@ -405,7 +466,7 @@ async function main (): Promise<number> {
 
     const log = await gatewayLog(logFile)
     const report = buildReport({
-      durationMs, loadSeconds, concurrency, timeoutMs, seed, warmupMs, pauseMs, runtime: `${runtime.version}${runtime.commit ? ` ${runtime.commit}` : ''}`,
+      durationMs, loadSeconds, concurrency, timeoutMs, seed, warmupMs, pauseMs, maxLoaded, hostile: hostileSection, runtime: `${runtime.version}${runtime.commit ? ` ${runtime.commit}` : ''}`,
       ledger, faults, samples, processSamples, orphans, partialListed, partialChecks, quiet, held, log,
       exit: { code: exitInfo.code, signal: exitInfo.signal, ms: stopMs, killed: exit === null },
       leftAtExit: leftAtExit.map((p) => `${p.pid} ${p.comm}`), left: left.map((p) => `${p.pid} ${p.comm} (parent ${p.ppid})`),
@@ -498,6 +559,9 @@ interface ReportInput {
   seed: number
   warmupMs: number
   pauseMs: number
+  maxLoaded: number
+  /** The hostile clients' section, when the run had them (no faults then). */
+  hostile: HostileSection | null
   runtime: string
   ledger: Ledger
   faults: FaultRecord[]
@@ -535,10 +599,11 @@ function buildReport (r: ReportInput) {
     if (n > (start.processes[comm] ?? 0)) problems.push(`idle at the end, the gateway still ran ${n} ${comm} process(es) (${start.processes[comm] ?? 0} at the start)`)
   }
   if (r.partialListed.length > 0) problems.push(...r.partialListed.map((p) => `partial model listed: ${p}`))
-  const rssTolerance = rssToleranceMiB(r.durationMs)
+  const rssTolerance = rssToleranceMiB(r.durationMs, r.hostile !== null)
   if (end.rss_mib - warm.rss_mib > rssTolerance) problems.push(`RSS grew from ${warm.rss_mib} MiB after warm-up to ${end.rss_mib} MiB at the end (tolerance ${rssTolerance} MiB)`)
   if (end.fds - warm.fds > FD_TOLERANCE) problems.push(`open descriptors grew from ${warm.fds} after warm-up to ${end.fds} at the end (tolerance ${FD_TOLERANCE})`)
-  for (const [k, v] of Object.entries(byKind)) if (v.injected === 0) problems.push(`fault ${k} was never injected`)
+  if (r.hostile === null) for (const [k, v] of Object.entries(byKind)) if (v.injected === 0) problems.push(`fault ${k} was never injected`)
+  if (r.hostile !== null) problems.push(...r.hostile.problems)
   for (const f of r.faults.filter((x) => !x.as_expected)) problems.push(`fault ${f.kind} at ${f.at_s} s: ${f.detail}`)
   if (r.exit.killed) problems.push(`the gateway did not exit within 30 s of SIGTERM`)
   else if (r.exit.code !== 0) problems.push(`the gateway exited with ${r.exit.code ?? r.exit.signal} on SIGTERM`)
@@ -551,7 +616,7 @@ function buildReport (r: ReportInput) {
     machine: { cpus: cpus().length, cpu: cpus()[0]?.model ?? null, memory_gib: Math.round(totalmem() / 2 ** 30), kernel: release(), node: process.version },
     settings: {
       duration_s: r.durationMs / 1000, load_s: round(r.loadSeconds), warmup_s: r.warmupMs / 1000, clients: r.concurrency, request_deadline_s: r.timeoutMs / 1000, seed: r.seed,
-      fault_pause_s: r.pauseMs / 1000, llama_server: r.runtime, max_loaded_models: MAX_LOADED, num_ctx: NUM_CTX, num_parallel: NUM_PARALLEL, num_thread: 1,
+      fault_pause_s: r.hostile === null ? r.pauseMs / 1000 : null, hostile: r.hostile !== null, llama_server: r.runtime, max_loaded_models: r.maxLoaded, num_ctx: NUM_CTX, num_parallel: NUM_PARALLEL, num_thread: 1,
       chat_models: CHAT_MODELS, tolerance: { rss_mib: rssTolerance, fds: FD_TOLERANCE }, gateway_node_flags: GATEWAY_NODE_FLAGS,
     },
     requests: {
@@ -588,6 +653,7 @@ function buildReport (r: ReportInput) {
       },
       samples: r.samples.map((s) => [round(s.t), round(s.rssMiB), s.fds]),
     },
+    hostile: r.hostile,
   }
 }
 
@@ -606,8 +672,10 @@ function printLedger (report: Report): void {
     for (const [reason, n] of Object.entries(reasons).sort((a, b) => b[1] - a[1]).slice(0, 8)) say(`    ${String(n).padStart(6)}  ${reason}`)
   }
   say(`  slots held after settle: ${r.slots_held_after_settle}; slowest request that ended: ${r.slowest_ended_ms} ms`)
-  say(`\nfaults injected: ${report.faults.injected} (${report.faults.unexpected} unexpected), clients that left by design: ${report.faults.clients_left_by_design}`)
-  for (const [k, v] of Object.entries(report.faults.by_kind)) say(`  ${k.padEnd(26)} ${String(v.injected).padStart(4)} injected, ${v.as_expected} as expected`)
+  if (report.hostile === null) {
+    say(`\nfaults injected: ${report.faults.injected} (${report.faults.unexpected} unexpected), clients that left by design: ${report.faults.clients_left_by_design}`)
+    for (const [k, v] of Object.entries(report.faults.by_kind)) say(`  ${k.padEnd(26)} ${String(v.injected).padStart(4)} injected, ${v.as_expected} as expected`)
+  } else say(`\nno faults (the hostile clients take their place); clients that left by design: ${report.faults.clients_left_by_design}`)
   const g = report.gateway_log
   say(`gateway log: ${g.loads} loads, ${g.evictions} evictions, ${g.runtime_died} runtime deaths, ${g.unloads} unloads; levels ${JSON.stringify(g.by_level)}`)
   for (const [line, n] of Object.entries(g.warnings_and_errors)) say(`  ${String(n).padStart(6)}  ${line}`)
@@ -618,6 +686,7 @@ function printLedger (report: Report): void {
   for (const label of ['start', 'after_warmup', 'end'] as const) say(`  ${label.padEnd(14)} ${String(q[label]?.rss_mib).padStart(7)} / ${q[label]?.fds}   (t ${q[label]?.at_s} s)`)
   say(`  under load after warm-up: RSS ${q.under_load.rss_mib.min}-${q.under_load.rss_mib.max} MiB (slope ${q.under_load.rss_mib.slope_mib_per_min_after_warmup} MiB/min), fds ${q.under_load.fds.min}-${q.under_load.fds.max}`)
   say(`  tolerance, end vs after warm-up: RSS +${report.settings.tolerance.rss_mib} MiB, fds +${FD_TOLERANCE}`)
+  if (report.hostile !== null) printHostile(report.hostile, say)
   say(report.ok ? '\nsoak: everything held' : `\nsoak: FAILED\n${report.problems.map((p) => `  - ${p}`).join('\n')}`)
 }
 
