@@ -201,7 +201,7 @@ async function main (): Promise<number> {
       `runtimes:\n  cpu: { bin: ${runtime.binDir} }`, 'runtime: cpu',
       // 2 cores: one thread per llama-server, or the instances and the clients fight over them.
       `default_options: { num_ctx: ${NUM_CTX}, num_parallel: ${NUM_PARALLEL}, num_thread: 1, max_tokens: 32 }`,
-      `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s` : ''} }`,
+      `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s, header_timeout: ${hostileLimitMs / 1000}s` : ''} }`,
       `hub: { endpoint: "${hub.url}" }`,
       'conversion: { timeout: 5m }',
       ...(hostile ? [`auth: { api_keys: ["${apiKey}"] }`, `models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`] : []),
