@@ -4,6 +4,9 @@ import type { Socket } from 'node:net'
 // Closing a refused socket at once, its request still unread, makes the kernel reset it and the client lose the
 // 503; a client that reads the answer closes first, one that does not is cut after this.
 const REFUSAL_LINGER_MS = 2_000
+// A connection without a key may be closed to make room only once it has sent nothing for this long: a client's
+// new connection sends its request within milliseconds, and one sending is about to show its key.
+const EVICTABLE_AFTER_MS = 1_000
 
 export interface ConnectionCapsOptions {
   /** Open connections one remote address may hold (`limits.connections_per_client`). */
@@ -20,13 +23,15 @@ export interface ConnectionCapsOptions {
 /**
  * Connection caps at the door, before a byte of a request is read: one remote address holds `perClient`
  * connections at most (the next is answered 503 and closed; its others are untouched), and with API keys on,
- * at most `unauthenticated` connections wait for a key: past that the oldest of them is closed to make room,
- * so that a client holding many without a key cannot lock out one whose first request brings it.
+ * at most `unauthenticated` connections wait for a key: past that the oldest of them that has sent nothing for a
+ * second is closed to make room, so that a client holding many without a key cannot lock out one whose first
+ * request brings it. Newer and sending ones are let in over the cap, up to twice it; past that a new connection
+ * is answered 503 and closed, for the second until the silent ones may go.
  */
 export class ConnectionCaps {
   private readonly perAddress = new Map<string, number>()
-  // Insertion order is age order: the first is the oldest.
-  private readonly waitingForKey = new Set<Socket>()
+  // Each with when it was accepted; insertion order is age order, the first the oldest.
+  private readonly waitingForKey = new Map<Socket, number>()
   private readonly refusing = new Set<Socket>()
 
   constructor (private readonly options: ConnectionCapsOptions) {}
@@ -70,7 +75,14 @@ export class ConnectionCaps {
     const address = clientAddress(socket)
     const count = this.perAddress.get(address) ?? 0
     if (count >= this.options.perClient) {
-      this.refuse(socket, address)
+      this.options.log.info({ client: address, cap: this.options.perClient }, 'too many connections from one client: a new one refused')
+      this.refuse(socket, `too many connections from ${address} (the server's limit is ${this.options.perClient}, limits.connections_per_client); close some and retry`)
+      return false
+    }
+    const cap = this.options.unauthenticated
+    if (cap !== null && !this.makeRoom(cap)) {
+      this.options.log.info({ client: address, cap }, 'too many new connections without an API key: a new one refused')
+      this.refuse(socket, `too many new connections without an API key (the server's limit is twice ${cap}, limits.unauthenticated_connections); retry in a second`)
       return false
     }
     this.perAddress.set(address, count + 1)
@@ -80,23 +92,31 @@ export class ConnectionCaps {
       else this.perAddress.delete(address)
       this.waitingForKey.delete(socket)
     })
-    const cap = this.options.unauthenticated
-    if (cap !== null) {
-      for (const oldest of this.waitingForKey) {
-        if (this.waitingForKey.size < cap) break
-        this.waitingForKey.delete(oldest)
-        this.options.log.info({ client: clientAddress(oldest), cap }, 'too many connections without an API key: the oldest closed to make room')
-        oldest.destroy()
-      }
-      this.waitingForKey.add(socket)
-    }
+    if (cap !== null) this.waitingForKey.set(socket, Date.now())
     return true
   }
 
-  private refuse (socket: Socket, address: string): void {
-    const { perClient } = this.options
-    this.options.log.info({ client: address, cap: perClient }, 'too many connections from one client: a new one refused')
-    const body = JSON.stringify({ error: `too many connections from ${address} (the server's limit is ${perClient}, limits.connections_per_client); close some and retry` })
+  /**
+   * Room for one more connection without a key: the oldest that have sent nothing for a while go while the cap is
+   * reached. False when the cap is reached twice over by connections that may not go yet.
+   */
+  private makeRoom (cap: number): boolean {
+    const now = Date.now()
+    for (const [socket, acceptedAt] of this.waitingForKey) {
+      if (this.waitingForKey.size < cap) return true
+      // Age order: every later one is younger still.
+      if (now - acceptedAt < EVICTABLE_AFTER_MS) break
+      if (socket.bytesRead > 0) continue
+      this.waitingForKey.delete(socket)
+      this.options.log.info({ client: clientAddress(socket), cap }, 'too many connections without an API key: the oldest silent one closed to make room')
+      socket.destroy()
+    }
+    return this.waitingForKey.size < 2 * cap
+  }
+
+  /** A 503 with Retry-After written before the request is read, then the connection closed. */
+  private refuse (socket: Socket, message: string): void {
+    const body = JSON.stringify({ error: message })
     this.refusing.add(socket)
     socket.once('close', () => this.refusing.delete(socket))
     socket.on('error', () => {})

@@ -143,10 +143,11 @@ async function nonReader (ctx: AttackContext): Promise<AttackResult[]> {
     const t0 = Date.now()
     conn.sendHead(path, Buffer.byteLength(body), { Authorization: `Bearer ${ctx.key}` }, body)
     // The model may have to load and 4 MB to back up first: a generous bound, past which it was never cut. The
-    // kernel's table, read while it changes, may skip a line: an end missing from it counts once missed 3 times.
+    // kernel's table, read while it changes, may skip a line (with hundreds of idle connections coming and going,
+    // 3 reads in a row did): an end missing from it counts once missed for 3 s.
     const limitMs = ctx.stallTimeoutMs + 90_000
     let closing = false
-    for (let missed = 0; !closing && missed < 3 && Date.now() - t0 < limitMs;) {
+    for (let missed = 0; !closing && missed < 15 && Date.now() - t0 < limitMs;) {
       await sleep(200)
       const state = await gatewaySideState(ctx.port, local)
       missed = state === null ? missed + 1 : 0

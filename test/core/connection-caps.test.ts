@@ -1,6 +1,6 @@
 // Connection caps at the door (issue 37, attack 3: 300 connections without a key trickling a body stayed open
 // past 80 s; nothing capped them; slow heads were cut at ~65 s): connections per client address, connections
-// without a key when keys are on (the oldest closed to make room), and a request head's time to arrive.
+// without a key when keys are on (the oldest silent ones closed to make room), and a request head's time to arrive.
 import { request as httpRequest } from 'node:http'
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
@@ -16,6 +16,10 @@ interface Raw {
   text: () => string
   /** Once closed: what the server sent, and how long after the connection was opened. */
   closed: Promise<{ text: string, afterMs: number }>
+  /** When it connected (ms since epoch). */
+  openedAt: number
+  /** How long after it was opened it closed; null while open. */
+  closedAfterMs: () => number | null
 }
 
 /** A raw connection that sends `data` (a partial request head, say) once connected, then nothing more. */
@@ -25,10 +29,11 @@ async function raw (port: number, data = ''): Promise<Raw> {
   let text = ''
   socket.on('data', (chunk: Buffer) => { text += chunk.toString('utf8') })
   socket.on('error', () => {})
-  const closed = new Promise<{ text: string, afterMs: number }>((resolve) => socket.once('close', () => resolve({ text, afterMs: Date.now() - started })))
+  let closedAfter: number | null = null
+  const closed = new Promise<{ text: string, afterMs: number }>((resolve) => socket.once('close', () => { closedAfter = Date.now() - started; resolve({ text, afterMs: closedAfter }) }))
   await new Promise<void>((resolve, reject) => { socket.once('connect', resolve); socket.once('error', reject) })
   if (data !== '') socket.write(data)
-  return { socket, text: () => text, closed }
+  return { socket, text: () => text, closed, openedAt: started, closedAfterMs: () => closedAfter }
 }
 
 /** A GET on a connection of its own (closed after the answer), from `localAddress`: its status, headers and time. */
@@ -114,7 +119,7 @@ t.test('IPv4 clients of a dual-stack listener count under their IPv4 address', {
   await until('nothing counted', () => app.connections.open() === 0)
 })
 
-t.test('keys on: past limits.unauthenticated_connections the oldest without a key are closed; a key holder is served', async (t) => {
+t.test('keys on: past limits.unauthenticated_connections the oldest silent ones go; sending and new ones stay; twice over, new ones are closed', async (t) => {
   const app = await build(t, { auth: { api_keys: [KEY] }, limits: { unauthenticated_connections: 4 } })
   const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
   const { connections } = app
@@ -126,28 +131,50 @@ t.test('keys on: past limits.unauthenticated_connections the oldest without a ke
   await until('the key holder is answered', () => holder.text().includes('\r\n\r\n'))
   t.match(holder.text(), /^HTTP\/1\.1 200 /)
 
-  // 2x the cap without a key: half silent, half trickling a request head that never ends.
+  // The cap filled by 4 silent connections, and 2 more trickling a head that never ends: a new connection may
+  // not be closed yet (a real client's sends its request at once), so both are let in over the cap.
   const attackers: Raw[] = []
   t.teardown(() => { holder.socket.destroy(); for (const r of attackers) r.socket.destroy() })
-  for (let i = 0; i < 8; i++) {
-    attackers.push(await raw(port, i % 2 === 0 ? '' : `POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Ty`))
-    await until(`attacker ${i} counted`, () => connections.unauthenticated === Math.min(i + 1, 4) && connections.open() === Math.min(i + 1, 4) + 1)
+  const trickle = `POST /api/chat HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nContent-Ty`
+  for (let i = 0; i < 6; i++) {
+    attackers.push(await raw(port, i < 4 ? '' : trickle))
+    await until(`attacker ${i} counted`, () => connections.unauthenticated === i + 1)
   }
-  const closedFirst = await Promise.all(attackers.slice(0, 4).map((r) => r.closed))
-  t.ok(closedFirst.every((c) => c.text === ''), 'the 4 oldest were closed, with nothing sent (there was no request to answer)')
-  t.ok(attackers.slice(4).every(isOpen), 'the 4 newest are open')
+  const [silent, sending] = [attackers.slice(0, 4), attackers.slice(4)]
+  t.ok(attackers.every(isOpen), '6 open, over the cap of 4: none is old enough to close yet')
 
+  // Once the silent ones have sent nothing for a second, each new connection closes the oldest of them.
+  await until('the silent ones to have waited a second', () => Date.now() - Math.max(...silent.map((r) => r.openedAt)) >= 1_100)
   const served = await timedGet(port, '/api/tags', auth)
   t.equal(served.status, 200, 'a client with the key is served')
   t.ok(served.ms < 5 * baseline + 1_000, `in ${served.ms.toFixed(0)} ms, against ${baseline.toFixed(0)} ms before the attack`)
-  await attackers[4]!.closed
-  t.pass('its connection closed the oldest attacker left to make room')
-  t.ok(attackers.slice(5).every(isOpen), 'the newer ones are still open')
+  const firstClosed = await Promise.race(silent.map((r, i) => r.closed.then((c) => ({ i, ...c }))))
+  t.equal(firstClosed.text, '', 'a silent one was closed to make room, with nothing sent (there was no request to answer)')
+  await until('the cap kept: silent ones closed until 4 are left without a key', () => connections.unauthenticated <= 4)
+  t.ok(sending.every(isOpen), 'the connections sending a head are not closed to make room (their head has its own timeout)')
   t.ok(isOpen(holder), 'the key holder\'s connection is untouched')
-  await until('the key holder\'s and the served client\'s connections are not counted as waiting for a key', () => connections.unauthenticated === 3)
+
+  // Twice the cap of new connections without a key: past it, the newest are closed at once.
+  const flood: Raw[] = []
+  t.teardown(() => { for (const r of flood) r.socket.destroy() })
+  for (let i = 0; i < 8; i++) flood.push(await raw(port))
+  const closedAtOnce = await until('the newest of the flood to be closed', () => {
+    const closed = flood.map((r) => r.closedAfterMs()).filter((ms): ms is number => ms !== null)
+    return closed.length > 0 ? closed : null
+  })
+  t.ok(closedAtOnce.every((ms) => ms < 1_000), `the newest past twice the cap were closed at once (after ${closedAtOnce.join(', ')} ms)`)
+  t.match(flood.find((r) => r.closedAfterMs() !== null)!.text(), /^HTTP\/1\.1 503 [^]*\r\nRetry-After: 1\r\n[^]*too many new connections without an API key \(the server's limit is twice 4, limits\.unauthenticated_connections\); retry in a second/, 'answered 503, retry in a second')
+  t.ok(connections.unauthenticated <= 8, `at most twice the cap wait for a key (${connections.unauthenticated})`)
+  t.ok(sending.every(isOpen), 'the ones sending a head are still open')
+  // A key holder meanwhile is told to retry, and is served within a second or so: the flood's silent ones go.
+  const duringFlood = await timedGet(port, '/api/tags', auth)
+  t.equal(duringFlood.status, 503, 'a key holder connecting into a full flood is told to retry')
+  t.equal(duringFlood.headers['retry-after'], '1')
+  const retried = await until('a retry to be served', async () => { const res = await timedGet(port, '/api/tags', auth); return res.status === 200 ? res : null }, 5_000, 250)
+  t.equal(retried.status, 200, 'and a retry is served once the flood\'s silent connections may go')
 
   holder.socket.destroy()
-  for (const r of attackers) r.socket.destroy()
+  for (const r of [...attackers, ...flood]) r.socket.destroy()
   await until('every connection is closed and uncounted', () => connections.open() === 0 && connections.unauthenticated === 0)
   t.pass('nothing is left counted')
 })
