@@ -31,6 +31,15 @@ export async function openBrowser (t: Test): Promise<Browser> {
   return browser
 }
 
+/**
+ * One Chromium for the tests of a file, launched on first use and closed when the file ends (`t` is the file's
+ * own): a launch costs a second or two of CPU, a context (as openPage makes, with its own storage) next to none.
+ */
+export function sharedBrowser (t: Test): () => Promise<Browser> {
+  let browser: Promise<Browser> | undefined
+  return () => (browser ??= openBrowser(t))
+}
+
 export interface WatchedPage {
   page: Page
   context: BrowserContext
@@ -38,9 +47,13 @@ export interface WatchedPage {
   problems: string[]
 }
 
-/** A page in a context of its own (its own localStorage), with its script errors and CSP refusals collected. */
-export async function openPage (browser: Browser, options: { colorScheme?: 'light' | 'dark', viewport?: { width: number, height: number } } = {}): Promise<WatchedPage> {
+/**
+ * A page in a context of its own (its own localStorage), with its script errors and CSP refusals collected; the
+ * context is closed when the test ends.
+ */
+export async function openPage (t: Test, browser: Browser, options: { colorScheme?: 'light' | 'dark', viewport?: { width: number, height: number } } = {}): Promise<WatchedPage> {
   const context = await browser.newContext({ colorScheme: options.colorScheme ?? 'light', viewport: options.viewport ?? { width: 1280, height: 800 } })
+  t.teardown(() => context.close())
   const page = await context.newPage()
   return { page, context, problems: watch(page) }
 }
@@ -66,7 +79,8 @@ export interface AxeViolation { id: string, impact: string | null, help: string,
  */
 export async function axeViolations (page: Page): Promise<AxeViolation[]> {
   axeSource ??= readFile(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8')
-  await page.evaluate(await axeSource)
+  // Once per document: its half a megabyte is sent and compiled again only after a navigation or reload.
+  if (await page.evaluate('typeof axe') === 'undefined') await page.evaluate(await axeSource)
   return page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations.map((v) => ({
     id: v.id, impact: v.impact, help: v.help, targets: v.nodes.map((n) => String(n.target)),
   })))`)

@@ -43,7 +43,7 @@ t.test('chat in a real browser: pick a model, stream, stop, regenerate, edit, sw
     default_options: { max_tokens: 200, ignore_eos: true, repeat_penalty: 2 },
   })
   const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser)
+  const { page, problems } = await openPage(t, browser)
 
   await t.test('open the page: / sends the browser to /ui/; the picker lists both models with sizes', async (t) => {
     await page.goto(`${url}/`)

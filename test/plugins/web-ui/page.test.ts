@@ -4,7 +4,7 @@ import type { Page, Route } from 'playwright-core'
 import t, { type Test } from 'tap'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
-import { axeViolations, openBrowser, openPage, screenshotsDir, skipUnlessChromium } from '../../helpers/browser.js'
+import { axeViolations, openPage, screenshotsDir, sharedBrowser, skipUnlessChromium } from '../../helpers/browser.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { until } from '../../helpers/until.js'
 
@@ -15,6 +15,8 @@ import { until } from '../../helpers/until.js'
 // are in chat.test.ts.
 
 const skip = skipUnlessChromium(t)
+// One Chromium for the file: each test has a context of its own (its own storage), which is what keeps them apart.
+const browser = sharedBrowser(t)
 
 /** The gateway on a socket with a tiny model (no llama-server is started: nothing here generates). */
 async function servePage (t: Test, values: Record<string, unknown> = {}, models = ['acme/tiny']): Promise<string> {
@@ -72,8 +74,7 @@ const HOSTILE_CALL = { model: 'acme/tiny', message: { role: 'assistant', content
 
 t.test('hostile model output goes through the page\'s renderer inert: no script runs, nothing loads, raw HTML is text', { skip }, async (t) => {
   const url = await servePage(t)
-  const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser)
+  const { page, problems } = await openPage(t, await browser())
   const dialogs: string[] = []
   page.on('dialog', (dialog) => { dialogs.push(dialog.message()); void dialog.dismiss() })
   // Fragments of 7 characters: half-written tags must be as harmless as whole ones.
@@ -119,8 +120,7 @@ t.test('pull a model by name: a bar per file that fills and finishes; then delet
   // About three seconds for the file: time enough to see the bar part-way.
   fake.faults = { bytesPerSecond: Math.ceil(gguf.length / 3) }
   const url = await servePage(t, { hub: { endpoint: fake.url, token: null } }, [])
-  const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser)
+  const { page, problems } = await openPage(t, await browser())
   await page.goto(`${url}/ui/`)
   await page.getByText('No model yet: pull one under Models.').waitFor()
 
@@ -160,8 +160,7 @@ t.test('pull a model by name: a bar per file that fills and finishes; then delet
 
 t.test('when keys are on, a 401 asks for the key once; a wrong one asks again; the right one is kept across a reload', { skip }, async (t) => {
   const url = await servePage(t, { auth: { api_keys: ['sekret'] } })
-  const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser)
+  const { page, problems } = await openPage(t, await browser())
   await page.goto(`${url}/ui/`)
   const dialog = page.getByRole('dialog', { name: 'API key needed' })
   await dialog.waitFor()
@@ -186,8 +185,7 @@ t.test('when keys are on, a 401 asks for the key once; a wrong one asks again; t
 
 t.test('phone width: the conversation list behind a menu button; the system\'s dark theme; keyboard reaches the message box', { skip }, async (t) => {
   const url = await servePage(t)
-  const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser, { colorScheme: 'dark', viewport: { width: 390, height: 844 } })
+  const { page, problems } = await openPage(t, await browser(), { colorScheme: 'dark', viewport: { width: 390, height: 844 } })
   await page.goto(`${url}/ui/`)
   await until('the model in the picker', async () => (await page.getByLabel('Model', { exact: true }).inputValue()) === 'acme/tiny')
   t.equal(await page.evaluate('document.documentElement.dataset.theme'), 'dark', 'prefers-color-scheme: dark is followed')
@@ -242,8 +240,7 @@ See the [collections documentation](https://docs.python.org/3/library/collection
 t.test('screenshots for docs/ (light and dark, desktop and phone), each with no serious accessibility violation', { skip }, async (t) => {
   const shotsDir = await screenshotsDir(t, 'web-ui-light-desktop.png')
   const url = await servePage(t, {}, ['bartowski/Qwen2.5-0.5B-Instruct-GGUF', 'acme/tiny'])
-  const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser, { viewport: { width: 1280, height: 800 } })
+  const { page, problems } = await openPage(t, await browser(), { viewport: { width: 1280, height: 800 } })
   await scriptChat(page, [
     ...fragments('The user wants a word counter in Python; Counter from collections does it in one line.', 12, 'thinking'),
     ...fragments(SHOWCASE, 24),

@@ -57,7 +57,7 @@ t.test('tools, images and thinking in a real browser, on models that have them',
     default_options: { repeat_penalty: 2 },
   })
   const browser = await openBrowser(t)
-  const { page, problems } = await openPage(browser)
+  const { page, problems } = await openPage(t, browser)
   await page.goto(`${url}/ui/`)
   await until('the models listed', async () => (await page.getByLabel('Model', { exact: true }).locator('option').count()) === 3)
 
