@@ -3,31 +3,81 @@
 import { createServer } from 'node:net'
 import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { formatBytes } from '../../../core/units.js'
 import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
-import { tempDir } from '../../helpers/app.js'
+import { build, tempDir } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
 import { serveTinyModels } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'
-import { skipUnlessReady } from '../../plugins/convert/fixtures.js'
+import { realConverter, skipUnlessReady } from '../../plugins/convert/fixtures.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
-// One fake hub and one gateway (on a real socket, the test runtime's llama-quantize for the converter) for the
-// whole file: the tests pull different repositories, and the one that checks nothing is downloaded comes first.
-const fake = await FakeHub.start()
-t.teardown(() => fake.close())
-fake.addRepo('acme/tiny-GGUF', { files: [
-  { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
-  { path: 'tiny-Q4_K_M.gguf', content: await tinyGgufBytes(t, 1) },
-  { path: 'tiny-Q8_0.gguf', content: await tinyGgufBytes(t, 2) },
-] })
-const { app, url } = await serveTinyModels(t, [], { hub: { endpoint: fake.url, token: null } })
+// The SafeTensors pull runs llama.cpp's real converter: skipped, loudly, where its Python packages are missing;
+// a failure instead under LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
+const skipConversion = skipUnlessReady(t, await (await realConverter(t)).readiness())
+
+async function hub (t: Test): Promise<FakeHub> {
+  const fake = await FakeHub.start()
+  t.teardown(() => fake.close())
+  fake.addRepo('acme/tiny-GGUF', { files: [
+    { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
+    { path: 'tiny-Q4_K_M.gguf', content: await tinyGgufBytes(t, 1) },
+    { path: 'tiny-Q8_0.gguf', content: await tinyGgufBytes(t, 2) },
+  ] })
+  return fake
+}
+
+/** The gateway on a real socket, its hub the fake one. */
+async function gateway (t: Test, fake: FakeHub) {
+  const app = await build(t, { hub: { endpoint: fake.url, token: null } })
+  return { app, url: await app.listen({ host: '127.0.0.1', port: 0 }) }
+}
 
 // eslint-disable-next-line no-control-regex
 const ESCAPE = /\x1b/
 
+t.test('a pull in a pipe: plain progress lines, the final line on stdout, exit 0; the model is then listed', async (t) => {
+  const fake = await hub(t)
+  const { url } = await gateway(t, fake)
+  const file = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content
+  const size = formatBytes(file.length)
+  // About 1.6 s: long enough for progress lines between the first and the last.
+  fake.faults = { bytesPerSecond: 200_000 }
+  const { code, stdout, stderr } = await runCli(['pull', 'acme/tiny-GGUF', '--host', url])
+  t.equal(code, 0, stderr)
+  t.notMatch(stdout + stderr, ESCAPE, 'no escape codes')
+  const lines = stderr.trimEnd().split('\n')
+  t.equal(lines[0], 'pulling acme/tiny-GGUF')
+  t.equal(lines[1], `tiny-Q4_K_M.gguf: downloading ${size}`)
+  t.match(lines.at(-1), new RegExp(`^tiny-Q4_K_M\\.gguf: done \\(${size} in [\\d.]+s, [\\d.]+ KiB/s\\)$`))
+  const progress = lines.slice(2, -1)
+  t.ok(progress.length >= 1 && progress.length <= 3, `one to three progress lines, no more:\n${stderr}`)
+  const percents = progress.map((line) => {
+    const match = new RegExp(`^tiny-Q4_K_M\\.gguf: (\\d+)% \\([\\d.]+ KiB of ${size}, [\\d.]+ KiB/s\\)$`).exec(line)
+    t.ok(match, `a progress line: ${line}`)
+    return Number(match?.[1])
+  })
+  t.same(percents.map((p) => Math.floor(p / 25)), [...new Set(percents.map((p) => Math.floor(p / 25)))].sort(), `one line per quarter passed, in order (${percents.join(', ')})`)
+  t.ok(percents.every((p) => p >= 25 && p < 100))
+  t.match(stdout, new RegExp(`^pulled acme/tiny-GGUF \\(1 file, ${size}\\) in \\d+(\\.\\d)?s\\n$`))
+
+  const tags = await (await fetch(`${url}/api/tags`)).json() as { models: Array<{ name: string, size: number }> }
+  t.same(tags.models.map((m) => [m.name, m.size]), [['acme/tiny-GGUF', file.length]], '/api/tags lists it')
+
+  // A second pull of a model already there: nothing is fetched, and it says so.
+  const before = fake.cdnBytes.get(sha256(file))
+  const again = await runCli(['pull', 'acme/tiny-GGUF', '--host', url])
+  t.equal(again.code, 0, again.stderr)
+  t.equal(again.stderr, `pulling acme/tiny-GGUF\ntiny-Q4_K_M.gguf: already here (${size})\n`)
+  t.equal(again.stdout, `acme/tiny-GGUF is up to date (1 file, ${size}, nothing to download)\n`)
+  t.equal(fake.cdnBytes.get(sha256(file)), before, 'no byte fetched again')
+})
+
 t.test('errors: one line on stderr and exit 1; bad usage: exit 2 with the usage', async (t) => {
+  const fake = await hub(t)
+  const { url } = await gateway(t, fake)
+
   const missing = await runCli(['pull', 'acme/missing', '--host', url])
   t.equal(missing.code, 1)
   t.match(missing.stderr, /^llamagate pull: repository acme\/missing was not found on http:\/\/127\.0\.0\.1:\d+[^\n]*\n$/, 'an unknown repository: one line')
@@ -64,52 +114,16 @@ t.test('errors: one line on stderr and exit 1; bad usage: exit 2 with the usage'
   t.equal(down.stderr, `llamagate pull: could not reach llamagate at http://127.0.0.1:${closed} (connection refused). Is it running? Start it with: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)\n`)
 })
 
-t.test('a pull in a pipe: plain progress lines, the final line on stdout, exit 0; the model is then listed', async (t) => {
-  const file = fake.repos.get('acme/tiny-GGUF')!.files.find((f) => f.path === 'tiny-Q4_K_M.gguf')!.content
-  const size = formatBytes(file.length)
-  // About 1.6 s: long enough for progress lines between the first and the last.
-  fake.faults = { bytesPerSecond: 200_000 }
-  const { code, stdout, stderr } = await runCli(['pull', 'acme/tiny-GGUF', '--host', url])
-  t.equal(code, 0, stderr)
-  t.notMatch(stdout + stderr, ESCAPE, 'no escape codes')
-  const lines = stderr.trimEnd().split('\n')
-  t.equal(lines[0], 'pulling acme/tiny-GGUF')
-  t.equal(lines[1], `tiny-Q4_K_M.gguf: downloading ${size}`)
-  t.match(lines.at(-1), new RegExp(`^tiny-Q4_K_M\\.gguf: done \\(${size} in [\\d.]+s, [\\d.]+ KiB/s\\)$`))
-  const progress = lines.slice(2, -1)
-  t.ok(progress.length >= 1 && progress.length <= 3, `one to three progress lines, no more:\n${stderr}`)
-  const percents = progress.map((line) => {
-    const match = new RegExp(`^tiny-Q4_K_M\\.gguf: (\\d+)% \\([\\d.]+ KiB of ${size}, [\\d.]+ KiB/s\\)$`).exec(line)
-    t.ok(match, `a progress line: ${line}`)
-    return Number(match?.[1])
-  })
-  t.same(percents.map((p) => Math.floor(p / 25)), [...new Set(percents.map((p) => Math.floor(p / 25)))].sort(), `one line per quarter passed, in order (${percents.join(', ')})`)
-  t.ok(percents.every((p) => p >= 25 && p < 100))
-  t.match(stdout, new RegExp(`^pulled acme/tiny-GGUF \\(1 file, ${size}\\) in \\d+(\\.\\d)?s\\n$`))
-
-  const tags = await (await fetch(`${url}/api/tags`)).json() as { models: Array<{ name: string, size: number }> }
-  t.same(tags.models.map((m) => [m.name, m.size]), [['acme/tiny-GGUF', file.length]], '/api/tags lists it')
-
-  // A second pull of a model already there: nothing is fetched, and it says so.
-  const before = fake.cdnBytes.get(sha256(file))
-  const again = await runCli(['pull', 'acme/tiny-GGUF', '--host', url])
-  t.equal(again.code, 0, again.stderr)
-  t.equal(again.stderr, `pulling acme/tiny-GGUF\ntiny-Q4_K_M.gguf: already here (${size})\n`)
-  t.equal(again.stdout, `acme/tiny-GGUF is up to date (1 file, ${size}, nothing to download)\n`)
-  t.equal(fake.cdnBytes.get(sha256(file)), before, 'no byte fetched again')
-})
-
-t.test('a SafeTensors pull: the conversion and quantization steps as lines, then the final line', async (t) => {
-  // llama.cpp's real converter: skipped, loudly, where its Python packages are missing; a failure instead under
-  // LLAMAGATE_REQUIRE_CONVERTER=1 (CI). The gateway's own check, which the pull then reuses.
-  if (skipUnlessReady(t, await app.converter.readiness())) return
-  fake.faults = {}
+t.test('a SafeTensors pull: the conversion and quantization steps as lines, then the final line', { skip: skipConversion }, async (t) => {
   const dir = await tempDir(t)
   await writeTinySafetensors({ dir })
+  const fake = await FakeHub.start()
+  t.teardown(() => fake.close())
   const files = await Promise.all((await readdir(dir)).map(async (f) => ({ path: f, content: await readFile(join(dir, f)), lfs: f.endsWith('.safetensors') || f === 'tokenizer.model' })))
   fake.addRepo('acme/tiny-hf', { files })
+  const server = await serveTinyModels(t, [], { hub: { endpoint: fake.url } })
 
-  const { code, stdout, stderr } = await runCli(['pull', 'acme/tiny-hf', '--dtype', 'Q4_K_M', '--host', url])
+  const { code, stdout, stderr } = await runCli(['pull', 'acme/tiny-hf', '--dtype', 'Q4_K_M', '--host', server.url])
   t.equal(code, 0, stderr)
   t.notMatch(stdout + stderr, ESCAPE)
   const lines = stderr.trimEnd().split('\n')
@@ -124,5 +138,5 @@ t.test('a SafeTensors pull: the conversion and quantization steps as lines, then
   t.ok(steps.length <= 10, 'a few lines for the steps, no more')
   const total = files.reduce((sum, f) => sum + f.content.length, 0)
   t.match(stdout, new RegExp(`^pulled acme/tiny-hf \\(${files.length} files, ${formatBytes(total)}\\) in [\\d.]+s\\n$`))
-  t.same(app.store.get('acme/tiny-hf').manifest.variants.map((v) => v.dtype).sort(), ['f16', 'q4_k_m'], 'both variants were made and recorded')
+  t.same(server.app.store.get('acme/tiny-hf').manifest.variants.map((v) => v.dtype).sort(), ['f16', 'q4_k_m'], 'both variants were made and recorded')
 })
