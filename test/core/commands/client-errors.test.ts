@@ -3,11 +3,11 @@ import { serveForCli } from '../../helpers/cli-server.js'
 import { runCli } from '../../helpers/serve-process.js'
 
 t.test('client errors: one line on stderr, never a stack, and the exit code says which kind', async (t) => {
-  const { serve } = await serveForCli(t)
-  const unknown = await runCli(['show', 'acme/nothing', '--host', serve.address])
+  const { app, url } = await serveForCli(t)
+  const unknown = await runCli(['show', 'acme/nothing', '--host', url])
   t.equal(unknown.code, 1)
   t.equal(unknown.stderr, 'llamagate show: model "acme/nothing" not found, pull it first\n')
-  const badName = await runCli(['stop', '../x', '--host', serve.address])
+  const badName = await runCli(['stop', '../x', '--host', url])
   t.equal(badName.code, 1)
   t.match(badName.stderr, /^llamagate stop: .*invalid model name[^\n]*\n$/)
 
@@ -25,9 +25,8 @@ t.test('client errors: one line on stderr, never a stack, and the exit code says
   t.match(badHost.stderr, /"ftp:\/\/x" is not an http or https address/)
 
   // A port nothing listens on: the server is not running.
-  const closed = new URL(serve.address)
-  serve.child.kill('SIGKILL')
-  await serve.exited
+  const closed = new URL(url)
+  await app.close()
   const down = await runCli(['list', '--host', closed.href])
   t.equal(down.code, 1)
   t.equal(down.stderr, `llamagate list: could not reach llamagate at ${closed.origin} (connection refused). Is it running? Start it with: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)\n`)

@@ -149,53 +149,44 @@ t.test('doctor: runtime: cuda on a machine without a CUDA build: ✗ with the bu
   t.match(line(result.stdout, 'runtime'), /^✗ runtime: none chosen: runtime cuda is forced by config but no cuda build was found — fix: npm run runtime:build -- --backend cuda( \(on a machine with a cuda device: none was found here\))?, or set runtime: auto \(config\.yaml or LLAMAGATE_RUNTIME\)$/)
 })
 
-t.test('doctor: the models folder: fresh and empty, not made yet (and not made by doctor), not a folder', async (t) => {
+t.test('doctor: the models folder: fresh and empty, not made yet (and not made by doctor), not a folder; servers that are not llamagate', async (t) => {
+  // Each run checks a models folder and, at its --host, a server of another kind: the two checks are independent.
   const { config } = await configFile(t, { extra: NO_PYTHON })
-  const host = `127.0.0.1:${await closedPort()}`
   const empty = await tempDir(t)
-  const made = await runCli(['doctor', '--config', config, '--host', host, '--models', empty])
-  t.match(line(made.stdout, 'models'), new RegExp(`^✓ models: ${empty}: 0 models, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
 
-  const fresh = join(empty, 'not', 'yet')
-  const later = await runCli(['doctor', '--config', config, '--host', host, '--models', fresh])
-  t.match(line(later.stdout, 'models'), new RegExp(`^✓ models: ${fresh}: not made yet \\(serve makes it\\), \\d+(\\.\\d+)? [GT]iB free`))
-  t.notOk(existsSync(join(empty, 'not')), 'doctor made no folder')
-
-  const file = join(empty, 'a-file')
-  await writeFile(file, 'x')
-  const blocked = await runCli(['doctor', '--config', config, '--host', host, '--models', join(file, 'models')])
-  t.equal(line(blocked.stdout, 'models'), `✗ models: ${join(file, 'models')} cannot be used: ${file} is not a folder — fix: point models_dir (config.yaml, LLAMAGATE_MODELS or --models) at a folder you can write, or fix its permissions`)
-})
-
-t.test('doctor: a server that takes the connection and never answers does not hold it up', async (t) => {
+  // A server that takes the connection and never answers does not hold doctor up.
   const sockets: Socket[] = []
   const silent: Server = createServer((socket) => { sockets.push(socket) })
   await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve))
   t.teardown(() => { for (const s of sockets) s.destroy(); silent.close() })
-  const { config } = await configFile(t, { extra: NO_PYTHON })
   const started = Date.now()
-  const result = await runCli(['doctor', '--config', config, '--host', `127.0.0.1:${(silent.address() as { port: number }).port}`])
-  t.equal(result.code, 1)
-  t.match(line(result.stdout, 'server'), /^✗ server: http:\/\/127\.0\.0\.1:\d+ took the connection but did not answer within 5 s — fix: see what listens there; llamagate serve/)
+  const made = await runCli(['doctor', '--config', config, '--host', `127.0.0.1:${(silent.address() as { port: number }).port}`, '--models', empty])
+  t.equal(made.code, 1)
+  t.match(line(made.stdout, 'models'), new RegExp(`^✓ models: ${empty}: 0 models, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
+  t.match(line(made.stdout, 'server'), /^✗ server: http:\/\/127\.0\.0\.1:\d+ took the connection but did not answer within 5 s — fix: see what listens there; llamagate serve/)
   t.ok(Date.now() - started < 60_000, `done in ${Date.now() - started} ms`)
-})
 
-t.test('doctor: a real Ollama on the address (its /api/version has no llamagate_version) is not taken for llamagate', async (t) => {
-  const { config } = await configFile(t, { extra: NO_PYTHON })
+  // A real Ollama on the address (its /api/version has no llamagate_version) is not taken for llamagate.
   const ollama = createHttpServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"version":"0.14.0"}'))
   await new Promise<void>((resolve) => ollama.listen(0, '127.0.0.1', resolve))
   t.teardown(() => ollama.close())
   const address = `http://127.0.0.1:${(ollama.address() as { port: number }).port}`
-  const result = await runCli(['doctor', '--config', config, '--host', address])
-  t.equal(result.code, 1)
-  t.equal(line(result.stdout, 'server'), `✗ server: ${address} answers as Ollama 0.14.0, not llamagate — fix: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)`)
+  const fresh = join(empty, 'not', 'yet')
+  const later = await runCli(['doctor', '--config', config, '--host', address, '--models', fresh])
+  t.equal(later.code, 1)
+  t.match(line(later.stdout, 'models'), new RegExp(`^✓ models: ${fresh}: not made yet \\(serve makes it\\), \\d+(\\.\\d+)? [GT]iB free`))
+  t.notOk(existsSync(join(empty, 'not')), 'doctor made no folder')
+  t.equal(line(later.stdout, 'server'), `✗ server: ${address} answers as Ollama 0.14.0, not llamagate — fix: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)`)
+
+  const file = join(empty, 'a-file')
+  await writeFile(file, 'x')
+  const blocked = await runCli(['doctor', '--config', config, '--host', `127.0.0.1:${await closedPort()}`, '--models', join(file, 'models')])
+  t.equal(line(blocked.stdout, 'models'), `✗ models: ${join(file, 'models')} cannot be used: ${file} is not a folder — fix: point models_dir (config.yaml, LLAMAGATE_MODELS or --models) at a folder you can write, or fix its permissions`)
 })
 
-t.test('doctor: bad usage is exit 2 with the usage; help says what the exit status means', async (t) => {
+// What `help doctor` says the exit status means is checked with every command's help, in help.test.ts.
+t.test('doctor: bad usage is exit 2 with the usage', async (t) => {
   const extra = await runCli(['doctor', 'now'])
   t.equal(extra.code, 2)
   t.match(extra.stderr, /llamagate doctor: takes no arguments, got "now"/)
-  const help = await runCli(['help', 'doctor'])
-  t.equal(help.code, 0)
-  t.match(help.stdout, /Exit status: 0 when a runtime\s+build is chosen and the server answers \(taking LLAMAGATE_API_KEY if it wants a key\), 1 otherwise/)
 })

@@ -12,6 +12,7 @@ t.test('help: the command list, each command\'s help, and help for an unknown on
     const help = await runCli(['help', name])
     t.equal(help.code, 0)
     t.match(help.stdout, new RegExp(`usage: llamagate ${name}`))
+    if (name === 'doctor') t.match(help.stdout, /Exit status: 0 when a runtime\s+build is chosen and the server answers \(taking LLAMAGATE_API_KEY if it wants a key\), 1 otherwise/, 'doctor\'s help says what its exit status means')
     t.equal((await runCli([name, '--help'])).stdout, help.stdout, `${name} --help is the same text`)
   }
   const unknown = await runCli(['help', 'frobnicate'])

@@ -3,8 +3,8 @@ import { serveForCli } from '../../helpers/cli-server.js'
 import { runCli } from '../../helpers/serve-process.js'
 
 t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, exit codes', async (t) => {
-  const { serve } = await serveForCli(t)
-  const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', serve.address])
+  const { url } = await serveForCli(t)
+  const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', url])
 
   const list = await cli('list')
   t.equal(list.code, 0, list.stderr)
@@ -20,7 +20,7 @@ t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, e
   const idle = await cli('ps')
   t.equal(idle.code, 0)
   t.equal(idle.stdout, 'NAME   ID   SIZE   PROCESSOR   CONTEXT   REQUESTS   UNTIL\n', 'nothing loaded: the header alone')
-  const load = await fetch(`${serve.address}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen' }) })
+  const load = await fetch(`${url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen' }) })
   t.equal(load.status, 200)
   const ps = await cli('ps')
   t.match(ps.stdout, /\nacme\/qwen\s+[0-9a-f]{12}\s+\d+(\.\d+)? MiB\s+100% CPU\s+512\s+0\s+(4|5) minutes from now\n$/, 'the loaded model, its context and when it unloads')

@@ -8,38 +8,29 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { formatBytes } from '../../../core/units.js'
 import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
-import { build, tempDir } from '../../helpers/app.js'
+import { tempDir } from '../../helpers/app.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { serveTinyModels } from '../../helpers/inference.js'
 import { CLI, processesWithMark } from '../../helpers/serve-process.js'
 import { startTerminal } from '../../helpers/tmux.js'
 import { until } from '../../helpers/until.js'
-import { realConverter, skipUnlessReady } from '../../plugins/convert/fixtures.js'
+import { skipUnlessReady } from '../../plugins/convert/fixtures.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
-// The SafeTensors pull runs llama.cpp's real converter: skipped, loudly, where its Python packages are missing;
-// a failure instead under LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
-const skipConversion = skipUnlessReady(t, await (await realConverter(t)).readiness())
-
-async function hub (t: Test): Promise<FakeHub> {
-  const fake = await FakeHub.start()
-  t.teardown(() => fake.close())
-  fake.addRepo('acme/split-GGUF', { files: [
-    { path: 'big-Q4_K_M-00001-of-00003.gguf', content: await tinyGgufBytes(t, 1) },
-    { path: 'big-Q4_K_M-00002-of-00003.gguf', content: Buffer.alloc(200_000, 2) },
-    { path: 'big-Q4_K_M-00003-of-00003.gguf', content: Buffer.alloc(150_000, 3) },
-  ] })
-  fake.addRepo('acme/other-GGUF', { files: [{ path: 'other-Q4_K_M.gguf', content: await tinyGgufBytes(t, 2) }] })
-  return fake
-}
-
-async function gateway (t: Test, fake: FakeHub) {
-  const app = await build(t, { hub: { endpoint: fake.url, token: null } })
-  return { app, url: await app.listen({ host: '127.0.0.1', port: 0 }) }
-}
+// One fake hub and one gateway (on a real socket, the test runtime's llama-quantize for the converter) for the
+// whole file: each test pulls a repository of its own, at the speed it sets.
+const fake = await FakeHub.start()
+t.teardown(() => fake.close())
+fake.addRepo('acme/split-GGUF', { files: [
+  { path: 'big-Q4_K_M-00001-of-00003.gguf', content: await tinyGgufBytes(t, 1) },
+  { path: 'big-Q4_K_M-00002-of-00003.gguf', content: Buffer.alloc(200_000, 2) },
+  { path: 'big-Q4_K_M-00003-of-00003.gguf', content: Buffer.alloc(150_000, 3) },
+] })
+fake.addRepo('acme/other-GGUF', { files: [{ path: 'other-Q4_K_M.gguf', content: await tinyGgufBytes(t, 2) }] })
+const { app, url } = await serveTinyModels(t, [], { hub: { endpoint: fake.url, token: null } })
 
 /** `llamagate pull` in a fresh terminal; every process it starts carries `mark`. */
-async function pullInTerminal (t: Test, url: string, model: string, mark: string, ...flags: string[]) {
+async function pullInTerminal (t: Test, model: string, mark: string, ...flags: string[]) {
   return startTerminal(t, [process.execPath, CLI, 'pull', model, '--host', url, ...flags], { LLAMAGATE_TEST_MARK: mark })
 }
 
@@ -50,11 +41,9 @@ function percentOf (screen: string, file: string): number | null {
 }
 
 t.test('the bars move, one per file, with bytes, speed and time left, and end at 100%; then the final line', async (t) => {
-  const fake = await hub(t)
-  const { url } = await gateway(t, fake)
   // 0.67 MB at 100 kB/s: about 7 s, so that the bars are seen between their ends on a loaded machine too.
   fake.faults = { bytesPerSecond: 100_000 }
-  const term = await pullInTerminal(t, url, 'acme/split-GGUF', randomUUID())
+  const term = await pullInTerminal(t, 'acme/split-GGUF', randomUUID())
   const files = fake.repos.get('acme/split-GGUF')!.files.map((f) => f.path)
   const seen = new Map<string, Set<number>>(files.map((f) => [f, new Set()]))
   let moving = ''
@@ -84,13 +73,11 @@ t.test('the bars move, one per file, with bytes, speed and time left, and end at
 })
 
 t.test('Ctrl-C during a pull: one line saying how to resume, exit 130, nothing left running; the next pull resumes with Range', async (t) => {
-  const fake = await hub(t)
-  const { app, url } = await gateway(t, fake)
   const file = fake.repos.get('acme/other-GGUF')!.files[0]!.content
   // About 8 s for the file: time to press Ctrl-C half-way.
   fake.faults = { bytesPerSecond: 40_000 }
   const mark = randomUUID()
-  const term = await pullInTerminal(t, url, 'acme/other-GGUF', mark)
+  const term = await pullInTerminal(t, 'acme/other-GGUF', mark)
   await until('the bar to pass 20%', async () => (percentOf(await term.screen(), 'other-Q4_K_M.gguf') ?? 0) >= 20, 60_000, 100)
   await term.keys('C-c')
   const screen = await term.waitFor(/^interrupted: the partial download of acme\/other-GGUF is kept; run the same command to resume it$/m)
@@ -106,7 +93,7 @@ t.test('Ctrl-C during a pull: one line saying how to resume, exit 130, nothing l
 
   fake.faults = { bytesPerSecond: 200_000 }
   const ranges = fake.cdnRanges.length
-  const again = await pullInTerminal(t, url, 'acme/other-GGUF', randomUUID())
+  const again = await pullInTerminal(t, 'acme/other-GGUF', randomUUID())
   const end = await again.waitFor(/^pulled acme\/other-GGUF \(1 file, 316 KiB\) in [\d.]+s$/m)
   t.equal(await again.exited(), 0)
   t.equal(percentOf(end, 'other-Q4_K_M.gguf'), 100)
@@ -116,14 +103,15 @@ t.test('Ctrl-C during a pull: one line saying how to resume, exit 130, nothing l
   t.ok(app.store.find('acme/other-GGUF'), 'the model is whole and listed')
 })
 
-t.test('a SafeTensors pull: the conversion and the quantization have bars of their own', { skip: skipConversion }, async (t) => {
+t.test('a SafeTensors pull: the conversion and the quantization have bars of their own', async (t) => {
+  // llama.cpp's real converter: skipped, loudly, where its Python packages are missing; a failure instead under
+  // LLAMAGATE_REQUIRE_CONVERTER=1 (CI). The gateway's own check, which the pull then reuses.
+  if (skipUnlessReady(t, await app.converter.readiness())) return
+  fake.faults = {}
   const dir = await tempDir(t)
   await writeTinySafetensors({ dir })
-  const fake = await FakeHub.start()
-  t.teardown(() => fake.close())
   fake.addRepo('acme/tiny-hf', { files: await Promise.all((await readdir(dir)).map(async (f) => ({ path: f, content: await readFile(join(dir, f)) }))) })
-  const server = await serveTinyModels(t, [], { hub: { endpoint: fake.url } })
-  const term = await pullInTerminal(t, server.url, 'acme/tiny-hf', randomUUID(), '--dtype', 'q4_k_m')
+  const term = await pullInTerminal(t, 'acme/tiny-hf', randomUUID(), '--dtype', 'q4_k_m')
   const end = await term.waitFor(/^pulled acme\/tiny-hf \(5 files, [\d.]+ KiB\) in [\d.]+s$/m)
   t.equal(await term.exited(), 0)
   t.match(end, /^model\.safetensors\s+█+\s+100% │[^\n]*\nconfig\.json\s+█+\s+100% │[^\n]*\n(.*100% │.*\n){3}converting to gguf \(f16\)\s+█+\s+100% │ done in [\d.]+m?s\nquantizing q4_k_m\s+█+\s+100% │ done in [\d.]+m?s\npulled /m,
