@@ -10,15 +10,34 @@ import { until } from '../helpers/until.js'
 // Readiness, preloading and the graceful drain on a real `llamagate serve` process with a real llama-server:
 // what Kubernetes (or systemd, or a person with Ctrl-C) sees.
 
-/** A serve process on a config of its own, with a tiny model (32k tokens of context, for long answers) imported. */
-async function serveWith (t: Test, config: string): Promise<ServeProcess> {
+let imported: Promise<{ models: string, code: number | null, stderr: string }> | undefined
+
+/**
+ * The models folder every server of this file reads (each has a data folder of its own): a tiny model trained on
+ * 32k tokens of context (for long answers), imported once by the real CLI.
+ */
+function tinyModels (): Promise<{ models: string, code: number | null, stderr: string }> {
+  imported ??= (async () => {
+    const dir = await tempDir(t)
+    const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf'), nCtxTrain: 32_768 })).file
+    const models = join(dir, 'models')
+    const { code, stderr } = await runCli(['import', 'acme/tiny', model, '--models', models], { LLAMAGATE_HOME: dir })
+    return { models, code, stderr }
+  })()
+  return imported
+}
+
+/**
+ * A serve process on a config of its own with the file's tiny model. `numCtx`: its default context, the one a
+ * long answer asks for, so that the answer runs on the instance a preload made.
+ */
+async function serveWith (t: Test, config: string, numCtx = 256): Promise<ServeProcess> {
   const dir = await tempDir(t)
   const runtime = await cpuRuntime()
-  const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf'), nCtxTrain: 32_768 })).file
+  const { models, code, stderr } = await tinyModels()
+  t.equal(code, 0, stderr)
   const file = join(dir, 'config.yaml')
-  await writeFile(file, `data_dir: ${dir}\nport: 0\nlog_level: info\nruntimes:\n  cpu: { bin: ${runtime.binDir} }\ndefault_options: { num_ctx: 256, num_parallel: 2, num_thread: 1 }\n${config}`)
-  const imported = await runCli(['import', 'acme/tiny', model, '--config', file])
-  t.equal(imported.code, 0, imported.stderr)
+  await writeFile(file, `data_dir: ${dir}\nmodels_dir: ${models}\nport: 0\nlog_level: info\nruntimes:\n  cpu: { bin: ${runtime.binDir} }\ndefault_options: { num_ctx: ${numCtx}, num_parallel: 2, num_thread: 1 }\n${config}`)
   const serve = await startServe(['--config', file], {}, 60_000)
   t.teardown(() => { serve.child.kill('SIGKILL') })
   return serve
@@ -26,11 +45,14 @@ async function serveWith (t: Test, config: string): Promise<ServeProcess> {
 
 interface ChatEvent { done?: boolean, eval_count?: number, error?: string }
 
-/** A long streamed answer: resolves with its first event once it arrives, and with all of them at the end. */
-async function longAnswer (address: string, tokens: number): Promise<{ first: ChatEvent, all: Promise<ChatEvent[]> }> {
+/**
+ * A long streamed answer (its num_ctx `tokens` + 256): resolves with its first event once it arrives, and with all
+ * of them at the end.
+ */
+async function longAnswer (address: string, tokens: number, headers: Record<string, string> = {}): Promise<{ first: ChatEvent, all: Promise<ChatEvent[]> }> {
   const res = await fetch(`${address}/api/chat`, {
     method: 'POST',
-    headers: { accept: 'application/x-ndjson' },
+    headers: { accept: 'application/x-ndjson', ...headers },
     body: JSON.stringify({ model: 'acme/tiny', messages: [{ role: 'user', content: 'go on' }], options: { num_ctx: tokens + 256, num_predict: tokens, ignore_eos: true } }),
   })
   if (res.status !== 200) throw new Error(`the long answer got ${res.status}: ${await res.text()}`)
@@ -56,80 +78,87 @@ const chat = (address: string): Promise<Response> => fetch(`${address}/api/chat`
   method: 'POST', body: JSON.stringify({ model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 2 } }),
 })
 
-t.test('/livez and /readyz: ready only once the preloads are loaded; a preload that fails keeps it not ready, saying why', async (t) => {
-  const serve = await serveWith(t, 'models:\n  acme/tiny: { preload: true }\n  acme/ghost: { preload: true }\nauth:\n  api_keys: [sekret]\n')
-  const live = await fetch(`${serve.address}/livez`)
-  t.equal(live.status, 200, '/livez answers without a key')
-  t.same(await live.json(), { status: 'alive' })
-  const reasons = await until('acme/tiny preloaded', async () => {
-    // The reasons in full go to a key holder (a probe without the key is told only what kind of thing is wrong).
-    const res = await fetch(`${serve.address}/readyz`, { headers: { authorization: 'Bearer sekret' } })
-    const body = await res.json() as { status: string, reasons: string[] }
-    t.equal(res.status, 503, 'never ready while acme/ghost cannot load')
-    return body.reasons.some((r) => r.includes('acme/tiny')) ? null : body.reasons
-  }, 60_000)
-  t.same(reasons, ['preloading acme/ghost failed 1 time(s), trying again shortly: model "acme/ghost" not found, pull it first'], 'the one reason left, with the error')
-  const probe = await fetch(`${serve.address}/readyz`)
-  t.equal(probe.status, 503, 'a probe without the key: not ready as well')
-  t.same((await probe.json() as { reasons: string[] }).reasons, ['models named for preloading are not loaded yet (details with an API key)'], 'without the model\'s name or the error')
-  const ps = await (await fetch(`${serve.address}/api/ps`, { headers: { authorization: 'Bearer sekret' } })).json() as { models: Array<{ name: string, expires_at: string }> }
-  t.equal(ps.models.length, 1)
-  t.equal(ps.models[0]!.name, 'acme/tiny', 'the preloaded model is loaded before readiness stops naming it')
-  t.ok(Date.parse(ps.models[0]!.expires_at) > Date.now() + 50 * 365 * 24 * 3600_000, `and kept for good: expires_at ${ps.models[0]!.expires_at}`)
-  t.match(serve.output(), /preloading acme\/ghost failed: model \\"acme\/ghost\\" not found/, 'the failure is logged')
+// Each server below is fresh: its start (the preloads, readiness) is checked first, then its drain.
+
+t.test('a preload that fails keeps the server not ready; a drain past its timeout cuts the answer', async (t) => {
+  const key = { authorization: 'Bearer sekret' }
+  const serve = await serveWith(t, 'models:\n  acme/tiny: { preload: true }\n  acme/ghost: { preload: true }\nauth:\n  api_keys: [sekret]\nshutdown:\n  drain_timeout: 1s\n', 256 + 30_000)
+
+  await t.test('/livez and /readyz: ready only once the preloads are loaded; a preload that fails keeps it not ready, saying why', async (t) => {
+    const live = await fetch(`${serve.address}/livez`)
+    t.equal(live.status, 200, '/livez answers without a key')
+    t.same(await live.json(), { status: 'alive' })
+    const reasons = await until('acme/tiny preloaded', async () => {
+      // The reasons in full go to a key holder (a probe without the key is told only what kind of thing is wrong).
+      const res = await fetch(`${serve.address}/readyz`, { headers: key })
+      const body = await res.json() as { status: string, reasons: string[] }
+      t.equal(res.status, 503, 'never ready while acme/ghost cannot load')
+      return body.reasons.some((r) => r.includes('acme/tiny')) ? null : body.reasons
+    }, 60_000)
+    t.same(reasons, ['preloading acme/ghost failed 1 time(s), trying again shortly: model "acme/ghost" not found, pull it first'], 'the one reason left, with the error')
+    const probe = await fetch(`${serve.address}/readyz`)
+    t.equal(probe.status, 503, 'a probe without the key: not ready as well')
+    t.same((await probe.json() as { reasons: string[] }).reasons, ['models named for preloading are not loaded yet (details with an API key)'], 'without the model\'s name or the error')
+    const ps = await (await fetch(`${serve.address}/api/ps`, { headers: key })).json() as { models: Array<{ name: string, expires_at: string }> }
+    t.equal(ps.models.length, 1)
+    t.equal(ps.models[0]!.name, 'acme/tiny', 'the preloaded model is loaded before readiness stops naming it')
+    t.ok(Date.parse(ps.models[0]!.expires_at) > Date.now() + 50 * 365 * 24 * 3600_000, `and kept for good: expires_at ${ps.models[0]!.expires_at}`)
+    t.match(serve.output(), /preloading acme\/ghost failed: model \\"acme\/ghost\\" not found/, 'the failure is logged')
+  })
+
+  await t.test('a drain that runs past shutdown.drain_timeout cuts the answer with an error event; exit 0, nothing left', async (t) => {
+    const answer = await longAnswer(serve.address, 30_000, key)
+    const signalled = Date.now()
+    serve.child.kill('SIGTERM')
+    const events = await answer.all
+    t.ok(Date.now() - signalled < 15_000, `cut ${Date.now() - signalled} ms after SIGTERM`)
+    t.match(events.at(-1), { error: /shutting down/ }, 'the stream ends with an error event')
+    t.equal((await serve.exited).code, 0)
+    t.match(serve.output(), /drain timeout \(1 s\): cutting what is left/)
+    t.same(await processesWithMark(serve.mark), [], 'no llama-server left')
+  })
 })
 
-t.test('/readyz is ready once a preload with its own keep-alive is done', async (t) => {
-  const serve = await serveWith(t, 'models:\n  acme/tiny: { preload: true, keep_alive: 10m }\n')
-  await until('ready', async () => (await fetch(`${serve.address}/readyz`)).status === 200, 60_000)
-  t.same(await (await fetch(`${serve.address}/readyz`)).json(), { status: 'ready', reasons: [] })
-  const ps = await (await fetch(`${serve.address}/api/ps`)).json() as { models: Array<{ expires_at: string }> }
-  const left = Date.parse(ps.models[0]!.expires_at) - Date.now()
-  t.ok(left > 9 * 60_000 && left <= 10 * 60_000, `keep_alive 10m: expires in ${Math.round(left / 1000)} s`)
-})
-
-t.test('SIGTERM during a streamed answer: not ready at once, new work 503, the answer completes, exit 0, nothing left', async (t) => {
-  const serve = await serveWith(t, 'shutdown:\n  drain_timeout: 60s\n')
+t.test('a preload with its own keep-alive makes the server ready; SIGTERM then lets the answer under way complete', async (t) => {
   const tokens = 3000
-  const answer = await longAnswer(serve.address, tokens)
-  t.equal(answer.first.done, false, 'the answer is under way')
-  serve.child.kill('SIGTERM')
-  await until('draining', () => /draining: new work is refused/.test(serve.output()), 10_000)
+  const serve = await serveWith(t, 'models:\n  acme/tiny: { preload: true, keep_alive: 10m }\nshutdown:\n  drain_timeout: 60s\n', 256 + tokens)
 
-  const ready = await fetch(`${serve.address}/readyz`)
-  t.equal(ready.status, 503, '/readyz turns 503 at once')
-  t.same(await ready.json(), { status: 'not ready', reasons: ['draining: the server is shutting down'] })
-  t.equal((await fetch(`${serve.address}/livez`)).status, 200, '/livez still answers')
-  const refused = await chat(serve.address)
-  t.equal(refused.status, 503, 'a new answer is refused')
-  t.equal(refused.headers.get('retry-after'), '5', 'with Retry-After')
-  t.match(await refused.json(), { error: /shutting down and takes no new work/ })
-  const openai = await fetch(`${serve.address}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }] }) })
-  t.equal(openai.status, 503)
-  t.match(await openai.json(), { error: { code: 'draining' } }, 'in each surface\'s own error shape')
-  t.equal((await fetch(`${serve.address}/api/tags`)).status, 200, 'reading what is there still works')
+  await t.test('/readyz is ready once a preload with its own keep-alive is done', async (t) => {
+    await until('ready', async () => (await fetch(`${serve.address}/readyz`)).status === 200, 60_000)
+    t.same(await (await fetch(`${serve.address}/readyz`)).json(), { status: 'ready', reasons: [] })
+    const ps = await (await fetch(`${serve.address}/api/ps`)).json() as { models: Array<{ expires_at: string }> }
+    const left = Date.parse(ps.models[0]!.expires_at) - Date.now()
+    t.ok(left > 9 * 60_000 && left <= 10 * 60_000, `keep_alive 10m: expires in ${Math.round(left / 1000)} s`)
+  })
 
-  const events = await answer.all
-  const last = events.at(-1)!
-  t.notOk(events.some((e) => e.error), 'no error event')
-  t.equal(last.done, true, 'the answer ran to its end')
-  t.equal(last.eval_count, tokens, `all ${tokens} tokens`)
-  t.equal((await serve.exited).code, 0, 'exit code 0')
-  t.match(serve.output(), /drained: no request in flight/)
-  t.same(await processesWithMark(serve.mark), [], 'no llama-server left')
-})
+  await t.test('SIGTERM during a streamed answer: not ready at once, new work 503, the answer completes, exit 0, nothing left', async (t) => {
+    const answer = await longAnswer(serve.address, tokens)
+    t.equal(answer.first.done, false, 'the answer is under way')
+    serve.child.kill('SIGTERM')
+    await until('draining', () => /draining: new work is refused/.test(serve.output()), 10_000)
 
-t.test('a drain that runs past shutdown.drain_timeout cuts the answer with an error event; exit 0, nothing left', async (t) => {
-  const serve = await serveWith(t, 'shutdown:\n  drain_timeout: 1s\n')
-  const answer = await longAnswer(serve.address, 30_000)
-  const signalled = Date.now()
-  serve.child.kill('SIGTERM')
-  const events = await answer.all
-  t.ok(Date.now() - signalled < 15_000, `cut ${Date.now() - signalled} ms after SIGTERM`)
-  t.match(events.at(-1), { error: /shutting down/ }, 'the stream ends with an error event')
-  t.equal((await serve.exited).code, 0)
-  t.match(serve.output(), /drain timeout \(1 s\): cutting what is left/)
-  t.same(await processesWithMark(serve.mark), [], 'no llama-server left')
+    const ready = await fetch(`${serve.address}/readyz`)
+    t.equal(ready.status, 503, '/readyz turns 503 at once')
+    t.same(await ready.json(), { status: 'not ready', reasons: ['draining: the server is shutting down'] })
+    t.equal((await fetch(`${serve.address}/livez`)).status, 200, '/livez still answers')
+    const refused = await chat(serve.address)
+    t.equal(refused.status, 503, 'a new answer is refused')
+    t.equal(refused.headers.get('retry-after'), '5', 'with Retry-After')
+    t.match(await refused.json(), { error: /shutting down and takes no new work/ })
+    const openai = await fetch(`${serve.address}/v1/chat/completions`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }] }) })
+    t.equal(openai.status, 503)
+    t.match(await openai.json(), { error: { code: 'draining' } }, 'in each surface\'s own error shape')
+    t.equal((await fetch(`${serve.address}/api/tags`)).status, 200, 'reading what is there still works')
+
+    const events = await answer.all
+    const last = events.at(-1)!
+    t.notOk(events.some((e) => e.error), 'no error event')
+    t.equal(last.done, true, 'the answer ran to its end')
+    t.equal(last.eval_count, tokens, `all ${tokens} tokens`)
+    t.equal((await serve.exited).code, 0, 'exit code 0')
+    t.match(serve.output(), /drained: no request in flight/)
+    t.same(await processesWithMark(serve.mark), [], 'no llama-server left')
+  })
 })
 
 t.test('a second SIGTERM cuts the drain short', async (t) => {

@@ -169,35 +169,31 @@ t.test('LLAMAGATE_API_KEYS, LLAMAGATE_ORIGINS, LLAMAGATE_MAX_QUEUE; models under
   await stop(t, server)
 })
 
-t.test('HF_ENDPOINT and HF_TOKEN: a pull goes to that hub with that token; LLAMA_CPP_SRC names the converter\'s tree', async (t) => {
+// One server for both: the hub's variables and the flags that win over LLAMAGATE_PORT and LLAMAGATE_MODELS.
+t.test('HF_ENDPOINT and HF_TOKEN: a pull goes to that hub with that token; LLAMA_CPP_SRC names the converter\'s tree; flags win over the environment: --port over LLAMAGATE_PORT, --models over LLAMAGATE_MODELS', async (t) => {
+  const dir = await tempDir(t)
+  const [envModels, flagModels] = [join(dir, 'env-models'), join(dir, 'flag-models')]
+  const imported = await runCli(['import', 'acme/flagged', await tinyModel(t, 5), '--models', flagModels], { LLAMAGATE_HOME: dir })
+  t.equal(imported.code, 0, imported.stderr)
   const hub = await FakeHub.start()
   t.teardown(() => hub.close())
   hub.tokens.add('hf_from_env')
   hub.addRepo('acme/private-GGUF', { private: true, files: [{ path: 'private-Q4_K_M.gguf', content: await readFile(await tinyModel(t, 4)) }] })
   const src = await tempDir(t, 'llamagate-src-')
+  const [envPort, flagPort] = [await freePort(), await freePort()]
   const server = await serve(t, {
-    LLAMAGATE_HOME: await tempDir(t), LLAMAGATE_PORT: '0', HF_ENDPOINT: hub.url, HF_TOKEN: 'hf_from_env', LLAMA_CPP_SRC: src,
-  })
+    LLAMAGATE_HOME: dir, LLAMAGATE_PORT: String(envPort), LLAMAGATE_MODELS: envModels, HF_ENDPOINT: hub.url, HF_TOKEN: 'hf_from_env', LLAMA_CPP_SRC: src,
+  }, ['--port', String(flagPort), '--models', flagModels])
   const url = server.address
+  t.equal(url, `http://127.0.0.1:${flagPort}`, '--port wins')
+  t.same((await json(await get(`${url}/api/tags`))).models.map((m: Entry) => m.name), ['acme/flagged'], '--models wins')
   const pulled = await post(`${url}/api/pull`, { model: 'acme/private-GGUF', stream: false })
   t.equal(pulled.status, 200, 'a private repository pulls')
   t.same(await json(pulled), { status: 'success' })
   t.ok(hub.hubAuthorizations.includes('Bearer hf_from_env'), 'HF_ENDPOINT: the fake hub was asked; HF_TOKEN: with the token')
-  t.same((await json(await get(`${url}/api/tags`))).models.map((m: Entry) => m.name), ['acme/private-GGUF'])
+  t.same((await json(await get(`${url}/api/tags`))).models.map((m: Entry) => m.name).sort(), ['acme/flagged', 'acme/private-GGUF'], 'the pulled model beside the imported one')
   const status = await json(await get(`${url}/api/convert/status`))
   t.equal(status.llamaCppSrc, src, 'LLAMA_CPP_SRC: the converter\'s source tree')
   t.match(status.problems.join(' '), /has no convert_hf_to_gguf\.py/, 'and what is wrong with it')
-  await stop(t, server)
-})
-
-t.test('flags win over the environment: --port over LLAMAGATE_PORT, --models over LLAMAGATE_MODELS', async (t) => {
-  const dir = await tempDir(t)
-  const [envModels, flagModels] = [join(dir, 'env-models'), join(dir, 'flag-models')]
-  const imported = await runCli(['import', 'acme/flagged', await tinyModel(t, 5), '--models', flagModels], { LLAMAGATE_HOME: dir })
-  t.equal(imported.code, 0, imported.stderr)
-  const [envPort, flagPort] = [await freePort(), await freePort()]
-  const server = await serve(t, { LLAMAGATE_HOME: dir, LLAMAGATE_PORT: String(envPort), LLAMAGATE_MODELS: envModels }, ['--port', String(flagPort), '--models', flagModels])
-  t.equal(server.address, `http://127.0.0.1:${flagPort}`, '--port wins')
-  t.same((await json(await get(`${server.address}/api/tags`))).models.map((m: Entry) => m.name), ['acme/flagged'], '--models wins')
   await stop(t, server)
 })

@@ -96,30 +96,30 @@ async function chatWithDemo (t: Test, url: string): Promise<void> {
   t.ok(events.slice(0, -1).every((e) => typeof e.message?.content === 'string'), 'text fragments before it')
 }
 
-t.test('npm start on a fresh data folder: finds the runtime, offers the demo model, serves it; SIGTERM to npm leaves no process', async (t) => {
+// The second run starts on the folder the first one left: what a user does the next day.
+t.test('npm start twice on one data folder', async (t) => {
   const home = await freshHome(t)
-  const run = await npmStart(t, home)
-  t.match(run.output(), /\[runtime\] using llama\.cpp .*\(built\)/, 'prestart found the runtime under LLAMAGATE_HOME (no build)')
-  t.match(run.output(), /\[demo\] imported llamagate\/tiny-demo/, 'prestart imported the demo model')
-  t.equal((await fetch(`${run.address}/api/health`)).status, 200)
-  await chatWithDemo(t, run.address)
-  t.ok((await processesWithMark(run.mark)).length >= 3, 'npm, the gateway and its llama-server are running')
-  // What a service manager or `kill <pid>` does: SIGTERM to npm, the process that was started.
-  process.kill(run.child.pid!, 'SIGTERM')
-  const left = await survivors(run.mark, 30_000)
-  t.same(left, [], 'no process of npm start is left 30 s after SIGTERM to npm')
-})
 
-t.test('npm start again on the same folder: the demo model is kept, not imported again; Ctrl-C (SIGINT to the process group) stops everything', async (t) => {
-  const home = await freshHome(t)
-  const first = await npmStart(t, home)
-  process.kill(-first.child.pid!, 'SIGINT')
-  t.same(await survivors(first.mark, 30_000), [], 'the first run stopped')
-  const again = await npmStart(t, home)
-  t.notMatch(again.output(), /\[demo\] imported/, 'the second prestart imports nothing')
-  await chatWithDemo(t, again.address)
-  process.kill(-again.child.pid!, 'SIGINT')
-  t.same(await survivors(again.mark, 30_000), [], 'no process left after Ctrl-C')
-  const { code, signal } = await again.exited
-  t.ok(code === 0 || code === 130 || signal === 'SIGINT', `npm ended (${code ?? signal})`)
+  await t.test('npm start on a fresh data folder: finds the runtime, offers the demo model, serves it; SIGTERM to npm leaves no process', async (t) => {
+    const run = await npmStart(t, home)
+    t.match(run.output(), /\[runtime\] using llama\.cpp .*\(built\)/, 'prestart found the runtime under LLAMAGATE_HOME (no build)')
+    t.match(run.output(), /\[demo\] imported llamagate\/tiny-demo/, 'prestart imported the demo model')
+    t.equal((await fetch(`${run.address}/api/health`)).status, 200)
+    await chatWithDemo(t, run.address)
+    t.ok((await processesWithMark(run.mark)).length >= 3, 'npm, the gateway and its llama-server are running')
+    // What a service manager or `kill <pid>` does: SIGTERM to npm, the process that was started.
+    process.kill(run.child.pid!, 'SIGTERM')
+    const left = await survivors(run.mark, 30_000)
+    t.same(left, [], 'no process of npm start is left 30 s after SIGTERM to npm')
+  })
+
+  await t.test('npm start again on the same folder: the demo model is kept, not imported again; Ctrl-C (SIGINT to the process group) stops everything', async (t) => {
+    const again = await npmStart(t, home)
+    t.notMatch(again.output(), /\[demo\] imported/, 'the second prestart imports nothing')
+    await chatWithDemo(t, again.address)
+    process.kill(-again.child.pid!, 'SIGINT')
+    t.same(await survivors(again.mark, 30_000), [], 'no process left after Ctrl-C')
+    const { code, signal } = await again.exited
+    t.ok(code === 0 || code === 130 || signal === 'SIGINT', `npm ended (${code ?? signal})`)
+  })
 })

@@ -25,7 +25,12 @@ t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0
   }
 })
 
-t.test('serve: a server with a loaded model stops it on SIGTERM; no llama-server survives', async (t) => {
+// One server for two facts: SIGTERM stops its llama-server too, and what the caller exported stays out of it.
+t.test('serve: a server with a loaded model stops it on SIGTERM, no llama-server survives; what the caller exported (LLAMAGATE_*, HF_*) does not reach it', async (t) => {
+  const exported = { LLAMAGATE_API_KEYS: 'from-the-shell', LLAMAGATE_PORT: '1', LLAMAGATE_LOG_LEVEL: 'trace', HF_ENDPOINT: 'http://nowhere.invalid' }
+  const saved = Object.fromEntries(Object.keys(exported).map((name) => [name, process.env[name]]))
+  Object.assign(process.env, exported)
+  t.teardown(() => { for (const [name, value] of Object.entries(saved)) { if (value === undefined) delete process.env[name]; else process.env[name] = value } })
   const dir = await tempDir(t)
   const runtime = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file
@@ -34,9 +39,14 @@ t.test('serve: a server with a loaded model stops it on SIGTERM; no llama-server
   const imported = await runCli(['import', 'acme/tiny', model, '--config', config])
   t.equal(imported.code, 0, imported.stderr)
   t.match(imported.stdout, /imported acme\/tiny/)
-  const serve = await startServe(['--config', config])
+  const serve = await startServe(['--config', config], { LLAMAGATE_HOME: dir })
   t.teardown(() => { serve.child.kill('SIGKILL') })
   t.match(serve.output(), /runtime: cpu \(llama\.cpp /, 'the start line names the runtime')
+  const tags = await fetch(`${serve.address}/api/tags`)
+  t.equal(tags.status, 200, 'no API key is asked for: LLAMAGATE_API_KEYS stayed behind')
+  const environ = await readFile(`/proc/${serve.child.pid}/environ`, 'latin1')
+  for (const name of Object.keys(exported)) t.notMatch(environ, new RegExp(`(^|\0)${name}=`), `${name} is not in its environment`)
+  t.match(environ, /(^|\0)LLAMAGATE_HOME=/, 'what the test passes is')
   const res = await fetch(`${serve.address}/api/chat`, { method: 'POST', body: JSON.stringify({ model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 2 } }) })
   t.equal(res.status, 200)
   const running = await processesWithMark(serve.mark)
@@ -44,23 +54,6 @@ t.test('serve: a server with a loaded model stops it on SIGTERM; no llama-server
   serve.child.kill('SIGTERM')
   t.equal((await serve.exited).code, 0)
   t.same(await processesWithMark(serve.mark), [], 'no llama-server survives the gateway')
-})
-
-t.test('serve: what the caller exported (LLAMAGATE_*, HF_*) does not reach a server a test starts', async (t) => {
-  const exported = { LLAMAGATE_API_KEYS: 'from-the-shell', LLAMAGATE_PORT: '1', LLAMAGATE_LOG_LEVEL: 'trace', HF_ENDPOINT: 'http://nowhere.invalid' }
-  const saved = Object.fromEntries(Object.keys(exported).map((name) => [name, process.env[name]]))
-  Object.assign(process.env, exported)
-  t.teardown(() => { for (const [name, value] of Object.entries(saved)) { if (value === undefined) delete process.env[name]; else process.env[name] = value } })
-  const dir = await tempDir(t)
-  const serve = await startServe(['--port', '0', '--models', join(dir, 'models')], { LLAMAGATE_HOME: dir })
-  t.teardown(() => { serve.child.kill('SIGKILL') })
-  const tags = await fetch(`${serve.address}/api/tags`)
-  t.equal(tags.status, 200, 'no API key is asked for: LLAMAGATE_API_KEYS stayed behind')
-  const environ = await readFile(`/proc/${serve.child.pid}/environ`, 'latin1')
-  for (const name of Object.keys(exported)) t.notMatch(environ, new RegExp(`(^|\0)${name}=`), `${name} is not in its environment`)
-  t.match(environ, /(^|\0)LLAMAGATE_HOME=/, 'what the test passes is')
-  serve.child.kill('SIGTERM')
-  t.equal((await serve.exited).code, 0)
 })
 
 t.test('serve: a bad config file stops the start with a clear message, not a stack trace', async (t) => {

@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { freePort } from '../../../runtimes/process/free-port.js'
 import { build } from '../../helpers/app.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
-import { firstEvent, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { firstEvent, post, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 import { checkpoint, realConverter, skipUnlessReady } from '../convert/fixtures.js'
 
@@ -55,8 +55,12 @@ function has (samples: Sample[], name: string, labels: Record<string, string>): 
 
 const TINY = { model: 'acme/tiny' }
 
+// One gateway and llama-server for the two tests that take the defaults, the counting one first (it counts from a
+// fresh start). Closing an app stops every llama-server of the process: the tests with an app of their own come after.
+const tiny = sharedServer(() => serveTinyModels(t))
+
 t.test('requests, tokens and loads are counted, and the runtime\'s own series come with a model label', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   const before = await scrape(t, url)
   t.ok(has(before, 'llamagate_models_loaded', TINY) && value(before, 'llamagate_models_loaded', TINY) === 0, 'a stored model not loaded shows 0')
   t.ok(has(before, 'llamagate_requests_queued', TINY), 'and its queue, empty')
@@ -101,6 +105,22 @@ t.test('requests, tokens and loads are counted, and the runtime\'s own series co
   t.ok(after.filter((s) => s.name.startsWith('llamacpp:')).every((s) => s.labels.model === 'acme/tiny'), 'every llama-server series has the label')
 })
 
+t.test('a runtime that does not answer is left out and counted; the rest of /metrics still comes', async (t) => {
+  const { app, url } = await tiny()
+  await post(`${url}/api/generate`, { ...TINY, prompt: '' })
+  const pid = app.scheduler.snapshot()[0]!.pid!
+  process.kill(pid, 'SIGSTOP')
+  t.teardown(() => { try { process.kill(pid, 'SIGCONT') } catch {} })
+  const stopped = await scrape(t, url)
+  process.kill(pid, 'SIGCONT')
+  t.equal(value(stopped, 'llamagate_runtime_scrape_failures_total', TINY), 1, 'one failure counted')
+  t.notOk(stopped.some((s) => s.name.startsWith('llamacpp:')), 'no series from it')
+  t.notOk(has(stopped, 'llamagate_kv_cache_usage_ratio', TINY), 'its KV-cache use is unknown, not 0')
+  t.equal(value(stopped, 'llamagate_models_loaded', TINY), 1, 'the gateway\'s own metrics are all there')
+  const resumed = await scrape(t, url)
+  t.ok(has(resumed, 'llamacpp:prompt_tokens_total', TINY), 'back once it answers')
+})
+
 t.test('a streamed generation in progress: in flight, and its context in use', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 2048, num_parallel: 1 } })
   const controller = new AbortController()
@@ -114,22 +134,6 @@ t.test('a streamed generation in progress: in flight, and its context in use', a
   const ratio = value(during, 'llamagate_kv_cache_usage_ratio', TINY)
   t.ok(ratio > 0 && ratio < 1, `part of the context is held (${ratio})`)
   t.equal(value(during, 'llamacpp:requests_processing', { model: 'acme/tiny', purpose: 'generate' }), 1, 'llama-server says the same')
-})
-
-t.test('a runtime that does not answer is left out and counted; the rest of /metrics still comes', async (t) => {
-  const { app, url } = await serveTinyModels(t)
-  await post(`${url}/api/generate`, { ...TINY, prompt: '' })
-  const pid = app.scheduler.snapshot()[0]!.pid!
-  process.kill(pid, 'SIGSTOP')
-  t.teardown(() => { try { process.kill(pid, 'SIGCONT') } catch {} })
-  const stopped = await scrape(t, url)
-  process.kill(pid, 'SIGCONT')
-  t.equal(value(stopped, 'llamagate_runtime_scrape_failures_total', TINY), 1, 'one failure counted')
-  t.notOk(stopped.some((s) => s.name.startsWith('llamacpp:')), 'no series from it')
-  t.notOk(has(stopped, 'llamagate_kv_cache_usage_ratio', TINY), 'its KV-cache use is unknown, not 0')
-  t.equal(value(stopped, 'llamagate_models_loaded', TINY), 1, 'the gateway\'s own metrics are all there')
-  const resumed = await scrape(t, url)
-  t.ok(has(resumed, 'llamacpp:prompt_tokens_total', TINY), 'back once it answers')
 })
 
 t.test('with API keys, /metrics needs one like every other route', async (t) => {

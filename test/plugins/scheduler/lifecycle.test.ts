@@ -1,9 +1,9 @@
 import { getEventListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { isAlive } from '../../../core/process-alive.js'
-import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
+import { importLongContextModel, post, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 
 type Ps = { models: Array<Record<string, any>> }
@@ -13,13 +13,14 @@ const ps = async (url: string): Promise<Ps> => (await fetch(`${url}/api/ps`)).js
  * Counts the requests that asked the scheduler for a slot. Each is in the instance's line (given a slot at once, or
  * queued for one) a few microtasks later, before a request sent once the count has moved can reach the gateway.
  */
-function countArrivals (scheduler: FastifyInstance['scheduler']): () => number {
+function countArrivals (t: Test, scheduler: FastifyInstance['scheduler']): () => number {
   let arrived = 0
-  const acquire = scheduler.acquire.bind(scheduler)
+  const acquire = scheduler.acquire
   scheduler.acquire = (name, request) => {
     arrived++
-    return acquire(name, request)
+    return acquire.call(scheduler, name, request)
   }
+  t.teardown(() => { scheduler.acquire = acquire })
   return () => arrived
 }
 
@@ -46,10 +47,23 @@ async function firstEvent (res: Response): Promise<{ text: string, rest: () => P
   }
 }
 
+// One gateway per configuration, shared by the tests that need no fresh one, in an order where each finds its
+// server as it needs it. Closing an app stops every llama-server of the process: the tests on these come first,
+// those with an app of their own after them.
+const tiny = sharedServer(() => serveTinyModels(t))
+const longAnswers = sharedServer(() => serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 4096 } }))
+/** One slot and one queue place; acme/long is trained for a long context (its answers may run for minutes). */
+const oneSlot = sharedServer(async () => {
+  const server = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 1, num_ctx: 2048 }, limits: { queue_length: 1 } })
+  await importLongContextModel(t, server.app, 'acme/long')
+  return server
+})
+const roomForOne = sharedServer(() => serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 } }))
+
 t.test('16 concurrent streams on num_parallel 2 all complete, served in order of arrival', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 2 } })
+  const { app, url } = await tiny() // num_parallel 2
   await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [] }) // loaded before the race starts
-  const arrivals = countArrivals(app.scheduler)
+  const arrivals = countArrivals(t, app.scheduler)
   const firstTokenAt: number[] = []
   const runs = []
   for (let i = 0; i < 16; i++) {
@@ -78,7 +92,7 @@ t.test('16 concurrent streams on num_parallel 2 all complete, served in order of
 t.test('requests leave nothing on the instance they ran on: its signal has no listener once they are done', async (t) => {
   // Every lease follows the instance's signal (a stop or a crash ends the request); a model stays loaded for
   // weeks, so what a request hangs on that signal must come off when the request ends (core/linked-signal.ts).
-  const { app, url } = await serveTinyModels(t)
+  const { app, url } = await tiny()
   // A lease taken without a client signal of its own carries the instance's signal itself.
   const probe = await app.scheduler.acquire('acme/tiny')
   const instanceSignal = probe.signal
@@ -97,66 +111,8 @@ t.test('requests leave nothing on the instance they ran on: its signal has no li
   t.same(app.scheduler.snapshot().map((m) => m.state), ['loaded'], 'the one instance they all ran on is still loaded')
 })
 
-t.test('a full queue answers 503 with Retry-After', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_parallel: 1, num_ctx: 2048 }, limits: { queue_length: 1 } })
-  const long = { model: 'acme/tiny', messages: [{ role: 'user', content: 'long' }], options: { max_tokens: 1500 } }
-  const running = await post(`${url}/api/chat`, long)
-  const first = await firstEvent(running) // holds the only slot
-  const queued = post(`${url}/api/chat`, { ...long, options: { max_tokens: 2 } }) // waits in the one queue place
-  await until('the second request to wait in the queue', () => app.scheduler.snapshot()[0]?.queuedRequests === 1)
-  const refused = await post(`${url}/api/chat`, long)
-  t.equal(refused.status, 503)
-  t.equal(refused.headers.get('retry-after'), '1')
-  t.match((await refused.json() as { error: string }).error, /request queue for "acme\/tiny" is full/)
-  const refusedV1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] })
-  t.equal(refusedV1.status, 503)
-  t.equal((await refusedV1.json() as any).error.type, 'server_error')
-  await first.rest()
-  t.equal((await queued).status, 200, 'the queued request was served')
-})
-
-t.test('a client that disconnects frees its slot at once', async (t) => {
-  // llama-server checks for a gone client once a second (HTTP_POLLING_SECONDS) while it waits on a slot's
-  // results (1,040 ms was seen). The generation cut is of 8,000 tokens on a model whose training context lets
-  // it run (the default tiny model's 2,048 would end it after a few seconds): on one thread, a minute or more,
-  // each token dearer than the last. 10 s tells "freed at once" from "freed when it ended" on a loaded machine.
-  const { app, url } = await serveTinyModels(t, [], { default_options: { num_parallel: 1, num_ctx: 8192 } })
-  await importLongContextModel(t, app, 'acme/long')
-  const controller = new AbortController()
-  const res = await post(`${url}/api/chat`, { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 8000 } }, {}, controller.signal)
-  await firstEvent(res)
-  controller.abort()
-  const started = performance.now()
-  const next = await post(`${url}/api/chat`, { model: 'acme/long', messages: [{ role: 'user', content: 'next' }], options: { max_tokens: 3 } })
-  await firstEvent(next)
-  const waited = performance.now() - started
-  t.ok(waited < 10_000, `the next request started generating within 10 s (took ${Math.round(waited)} ms)`)
-})
-
-t.test('a runtime killed mid-stream ends the stream with an error event; the next request works', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 4096 } })
-  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4000 } })
-  const first = await firstEvent(res)
-  const pid = (await ps(url)).models[0]!.pid as number
-  process.kill(pid, 'SIGKILL')
-  const rest = await first.rest()
-  const last = JSON.parse(rest.trim().split('\n\n').at(-1)!.slice(6))
-  t.match(last.error, /runtime of model "acme\/tiny" was killed by SIGKILL/)
-  await until('the dead instance is dropped', async () => (await ps(url)).models.length === 0)
-  const next = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'again' }], options: { max_tokens: 3 } })
-  t.equal(next.status, 200)
-  t.equal((await next.json() as any).eval_count, 3)
-  const v1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: 'x' }], max_tokens: 4000 })
-  const firstV1 = await firstEvent(v1)
-  process.kill((await ps(url)).models[0]!.pid, 'SIGKILL')
-  const restV1 = firstV1.text + await firstV1.rest()
-  const lastV1 = JSON.parse(restV1.trim().split('\n\n').at(-1)!.slice(6))
-  t.match(lastV1.error.message, /killed by SIGKILL/, 'OpenAI shape on /v1')
-  t.notMatch(restV1, /\[DONE\]/)
-})
-
 t.test('keep_alive: 0 unloads after the request; 2 s unloads on time, not before', async (t) => {
-  const { url } = await serveTinyModels(t)
+  const { url } = await tiny()
   await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'a', stream: false, keep_alive: 0, options: { max_tokens: 2 } })
   await until('unloaded after keep_alive 0', async () => (await ps(url)).models.length === 0, 10_000)
   t.pass('keep_alive 0 unloaded the model')
@@ -180,8 +136,21 @@ t.test('keep_alive: 0 unloads after the request; 2 s unloads on time, not before
   t.pass('the process exited')
 })
 
+t.test('a request with another num_ctx gets a new instance once the old one drains', async (t) => {
+  const { url } = await tiny() // num_ctx 512
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 400 } })
+  const first = await firstEvent(res)
+  const oldPid = (await ps(url)).models[0]!.pid
+  const other = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'y' }], options: { num_ctx: 1024, max_tokens: 2 } })
+  t.equal(other.status, 200)
+  const rest = await first.rest()
+  t.match(rest, /"done":true/, 'the first request finished on its own instance, not cut')
+  await until('only the new instance is left', async () => (await ps(url)).models.length === 1 && (await ps(url)).models[0]!.pid !== oldPid)
+  t.equal((await ps(url)).models[0]!.context_length, 1024)
+})
+
 t.test('/api/stop during a stream ends it with an error event and unloads', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 4096 } })
+  const { url } = await longAnswers()
   const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4000 } })
   const first = await firstEvent(res)
   const pid = (await ps(url)).models[0]!.pid as number
@@ -197,32 +166,70 @@ t.test('/api/stop during a stream ends it with an error event and unloads', asyn
   t.equal(unknown.status, 404)
 })
 
-t.test('a request with another num_ctx gets a new instance once the old one drains', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 512 } })
-  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 400 } })
+t.test('a runtime killed mid-stream ends the stream with an error event; the next request works', async (t) => {
+  const { url } = await longAnswers()
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 4000 } })
   const first = await firstEvent(res)
-  const oldPid = (await ps(url)).models[0]!.pid
-  const other = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'y' }], options: { num_ctx: 1024, max_tokens: 2 } })
-  t.equal(other.status, 200)
+  const pid = (await ps(url)).models[0]!.pid as number
+  process.kill(pid, 'SIGKILL')
   const rest = await first.rest()
-  t.match(rest, /"done":true/, 'the first request finished on its own instance, not cut')
-  await until('only the new instance is left', async () => (await ps(url)).models.length === 1 && (await ps(url)).models[0]!.pid !== oldPid)
-  t.equal((await ps(url)).models[0]!.context_length, 1024)
+  const last = JSON.parse(rest.trim().split('\n\n').at(-1)!.slice(6))
+  t.match(last.error, /runtime of model "acme\/tiny" was killed by SIGKILL/)
+  await until('the dead instance is dropped', async () => (await ps(url)).models.length === 0)
+  const next = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'again' }], options: { max_tokens: 3 } })
+  t.equal(next.status, 200)
+  t.equal((await next.json() as any).eval_count, 3)
+  const v1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', stream: true, messages: [{ role: 'user', content: 'x' }], max_tokens: 4000 })
+  const firstV1 = await firstEvent(v1)
+  process.kill((await ps(url)).models[0]!.pid, 'SIGKILL')
+  const restV1 = firstV1.text + await firstV1.rest()
+  const lastV1 = JSON.parse(restV1.trim().split('\n\n').at(-1)!.slice(6))
+  t.match(lastV1.error.message, /killed by SIGKILL/, 'OpenAI shape on /v1')
+  t.notMatch(restV1, /\[DONE\]/)
 })
 
-t.test('a third model past max_loaded_models 2 evicts the least recently used idle one', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b', 'acme/c'], { limits: { max_loaded_models: 2 } })
-  for (const model of ['acme/a', 'acme/b']) await post(`${url}/api/chat`, { model, messages: [] })
-  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [{ role: 'user', content: 'use a again' }], options: { max_tokens: 2 } })
-  await post(`${url}/api/chat`, { model: 'acme/c', messages: [] })
-  const names = (await ps(url)).models.map((m) => m.name).sort()
-  t.same(names, ['acme/a', 'acme/c'], 'b, the least recently used, was unloaded')
+t.test('a full queue answers 503 with Retry-After', async (t) => {
+  const { app, url } = await oneSlot()
+  const long = { model: 'acme/tiny', messages: [{ role: 'user', content: 'long' }], options: { max_tokens: 1500 } }
+  const controller = new AbortController()
+  const running = await post(`${url}/api/chat`, long, {}, controller.signal)
+  await firstEvent(running) // holds the only slot
+  const queued = post(`${url}/api/chat`, { ...long, options: { max_tokens: 2 } }) // waits in the one queue place
+  await until('the second request to wait in the queue', () => app.scheduler.snapshot()[0]?.queuedRequests === 1)
+  const refused = await post(`${url}/api/chat`, long)
+  t.equal(refused.status, 503)
+  t.equal(refused.headers.get('retry-after'), '1')
+  t.match((await refused.json() as { error: string }).error, /request queue for "acme\/tiny" is full/)
+  const refusedV1 = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'x' }] })
+  t.equal(refusedV1.status, 503)
+  t.equal((await refusedV1.json() as any).error.type, 'server_error')
+  // Cut rather than read to its end: the slot frees either way.
+  controller.abort()
+  t.equal((await queued).status, 200, 'the queued request was served')
+})
+
+t.test('a client that disconnects frees its slot at once', async (t) => {
+  // llama-server checks for a gone client once a second (HTTP_POLLING_SECONDS) while it waits on a slot's
+  // results (1,040 ms was seen). The generation cut is of 8,000 tokens on a model whose training context lets
+  // it run (the default tiny model's 2,048 would end it after a few seconds): on one thread, a minute or more,
+  // each token dearer than the last. 10 s tells "freed at once" from "freed when it ended" on a loaded machine.
+  const { url } = await oneSlot()
+  const options = { num_ctx: 8192 }
+  const controller = new AbortController()
+  const res = await post(`${url}/api/chat`, { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], options: { ...options, max_tokens: 8000 } }, {}, controller.signal)
+  await firstEvent(res)
+  controller.abort()
+  const started = performance.now()
+  const next = await post(`${url}/api/chat`, { model: 'acme/long', messages: [{ role: 'user', content: 'next' }], options: { ...options, max_tokens: 3 } })
+  await firstEvent(next)
+  const waited = performance.now() - started
+  t.ok(waited < 10_000, `the next request started generating within 10 s (took ${Math.round(waited)} ms)`)
 })
 
 t.test('a switch at max_loaded_models evicts at once: no free-memory probe first, the idle runtime killed, not waited for', async (t) => {
   // On a GPU the free memory is an nvidia-smi run: tens of milliseconds on every switch, for an answer that
   // changes nothing when the model count alone says one must go.
-  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 } })
+  const { app, url } = await roomForOne()
   const order: string[] = []
   const freeMemory = app.runtimes.freeMemory.bind(app.runtimes)
   app.runtimes.freeMemory = async () => { order.push('free memory asked'); return freeMemory() }
@@ -235,6 +242,10 @@ t.test('a switch at max_loaded_models evicts at once: no free-memory probe first
     if (options.alias === 'acme/a') server.onExit((info) => exits.push(info.signal))
     return server
   }
+  t.teardown(() => {
+    app.runtimes.freeMemory = freeMemory
+    app.launcher.create = create
+  })
   await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [], options: { max_tokens: 1 } })
   order.length = 0
   t.equal((await post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 1 } })).status, 200)
@@ -244,14 +255,23 @@ t.test('a switch at max_loaded_models evicts at once: no free-memory probe first
 })
 
 t.test('a busy model is never cut to make room: the new load waits', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 }, default_options: { num_ctx: 4096 } })
-  const res = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'x' }], options: { max_tokens: 1500 } })
+  const { url } = await roomForOne()
+  const res = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'x' }], options: { num_ctx: 4096, max_tokens: 1500 } })
   const first = await firstEvent(res)
-  const waiting = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'y' }], options: { max_tokens: 2 } })
+  const waiting = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'y' }], options: { num_ctx: 4096, max_tokens: 2 } })
   const rest = await first.rest()
   t.match(rest, /"done":true/, 'the running generation finished')
   t.notMatch(rest, /"error"/)
   t.equal((await waiting).status, 200, 'the other model loaded after')
+})
+
+t.test('a third model past max_loaded_models 2 evicts the least recently used idle one', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b', 'acme/c'], { limits: { max_loaded_models: 2 } })
+  for (const model of ['acme/a', 'acme/b']) await post(`${url}/api/chat`, { model, messages: [] })
+  await post(`${url}/api/chat`, { model: 'acme/a', stream: false, messages: [{ role: 'user', content: 'use a again' }], options: { max_tokens: 2 } })
+  await post(`${url}/api/chat`, { model: 'acme/c', messages: [] })
+  const names = (await ps(url)).models.map((m) => m.name).sort()
+  t.same(names, ['acme/a', 'acme/c'], 'b, the least recently used, was unloaded')
 })
 
 t.test('a model that fails to start: 502 with the runtime\'s words, then a growing delay, not a tight loop', async (t) => {
