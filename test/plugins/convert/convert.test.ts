@@ -2,7 +2,8 @@
 // real llama-server loading what they made. Skipped, loudly, where the Python packages are missing; a failure
 // instead where LLAMAGATE_REQUIRE_CONVERTER=1 (CI).
 import { createHash } from 'node:crypto'
-import { readFile, stat } from 'node:fs/promises'
+import { existsSync } from 'node:fs'
+import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import t, { type Test } from 'tap'
@@ -10,11 +11,12 @@ import type { ConversionError } from '../../../core/errors.js'
 import type { ConvertProgress, MadeVariant } from '../../../plugins/convert/converter.js'
 import { LlamaServer } from '../../../runtimes/index.js'
 import { tempDir } from '../../helpers/app.js'
+import { once } from '../../helpers/once.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { until } from '../../helpers/until.js'
-import { checkpoint, fakePython, leftovers, markProcesses, realConverter, skipUnlessReady } from './fixtures.js'
+import { checkpoint, fakePython, leftovers, markProcesses, realConverter, sharedConverter, skipUnlessReady } from './fixtures.js'
 
-const skip = skipUnlessReady(t, await (await realConverter(t)).readiness())
+const skip = skipUnlessReady(t, await (await sharedConverter()).readiness())
 
 // llama.cpp's LLAMA_FTYPE numbers, as written in general.file_type.
 const FILE_TYPE: Record<string, number> = { f16: 1, q8_0: 7, q4_k_m: 15, q6_k: 18 }
@@ -45,11 +47,25 @@ function timed<T> (label: string, work: () => Promise<T>): Promise<T> {
   return work().finally(() => t.comment(`${label}: ${Math.round(performance.now() - started)} ms`))
 }
 
-t.test('f16: one converter run; the GGUF loads in llama-server', { skip }, async (t) => {
-  const conv = await realConverter(t)
+/**
+ * The real converter's f16 of a fresh checkpoint, made once: the first test checks it, and the tests about
+ * how runs are shared give out copies of it from a stand-in tool (they are not about the tool itself).
+ */
+const f16Run = once(async () => {
   const dir = await checkpoint(t)
   const events: ConvertProgress[] = []
-  const made = await timed('f16 conversion', () => conv.convert({ modelDir: dir, dtype: 'f16', onProgress: (e) => events.push(e) }))
+  const made = await timed('f16 conversion', async () => (await sharedConverter()).convert({ modelDir: dir, dtype: 'f16', onProgress: (e) => events.push(e) }))
+  return { dir, made, events }
+})
+
+/** A stand-in tool that writes the real f16 after `before` (sh), saying 100 % as the converter does. */
+async function copiesF16 (t: Test, before: string): Promise<string> {
+  const { made } = await f16Run()
+  return fakePython(t, `${before}\necho 'Writing: 100%|##########| 309k/309k' >&2\ncp ${made.file} "$OUT"`)
+}
+
+t.test('f16: one converter run; the GGUF loads in llama-server', { skip }, async (t) => {
+  const { dir, made, events } = await f16Run()
   await checkGguf(t, made, 'f16')
   t.same(events[0], { status: 'converting to gguf (f16)' })
   t.same(events.at(-1), { status: 'converting to gguf (f16)', completed: 100, total: 100 }, 'the converter\'s own progress, to 100 %')
@@ -59,7 +75,7 @@ t.test('f16: one converter run; the GGUF loads in llama-server', { skip }, async
 })
 
 t.test('q8_0: made by the converter directly, no f16 on the way', { skip }, async (t) => {
-  const conv = await realConverter(t)
+  const conv = await sharedConverter()
   const dir = await checkpoint(t)
   const events: ConvertProgress[] = []
   const made = await timed('q8_0 conversion', () => conv.convert({ modelDir: dir, dtype: 'q8_0', onProgress: (e) => events.push(e) }))
@@ -70,7 +86,7 @@ t.test('q8_0: made by the converter directly, no f16 on the way', { skip }, asyn
 })
 
 t.test('q4_k_m: the f16 first, then llama-quantize; a second type reuses the f16', { skip }, async (t) => {
-  const conv = await realConverter(t)
+  const conv = await sharedConverter()
   const dir = await checkpoint(t)
   const events: ConvertProgress[] = []
   const made = await timed('q4_k_m (f16 conversion + llama-quantize)', () => conv.ensureVariant({ modelDir: dir, dtype: 'q4_k_m', onProgress: (e) => events.push(e) }))
@@ -93,7 +109,7 @@ t.test('q4_k_m: the f16 first, then llama-quantize; a second type reuses the f16
 
 t.test('concurrent callers share one conversion; a made variant is reused', { skip }, async (t) => {
   const log = join(await tempDir(t), 'runs.log')
-  const counting = await fakePython(t, `echo run >> ${log}\nexec /usr/bin/python3 "$@"`)
+  const counting = await copiesF16(t, `echo run >> ${log}`)
   const conv = await realConverter(t, { python: counting })
   const dir = await checkpoint(t)
   const heard = new Map<number, number>()
@@ -108,14 +124,18 @@ t.test('concurrent callers share one conversion; a made variant is reused', { sk
 })
 
 t.test('one caller leaving does not stop the conversion for the others', { skip }, async (t) => {
-  const slow = await fakePython(t, 'sleep 1\nexec /usr/bin/python3 "$@"')
+  // The tool runs until the test lets it finish: the first caller leaves while it surely runs.
+  const gate = await tempDir(t)
+  const slow = await copiesF16(t, `touch ${gate}/started\nwhile [ ! -e ${gate}/go ]; do sleep 0.05; done`)
   const conv = await realConverter(t, { python: slow })
   const dir = await checkpoint(t)
   const leaving = new AbortController()
   const first = conv.ensureVariant({ modelDir: dir, dtype: 'f16', signal: leaving.signal })
   const second = conv.ensureVariant({ modelDir: dir, dtype: 'f16' })
-  setTimeout(() => leaving.abort(new Error('client went away')), 300)
+  await until('the tool to start', () => existsSync(join(gate, 'started')))
+  leaving.abort(new Error('client went away'))
   await t.rejects(first, { message: 'client went away' }, 'the one who left is answered at once')
+  await writeFile(join(gate, 'go'), '')
   await checkGguf(t, await second, 'f16')
 })
 

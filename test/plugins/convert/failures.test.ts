@@ -4,9 +4,11 @@ import { readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { ConversionError } from '../../../core/errors.js'
-import { checkpoint, fakePython, leftovers, markProcesses, realConverter, skipUnlessReady } from './fixtures.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
+import { checkpoint, fakePython, leftovers, markProcesses, realConverter, sharedConverter, skipUnlessReady } from './fixtures.js'
 
-const skip = skipUnlessReady(t, await (await realConverter(t)).readiness())
+const skip = skipUnlessReady(t, await (await sharedConverter()).readiness())
 
 async function failure (t: Test, run: Promise<unknown>): Promise<ConversionError> {
   const err = await t.rejects(run) as ConversionError
@@ -15,7 +17,7 @@ async function failure (t: Test, run: Promise<unknown>): Promise<ConversionError
 }
 
 t.test('an unsupported architecture: the converter\'s own words, 422; fixed, the same folder converts', { skip }, async (t) => {
-  const conv = await realConverter(t)
+  const conv = await sharedConverter()
   const dir = await checkpoint(t)
   const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'))
   await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, architectures: ['FrobnicatorForCausalLM'] }))
@@ -33,7 +35,7 @@ t.test('an unsupported architecture: the converter\'s own words, 422; fixed, the
 })
 
 t.test('a BPE tokenizer.json without transformers: the tool fails and says what it needs', { skip }, async (t) => {
-  const conv = await realConverter(t)
+  const conv = await sharedConverter()
   const readiness = await conv.readiness()
   const dir = await checkpoint(t)
   // Passes the checks before the tool (there is a tokenizer file) but has no SentencePiece model.
@@ -50,7 +52,7 @@ t.test('a BPE tokenizer.json without transformers: the tool fails and says what 
 
 t.test('a missing tokenizer and truncated weights are refused before the tool runs', { skip }, async (t) => {
   const survivors = markProcesses(t)
-  const log = join(await checkpoint(t), 'runs.log')
+  const log = join(await tempDir(t), 'runs.log')
   const counting = await fakePython(t, `echo run >> ${log}\nexec /usr/bin/python3 "$@"`)
   const conv = await realConverter(t, { python: counting })
 
@@ -105,7 +107,9 @@ t.test('llama-quantize failing: its words, no partial file; the f16 it started f
   const dir = await checkpoint(t)
   const quantize = join(dir, 'fake-quantize')
   await writeFile(quantize, '#!/bin/sh\necho "GGUF" > "$2"\necho "main: build = 1"\necho "llama_model_quantize: failed to quantize: unsupported tensor type" >&2\nexit 1\n', { mode: 0o755 })
-  const conv = await realConverter(t, { quantizePath: quantize })
+  // The f16 step is not what fails here: a stand-in writes a valid f16 GGUF of the tiny Llama.
+  const { file: f16 } = await writeTinyGguf({ file: join(await tempDir(t), 'f16.gguf'), dtype: 'f16' })
+  const conv = await realConverter(t, { quantizePath: quantize, python: await fakePython(t, `cp ${f16} "$OUT"`) })
   const err = await failure(t, conv.ensureVariant({ modelDir: dir, dtype: 'q5_k_m' }))
   t.equal(err.statusCode, 422)
   t.equal(err.message, 'llama-quantize (q5_k_m) failed (exit 1): llama_model_quantize: failed to quantize: unsupported tensor type')

@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { cp, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Test } from 'tap'
+import tap, { type Test } from 'tap'
 import { Converter, type ConverterOptions } from '../../../plugins/convert/converter.js'
 import type { ConverterReadiness } from '../../../plugins/convert/python-env.js'
 import { writeTinySafetensors } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
+import { once } from '../../helpers/once.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { processesWithMark } from '../../helpers/serve-process.js'
 
@@ -33,10 +34,18 @@ export async function realConverter (t: Test, overrides: Partial<ConverterOption
   })
 }
 
-/** A fresh copy of the tiny Llama SafeTensors checkpoint. */
+/**
+ * One real converter for the whole test file: its readiness check imports torch (about 2 s of CPU), and a
+ * converter remembers a ready answer, so the file pays for one check. Not for tests that close or cancel it.
+ */
+export const sharedConverter = once(() => realConverter(tap))
+
+const template = once(async () => (await writeTinySafetensors({ dir: await tempDir(tap) })).dir)
+
+/** A fresh copy of the tiny Llama SafeTensors checkpoint (generated once per test file, then copied). */
 export async function checkpoint (t: Test): Promise<string> {
   const dir = await tempDir(t)
-  await writeTinySafetensors({ dir })
+  await cp(await template(), dir, { recursive: true })
   return dir
 }
 
@@ -57,15 +66,28 @@ export function markProcesses (t: Test): () => Promise<number[]> {
   return async () => (await processesWithMark(mark)).filter((pid) => pid !== process.pid)
 }
 
+const SYSTEM_PYTHON = '/usr/bin/python3'
+
 /**
- * A stand-in interpreter: passes the import probe with the real Python, and for a conversion runs `body`
+ * What the stand-in answers to the import probe: the system Python's own answer, taken from the shared
+ * converter's check (so that each stand-in does not import torch again); where that Python is not the ready
+ * one, the probe runs it after all.
+ */
+async function probeAnswer (): Promise<string> {
+  const r = await (await sharedConverter()).readiness()
+  if (!r.ready || r.python !== SYSTEM_PYTHON) return `exec ${SYSTEM_PYTHON} "$@"`
+  return `echo '${JSON.stringify({ ok: true, papered: r.papered })}'; exit 0`
+}
+
+/**
+ * A stand-in interpreter: passes the import probe as the real Python does, and for a conversion runs `body`
  * (sh) with $OUT set to the --outfile argument.
  */
 export async function fakePython (t: Test, body: string): Promise<string> {
   const file = join(await tempDir(t), 'python')
   await writeFile(file, [
     '#!/bin/sh',
-    'case "$*" in *--probe*) exec /usr/bin/python3 "$@";; esac',
+    `case "$*" in *--probe*) ${await probeAnswer()};; esac`,
     'OUT=$(printf "%s\\n" "$@" | grep -A1 -x -- --outfile | tail -1)',
     body,
     '',

@@ -8,19 +8,21 @@ import t, { type Test } from 'tap'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { ndjsonEvents, post, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
-import { checkpoint, realConverter, skipUnlessReady } from './fixtures.js'
+import { checkpoint, skipUnlessReady } from './fixtures.js'
 
-const skip = skipUnlessReady(t, await (await realConverter(t)).readiness())
+// One fake hub and one gateway for the file (its converter checks the interpreter once): each test pulls a
+// repository of its own.
+const hub = await FakeHub.start()
+t.teardown(() => hub.close())
+const server = await serveTinyModels(t, [], { hub: { endpoint: hub.url } })
+const skip = skipUnlessReady(t, await server.app.converter.readiness())
 
-/** A fake hub serving the tiny SafeTensors checkpoint as `repo`, optionally spoiled first. */
-async function hubWith (t: Test, repo: string, spoil?: (dir: string) => Promise<void>): Promise<FakeHub> {
+/** Serves the tiny SafeTensors checkpoint from the fake hub as `repo`, optionally spoiled first. */
+async function addCheckpoint (t: Test, repo: string, spoil?: (dir: string) => Promise<void>): Promise<void> {
   const dir = await checkpoint(t)
   await spoil?.(dir)
-  const hub = await FakeHub.start()
-  t.teardown(() => hub.close())
   const files = await Promise.all((await readdir(dir)).map(async (f) => ({ path: f, content: await readFile(join(dir, f)), lfs: f.endsWith('.safetensors') || f === 'tokenizer.model' })))
   hub.addRepo(repo, { files })
-  return hub
 }
 
 async function pull (server: InferenceServer, body: object): Promise<Array<Record<string, unknown>>> {
@@ -33,9 +35,15 @@ async function chat (server: InferenceServer, model: string, options: object = {
   return { status: res.status, body: await res.json() as Record<string, unknown> }
 }
 
+t.test('GET /api/convert/status on the whole gateway: ready, with the runtime\'s llama-quantize', { skip }, async (t) => {
+  const status = await (await fetch(`${server.url}/api/convert/status`)).json() as Record<string, unknown>
+  t.equal(status.ready, true)
+  t.equal(status.quantize, join((await cpuRuntime()).binDir, 'llama-quantize'), 'the llama-quantize beside the test runtime\'s llama-server')
+  t.same(status.problems, [])
+})
+
 t.test('pull a SafeTensors model: converted to f16, listed with its variant, and it chats; q8_0 and q4_k_m on request', { skip }, async (t) => {
-  const hub = await hubWith(t, 'acme/tiny-hf')
-  const server = await serveTinyModels(t, [], { hub: { endpoint: hub.url } })
+  await addCheckpoint(t, 'acme/tiny-hf')
   const events = await pull(server, { model: 'acme/tiny-hf' })
   const statuses = events.map((e) => e.status)
   const converting = statuses.indexOf('converting to gguf (f16)')
@@ -64,8 +72,7 @@ t.test('pull a SafeTensors model: converted to f16, listed with its variant, and
 })
 
 t.test('a pull with options.dtype q4_k_m records the f16 it starts from, too', { skip }, async (t) => {
-  const hub = await hubWith(t, 'acme/tiny-q4')
-  const server = await serveTinyModels(t, [], { hub: { endpoint: hub.url } })
+  await addCheckpoint(t, 'acme/tiny-q4')
   const events = await pull(server, { model: 'acme/tiny-q4', options: { dtype: 'q4_k_m' } })
   const statuses = [...new Set(events.map((e) => e.status))]
   t.ok(statuses.indexOf('converting to gguf (f16)') < statuses.indexOf('quantizing q4_k_m'), 'f16 first, then llama-quantize')
@@ -75,11 +82,10 @@ t.test('a pull with options.dtype q4_k_m records the f16 it starts from, too', {
 })
 
 t.test('a failed conversion ends the pull with the tool\'s words; the model stays listed and converts later', { skip }, async (t) => {
-  const hub = await hubWith(t, 'acme/frob', async (dir) => {
+  await addCheckpoint(t, 'acme/frob', async (dir) => {
     const config = JSON.parse(await readFile(join(dir, 'config.json'), 'utf8'))
     await writeFile(join(dir, 'config.json'), JSON.stringify({ ...config, architectures: ['FrobnicatorForCausalLM'] }))
   })
-  const server = await serveTinyModels(t, [], { hub: { endpoint: hub.url } })
   const events = await pull(server, { model: 'acme/frob' })
   t.ok(events.some((e) => e.status === 'converting to gguf (f16)'))
   t.same(events.at(-1), { error: 'convert_hf_to_gguf.py (f16) failed (exit 1): Model FrobnicatorForCausalLM is not supported' })
@@ -98,12 +104,4 @@ t.test('a failed conversion ends the pull with the tool\'s words; the model stay
   const later = await chat(server, 'acme/frob')
   t.equal(later.status, 200, 'a later try converts and answers')
   t.same(server.app.store.get('acme/frob').manifest.variants.map((v) => v.dtype), ['f16'])
-})
-
-t.test('GET /api/convert/status on the whole gateway: ready, with the runtime\'s llama-quantize', { skip }, async (t) => {
-  const server = await serveTinyModels(t, [])
-  const status = await (await fetch(`${server.url}/api/convert/status`)).json() as Record<string, unknown>
-  t.equal(status.ready, true)
-  t.equal(status.quantize, join((await cpuRuntime()).binDir, 'llama-quantize'), 'the llama-quantize beside the test runtime\'s llama-server')
-  t.same(status.problems, [])
 })

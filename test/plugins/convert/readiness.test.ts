@@ -10,7 +10,7 @@ import { DEBIAN_PACKAGES } from '../../../plugins/convert/python-env.js'
 import { progressParser } from '../../../plugins/convert/tool-progress.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
-import { checkpoint, fakePython, realConverter, runtimeSource, skipUnlessReady } from './fixtures.js'
+import { checkpoint, fakePython, realConverter, runtimeSource, sharedConverter, skipUnlessReady } from './fixtures.js'
 
 t.test('a missing interpreter: not ready, with the apt command, and a conversion answers 503 saying so', async (t) => {
   const conv = await realConverter(t, { python: '/nonexistent/python3' })
@@ -44,7 +44,7 @@ t.test('no llama.cpp source tree: not ready, and says where one comes from', asy
 })
 
 t.test('the real interpreter on this machine', async (t) => {
-  const conv = await realConverter(t)
+  const conv = await sharedConverter()
   const r = await conv.readiness()
   if (skipUnlessReady(t, r)) return // a failure where the converter is required (CI), else a skip saying why
   t.equal(r.problems.length, 0, r.problems.join('; '))
@@ -59,7 +59,8 @@ t.test('the real interpreter on this machine', async (t) => {
 })
 
 t.test('no llama-quantize: f16 and q8_0 only; other types answer 503 before anything runs', async (t) => {
-  const conv = await realConverter(t, { quantizePath: null })
+  // A stand-in interpreter (it passes the probe as the real one does): no Python runs here.
+  const conv = await realConverter(t, { quantizePath: null, python: await fakePython(t, 'exit 1') })
   const r = await conv.readiness()
   t.match(r.problems.join('\n'), 'no llama-quantize')
   const model = await checkpoint(t)

@@ -6,6 +6,7 @@ import t, { type Test } from 'tap'
 import { writeTinyProjector } from '../../../scripts/realistic-projector.js'
 import { build, buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
+import { once } from '../../helpers/once.js'
 import { until } from '../../helpers/until.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 
@@ -13,6 +14,12 @@ import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
 function shaOf (fake: FakeHub, repo: string, path: string): string {
   return sha256(fake.repos.get(repo)!.files.find((f) => f.path === path)!.content)
 }
+
+/** The vision repository's two projectors, generated once for the file (each hub serves the same bytes). */
+const projectors = once(async () => {
+  const write = async (seed: number): Promise<Buffer> => readFile((await writeTinyProjector({ file: join(await tempDir(t), 'p.gguf'), textEmbd: 64, seed })).file)
+  return [await write(1), await write(2)] as const
+})
 
 async function hub (t: Test): Promise<FakeHub> {
   const fake = await FakeHub.start()
@@ -22,10 +29,10 @@ async function hub (t: Test): Promise<FakeHub> {
     { path: 'README.md', content: Buffer.from('# tiny'), lfs: false },
     { path: 'tiny-Q2_K.gguf', content: q2 }, { path: 'tiny-Q4_K_M.gguf', content: q4 }, { path: 'tiny-Q8_0.gguf', content: q8 },
   ] })
-  const projector = async (seed: number) => readFile((await writeTinyProjector({ file: join(await tempDir(t), 'p.gguf'), textEmbd: 64, seed })).file)
+  const [projector1, projector2] = await projectors()
   fake.addRepo('acme/vision-GGUF', { files: [
     { path: 'vision-Q4_K_M.gguf', content: q4 }, { path: 'vision-Q8_0.gguf', content: q8 },
-    { path: 'mmproj-vision-Q8_0.gguf', content: await projector(1) }, { path: 'mmproj-vision-F16.gguf', content: await projector(2) },
+    { path: 'mmproj-vision-Q8_0.gguf', content: projector1 }, { path: 'mmproj-vision-F16.gguf', content: projector2 },
   ] })
   fake.addRepo('acme/badproj-GGUF', { files: [{ path: 'b-Q4_K_M.gguf', content: q4 }, { path: 'mmproj-b-F16.gguf', content: q8 }] })
   fake.addRepo('acme/small-GGUF', { files: [{ path: 'tiny-Q6_K.gguf', content: q8 }, { path: 'tiny-Q2_K.gguf', content: q2 }] })

@@ -9,6 +9,7 @@ import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 import { FakeHub, sha256 } from '../../helpers/fake-hub.js'
+import { once } from '../../helpers/once.js'
 import { openPullStream, type PullStreamEvent } from '../../helpers/pull-stream.js'
 import { runCli, startServe, type ServeProcess } from '../../helpers/serve-process.js'
 import { tinyGgufBytes } from '../../helpers/tiny-gguf.js'
@@ -17,18 +18,10 @@ import { until } from '../../helpers/until.js'
 // Two gateway processes on one models folder (replicas on a shared volume): real `llamagate serve` processes,
 // one fake hub on loopback, real sockets. What each replica's clients see, and what lands on the disk.
 
-const MODEL = 'acme/tiny-GGUF'
+// Each test pulls a model of its own (its own bytes), so that the replicas can serve the whole file.
+const MODELS = { together: 'acme/tiny-GGUF', takeover: 'acme/takeover-GGUF', left: 'acme/left-GGUF' }
 const FILE = 'tiny-Q4_K_M.gguf'
-const WAITING = `waiting for another process pulling ${MODEL}`
 const WRITER = fileURLToPath(new URL('./writer-process.ts', import.meta.url))
-
-async function hub (t: Test): Promise<{ fake: FakeHub, content: Buffer }> {
-  const fake = await FakeHub.start()
-  t.teardown(() => fake.close())
-  const content = await tinyGgufBytes(t, 1)
-  fake.addRepo(MODEL, { files: [{ path: 'README.md', content: Buffer.from('# tiny'), lfs: false }, { path: FILE, content }] })
-  return { fake, content }
-}
 
 /** A `llamagate serve` of its own (its own home and port) on the shared models folder, pulling from the fake hub. */
 async function replica (t: Test, models: string, fake: FakeHub, env: NodeJS.ProcessEnv = {}): Promise<ServeProcess> {
@@ -44,13 +37,29 @@ async function tags (serve: ServeProcess): Promise<Array<{ name: string, digest:
   return ((await res.json()) as { models: Array<{ name: string, digest: string }> }).models
 }
 
-/** The fake hub and two replicas on one new models folder (they ask the hub nothing until a pull). */
-async function twoReplicas (t: Test, envB: NodeJS.ProcessEnv = {}) {
-  const { fake, content } = await hub(t)
+/**
+ * The fake hub and two replicas on one models folder, started once for the file: each `llamagate serve` costs
+ * seconds of CPU to start. The second logs at info: its access log says when a client left. A test that kills
+ * the first replica is followed only by tests that start a first replica of their own.
+ */
+const shared = once(async () => {
+  const fake = await FakeHub.start()
+  t.teardown(() => fake.close())
+  for (const [i, model] of Object.values(MODELS).entries()) {
+    const content = await tinyGgufBytes(t, i + 1)
+    fake.addRepo(model, { files: [{ path: 'README.md', content: Buffer.from('# tiny'), lfs: false }, { path: FILE, content }] })
+  }
   const models = await tempDir(t)
   const a = await replica(t, models, fake)
-  const b = await replica(t, models, fake, envB)
-  return { fake, content, sha: sha256(content), models, dir: join(models, 'acme', 'tiny-GGUF'), a, b }
+  const b = await replica(t, models, fake, { LLAMAGATE_LOG_LEVEL: 'info' })
+  return { fake, models, a, b }
+})
+
+/** The shared setup, with what a test needs to know of its own model. */
+async function twoReplicas (model: string) {
+  const { fake, models, a, b } = await shared()
+  const content = fake.repos.get(model)!.files.find((f) => f.path === FILE)!.content
+  return { fake, content, sha: sha256(content), models, dir: join(models, ...model.split('/')), a, b, model, waiting: `waiting for another process pulling ${model}` }
 }
 
 const lists = async (serve: ServeProcess, name: string): Promise<boolean> => (await tags(serve)).some((m) => m.name === name)
@@ -59,19 +68,19 @@ const lists = async (serve: ServeProcess, name: string): Promise<boolean> => (aw
 const fetchedNothing = (events: PullStreamEvent[]): boolean => events.filter((e) => e.digest !== undefined).every((e) => e.completed === e.total)
 
 t.test('two replicas pull one model at once: one download, one whole verified model, listed by both; a delete in one is seen by the other', async (t) => {
-  const { fake, content, sha, models, dir, a, b } = await twoReplicas(t)
+  const { fake, content, sha, models, dir, a, b, model, waiting } = await twoReplicas(MODELS.together)
   // A few seconds of download: the second pull finds the first one's lock and has to wait for it.
   fake.faults = { bytesPerSecond: Math.ceil(content.length / 2) }
 
-  const [pullA, pullB] = await Promise.all([openPullStream(a.address, MODEL), openPullStream(b.address, MODEL)])
+  const [pullA, pullB] = await Promise.all([openPullStream(a.address, model), openPullStream(b.address, model)])
   const [eventsA, eventsB] = await Promise.all([pullA.done, pullB.done])
   t.equal(pullA.status, 200)
   t.equal(pullB.status, 200)
   t.same(eventsA.at(-1), { status: 'success' }, 'the first replica\'s pull succeeds')
   t.same(eventsB.at(-1), { status: 'success' }, 'the second replica\'s pull succeeds')
-  t.same(eventsA[0], { status: `pulling ${MODEL}` })
-  t.same(eventsB[0], { status: `pulling ${MODEL}` })
-  const waited = [eventsA, eventsB].filter((events) => events.some((e) => e.status === WAITING))
+  t.same(eventsA[0], { status: `pulling ${model}` })
+  t.same(eventsB[0], { status: `pulling ${model}` })
+  const waited = [eventsA, eventsB].filter((events) => events.some((e) => e.status === waiting))
   t.equal(waited.length, 1, 'exactly one of the pulls said it was waiting for the other process')
   t.ok(waited[0] && fetchedNothing(waited[0]), 'and that one found the file whole: every progress event is complete')
   t.ok(waited[0]?.some((e) => e.digest === FILE && e.completed === content.length), 'it reported the file, whole')
@@ -86,21 +95,21 @@ t.test('two replicas pull one model at once: one download, one whole verified mo
   t.same(await readdir(join(models, '.llamagate', 'locks')), [], 'no lock is left behind')
 
   // The last commit (the waiter's) is the one both replicas list: the other hears of it through the change feed.
-  const digest = (await tags(b)).find((m) => m.name === MODEL)?.digest
+  const digest = (await tags(b)).find((m) => m.name === model)?.digest
   t.ok(digest, 'the second replica lists the model')
-  await until('both replicas to list the model with the same digest', async () => (await tags(a)).find((m) => m.name === MODEL)?.digest === (await tags(b)).find((m) => m.name === MODEL)?.digest, 10_000)
+  await until('both replicas to list the model with the same digest', async () => (await tags(a)).find((m) => m.name === model)?.digest === (await tags(b)).find((m) => m.name === model)?.digest, 10_000)
   t.pass('both list it, alike')
 
-  const deleted = await fetch(`${a.address}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model: MODEL }) })
+  const deleted = await fetch(`${a.address}/api/delete`, { method: 'DELETE', body: JSON.stringify({ model }) })
   t.equal(deleted.status, 200, 'deleted on the first replica')
-  t.notOk(await lists(a, MODEL), 'gone from the first replica at once')
-  await until('the second replica to stop listing the deleted model', async () => !await lists(b, MODEL), 10_000)
+  t.notOk(await lists(a, model), 'gone from the first replica at once')
+  await until('the second replica to stop listing the deleted model', async () => !await lists(b, model), 10_000)
   t.notOk(existsSync(dir), 'its folder is gone')
 
   // A pull on one replica, and an import by the CLI (a third process), show up on the other.
   fake.faults = {}
-  t.same((await (await openPullStream(a.address, MODEL)).done).at(-1), { status: 'success' })
-  await until('the second replica to list the model pulled by the first', () => lists(b, MODEL), 10_000)
+  t.same((await (await openPullStream(a.address, model)).done).at(-1), { status: 'success' })
+  await until('the second replica to list the model pulled by the first', () => lists(b, model), 10_000)
   const gguf = (await writeTinyGguf({ file: join(await tempDir(t), 'local.gguf'), seed: 2 })).file
   const imported = await runCli(['import', 'acme/local', gguf, '--models', models], { LLAMAGATE_HOME: await tempDir(t) })
   t.equal(imported.code, 0, imported.stderr)
@@ -109,18 +118,19 @@ t.test('two replicas pull one model at once: one download, one whole verified mo
 })
 
 t.test('the first puller is killed mid-download: the waiting replica takes over from its partial file and ends with a whole model', async (t) => {
-  const { fake, content, sha, models, dir, a, b } = await twoReplicas(t)
+  const { fake, content, sha, models, dir, a, b, model, waiting } = await twoReplicas(MODELS.takeover)
+  const rangesBefore = fake.cdnRanges.length
   // Slow enough that the first pull is still downloading when it is killed.
   fake.faults = { bytesPerSecond: Math.ceil(content.length / 20) }
   const partial = join(dir, `${FILE}.partial`)
 
-  const pullA = await openPullStream(a.address, MODEL)
+  const pullA = await openPullStream(a.address, model)
   // Its client sees the connection cut when it is killed.
   const endA = pullA.done.catch(() => null)
   await until('the first replica to have written part of the file', async () => existsSync(partial) && (await stat(partial)).size > 0)
-  const pullB = await openPullStream(b.address, MODEL)
+  const pullB = await openPullStream(b.address, model)
   t.equal(pullB.status, 200)
-  await until('the second replica to say it waits for the first', () => pullB.events.some((e) => e.status === WAITING))
+  await until('the second replica to say it waits for the first', () => pullB.events.some((e) => e.status === waiting))
   t.notOk(pullB.events.some((e) => e.digest !== undefined), 'it downloads nothing while it waits')
 
   a.child.kill('SIGKILL')
@@ -137,36 +147,40 @@ t.test('the first puller is killed mid-download: the waiting replica takes over 
 
   t.same((await readdir(dir)).sort(), ['manifest.json', FILE], 'one whole file, no partial one')
   t.equal(sha256(await readFile(join(dir, FILE))), sha, 'verified: the hub\'s SHA-256')
-  t.ok(await lists(b, MODEL), 'listed by the surviving replica')
-  t.ok(fake.cdnRanges.length > 0, `the takeover asked the CDN for the rest only (${fake.cdnRanges.join(', ')})`)
+  t.ok(await lists(b, model), 'listed by the surviving replica')
+  const ranges = fake.cdnRanges.slice(rangesBefore)
+  t.ok(ranges.length > 0, `the takeover asked the CDN for the rest only (${ranges.join(', ')})`)
   t.ok(fake.cdnBytes.get(sha)! < 2 * content.length, 'the file was not fetched twice over')
   t.same(await readdir(join(models, '.llamagate', 'locks')), [], 'no lock, no owner record left behind')
 })
 
 t.test('a client leaving while its pull waits for another replica: the wait is given up, nothing is held', async (t) => {
   // The second's access log says when it saw its client go.
-  const { fake, sha, models, dir, a, b } = await twoReplicas(t, { LLAMAGATE_LOG_LEVEL: 'info' })
+  // The shared first replica may be gone (killed by the test before): this one starts its own.
+  const { fake, sha, models, dir, b, model, waiting } = await twoReplicas(MODELS.left)
+  const a = await replica(t, models, fake)
+  const logBefore = b.output().length
   // The first replica's download stalls after a few bytes: its lock stays held for as long as the test wants.
   fake.faults = { stallAfterBytes: 1000 }
 
-  const pullA = await openPullStream(a.address, MODEL)
+  const pullA = await openPullStream(a.address, model)
   const endA = pullA.done.catch(() => null)
   const partial = join(dir, `${FILE}.partial`)
   await until('the first replica to hold the model', async () => existsSync(partial) && (await stat(partial)).size > 0)
   const leaving = new AbortController()
-  const pullB = await openPullStream(b.address, MODEL, leaving.signal)
-  await until('the second replica to wait', () => pullB.events.some((e) => e.status === WAITING))
+  const pullB = await openPullStream(b.address, model, leaving.signal)
+  await until('the second replica to wait', () => pullB.events.some((e) => e.status === waiting))
   leaving.abort()
   await pullB.done
-  await until('the second replica to see its client go', () => /"path":"\/api\/pull".*"clientGone":true/.test(b.output()))
-  const owner = JSON.parse(await readFile(join(models, '.llamagate', 'locks', 'acme@tiny-gguf.owner'), 'utf8')) as { pid: number }
+  await until('the second replica to see its client go', () => /"path":"\/api\/pull".*"clientGone":true/.test(b.output().slice(logBefore)))
+  const owner = JSON.parse(await readFile(join(models, '.llamagate', 'locks', 'acme@left-gguf.owner'), 'utf8')) as { pid: number }
   t.equal(owner.pid, a.child.pid, 'the lock is still the first replica\'s')
 
   // A wait that went on after its client left would hold the next pull back (it would wait for the abandoned job
   // to end, saying nothing). The next pull starts afresh and says at once that it waits.
-  const next = await openPullStream(b.address, MODEL)
-  await until('a new pull on the second replica to say it waits', () => next.events.some((e) => e.status === WAITING), 10_000)
-  t.same(next.events[0], { status: `pulling ${MODEL}` }, 'a fresh pull: its own first event')
+  const next = await openPullStream(b.address, model)
+  await until('a new pull on the second replica to say it waits', () => next.events.some((e) => e.status === waiting), 10_000)
+  t.same(next.events[0], { status: `pulling ${model}` }, 'a fresh pull: its own first event')
   a.child.kill('SIGKILL')
   await a.exited
   await endA
