@@ -53,8 +53,15 @@ const median = (values: number[]): number | null => {
  * Medians, so that a moment (a round of idle connections let go and opened again) does not decide it. RSS may
  * grow 10% (25% on a run under 6 minutes, which ends before the heap has settled); descriptors 10 or 10%.
  */
+const MIN_JUDGED_ATTACK_S = 60
+
+const verdict = (flat: boolean | null): string => flat === null ? 'not judged' : flat ? 'flat' : 'NOT FLAT'
+
 export function flatness (samples: ResourceSample[], attack: HostileInput['attack']) {
   const length = attack.deadlineS - attack.startS
+  // Two windows of 5 s that do not overlap, after the heap has sized itself: a shorter attack (a smoke run's few
+  // seconds) is sampled and reported, not judged.
+  const judged = length >= MIN_JUDGED_ATTACK_S
   const window = Math.max(length / 10, 5)
   const earlyFrom = attack.startS + length / 5
   const early = samples.filter((s) => s.t >= earlyFrom && s.t <= earlyFrom + window)
@@ -64,14 +71,16 @@ export function flatness (samples: ResourceSample[], attack: HostileInput['attac
   const of = (key: 'rssMiB' | 'fds', tolerance: (early: number) => number) => {
     const e = median(early.map((s) => s[key]))
     const l = median(last.map((s) => s[key]))
-    const flat = e !== null && l !== null && l <= e + tolerance(e)
+    const flat = judged ? e !== null && l !== null && l <= e + tolerance(e) : null
     return {
       first: during[0] ? round(during[0][key]) : null, last: during.at(-1) ? round(during.at(-1)![key]) : null, max: during.length > 0 ? round(Math.max(...during.map((s) => s[key]))) : null,
       early_median: e === null ? null : round(e), last_median: l === null ? null : round(l), allowed_growth: e === null ? null : round(tolerance(e)), flat,
     }
   }
   return {
-    rule: `median of the last ${round(window)} s before the deadline vs the median of ${round(window)} s from ${round(length / 5)} s into the attack; RSS +${rssTolerance * 100}%, descriptors +max(10, 10%)`,
+    rule: judged
+      ? `median of the last ${round(window)} s before the deadline vs the median of ${round(window)} s from ${round(length / 5)} s into the attack; RSS +${rssTolerance * 100}%, descriptors +max(10, 10%)`
+      : `not judged: the attack lasted ${round(length)} s, under ${MIN_JUDGED_ATTACK_S} s`,
     samples: during.length,
     rss_mib: of('rssMiB', (e) => e * rssTolerance),
     fds: of('fds', (e) => Math.max(10, e * 0.1)),
@@ -101,8 +110,8 @@ export function buildHostileSection (input: HostileInput) {
   const during = latency(underAttack)
   const ratio = (a: number | null, b: number | null): number | null => a === null || b === null || a === 0 ? null : round(b / a, 2)
   const resources = flatness(input.samples, attack)
-  if (!resources.rss_mib.flat) problems.push(`RSS not flat under attack: median ${resources.rss_mib.early_median} MiB early, ${resources.rss_mib.last_median} MiB at the end (allowed +${resources.rss_mib.allowed_growth})`)
-  if (!resources.fds.flat) problems.push(`descriptors not flat under attack: median ${resources.fds.early_median} early, ${resources.fds.last_median} at the end (allowed +${resources.fds.allowed_growth})`)
+  if (resources.rss_mib.flat === false) problems.push(`RSS not flat under attack: median ${resources.rss_mib.early_median} MiB early, ${resources.rss_mib.last_median} MiB at the end (allowed +${resources.rss_mib.allowed_growth})`)
+  if (resources.fds.flat === false) problems.push(`descriptors not flat under attack: median ${resources.fds.early_median} early, ${resources.fds.last_median} at the end (allowed +${resources.fds.allowed_growth})`)
   const blobs = {
     bound: input.blobBound,
     max_files: Math.max(0, ...input.blobSamples.map((s) => s.files)),
@@ -157,8 +166,8 @@ export function printHostile (h: HostileSection, say: (line?: string) => void): 
   const c = h.cpu_percent_of_a_core
   say(`  CPU (% of one of the machine's cores): gateway ${c.gateway.baseline} before, ${c.gateway.under_attack} under attack; the soak's own clients ${c.soak.baseline} before, ${c.soak.under_attack} under attack`)
   const r = h.resources
-  say(`gateway under attack (${r.samples} samples): RSS first ${r.rss_mib.first}, last ${r.rss_mib.last}, max ${r.rss_mib.max} MiB; median ${r.rss_mib.early_median} early → ${r.rss_mib.last_median} at the end: ${r.rss_mib.flat ? 'flat' : 'NOT FLAT'}`)
-  say(`  descriptors first ${r.fds.first}, last ${r.fds.last}, max ${r.fds.max}; median ${r.fds.early_median} early → ${r.fds.last_median} at the end: ${r.fds.flat ? 'flat' : 'NOT FLAT'}`)
+  say(`gateway under attack (${r.samples} samples): RSS first ${r.rss_mib.first}, last ${r.rss_mib.last}, max ${r.rss_mib.max} MiB; median ${r.rss_mib.early_median} early → ${r.rss_mib.last_median} at the end: ${verdict(r.rss_mib.flat)}`)
+  say(`  descriptors first ${r.fds.first}, last ${r.fds.last}, max ${r.fds.max}; median ${r.fds.early_median} early → ${r.fds.last_median} at the end: ${verdict(r.fds.flat)}`)
   say(`  rule: ${r.rule}`)
   say(`blobs folder: at most ${h.blobs.max_files} blobs (bound ${h.blobs.bound}, ${h.blobs.max_mib} MiB) and ${h.blobs.max_partials} partial upload(s) at once; at the end ${h.blobs.at_end.files} and ${h.blobs.at_end.partials}`)
 }

@@ -123,15 +123,19 @@ t.test('npm run soak --hostile, 10 s: every normal request answered, every attac
   t.ok(h.attackers.slow_body.ms['cut at body_timeout, nothing answered'].min >= 1800, 'cut no sooner than limits.body_timeout')
   t.ok(h.attackers.non_reader.ms['200, cut at stream_stall_timeout without its last event'].min >= 2000, 'non-readers cut no sooner than the stall limit')
   t.ok(h.attackers.blob_flood.answers['201'] >= 1 && h.attackers.blob_flood.answers['200'] >= 1, 'blobs uploaded and deleted')
-  t.equal(h.attackers.idle_connections.attempts, 20, 'a round of 20 idle connections')
+  const idle = h.attackers.idle_connections.attempts
+  t.ok(idle >= 20 && idle % 20 === 0, `rounds of 20 idle connections (${idle}: a round ends at header_timeout, 2 s here)`)
   t.same(h.unexpected, [])
 
   t.ok(h.resources.samples > 3, `${h.resources.samples} samples under the attack`)
   for (const key of ['rss_mib', 'fds']) {
     const r = h.resources[key]
     t.ok(r.first > 0 && r.max >= r.first && r.max >= r.last, `${key}: first ${r.first}, last ${r.last}, max ${r.max}`)
-    t.equal(r.flat, true, `${key}: flat (median ${r.early_median} early, ${r.last_median} at the end)`)
+    // Two seconds of attack are sampled, not judged (the 10-minute run is: docs/reliability.md).
+    t.equal(r.flat, null, `${key}: not judged on a ${h.resources.rule.match(/lasted (\S+) s/)?.[1]} s attack`)
   }
+  t.match(h.resources.rule, /^not judged: the attack lasted [\d.]+ s, under 60 s$/)
+  t.match(output, /descriptors first \d+, last \d+, max \d+; median [\d.]+ early → [\d.]+ at the end: not judged/)
   t.ok(h.blobs.max_files <= h.blobs.bound, `at most ${h.blobs.max_files} blobs at once (bound ${h.blobs.bound})`)
   t.same(h.blobs.at_end, { files: 0, partials: 0 }, 'no blob or partial upload left')
   t.same(h.blobs.partial_model_files_at_end, [])
