@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
-import { createWriteStream } from 'node:fs'
+import { createWriteStream, type Stats } from 'node:fs'
 import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
@@ -115,17 +115,10 @@ export class BlobStore {
     }
   }
 
-  /**
-   * Bytes of the whole blobs no model is made from: a model made from a blob shares its bytes through a hard
-   * link, so only a blob with one link holds bytes of its own.
-   */
+  /** Bytes of the whole blobs no model is made from. */
   async unusedBytes (): Promise<number> {
     let total = 0
-    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
-      if (!BLOB_NAME.test(name)) continue
-      const info = await stat(join(this.dir, name)).catch(() => null)
-      if (info !== null && info.isFile() && info.nlink === 1) total += info.size
-    }
+    for await (const { info } of this.unusedBlobs()) total += info.size
     return total
   }
 
@@ -143,13 +136,24 @@ export class BlobStore {
    */
   async reclaim (unusedMs: number, now = Date.now()): Promise<string[]> {
     const removed: string[] = []
-    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
-      if (!BLOB_NAME.test(name)) continue
-      const info = await stat(join(this.dir, name)).catch(() => null)
-      if (info === null || !info.isFile() || info.nlink > 1 || now - info.ctimeMs < unusedMs) continue
-      await rm(join(this.dir, name), { force: true })
+    for await (const { name, path, info } of this.unusedBlobs()) {
+      if (now - info.ctimeMs < unusedMs) continue
+      await rm(path, { force: true })
       removed.push(name.replace('-', ':'))
     }
     return removed
+  }
+
+  /**
+   * The whole blobs no model is made from: a model made from a blob shares its bytes through a hard link, so only
+   * a blob with one link holds bytes of its own.
+   */
+  private async * unusedBlobs (): AsyncGenerator<{ name: string, path: string, info: Stats }> {
+    for (const name of await readdir(this.dir).catch(() => [] as string[])) {
+      if (!BLOB_NAME.test(name)) continue
+      const path = join(this.dir, name)
+      const info = await stat(path).catch(() => null)
+      if (info !== null && info.isFile() && info.nlink === 1) yield { name, path, info }
+    }
   }
 }
