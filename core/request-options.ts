@@ -102,8 +102,8 @@ export function resolveOptions (layers: OptionLayers): ResolvedOptions {
   // More threads than CPUs only slows llama-server, and started that many (1,036 for num_thread 1024): a client's
   // own ask is held to the machine; config's is the admin's to choose.
   const threads = loadRequested.num_thread
-  if (typeof threads === 'number' && threads > availableParallelism()) {
-    const cpus = availableParallelism()
+  const cpus = availableParallelism()
+  if (typeof threads === 'number' && threads > cpus) {
     throw new BadRequestError(`options num_thread ${threads}: this machine has ${cpus} CPUs, so at most ${cpus}`, 'invalid_option')
   }
   const unknown = Object.keys(layers.request ?? {}).filter((key) => !KNOWN_KEYS.has(key))

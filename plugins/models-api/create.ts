@@ -28,14 +28,15 @@ const CreateBody = ModelOrName({
 // llama-server renders Jinja chat templates; Ollama's Go templates (`{{ .Prompt }}`) would render as text.
 const GO_TEMPLATE = /\{\{-?\s*(\.|(if|range|with)\s+\.)/
 
+// llama-server gets a template as one argument, which Linux caps at 128 KiB; real chat templates are a few KiB.
+const MAX_TEMPLATE_BYTES = 64 * 1024
+
 /**
  * `POST /api/create`: a model from a local one (`from`) or from uploaded GGUF blobs (`files`), with its own
  * system prompt, default options and chat template, optionally quantized; streamed status as Ollama's clients
  * read it, or one answer. Everything is checked before the answer starts, so that a bad request gets its
  * real status rather than an error event in a 200 stream.
  */
-const MAX_TEMPLATE_BYTES = 64 * 1024
-
 const create: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/create', { schema: { body: CreateBody } }, async (request, reply) => {
     const body = request.body
@@ -47,8 +48,7 @@ const create: FastifyPluginAsyncTypebox = async (app) => {
     if (body.template !== undefined && GO_TEMPLATE.test(body.template)) {
       throw new BadRequestError('"template" is an Ollama (Go) template; llamagate passes templates to llama-server, which reads Jinja chat templates (the GGUF\'s tokenizer.chat_template format)', 'unsupported_template')
     }
-    // llama-server gets the template as one argument, and Linux caps one at 128 KiB: a larger one left a model that
-    // could never start ("Argument list too long"). Real chat templates are a few KiB.
+    // A larger one left a model that could never start ("Argument list too long").
     if (body.template !== undefined && Buffer.byteLength(body.template) > MAX_TEMPLATE_BYTES) {
       throw new BadRequestError(`"template" is ${Math.ceil(Buffer.byteLength(body.template) / 1024)} KiB: at most ${MAX_TEMPLATE_BYTES / 1024} KiB`, 'template_too_large')
     }
