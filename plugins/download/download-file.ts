@@ -5,8 +5,8 @@ import { dirname, join } from 'node:path'
 import { GatewayError } from '../../core/errors.js'
 import { discard, type HubClient, type HubFile } from './hub-client.js'
 import { PrivateRedirectError } from './hub-redirects.js'
-import { ParallelHash } from './parallel-hash.js'
 import { MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
+import { hashFor, type StreamHash } from './stream-hash.js'
 
 const SYNC_EVERY = 64 << 20
 
@@ -33,7 +33,7 @@ export interface DownloadFileOptions {
   onRetry?: (reason: string) => void
 }
 
-async function hashExisting (path: string, bytes: number, hash: ParallelHash, blob: Hash | null): Promise<void> {
+async function hashExisting (path: string, bytes: number, hash: StreamHash, blob: Hash | null): Promise<void> {
   if (bytes === 0) return
   for await (const chunk of createReadStream(path, { start: 0, end: bytes - 1, highWaterMark: 1 << 20 })) {
     blob?.update(chunk as Buffer)
@@ -71,7 +71,7 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
     await rm(partial, { force: true })
     await writeFile(sidecar, JSON.stringify(expected))
   }
-  const hash = new ParallelHash()
+  const hash = hashFor(file.size)
   try {
     return await download(opts, hash, offset)
   } finally {
@@ -79,8 +79,8 @@ export async function downloadFile (opts: DownloadFileOptions): Promise<void> {
   }
 }
 
-/** The download proper, from `offset` (what a partial file already holds), hashing on `hash`'s thread. */
-async function download (opts: DownloadFileOptions, hash: ParallelHash, offset: number): Promise<void> {
+/** The download proper, from `offset` (what a partial file already holds), hashing as it goes. */
+async function download (opts: DownloadFileOptions, hash: StreamHash, offset: number): Promise<void> {
   const { client, repo, commit, file, dir, signal, onProgress } = opts
   const target = join(dir, file.path)
   const partial = `${target}.partial`
