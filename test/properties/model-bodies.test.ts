@@ -13,7 +13,7 @@ import {
 // with a hostile value at any depth, and leave the status routes answering; many are valid and really copy,
 // create (from a model or from uploaded blobs), import, quantize and delete models on a temporary folder, or
 // pull from an empty hub on loopback. Then random sequences of them: whatever a client did, every model
-// /api/tags lists can be shown. (The blob upload's own bodies are in malformed-bodies.test.ts.)
+// /api/tags lists can be shown. (The blob upload's own bodies are in malformed-bodies.case.ts.)
 
 const sha256 = (data: Buffer): string => createHash('sha256').update(data).digest('hex')
 

@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { healthStatus } from '../../../runtimes/process/health-probe.js'
 import { tempDir } from '../../helpers/app.js'
 
-// llama-server itself answers the probe in the supervisor's tests (test/runtimes/process/llama-server.test.ts); these
+// llama-server itself answers the probe in the supervisor's tests (test/runtimes/process/llama-server.case.ts); these
 // servers give the answers it does not give on demand: partial, slow, none, not HTTP.
 async function listen (t: Test, onConnection: (socket: Socket, request: () => string) => void, path?: string): Promise<{ port: number, server: Server }> {
   const server = createServer((socket) => {

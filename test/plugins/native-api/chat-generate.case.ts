@@ -109,8 +109,8 @@ t.test('empty messages / prompt load the model; with keep_alive 0 they unload it
 t.test('format: a JSON schema constrains the answer to it (the runtime\'s json_schema)', async (t) => {
   // Through /completion (raw) only: the tiny model's home-made template is no chat format llama-server knows,
   // so what a chat with `format` does on it is llama-server's business, not the gateway's. The chat path is
-  // checked on a real template (tools-and-format.test.ts), and a runtime's refusal reaching the client with
-  // its words on the stream relays (openai-api/stream-relay.test.ts, anthropic-api/messages.test.ts).
+  // checked on a real template (tools-and-format.case.ts), and a runtime's refusal reaching the client with
+  // its words on the stream relays (openai-api/stream-relay.case.ts, anthropic-api/messages.case.ts).
   const { url } = await tiny()
   const schema = { type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false }
   const generated = await post(`${url}/api/generate`, { model: 'acme/tiny', stream: false, raw: true, format: schema, prompt: 'x', options: { max_tokens: 64, ignore_eos: false } })

@@ -3,6 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 import ts from 'typescript'
 import { PACKAGE_ROOT } from '../../core/paths.js'
+import { caseFiles } from '../helpers/cases.js'
 
 // The house's floors, read from the code's own imports so that they cannot come back unseen: core/ is the ground
 // floor and imports nothing from plugins/ or runtimes/ (the plugins hand it what it needs through plugins/builtin.json
@@ -62,4 +63,14 @@ t.test('the checker sees what it is meant to see', async (t) => {
   const text = "import a from '../plugins/x/a.js'\nimport type { B } from '../runtimes/b.js'\nexport * from './c.js'\nconst d = await import('../plugins/d.js')\n"
   const { importedFiles } = ts.preProcessFile(text, true, true)
   t.same(importedFiles.map((i) => resolve(dirname(probe), i.fileName)).map(rel), ['plugins/x/a.js', 'runtimes/b.js', 'core/c.js', 'plugins/d.js'])
+})
+
+t.test('every *.case.ts runs: its folder has a cases.test.ts that runs the folder\'s cases', async (t) => {
+  const folders = (dir: string): string[] => [dir, ...readdirSync(dir).map((n) => join(dir, n)).filter((p) => statSync(p).isDirectory()).flatMap(folders)]
+  const withCases = folders(join(PACKAGE_ROOT, 'test')).filter((dir) => caseFiles(dir).length > 0)
+  t.ok(withCases.length > 1, `${withCases.length} folders hold cases`)
+  const unrun = withCases.filter((dir) => {
+    try { return !readFileSync(join(dir, 'cases.test.ts'), 'utf8').includes('await runCases(import.meta.url)') } catch { return true }
+  })
+  t.same(unrun.map(rel), [], 'no folder\'s cases are left out of the run')
 })
