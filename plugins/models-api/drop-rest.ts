@@ -7,7 +7,8 @@ import type { IncomingMessage } from 'node:http'
  */
 export function dropRest (request: IncomingMessage, lingerMs: number): void {
   if (request.complete) return
-  const timer = setTimeout(() => { request.socket.destroy() }, lingerMs).unref()
+  // destroy() on the message closes its socket; an injected request (no socket of its own) just ends.
+  const timer = setTimeout(() => { request.destroy() }, lingerMs).unref()
   request.once('end', () => { clearTimeout(timer) })
   request.once('close', () => { clearTimeout(timer) })
   request.resume()
