@@ -184,7 +184,7 @@ t.test('doctor: the models folder: fresh and empty, not made yet (and not made b
   t.equal(line(blocked.stdout, 'models'), `✗ models: ${join(file, 'models')} cannot be used: ${file} is not a folder — fix: point models_dir (config.yaml, LLAMAGATE_MODELS or --models) at a folder you can write, or fix its permissions`)
 })
 
-// What `help doctor` says the exit status means is checked with every command's help, in help.test.ts.
+// What `help doctor` says the exit status means is checked with every command's help, in help.case.ts.
 t.test('doctor: bad usage is exit 2 with the usage', async (t) => {
   const extra = await runCli(['doctor', 'now'])
   t.equal(extra.code, 2)

@@ -2,7 +2,7 @@ import t from 'tap'
 import { serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 
-// Preloading in the gateway's own process (test/core/drain.test.ts covers it through `llamagate serve`): a preload
+// Preloading in the gateway's own process (test/core/drain.case.ts covers it through `llamagate serve`): a preload
 // whose model is not there yet fails, says so in /readyz, and is tried again until it loads.
 
 t.test('a preload that fails is retried: /readyz names it until the model is loaded, then is ready', async (t) => {

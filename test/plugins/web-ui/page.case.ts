@@ -12,7 +12,7 @@ import { until } from '../../helpers/until.js'
 // from the loopback hub, deleting a model, the phone layout, and what the page does with hostile model output.
 // A model that writes a given hostile answer cannot be had from random weights, so those tests script /api/chat's
 // stream in the browser (page.route) and everything else is the real server. Answers from the real llama-server
-// are in chat.test.ts.
+// are in chat.case.ts.
 
 const skip = skipUnlessChromium(t)
 // One Chromium for the file: each test has a context of its own (its own storage), which is what keeps them apart.
