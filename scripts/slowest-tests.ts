@@ -3,38 +3,64 @@ import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../core/paths.js'
 
 /**
- * The ten slowest test files of the last tap run, with seconds: so that a suite that grows slow shows where.
- * `npm test` runs it once tap is done, and then exits with tap's code. It reads tap's process records under
- * `.tap/processinfo` (one per process: a test file's has its path as `externalID` and its whole run, the
- * TypeScript loading included, as `runtime` in ms) and prints to stderr. `node slowest-tests.js [ROOT]` reads
- * ROOT/.tap instead of the project's.
+ * The ten slowest test processes of the last tap run, and the ten slowest case files inside them, with seconds: so
+ * that a suite that grows slow shows where. `npm test` runs it once tap is done, and then exits with tap's code. It
+ * reads tap's process records under `.tap/processinfo` (one per process: a test file's has its path as
+ * `externalID` and its whole run, the TypeScript loading included, as `runtime` in ms) and what each group of case
+ * files wrote under `.tap/case-times` (test/helpers/cases.ts), and prints to stderr. `node slowest-tests.js [ROOT]`
+ * reads ROOT/.tap instead of the project's.
  *
  * It exits 0 whatever it finds: a run's outcome is tap's to say.
  */
 
-/** How many files are listed. */
+/** How many of each are listed. */
 const COUNT = 10
 
-interface ProcessRecord { externalID?: string, parent?: string | null, runtime?: number }
+interface ProcessRecord { externalID?: string, parent?: string | null, runtime?: number, date?: string }
+interface CaseTimes { group: string, started: number, files: Record<string, number> }
+interface Timed { file: string, seconds: number }
 
-/** The test files of the last run, slowest first, each with its run in seconds. */
-async function slowestTests (root: string, count: number): Promise<Array<{ file: string, seconds: number }>> {
+/** The test files that ran in a process of their own in the last run, each with its start and its run in seconds. */
+async function testProcesses (root: string): Promise<Array<Timed & { started: number }>> {
   const dir = join(root, '.tap', 'processinfo')
-  const files: Array<{ file: string, seconds: number }> = []
+  const files: Array<Timed & { started: number }> = []
   for (const name of (await readdir(dir)).filter((n) => n.endsWith('.json'))) {
     const record = JSON.parse(await readFile(join(dir, name), 'utf8')) as ProcessRecord
     // A process a test started (a CLI, a second gateway) has the test's process as parent; tap's own have no file.
     if (record.parent || record.externalID === undefined || typeof record.runtime !== 'number') continue
-    files.push({ file: record.externalID, seconds: record.runtime / 1000 })
+    files.push({ file: record.externalID, seconds: record.runtime / 1000, started: Date.parse(record.date ?? '') || 0 })
   }
-  return files.sort((a, b) => b.seconds - a.seconds).slice(0, count)
+  return files
+}
+
+/** The case files of the groups that ran in the last run: a group's record older than its process is a run before. */
+async function caseFiles (root: string, processes: Array<{ file: string, started: number }>): Promise<Timed[]> {
+  const dir = join(root, '.tap', 'case-times')
+  const names = await readdir(dir).catch(() => [] as string[])
+  const started = new Map(processes.map((p) => [p.file, p.started]))
+  const files: Timed[] = []
+  for (const name of names.filter((n) => n.endsWith('.json'))) {
+    const record = JSON.parse(await readFile(join(dir, name), 'utf8')) as CaseTimes
+    const groupStart = started.get(record.group)
+    if (groupStart === undefined || record.started < groupStart) continue
+    files.push(...Object.entries(record.files).map(([file, seconds]) => ({ file, seconds })))
+  }
+  return files
+}
+
+function listing (title: string, rows: Timed[]): string {
+  const lines = rows.sort((a, b) => b.seconds - a.seconds).slice(0, COUNT).map(({ file, seconds }) => `${seconds.toFixed(1).padStart(7)} s  ${file}`)
+  return `\n${title.replace('%d', String(lines.length))}:\n${lines.join('\n')}\n`
 }
 
 async function main (): Promise<void> {
-  const slowest = await slowestTests(process.argv[2] ?? PACKAGE_ROOT, COUNT)
-  if (slowest.length === 0) return
-  const lines = slowest.map(({ file, seconds }) => `${seconds.toFixed(1).padStart(7)} s  ${file}`)
-  process.stderr.write(`\nthe ${slowest.length} slowest test files (whole process, seconds):\n${lines.join('\n')}\n`)
+  const root = process.argv[2] ?? PACKAGE_ROOT
+  const processes = await testProcesses(root)
+  if (processes.length === 0) return
+  let out = listing('the %d slowest test files (whole process, seconds)', processes)
+  const cases = await caseFiles(root, processes)
+  if (cases.length > 0) out += listing('the %d slowest case files (their tests in their group\'s process, seconds)', cases)
+  process.stderr.write(out)
 }
 
 main().catch((err: unknown) => {

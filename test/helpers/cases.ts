@@ -1,9 +1,14 @@
-import { readdirSync } from 'node:fs'
-import { dirname, join } from 'node:path'
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs'
+import { dirname, join, relative } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
+import t from 'tap'
+import { PACKAGE_ROOT } from '../../core/paths.js'
 
 /** The suffix of a test file that runs in its folder's group (`cases.test.ts`) rather than in a process of its own. */
 export const CASE_SUFFIX = '.case.ts'
+
+/** Where each group writes how long its case files' tests took, for `npm test`'s list of the slowest files. */
+export const CASE_TIMES_DIR = join('.tap', 'case-times')
 
 /** The `*.case.ts` files of a folder, in name order. */
 export function caseFiles (dir: string): string[] {
@@ -18,5 +23,33 @@ export function caseFiles (dir: string): string[] {
  * process-wide state, or spawns gateways and counts processes) stays a `*.test.ts`.
  */
 export async function runCases (groupUrl: string): Promise<void> {
-  for (const file of caseFiles(dirname(fileURLToPath(groupUrl)))) await import(pathToFileURL(file).href)
+  const group = fileURLToPath(groupUrl)
+  const seconds = timeCases(group)
+  for (const file of caseFiles(dirname(group))) {
+    seconds.current = relative(PACKAGE_ROOT, file)
+    await import(pathToFileURL(file).href)
+  }
+}
+
+/**
+ * Adds up, per case file, the time of the top-level tests it declared (a test is the file's that was being imported
+ * when it was declared), and writes them to `.tap/case-times` when the group's process ends.
+ */
+function timeCases (group: string): { current: string } {
+  const state = { current: '' }
+  const owner = new WeakMap<object, string>()
+  const totals = new Map<string, number>()
+  t.on('subtestAdd', (test: object) => { owner.set(test, state.current) })
+  t.on('subtestEnd', (test: { time?: number }) => {
+    const file = owner.get(test)
+    if (file !== undefined) totals.set(file, (totals.get(file) ?? 0) + (test.time ?? 0) / 1000)
+  })
+  const started = Date.now()
+  process.once('exit', () => {
+    const dir = join(PACKAGE_ROOT, CASE_TIMES_DIR)
+    mkdirSync(dir, { recursive: true })
+    const name = relative(PACKAGE_ROOT, group)
+    writeFileSync(join(dir, `${name.replaceAll('/', '_')}.json`), JSON.stringify({ group: name, started, files: Object.fromEntries(totals) }))
+  })
+  return state
 }
