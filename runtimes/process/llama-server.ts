@@ -45,8 +45,10 @@ const TRANSITIONS: Readonly<Record<ServerState, readonly ServerState[]>> = {
 }
 
 const LOG_LINES = 50
-// Small models load in tens of milliseconds: a coarse poll would dominate the cold start.
-const POLL_MS = 5
+// Small models load in tens of milliseconds: a coarse first poll would dominate the cold start. Later polls back
+// off (a connection attempt every 5 ms costs more CPU than the load), as READY_HINT's lines wake the wait at once.
+const FIRST_POLL_MS = 5
+const MAX_POLL_MS = 100
 // Lines after which /health is worth asking at once rather than at the next poll: llama-server says when it
 // listens and when its model is loaded (in either order, depending on the release).
 const READY_HINT = /listening on|model loaded|all slots are idle/
@@ -70,6 +72,8 @@ export class LlamaServer {
   private currentPort = 0
   /** Wakes the readiness loop early when the log says the server may be ready. */
   private readyHint: (() => void) | null = null
+  /** Log lines that said so: one that came while a probe was out is not missed. */
+  private readyHints = 0
   private readonly usesSocket: boolean
   private currentEndpoint: RuntimeEndpoint | null = null
 
@@ -181,7 +185,10 @@ export class LlamaServer {
   }
 
   private keepLine (line: string): void {
-    if (this.readyHint !== null && READY_HINT.test(line)) this.readyHint()
+    if (this.currentState === 'starting' && READY_HINT.test(line)) {
+      this.readyHints++
+      this.readyHint?.()
+    }
     this.lines.push(line)
     if (this.lines.length > LOG_LINES) this.lines.shift()
     this.options.log?.debug({ pid: this.child?.pid }, line)
@@ -194,6 +201,7 @@ export class LlamaServer {
     void this.exited!.then((info) => { exit = info })
     // One connection per poll (llama-server may not keep it), to the socket or the port.
     const target = this.usesSocket ? { socketPath: this.options.socketPath! } : { port: this.currentPort }
+    let pollMs = FIRST_POLL_MS
     for (;;) {
       if (exit) {
         if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
@@ -201,16 +209,19 @@ export class LlamaServer {
       }
       if (signal?.aborted) throw signal.reason
       if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
+      const hints = this.readyHints
       try {
         if (await healthStatus(target, 1000) === 200) return
       } catch {
         // Not listening yet.
       }
+      if (this.readyHints !== hints) continue
       await new Promise<void>((resolve) => {
         const wake = (): void => { clearTimeout(timer); this.readyHint = null; resolve() }
-        const timer = setTimeout(wake, POLL_MS)
+        const timer = setTimeout(wake, pollMs)
         this.readyHint = wake
       })
+      pollMs = Math.min(pollMs * 2, MAX_POLL_MS)
     }
   }
 
