@@ -65,12 +65,15 @@ class Reader {
     while (this.short(n)) {
       if (this.ended) throw new Error('the file ends inside its GGUF header')
       // What is left of the window from pos on (nothing when a skip went past it), then the file from there.
+      // Read straight in behind it: one copy of the window, not two.
       const keep = this.buf.subarray(Math.min(this.pos - this.base, this.buf.length))
-      const more = Buffer.allocUnsafe(Math.max(CHUNK, n))
-      const { bytesRead } = await this.file.read(more, 0, more.length, this.pos + keep.length)
-      if (bytesRead < more.length) this.ended = true
+      const want = Math.max(CHUNK, n)
+      const next = Buffer.allocUnsafe(keep.length + want)
+      keep.copy(next)
+      const { bytesRead } = await this.file.read(next, keep.length, want, this.pos + keep.length)
+      if (bytesRead < want) this.ended = true
       this.base = this.pos
-      this.buf = Buffer.concat([keep, more.subarray(0, bytesRead)])
+      this.buf = next.subarray(0, keep.length + bytesRead)
     }
   }
 
