@@ -48,18 +48,19 @@ async function caseFiles (root: string, processes: Array<{ file: string, started
   return files
 }
 
-function listing (title: string, rows: Timed[]): string {
+/** The slowest `rows`, slowest first, under "the N slowest <what>:". */
+function listing (what: string, rows: Timed[]): string {
   const lines = rows.sort((a, b) => b.seconds - a.seconds).slice(0, COUNT).map(({ file, seconds }) => `${seconds.toFixed(1).padStart(7)} s  ${file}`)
-  return `\n${title.replace('%d', String(lines.length))}:\n${lines.join('\n')}\n`
+  return `\nthe ${lines.length} slowest ${what}:\n${lines.join('\n')}\n`
 }
 
 async function main (): Promise<void> {
   const root = process.argv[2] ?? PACKAGE_ROOT
   const processes = await testProcesses(root)
   if (processes.length === 0) return
-  let out = listing('the %d slowest test files (whole process, seconds)', processes)
+  let out = listing('test files (whole process, seconds)', processes)
   const cases = await caseFiles(root, processes)
-  if (cases.length > 0) out += listing('the %d slowest case files (their tests in their group\'s process, seconds)', cases)
+  if (cases.length > 0) out += listing('case files (their tests in their group\'s process, seconds)', cases)
   process.stderr.write(out)
 }
 

@@ -47,16 +47,16 @@ const median = (values: number[]): number | null => {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2
 }
 
+const MIN_JUDGED_ATTACK_S = 60
+
+const verdict = (flat: boolean | null): string => flat === null ? 'not judged' : flat ? 'flat' : 'NOT FLAT'
+
 /**
  * Flat, under the attack: the median of its last tenth (at least 5 s, up to the deadline, all attackers still
  * at work) against the median of the tenth after its first fifth (the heap sizes itself to the attackers first).
  * Medians, so that a moment (a round of idle connections let go and opened again) does not decide it. RSS may
  * grow 10% (25% on a run under 6 minutes, which ends before the heap has settled); descriptors 10 or 10%.
  */
-const MIN_JUDGED_ATTACK_S = 60
-
-const verdict = (flat: boolean | null): string => flat === null ? 'not judged' : flat ? 'flat' : 'NOT FLAT'
-
 export function flatness (samples: ResourceSample[], attack: HostileInput['attack']) {
   const length = attack.deadlineS - attack.startS
   // Two windows of 5 s that do not overlap, after the heap has sized itself: a shorter attack (a smoke run's few

@@ -5,6 +5,7 @@ import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { tempDir } from './app.js'
+import { once } from './once.js'
 
 type Test = { teardown: (fn: () => unknown) => void, fail: (message: string) => void }
 
@@ -36,8 +37,7 @@ export async function openBrowser (t: Test): Promise<Browser> {
  * own): a launch costs a second or two of CPU, a context (as openPage makes, with its own storage) next to none.
  */
 export function sharedBrowser (t: Test): () => Promise<Browser> {
-  let browser: Promise<Browser> | undefined
-  return () => (browser ??= openBrowser(t))
+  return once(() => openBrowser(t))
 }
 
 export interface WatchedPage {

@@ -24,9 +24,9 @@ export function caseFiles (dir: string): string[] {
  */
 export async function runCases (groupUrl: string): Promise<void> {
   const group = fileURLToPath(groupUrl)
-  const seconds = timeCases(group)
+  const timing = timeCases(group)
   for (const file of caseFiles(dirname(group))) {
-    seconds.current = relative(PACKAGE_ROOT, file)
+    timing.current = relative(PACKAGE_ROOT, file)
     await import(pathToFileURL(file).href)
   }
 }

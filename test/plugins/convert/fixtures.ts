@@ -35,14 +35,15 @@ export async function realConverter (t: Test, overrides: Partial<ConverterOption
 }
 
 /**
- * One real converter for the whole test file: its readiness check imports torch (about 2 s of CPU), and a
- * converter remembers a ready answer, so the file pays for one check. Not for tests that close or cancel it.
+ * One real converter for the test process (a file run alone, or the folder's group): its readiness check imports
+ * torch (about 2 s of CPU), and a converter remembers a ready answer, so the process pays for one check. Not for
+ * tests that close or cancel it.
  */
 export const sharedConverter = once(() => realConverter(tap))
 
 const template = once(async () => (await writeTinySafetensors({ dir: await tempDir(tap) })).dir)
 
-/** A fresh copy of the tiny Llama SafeTensors checkpoint (generated once per test file, then copied). */
+/** A fresh copy of the tiny Llama SafeTensors checkpoint (generated once per test process, then copied). */
 export async function checkpoint (t: Test): Promise<string> {
   const dir = await tempDir(t)
   await cp(await template(), dir, { recursive: true })
