@@ -72,6 +72,7 @@ export const ConfigSchema = Type.Object({
     unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
+  build_gpu_runtime: Type.Boolean({ default: true, description: 'a GPU found with its toolkit but no llama.cpp build for it gets one built in the background at start' }),
   runtimes: Type.Object({
     cuda: Type.Optional(RuntimeBuild), rocm: Type.Optional(RuntimeBuild), metal: Type.Optional(RuntimeBuild),
     vulkan: Type.Optional(RuntimeBuild), cpu: Type.Optional(RuntimeBuild),
@@ -80,6 +81,7 @@ export const ConfigSchema = Type.Object({
   conversion: Type.Object({
     python: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
     timeout: Type.Union([Duration], { default: '30m' }),
+    auto_setup: Type.Boolean({ default: true, description: 'prepare what conversion lacks at start, in the background, where no question needs asking' }),
   }, { additionalProperties: false, default: {} }),
   hub: Type.Object({
     endpoint: Type.String({ pattern: '^https?://', default: 'https://huggingface.co' }),

@@ -42,9 +42,12 @@ export interface Config {
     connectionsPerClient: number, unauthenticatedConnections: number,
   }
   runtime: 'auto' | Backend
+  /** Build the runtime for a GPU found without one, in the background at start (its toolkit must be there). */
+  buildGpuRuntime: boolean
   runtimes: Partial<Record<Backend, { bin: string }>>
   llamaCppSrc: string | null
-  conversion: { python: string | null, timeoutMs: number }
+  /** `autoSetup`: install what the converter lacks at start, in the background, where no question needs asking. */
+  conversion: { python: string | null, timeoutMs: number, autoSetup: boolean }
   /** `allowPrivateRedirects`: the hub may redirect to loopback or private addresses of hosts other than its own. */
   hub: { endpoint: string, token: string | null, allowPrivateRedirects: boolean }
   /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
@@ -343,9 +346,10 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       unauthenticatedConnections: raw.limits.unauthenticated_connections,
     },
     runtime: raw.runtime,
+    buildGpuRuntime: raw.build_gpu_runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
     llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
-    conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout) },
+    conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout), autoSetup: raw.conversion.auto_setup },
     hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token, allowPrivateRedirects: raw.hub.allow_private_redirects },
     auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },

@@ -1,14 +1,13 @@
 import { existsSync, realpathSync } from 'node:fs'
-import { readFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { execa } from 'execa'
 import { loadConfig, type Config } from '../core/config.js'
-import { Converter } from '../plugins/convert/converter.js'
-import { APT_COMMAND, DEBIAN_PACKAGES, type ConverterReadiness } from '../plugins/convert/python-env.js'
+import type { Converter } from '../plugins/convert/converter.js'
+import { converterFor as converterWith } from '../plugins/convert/converter-for.js'
+import { aptStep, LOCAL_HOST, requirementsOf, venvStep, type Say } from '../plugins/convert/converter-setup.js'
+import { APT_COMMAND, type ConverterReadiness } from '../plugins/convert/python-env.js'
 import { RuntimeRegistry } from '../runtimes/registry.js'
 
-export type Say = (line: string) => void
+export type { Say }
 
 export interface SetupOptions {
   /** Only report: exit status 0 when ready, 1 when not, with what to install. @default false */
@@ -26,13 +25,7 @@ export interface SetupOptions {
 
 /** The converter as the gateway would set it up: the chosen runtime's llama-quantize and source tree. */
 export async function converterFor (config: Config): Promise<Converter> {
-  const registry = await RuntimeRegistry.create({ config })
-  const build = registry.chosen?.quantizePath ? registry.chosen : registry.builds.find((b) => b.quantizePath) ?? null
-  let buildSource: string | null = null
-  if (build) {
-    try { buildSource = (JSON.parse(await readFile(join(build.binDir, '..', 'build-info.json'), 'utf8')) as { source?: string }).source ?? null } catch { /* not built by llamagate */ }
-  }
-  return new Converter({ python: config.conversion.python, llamaCppSrc: config.llamaCppSrc, buildSource, dataDir: config.dataDir, quantizePath: build?.quantizePath ?? null, timeoutMs: config.conversion.timeoutMs })
+  return converterWith(config, await RuntimeRegistry.create({ config }))
 }
 
 /** Human lines for a readiness: what runs, what is papered over, or what to install. */
@@ -44,21 +37,11 @@ export function describeReadiness (r: ConverterReadiness): string[] {
   return lines
 }
 
-/** Whether a Python package index answers (PIP_INDEX_URL, else PyPI), within a few seconds. */
-async function packageIndexReachable (): Promise<boolean> {
-  const index = process.env.PIP_INDEX_URL ?? 'https://pypi.org/simple/'
-  try {
-    const res = await fetch(new URL('pip/', index.endsWith('/') ? index : `${index}/`), { signal: AbortSignal.timeout(5000) })
-    return res.ok
-  } catch {
-    return false
-  }
-}
-
 /**
- * Makes SafeTensors conversion ready. With a Python package index: a virtual environment at
- * `<data_dir>/converter-venv` with llama.cpp's requirements/requirements-convert_hf_to_gguf.txt. Without one
- * (offline Debian): Debian's packages through apt-get when root, else the command to run.
+ * Makes SafeTensors conversion ready, asked for by hand: a virtual environment at `<data_dir>/converter-venv`
+ * with llama.cpp's converter requirements where a Python package index answers (newer packages than Debian's);
+ * else Debian's packages through apt-get when root, or the command to run. (A server's start takes the same
+ * steps by itself, apt first: plugins/convert/converter-preparation.ts.)
  * @returns the readiness at the end
  */
 export async function setupConverter (config: Config, opts: SetupOptions, say: Say): Promise<ConverterReadiness> {
@@ -67,16 +50,10 @@ export async function setupConverter (config: Config, opts: SetupOptions, say: S
   if (opts.check || readiness.ready) return readiness
   const src = readiness.llamaCppSrc
   if (!src) return readiness // nothing to install Python for: the fix says how to get a tree
-  const requirements = join(src, 'requirements', 'requirements-convert_hf_to_gguf.txt')
-  const venv = join(config.dataDir, 'converter-venv')
-  if ((opts.venv ?? !opts.ci) && existsSync(requirements)) {
-    if (await packageIndexReachable()) {
-      say(`creating a virtual environment at ${venv} with ${requirements}`)
-      const made = await execa('python3', ['-m', 'venv', venv], { reject: false, stdout: 'inherit', stderr: 'inherit' })
-      const pip = made.exitCode === 0
-        ? await execa(join(venv, 'bin', 'pip'), ['install', '--disable-pip-version-check', '-r', requirements], { reject: false, cwd: join(src, 'requirements'), timeout: 1_800_000, stdout: 'inherit', stderr: 'inherit' })
-        : made
-      if (pip.exitCode !== 0) say(`the virtual environment could not be set up (exit ${pip.exitCode})`)
+  if ((opts.venv ?? !opts.ci) && existsSync(requirementsOf(src))) {
+    if (await LOCAL_HOST.indexReachable()) {
+      await venvStep({ llamaCppSrc: src, dataDir: config.dataDir, say })
+      converter.forget()
       readiness = await converter.readiness({ fresh: true })
       if (readiness.ready) return readiness
     } else {
@@ -84,10 +61,9 @@ export async function setupConverter (config: Config, opts: SetupOptions, say: S
     }
   }
   if (opts.apt !== false && existsSync('/usr/bin/apt-get')) {
-    if (process.getuid?.() === 0) {
-      say(`installing Debian packages: ${DEBIAN_PACKAGES.join(' ')}`)
-      const apt = await execa('sh', ['-c', `apt-get update -qq && ${APT_COMMAND} -qq`], { reject: false, env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' }, stdout: 'inherit', stderr: 'inherit' })
-      if (apt.exitCode !== 0) say(`apt-get failed (exit ${apt.exitCode})`)
+    if (LOCAL_HOST.root) {
+      await aptStep({ say })
+      converter.forget()
       readiness = await converter.readiness({ fresh: true })
     } else {
       say(`not root: run this, then this script again:\n  sudo sh -c 'apt-get update && ${APT_COMMAND}'`)

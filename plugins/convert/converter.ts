@@ -44,6 +44,14 @@ export interface ConvertRequest {
 }
 export interface MadeVariant { dtype: string, file: string, size: number, sha256: string }
 
+/** Something a conversion waits for before it gives up on a converter that is not ready (its preparation). */
+export interface ReadinessGate {
+  /** Whether waiting could change the answer: the preparation is checking or installing now. */
+  readonly pending: boolean
+  /** Resolves when it is over, telling `onProgress` what it does meanwhile; rejects with the signal's reason. */
+  wait (opts: { signal?: AbortSignal, onProgress?: (progress: ConvertProgress) => void }): Promise<void>
+}
+
 const DIRECT = new Set<string>(CONVERTER_DTYPES)
 const QUANTIZED = new Set<string>(QUANTIZE_DTYPES)
 // A ready interpreter is trusted this long before readiness() imports the converter again (~1.3 s)...
@@ -66,6 +74,7 @@ export class Converter {
   private ready: { at: number, fingerprint: string, value: ConverterReadiness } | null = null
   private checking: Promise<ConverterReadiness> | null = null
   private closed = false
+  private gate: ReadinessGate | null = null
   /** Conversions made and failed, for observers (metrics). */
   readonly events: EventHub<ConverterEvents>
 
@@ -100,6 +109,16 @@ export class Converter {
       .then((value) => { this.ready = { at: Date.now(), fingerprint, value }; return value })
       .finally(() => { this.checking = null })
     return this.checking
+  }
+
+  /** Drops the answer kept: the interpreter's packages changed (an install ran), which the fingerprint cannot see. */
+  forget (): void {
+    this.ready = null
+  }
+
+  /** A conversion that finds the converter not ready waits on `gate` first (the start's preparation). */
+  waitFor (gate: ReadinessGate): void {
+    this.gate = gate
   }
 
   /** What a readiness answer depends on, short of the interpreter's packages: the tree, the script, each interpreter, llama-quantize. */
@@ -205,8 +224,12 @@ export class Converter {
     await this.runs.abort(new ConversionError('the model was deleted during its conversion', [], 409, 'conflict'), (key) => key.startsWith(prefix))
   }
 
-  private async interpreter (): Promise<{ python: string, shim: boolean, src: string }> {
-    const r = await this.readiness()
+  private async interpreter (req: ConvertRequest): Promise<{ python: string, shim: boolean, src: string }> {
+    let r = await this.readiness()
+    if (!r.ready && this.gate?.pending === true) {
+      await this.gate.wait({ signal: req.signal, onProgress: req.onProgress })
+      r = await this.readiness({ fresh: true })
+    }
     if (!r.ready || !r.python || !r.llamaCppSrc) {
       throw new ConversionError(`SafeTensors conversion is not available here: ${r.problems.join('; ')}. To fix: ${r.fix}`, [], 503, 'converter_unavailable')
     }
@@ -215,7 +238,7 @@ export class Converter {
 
   private async convertHf (modelDir: string, dtype: string, target: string, req: ConvertRequest): Promise<MadeVariant> {
     await checkCheckpoint(modelDir)
-    const { python, shim, src } = await this.interpreter()
+    const { python, shim, src } = await this.interpreter(req)
     const script = join(src, 'convert_hf_to_gguf.py')
     const temporary = temporaryName(target)
     const status = `converting to gguf (${dtype})`

@@ -5,6 +5,7 @@ import { CONVERTER_DTYPES } from '../../core/options-schema.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { Converter, ConvertProgress } from './converter.js'
 import { converterFor } from './converter-for.js'
+import { ConverterPreparation } from './converter-preparation.js'
 
 export type EnsureVariant = (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
 
@@ -17,6 +18,8 @@ declare module 'fastify' {
      * nothing to do for a GGUF model or a variant already recorded. Concurrent callers share one conversion.
      */
     ensureVariant: EnsureVariant
+    /** The start's background install of what the converter lacks (conversion.auto_setup). */
+    converterPreparation: ConverterPreparation
   }
 }
 
@@ -40,13 +43,20 @@ const convert: FastifyPluginAsync = async (app) => {
   const converter = await converterFor(config, runtimes, app.log)
   app.decorate('converter', converter)
   app.decorate('ensureVariant', variantMaker(store, converter))
+  const preparation = new ConverterPreparation(converter, { enabled: config.conversion.autoSetup, python: config.conversion.python, dataDir: config.dataDir, log: app.log })
+  app.decorate('converterPreparation', preparation)
+  // Once listening, not on ready: an app only injected into (tests, tools) has no first run to prepare for.
+  app.addHook('onListen', async () => { void preparation.start() })
   // Deleting a model first stops its conversions (their partial files go with them).
   store.onBeforeDelete(async (id) => {
     const dir = store.list().find((r) => r.name.toLowerCase() === id.toLowerCase())?.dir
     if (dir) await converter.cancel(dir)
   })
   // No converter outlives the gateway; each removes its partial output before close resolves.
-  app.addHook('onClose', () => converter.close())
+  app.addHook('onClose', async () => {
+    preparation.close()
+    await converter.close()
+  })
 }
 
 export default fp(convert, { name: 'convert', dependencies: ['storage', 'llama-cpp'] })

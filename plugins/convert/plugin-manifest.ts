@@ -5,12 +5,12 @@ import type { RuntimeRegistry } from '../../runtimes/registry.js'
 export const manifest: PluginManifest = {
   name: 'convert',
   async doctor ({ config, shared }) {
-    const [{ RuntimeRegistry: Registry }, { converterFor }, { conversionCheck }] = await Promise.all([
+    const [{ RuntimeRegistry: Registry }, { converterFor }, { conversionCheck, startNote }] = await Promise.all([
       import('../../runtimes/registry.js'), import('./converter-for.js'), import('./doctor-check.js'),
     ])
     // The runtimes plugin's check found the builds already (its llama-quantize is the converter's).
     const registry = shared.get('runtimes') as RuntimeRegistry | undefined ?? await Registry.create({ config })
     const conversion = await (await converterFor(config, registry)).readiness({ fresh: true })
-    return { checks: [conversionCheck(conversion)], json: { conversion } }
+    return { checks: [conversionCheck(conversion, await startNote(config, conversion))], json: { conversion } }
   },
 }

@@ -27,6 +27,7 @@ function killGroup (pid: number): void {
  */
 export async function runTool (command: string, args: string[], opts: {
   env?: NodeJS.ProcessEnv
+  cwd?: string
   timeoutMs: number
   signal?: AbortSignal
   onLine?: (line: string) => void
@@ -35,7 +36,7 @@ export async function runTool (command: string, args: string[], opts: {
     exitHookInstalled = true
     process.once('exit', () => { for (const pid of liveGroups) killGroup(pid) })
   }
-  const child = execa(command, args, { env: opts.env, detached: true, reject: false, stdin: 'ignore', buffer: false, all: true })
+  const child = execa(command, args, { env: opts.env, cwd: opts.cwd, detached: true, reject: false, stdin: 'ignore', buffer: false, all: true })
   const pid = child.pid
   if (pid !== undefined) liveGroups.add(pid)
   const tail: string[] = []

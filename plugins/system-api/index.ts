@@ -21,7 +21,7 @@ const system: FastifyPluginAsyncTypebox = async (app) => {
       })),
     }
   })
-  app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => app.converter.readiness({ fresh: true }))
+  app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => ({ ...await app.converter.readiness({ fresh: true }), preparation: app.converterPreparation.status }))
 }
 
 export default fp(system, { name: 'system-api', dependencies: ['llama-cpp', 'convert', 'scheduler'] })

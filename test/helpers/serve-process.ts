@@ -23,11 +23,14 @@ export interface ServeProcess {
 /**
  * Starts `llamagate serve` as a real process (the built CLI) and waits for its listening line. It sees only
  * `env` besides PATH and HOME (test/helpers/child-env.ts): none of the caller's LLAMAGATE_* or HF_* settings.
+ * `wrapper`: a command line the gateway's is appended to (it must exec it).
  */
-export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
+export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000, wrapper: string[] = []): Promise<ServeProcess> {
   if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   const mark = randomUUID()
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args], {
+  // `wrapper`: a command that runs the gateway's (unshare and a script that sets up a machine for it).
+  const command = [...wrapper, process.execPath, ...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args]
+  const child = spawn(command[0]!, command.slice(1), {
     env: childEnv({ ...env, LLAMAGATE_TEST_MARK: mark }),
     stdio: ['ignore', 'pipe', 'pipe'],
   })

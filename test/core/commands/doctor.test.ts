@@ -111,7 +111,7 @@ t.test('doctor with no server: the ✗ line says it is not running and how to st
   t.equal(result.code, 1, 'exit 1: the server does not answer')
   t.equal(line(result.stdout, 'server'), `✗ server: not running at http://127.0.0.1:${port} (connection refused) — fix: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)`)
   t.match(line(result.stdout, 'runtime'), /^✓ runtime: cpu chosen/, 'the machine checks run all the same')
-  t.match(line(result.stdout, 'conversion'), /^✗ conversion: not ready: \/nonexistent\/python3: not found — fix: npm run setup:converter; or by hand: on Debian\/Ubuntu, apt-get install -y /, 'conversion not ready: the problem and the command that fixes it')
+  t.match(line(result.stdout, 'conversion'), /^✗ conversion: not ready: \/nonexistent\/python3: not found \(conversion\.python names an interpreter of your own: a server start installs nothing into it\) — fix: npm run setup:converter; or by hand: on Debian\/Ubuntu, apt-get install -y /, 'conversion not ready: the problem, what a start does about it, and the command that fixes it')
   t.equal(result.stderr, '', 'findings go to stdout; nothing is an error of the command itself')
   const json = JSON.parse((await runCli(['doctor', '--config', config, '--json'])).stdout) as { ok: boolean, server: { version: string | null }, checks: Array<{ name: string, status: string }> }
   t.equal(json.ok, false)
