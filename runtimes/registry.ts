@@ -9,6 +9,7 @@ import { inspectBuild } from './inspect-build.js'
 import { metal } from './metal.js'
 import { rocm } from './rocm.js'
 import type { Backend, BackendModule, Device, RuntimeBuild } from './types.js'
+import type { GpuBuildStatus } from './build/build-status.js'
 import { vulkan } from './vulkan.js'
 
 /** Best first. */
@@ -29,25 +30,60 @@ export function builtRuntimesDir (dataDir: string): string {
  * come from config.yaml first, then `llama-server` on PATH, then the ones the build script made.
  */
 export class RuntimeRegistry {
-  private constructor (
-    readonly runtime: Config['runtime'],
-    readonly devices: Device[],
-    readonly builds: RuntimeBuild[],
-    readonly rejected: Array<{ binDir: string, error: string }>,
-    readonly chosen: RuntimeBuild | null,
-    readonly reason: string,
-    readonly warning: string | null,
-    private readonly env: NodeJS.ProcessEnv,
-  ) {}
+  private found: { builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }
+  private choice: { chosen: RuntimeBuild | null, reason: string, warning: string | null }
 
-  static async create (opts: { config: RuntimeSettings, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv }): Promise<RuntimeRegistry> {
+  private constructor (
+    private readonly config: RuntimeSettings,
+    found: RuntimeRegistry['found'],
+    private readonly startDevices: Device[],
+    private readonly env: NodeJS.ProcessEnv,
+    private readonly log?: Pick<Logger, 'info' | 'warn'>,
+  ) {
+    this.found = found
+    this.choice = choose(config.runtime, startDevices, found.builds)
+  }
+
+  /**
+   * `warnNow`: log the choice's warning at once; false where the caller has a better line to log in its place
+   * (the GPU build's, which knows whether the toolkit is there). @default true
+   */
+  static async create (opts: { config: RuntimeSettings, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv, warnNow?: boolean }): Promise<RuntimeRegistry> {
     const { config, log } = opts
     const env = opts.env ?? process.env
-    const [devices, { builds, rejected }] = await Promise.all([detectDevices(env), findBuilds(config, env)])
-    for (const r of rejected) log?.warn({ bin: r.binDir, error: r.error }, 'ignoring a llama.cpp build that does not run')
-    const { chosen, reason, warning } = choose(config.runtime, devices, builds)
-    if (warning) log?.warn(warning)
-    return new RuntimeRegistry(config.runtime, devices, builds, rejected, chosen, reason, warning, env)
+    const [devices, found] = await Promise.all([detectDevices(env), findBuilds(config, env)])
+    const registry = new RuntimeRegistry(config, found, devices, env, log)
+    registry.report(opts.warnNow ?? true)
+    return registry
+  }
+
+  /** The `runtime` setting: `auto`, or the backend forced in config. */
+  get runtime (): Config['runtime'] { return this.config.runtime }
+  /** The devices found at start. */
+  get devices (): Device[] { return this.startDevices }
+  get builds (): RuntimeBuild[] { return this.found.builds }
+  get rejected (): Array<{ binDir: string, error: string }> { return this.found.rejected }
+  /** The build new llama-servers start from; it changes when refresh() finds a better one. */
+  get chosen (): RuntimeBuild | null { return this.choice.chosen }
+  get reason (): string { return this.choice.reason }
+  get warning (): string | null { return this.choice.warning }
+
+  /**
+   * Looks for builds again and chooses again (the devices stay those found at start): after a build made while
+   * the gateway runs, the llama-servers started from then on use it; those running keep their build.
+   */
+  async refresh (): Promise<void> {
+    this.found = await findBuilds(this.config, this.env)
+    this.choice = choose(this.config.runtime, this.startDevices, this.found.builds)
+    this.report(false)
+  }
+
+  /** The environment the probes and builds run with (PATH finds nvidia-smi, nvcc, cmake). */
+  get probeEnv (): NodeJS.ProcessEnv { return this.env }
+
+  private report (warning: boolean): void {
+    for (const r of this.found.rejected) this.log?.warn({ bin: r.binDir, error: r.error }, 'ignoring a llama.cpp build that does not run')
+    if (warning && this.choice.warning) this.log?.warn(this.choice.warning)
   }
 
   /** Bytes free for models right now: the chosen GPU backend's free memory, or the machine's. */
@@ -76,18 +112,22 @@ export class RuntimeRegistry {
     return `runtime: ${c.backend} (llama.cpp ${c.version}${c.commit ? ` ${c.commit}` : ''}, ${c.source}) — ${this.reason}`
   }
 
-  /** The body of GET /api/runtimes (its schema: plugins/system-api/runtimes-schemas.ts). */
-  describe (devices: Device[] = this.devices): RuntimesDescription {
+  /**
+   * The body of GET /api/runtimes (its schema: plugins/system-api/runtimes-schemas.ts). `gpuBuild`: the GPU runtime
+   * being built in the background, if any, and its line, which says more than the registry's own warning.
+   */
+  describe (devices: Device[] = this.devices, gpuBuild: { status: GpuBuildStatus | null, warning: string | null } = { status: null, warning: null }): RuntimesDescription {
     return {
       runtime: this.runtime,
       chosen: this.chosen,
       reason: this.reason,
-      warning: this.warning,
+      warning: gpuBuild.warning ?? this.warning,
       quantize: { available: this.quantizePath !== null, path: this.quantizePath },
       rpc: { available: this.chosen?.features.rpc === true, serverPath: this.chosen?.rpcServerPath ?? null },
       devices,
       builds: this.builds,
       rejected: this.rejected,
+      build: gpuBuild.status,
     }
   }
 }
@@ -105,6 +145,8 @@ export interface RuntimesDescription {
   devices: Device[]
   builds: RuntimeBuild[]
   rejected: Array<{ binDir: string, error: string }>
+  /** The GPU runtime built in the background (or whose build failed), null when there is none. */
+  build: GpuBuildStatus | null
 }
 
 function detectDevices (env: NodeJS.ProcessEnv): Promise<Device[]> {

@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { loadConfig } from '../core/config.js'
 import { RuntimeRegistry } from '../runtimes/registry.js'
-import { BUILD_RECIPE, buildRuntime } from './build-runtime.js'
+import { BUILD_RECIPE, buildRuntime } from '../runtimes/build/build-runtime.js'
 
 /** The recipe a runtime we built was made with (0 when it predates recipes). */
 function recipeOf (binDir: string): number {

@@ -2,6 +2,7 @@ import { fail, ok, warn, type Check } from '../../core/commands/doctor-checks.js
 import { formatBytes } from '../../core/commands/human.js'
 import type { Config } from '../../core/config.js'
 import type { RuntimesDescription } from '../../runtimes/registry.js'
+import type { GpuBuildStatus } from '../../runtimes/build/build-status.js'
 import type { Device, RuntimeBuild } from '../../runtimes/types.js'
 
 const SOURCES: Record<RuntimeBuild['source'], string> = { config: 'named in config', path: 'on PATH', built: 'built by npm run runtime:build' }
@@ -21,7 +22,21 @@ export function runtimeChecks (runtimes: RuntimesDescription, config: Pick<Confi
     checks.push(fail('runtime', `none chosen: ${runtimes.reason.split('; build one with')[0]}`, buildFix(runtimes)))
   }
   if (runtimes.warning !== null) checks.push(warn('runtime', runtimes.warning))
+  if (runtimes.build !== null) checks.push(buildCheck(runtimes.build))
   return checks
+}
+
+/** The GPU runtime's background build: how far it is, or why it stopped and where its output is. */
+function buildCheck (build: GpuBuildStatus): Check {
+  const progress = build.completed !== null && build.total !== null && build.total > 0
+    ? `, ${build.completed}/${build.total} compile steps (${Math.floor(100 * build.completed / build.total)}%)`
+    : ''
+  switch (build.state) {
+    case 'building': return warn('gpu build', `${build.backend} runtime building in the background since ${build.started_at}: ${build.step}${progress}; log: ${build.log}`)
+    case 'built': return ok('gpu build', `${build.backend} runtime built at ${build.finished_at ?? build.started_at}`)
+    case 'interrupted': return warn('gpu build', `${build.backend} runtime build interrupted at ${build.step}${progress}; log: ${build.log}`, 'start llamagate again: it takes the build up where it stopped')
+    case 'failed': return fail('gpu build', `${build.backend} runtime build failed: ${build.error ?? 'no reason given'}; log: ${build.log}`, `read the log, fix the cause, then npm run runtime:build -- --backend ${build.backend}`)
+  }
 }
 
 function describeDevice (d: Device): string {

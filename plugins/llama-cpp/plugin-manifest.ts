@@ -8,10 +8,15 @@ export const manifest: PluginManifest = {
   commands: [rpcWorkerCommand],
   async doctor ({ config, shared }) {
     // Loaded here: the CLI reads this manifest to start, and the registry is the server's code.
-    const [{ RuntimeRegistry }, { runtimeChecks }] = await Promise.all([import('../../runtimes/registry.js'), import('./doctor-checks.js')])
+    const [{ RuntimeRegistry }, { GpuRuntimeBuilder }, { planGpuBuild }, { runtimeChecks }] = await Promise.all([
+      import('../../runtimes/registry.js'), import('../../runtimes/build/gpu-runtime-builder.js'), import('../../runtimes/build/gpu-build-plan.js'), import('./doctor-checks.js'),
+    ])
     const registry = await RuntimeRegistry.create({ config })
     shared.set('runtimes', registry)
-    const runtimes = registry.describe()
+    // What a server's background GPU build is doing (its status file), or why there is none; nothing is started.
+    const plan = await planGpuBuild({ config, devices: registry.devices, builds: registry.builds, env: registry.probeEnv })
+    const builder = new GpuRuntimeBuilder({ plan, registry, dataDir: config.dataDir })
+    const runtimes = registry.describe(registry.devices, { status: builder.status(), warning: builder.warning })
     return { checks: runtimeChecks(runtimes, config), json: { runtimes }, usable: registry.chosen !== null }
   },
   checkConfig: checkModelArgs,

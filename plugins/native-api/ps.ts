@@ -8,7 +8,6 @@ const FOREVER = '2318-01-01T00:00:00.000Z'
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/ps', async () => {
-    const backend = app.runtimes.chosen?.backend ?? null
     const models = app.scheduler.snapshot().map((m) => ({
       name: m.model.name,
       model: m.model.name,
@@ -18,13 +17,13 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       // Ollama's details, built as /api/tags builds them, from the record the instance was loaded with.
       details: ollamaDetails(m.model),
       expires_at: m.expiresAt === null ? FOREVER : new Date(m.expiresAt).toISOString(),
-      size_vram: backend === 'cpu' || backend === null ? 0 : m.estimatedBytes,
+      size_vram: m.backend === 'cpu' || m.backend === null ? 0 : m.estimatedBytes,
       context_length: m.contextLength,
       num_parallel: m.parallel,
       state: m.state,
       // A chat model asked for embeddings runs a second instance, started to embed.
       purpose: m.purpose,
-      runtime: backend,
+      runtime: m.backend,
       pid: m.pid,
       active_requests: m.activeRequests,
       queued_requests: m.queuedRequests,

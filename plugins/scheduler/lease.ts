@@ -74,6 +74,8 @@ export interface LoadedModel {
   /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
   readonly expiresAt: number | null
   readonly pid: number | null
+  /** The backend its llama-server was started with. */
+  readonly backend: string | null
   readonly activeRequests: number
   readonly queuedRequests: number
   /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */

@@ -44,6 +44,8 @@ export interface RuntimeProcess {
   /** How requests reach it, once started. */
   readonly endpoint: RuntimeEndpoint
   readonly pid: number | undefined
+  /** The backend of the build it runs (`cpu`, `cuda`): a model loaded before a GPU build was chosen keeps its own. */
+  readonly backend: string
 }
 
 export interface SchedulerRuntimes {

@@ -136,6 +136,7 @@ export class Scheduler implements LeaseSource {
       // While busy, a model is due to unload its keep-alive after the current requests end.
       expiresAt: i.expiresAtFrom(now),
       pid: i.process?.pid ?? null,
+      backend: i.process?.backend ?? null,
       activeRequests: i.active,
       queuedRequests: i.queued,
       rpcWorkers: this.workersOf(i.model),

@@ -5,8 +5,11 @@ import { RpcWorkersReply, RuntimesReply } from './runtimes-schemas.js'
 
 /** What this machine can run: GET /api/runtimes, GET /api/convert/status. */
 const system: FastifyPluginAsyncTypebox = async (app) => {
-  // Free memory is read again on each call; the builds and the choice are those made at start.
-  app.get('/api/runtimes', { schema: { response: { 200: RuntimesReply } } }, async () => app.runtimes.describe(await app.runtimes.detectDevices()))
+  // Free memory is read again on each call; the builds and the choice are those made at start, or after a GPU build.
+  app.get('/api/runtimes', { schema: { response: { 200: RuntimesReply } } }, async () => {
+    const build = { status: app.runtimeBuilder.status(), warning: app.runtimeBuilder.warning }
+    return app.runtimes.describe(await app.runtimes.detectDevices(), build)
+  })
   app.get('/api/rpc-workers', { schema: { response: { 200: RpcWorkersReply } } }, async () => {
     const usedBy = new Map<string, string[]>()
     for (const loaded of app.scheduler.snapshot()) {

@@ -23,6 +23,20 @@ export const RuntimeBuild = Type.Object({
   features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean() }),
 })
 
+/** A GPU runtime built in the background: where it is, and how far (ninja's compile steps). */
+export const GpuBuild = Type.Object({
+  backend: Backend,
+  state: Type.Union([Type.Literal('building'), Type.Literal('failed'), Type.Literal('built'), Type.Literal('interrupted')]),
+  step: Type.String(),
+  completed: Type.Union([Type.Integer(), Type.Null()]),
+  total: Type.Union([Type.Integer(), Type.Null()]),
+  started_at: Type.String(),
+  finished_at: Type.Union([Type.String(), Type.Null()]),
+  error: Type.Union([Type.String(), Type.Null()]),
+  /** The file holding the build's whole output. */
+  log: Type.String(),
+})
+
 /** GET /api/runtimes: the hardware, the llama.cpp builds found, the one chosen and why. */
 export const RuntimesReply = Type.Object({
   runtime: Type.Union([Type.Literal('auto'), Backend]),
@@ -35,6 +49,8 @@ export const RuntimesReply = Type.Object({
   devices: Type.Array(Device),
   builds: Type.Array(RuntimeBuild),
   rejected: Type.Array(Type.Object({ binDir: Type.String(), error: Type.String() })),
+  /** The GPU runtime being built in the background (or whose build failed); null when there is none. */
+  build: Type.Union([GpuBuild, Type.Null()]),
 })
 
 const RpcDevice = Type.Object({ index: Type.Integer(), free_bytes: Type.Number(), total_bytes: Type.Number() })

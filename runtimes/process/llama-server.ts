@@ -95,6 +95,7 @@ export class LlamaServer {
   }
   /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
+  get backend (): string { return this.options.build.backend }
 
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }

@@ -19,13 +19,14 @@ export async function tempDir (t: Test, prefix = 'llamagate-test-'): Promise<str
  * A config as a test wants it: a temporary data folder (so models and state never leak between tests),
  * silent logs, llama-server on one thread (`default_options.num_thread: 1`: its default, one spinning thread
  * per core, leaves a 2-core machine nothing for the gateway and the test; a test about threads unsets it with
- * `num_thread: undefined`), and the given raw config keys on top (the same keys as config.yaml). Resolved from
+ * `num_thread: undefined`), no background GPU runtime build (on a machine with a GPU and its toolkit every
+ * listening app would start minutes of compiling; the tests of that build turn it on), and the given raw config keys on top (the same keys as config.yaml). Resolved from
  * these layers alone: no config file and no environment variable of the caller's counts.
  */
 export async function testConfig (t: Test, values: Record<string, unknown> = {}): Promise<Config> {
   const dataDir = await tempDir(t)
   const defaultOptions = defined({ num_thread: 1, ...(values.default_options as object) })
-  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', ...values, default_options: defaultOptions } }])
+  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', build_gpu_runtime: false, ...values, default_options: defaultOptions } }])
 }
 
 /** The keys whose value is not undefined (so that a test can unset a default by naming it undefined). */
