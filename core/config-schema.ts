@@ -47,6 +47,8 @@ export const ConfigSchema = Type.Object({
     rpc: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names of rpc.workers this model is split across' })),
     aliases: Type.Optional(Type.Array(Type.String({ pattern: '^\\S{1,200}$' }), { description: 'other names requests may use for this model (what an agent asks for: claude-sonnet-4-5, gpt-5-codex)' })),
     tensor_split: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { minItems: 1, description: 'the share of the layers on each device, in llama-server\'s device order (RPC workers first)' })),
+    priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100, description: 'when models do not fit together, a higher one is swapped in first and out last (default 0)' })),
+    pinned: Type.Optional(Type.Boolean({ description: 'never unloaded to make room for another model; reloaded once room is back' })),
   }, { additionalProperties: false }), { default: {} }),
   rpc: Type.Object({
     workers: Type.Array(Type.Object({
@@ -67,6 +69,8 @@ export const ConfigSchema = Type.Object({
     blob_quota: Type.Union([Size, Type.Literal(0), Type.Null()], { default: '200GiB', description: 'the most bytes uploaded blobs no model is made from may hold together; 0 or null: no quota' }),
     body_timeout: Type.Union([Duration], { default: '30s', description: 'a request body not received whole this long after its head is cut off (model uploads exempt)' }),
     progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
+    swap_wait: Type.Union([Duration], { default: '30s', description: 'when models do not fit together, requests for the loaded one go before a swap away from it for at most this long' }),
+    min_residency: Type.Union([Duration], { default: '5s', description: 'a model just loaded is not unloaded for another one sooner than this' }),
     header_timeout: Type.Union([Duration], { default: '15s', description: 'a connection whose request head has not arrived whole this long is answered 408 and closed' }),
     connections_per_client: Type.Integer({ minimum: 1, default: 256, description: 'open connections one client address may hold; the next is answered 503 and closed' }),
     unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),
@@ -82,6 +86,11 @@ export const ConfigSchema = Type.Object({
     python: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
     timeout: Type.Union([Duration], { default: '30m' }),
     auto_setup: Type.Boolean({ default: true, description: 'prepare what conversion lacks at start, in the background, where no question needs asking' }),
+  }, { additionalProperties: false, default: {} }),
+  prompt_cache: Type.Object({
+    enabled: Type.Boolean({ default: true, description: 'save the prompt caches of a runtime about to stop, and restore them when its model loads again' }),
+    size: Type.Union([Size], { default: '8GiB', description: 'the most bytes saved prompt caches hold together; the least recently used go first' }),
+    min_tokens: Type.Integer({ minimum: 1, default: 1024, description: 'a slot holding fewer tokens is not worth saving' }),
   }, { additionalProperties: false, default: {} }),
   hub: Type.Object({
     endpoint: Type.String({ pattern: '^https?://', default: 'https://huggingface.co' }),

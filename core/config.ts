@@ -40,6 +40,8 @@ export interface Config {
     headerTimeoutMs: number,
     /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
     connectionsPerClient: number, unauthenticatedConnections: number,
+    /** How long requests for a loaded model go before a swap away from it; how long a model just loaded stays at least. */
+    swapWaitMs: number, minResidencyMs: number,
   }
   runtime: 'auto' | Backend
   /** Build the runtime for a GPU found without one, in the background at start (its toolkit must be there). */
@@ -48,6 +50,8 @@ export interface Config {
   llamaCppSrc: string | null
   /** `autoSetup`: install what the converter lacks at start, in the background, where no question needs asking. */
   conversion: { python: string | null, timeoutMs: number, autoSetup: boolean }
+  /** Prompt caches saved when a runtime stops and restored when its model loads again: their folder's budget, and the smallest worth saving. */
+  promptCache: { enabled: boolean, sizeBytes: number, minTokens: number }
   /** `allowPrivateRedirects`: the hub may redirect to loopback or private addresses of hosts other than its own. */
   hub: { endpoint: string, token: string | null, allowPrivateRedirects: boolean }
   /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
@@ -81,6 +85,10 @@ export interface ModelConfig {
   rpc?: string[]
   /** llama-server's `--tensor-split`: each device's share of the layers. */
   tensorSplit?: number[]
+  /** When models do not fit together: a higher one is swapped in first and out last. @default 0 */
+  priority?: number
+  /** Never unloaded to make room for another model; reloaded once room is back. */
+  pinned?: boolean
 }
 
 export { ConfigError }
@@ -344,12 +352,15 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       headerTimeoutMs: positive('limits.header_timeout', duration('limits.header_timeout', raw.limits.header_timeout)),
       connectionsPerClient: raw.limits.connections_per_client,
       unauthenticatedConnections: raw.limits.unauthenticated_connections,
+      swapWaitMs: duration('limits.swap_wait', raw.limits.swap_wait),
+      minResidencyMs: duration('limits.min_residency', raw.limits.min_residency),
     },
     runtime: raw.runtime,
     buildGpuRuntime: raw.build_gpu_runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
     llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
     conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout), autoSetup: raw.conversion.auto_setup },
+    promptCache: { enabled: raw.prompt_cache.enabled, sizeBytes: size('prompt_cache.size', raw.prompt_cache.size), minTokens: raw.prompt_cache.min_tokens },
     hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token, allowPrivateRedirects: raw.hub.allow_private_redirects },
     auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },
@@ -396,6 +407,8 @@ function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: 
       ...(m.keep_alive !== undefined ? { keepAliveMs: duration(`models.${name}.keep_alive`, m.keep_alive) } : {}),
       ...(m.rpc ? { rpc: m.rpc } : {}),
       ...(m.tensor_split ? { tensorSplit: m.tensor_split } : {}),
+      ...(m.priority !== undefined ? { priority: m.priority } : {}),
+      ...(m.pinned ? { pinned: true } : {}),
     }
     return [name, config]
   }))

@@ -46,6 +46,7 @@ export class EventStream {
   private readonly controller = new AbortController()
   private opened = false
   private ended = false
+  private wroteData = false
 
   constructor (private readonly request: FastifyRequest, private readonly reply: FastifyReply, readonly format: StreamFormat) {
     this.raw = reply.raw
@@ -59,6 +60,20 @@ export class EventStream {
   get signal (): AbortSignal { return this.controller.signal }
 
   get isOpen (): boolean { return this.opened }
+
+  /** True once an event went out (an SSE comment is none): until then the answer may still start over. */
+  get hasData (): boolean { return this.wroteData }
+
+  /**
+   * Says something to the client that no client reads as an event, opening the stream: an SSE comment (`: text`,
+   * which the SSE spec has every parser skip). NDJSON has no such line (Ollama's clients parse every line as a
+   * chunk, and warn on a blank one), so there it only opens the stream: the head goes out, nothing else.
+   */
+  comment (text: string): void {
+    if (!this.opened) this.open()
+    if (this.format !== 'sse' || this.ended || this.raw.destroyed) return
+    this.raw.write(`: ${text.replaceAll('\n', ' ')}\n\n`)
+  }
 
   /** Sends the headers now (a client sees the stream start before the first event). */
   open (): void {
@@ -84,6 +99,7 @@ export class EventStream {
   sendJson (json: string): boolean {
     if (!this.opened) this.open()
     if (this.ended || this.raw.destroyed) return true
+    this.wroteData = true
     return this.raw.write(this.format === 'sse' ? `data: ${json}\n\n` : `${json}\n`)
   }
 
@@ -91,6 +107,7 @@ export class EventStream {
   writeRaw (chunk: Buffer): boolean {
     if (!this.opened) this.open()
     if (this.ended || this.raw.destroyed) return true
+    this.wroteData = true
     return this.raw.write(chunk)
   }
 
@@ -103,6 +120,8 @@ export class EventStream {
     if (!this.opened) this.open()
     const socket = this.raw.socket
     const chunked = (this.raw as ServerResponse & { chunkedEncoding?: boolean }).chunkedEncoding === true
+    // Whoever asks for the socket writes events to it.
+    this.wroteData = true
     return chunked && socket !== null && !socket.destroyed && !this.ended ? socket : null
   }
 

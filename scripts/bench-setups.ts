@@ -84,7 +84,7 @@ export async function startPipe (port: number): Promise<Started> {
  * `llamagate serve` with `models` (name → GGUF) imported by its CLI, every model kept loaded until another must
  * take its place (`maxLoaded`). `root`: another built checkout, to compare with.
  */
-export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, root?: string } = {}): Promise<Started> {
+export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, root?: string, extra?: string[] } = {}): Promise<Started> {
   await mkdir(dir, { recursive: true })
   const config = join(dir, 'llamagate.yaml')
   const root = options.root ?? PACKAGE_ROOT
@@ -93,6 +93,7 @@ export async function startGateway (dir: string, build: RuntimeBuild, models: Re
     `runtimes:\n  ${build.backend}: { bin: ${build.binDir} }`, `runtime: ${build.backend}`,
     `default_options: { num_ctx: ${shape.ctxPerSlot}, num_parallel: ${shape.parallel}${shape.threads !== undefined ? `, num_thread: ${shape.threads}` : ''} }`,
     `limits: { queue_length: 1000${options.maxLoaded !== undefined ? `, max_loaded_models: ${options.maxLoaded}` : ''} }`,
+    ...options.extra ?? [],
   ].join('\n'))
   const cli = join(root, 'dist/core/cli.js')
   for (const [name, file] of Object.entries(models)) {

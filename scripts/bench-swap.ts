@@ -110,7 +110,7 @@ async function switchPhases (logFile: string): Promise<{ unload_p50_ms: number, 
   let evicting: number | null = null
   let unloaded: number | null = null
   for (const { time, msg } of lines) {
-    if (msg.startsWith('unloading the least recently used')) evicting = time
+    if (msg.startsWith('unloading an idle model to make room')) evicting = time
     else if (msg === 'model unloaded' && evicting !== null) { unload.push(time - evicting); unloaded = time; evicting = null }
     else if (msg === 'model loaded' && unloaded !== null) { load.push(time - unloaded); unloaded = null }
   }

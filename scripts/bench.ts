@@ -12,6 +12,7 @@ import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } fr
 import { benchLongPrompt } from './bench-long-prompt.js'
 import { benchMultiTurn } from './bench-multi-turn.js'
 import { benchSwap } from './bench-swap.js'
+import { benchSwapCache } from './bench-swap-cache.js'
 import { benchTags } from './bench-tags.js'
 import { benchThroughput } from './bench-throughput.js'
 import { findOrFetchSource } from './llama-cpp-source.js'
@@ -22,16 +23,17 @@ import { writeTinyGguf } from './tiny-model.js'
  * (`--scenario throughput,swap,long-prompt,multi-turn` or `all`; throughput alone by default):
  * - throughput: streamed load at 1, 8 and 32 streams through direct, router, pipe and llamagate, cold starts
  *   (bench-throughput.ts), on `--model tiny` (default; `--large` adds a 258 MiB one) or a real-size shape;
- * - swap, long-prompt, multi-turn: on the real-size `--shape` (llama-1b on CPU, llama-8b on a GPU backend), made
+ * - swap, long-prompt, multi-turn, swap-cache: on the real-size `--shape` (llama-1b on CPU, llama-8b on a GPU backend), made
  *   on first use under ~/.llamagate/bench (bench-models.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
- * `--conversations N --turns N --words N --reply N`, `--out FILE`. The tiny throughput run writes
+ * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
+ * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts), `--out FILE`. The tiny throughput run writes
  * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
  */
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -48,6 +50,7 @@ async function main (): Promise<void> {
       backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' }, 'prompt-tokens': { type: 'string', default: '4096,16384' },
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
+      'prefix-words': { type: 'string', default: '6000' }, 'swap-ins': { type: 'string', default: '3' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -119,6 +122,14 @@ async function main (): Promise<void> {
       report.swap = await benchSwap({
         build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap'),
         shape: { ctxPerSlot: 2048, parallel: 4, ...(threads !== undefined ? { threads } : {}) }, switches: Number(values.switches), say,
+      })
+    }
+    if (scenarios.includes('swap-cache')) {
+      const [a, b] = [`${shape}-q4_k_m`, `${shape}-q8_0`]
+      say(`\n== swap-cache, ${shape}`)
+      report.swap_cache = await benchSwapCache({
+        build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap-cache'),
+        prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const main = `${shape}-q4_k_m`

@@ -527,7 +527,7 @@ async function gatewayLog (file: string): Promise<LogSummary> {
     summary.by_level[level] = (summary.by_level[level] ?? 0) + 1
     const msg = entry.msg ?? ''
     if (msg === 'model loaded') summary.loads++
-    else if (msg.startsWith('unloading the least recently used')) summary.evictions++
+    else if (msg.startsWith('unloading an idle model to make room')) summary.evictions++
     else if (msg === 'runtime died') summary.runtime_died++
     else if (msg === 'model unloaded') summary.unloads++
     if ((entry.level ?? 30) >= 40) {

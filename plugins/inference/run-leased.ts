@@ -3,12 +3,17 @@ import { parseKeepAlive } from '../../core/keep-alive.js'
 import type { Logger } from '../../core/logger.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
 import { upstreamFailure } from './upstream-failure.js'
+import { waitText } from './wait-text.js'
 
 /** A streamed answer, as far as failures go (core/event-stream.ts's EventStream is one). */
 export interface FailableStream {
   readonly isOpen: boolean
+  /** True once an event of the answer went out (progress comments are none); absent: `isOpen` stands for it. */
+  readonly hasData?: boolean
   /** Ends an open stream with an error event; rethrows when it never opened (a real status is still possible). */
   fail(err: unknown): void
+  /** Progress while the request waits for a load or a slot, in a form its clients skip (opens the stream). */
+  comment?(text: string): void
 }
 
 /** What a surface received that decides which slot a request gets: handed over as received. */
@@ -47,10 +52,10 @@ export interface LeasedRun<T> extends LeaseAsk {
 const MAX_REFITS = 8
 
 /** A surface's ask as the scheduler takes it: keep_alive read. @throws BadRequestError */
-export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireRequest {
+export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
     options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
-    purpose: ask.purpose, log: ask.log, signal,
+    purpose: ask.purpose, log: ask.log, signal, ...(onWait ? { onWait } : {}),
   }
 }
 
@@ -65,14 +70,24 @@ export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal): AcquireReq
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
   // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
   const model = leases.modelName(run.model)
-  const request = acquireRequest(run, run.signal)
-  let lease = await leases.acquire(model, request)
+  // A stream that has to wait says so at once and then every second (wait-text.ts), before its first token.
+  const stream = run.stream
+  const request = acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined)
+  let lease: Lease
+  try {
+    lease = await leases.acquire(model, request)
+  } catch (err) {
+    // Progress opened the stream: the head is out, so the failure (a load that failed, a full queue) is its last event.
+    if (stream === null || !stream.isOpen) throw err
+    stream.fail(err)
+    return undefined
+  }
   try {
     for (let attempt = 0; ; attempt++) {
       try {
         return await run.work(lease)
       } catch (err) {
-        if (!(err instanceof ContextExceededError) || run.stream?.isOpen === true || attempt >= MAX_REFITS) throw err
+        if (!(err instanceof ContextExceededError) || (run.stream?.hasData ?? run.stream?.isOpen) === true || attempt >= MAX_REFITS) throw err
         const fit = await lease.fitPrompt(err.promptTokens)
         if (fit.grown) {
           lease.release()

@@ -42,6 +42,9 @@ export class GatewayMetrics {
   private readonly pullFailures: Counter
   private readonly conversionSeconds: Histogram<'dtype'>
   private readonly conversionFailures: Counter<'dtype'>
+  private readonly promptCaches: Counter<'model' | 'action'>
+  private readonly promptCacheBytes: Counter<'model' | 'action'>
+  private readonly promptCacheTokens: Counter<'model' | 'action'>
 
   constructor (state: GatewayState) {
     const registers = [this.registry]
@@ -79,6 +82,10 @@ export class GatewayMetrics {
     this.pullFailures = new Counter({ name: 'llamagate_pull_failures_total', help: 'Pulls that ended in an error (not those their clients left)', registers })
     this.conversionSeconds = new Histogram({ name: 'llamagate_conversion_duration_seconds', help: 'Time to make a GGUF variant of a SafeTensors model', labelNames: ['dtype'], buckets: CONVERSION_BUCKETS, registers })
     this.conversionFailures = new Counter({ name: 'llamagate_conversion_failures_total', help: 'SafeTensors conversions that failed (not those cancelled)', labelNames: ['dtype'], registers })
+    const cacheLabels = ['model', 'action'] as const
+    this.promptCaches = new Counter({ name: 'llamagate_prompt_caches_total', help: 'Slot prompt caches saved before a runtime stopped (action saved) and restored into a fresh one (action restored)', labelNames: cacheLabels, registers })
+    this.promptCacheBytes = new Counter({ name: 'llamagate_prompt_cache_bytes_total', help: 'Bytes of slot prompt caches saved and restored', labelNames: cacheLabels, registers })
+    this.promptCacheTokens = new Counter({ name: 'llamagate_prompt_cache_tokens_total', help: 'Tokens in slot prompt caches saved, and restored (tokens a follow-up need not evaluate again)', labelNames: cacheLabels, registers })
   }
 
   request (surface: string, model: string, status: number, seconds: number): void {
@@ -103,6 +110,12 @@ export class GatewayMetrics {
   converted (dtype: string, seconds: number): void { this.conversionSeconds.observe({ dtype }, seconds) }
   conversionFailed (dtype: string): void { this.conversionFailures.inc({ dtype }) }
   runtimeScrapeFailed (model: string): void { this.runtimeScrapeFailures.inc({ model }) }
+
+  promptCache (model: string, action: 'saved' | 'restored', tokens: number, bytes: number): void {
+    this.promptCaches.inc({ model, action })
+    this.promptCacheBytes.inc({ model, action }, bytes)
+    this.promptCacheTokens.inc({ model, action }, tokens)
+  }
 
   /** The KV-cache use read from the runtimes for this scrape: 0 for stored models not loaded; none for one unread. */
   setKvCacheUsage (modelNames: string[], usage: Map<string, number | null>): void {

@@ -12,6 +12,8 @@ export function observeServices (metrics: GatewayMetrics, services: { scheduler:
   scheduler.events.on('crashed', (model) => metrics.crashed(model))
   scheduler.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
   scheduler.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
+  scheduler.events.on('promptCacheSaved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
+  scheduler.events.on('promptCacheRestored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
   puller.events.on('bytes', (count) => metrics.pulled(count))
   puller.events.on('retry', () => metrics.pullRetried())
   puller.events.on('failed', () => metrics.pullFailed())

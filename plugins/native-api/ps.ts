@@ -5,6 +5,7 @@ import { ModelBody } from './schemas.js'
 
 // keep_alive < 0 keeps a model loaded for good; Ollama shows such a model with a far-future expiry.
 const FOREVER = '2318-01-01T00:00:00.000Z'
+const seconds = (ms: number): number => Math.round(ms / 100) / 10
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/ps', async () => {
@@ -27,6 +28,10 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       pid: m.pid,
       active_requests: m.activeRequests,
       queued_requests: m.queuedRequests,
+      // Seconds: the load so far and its earlier loads' median (null before one); no fraction, llama-server tells none.
+      loading: m.loading === null ? null : { elapsed: seconds(m.loading.elapsedMs), expected: m.loading.expectedMs === null ? null : seconds(m.loading.expectedMs) },
+      // Seconds a request arriving now would wait for a slot, from measured loads and requests; null when unknown.
+      expected_wait: m.expectedWaitMs === null ? null : seconds(m.expectedWaitMs),
       // Names from config.yaml's rpc.workers that hold its layers; GET /api/rpc-workers says how each is.
       rpc_workers: m.rpcWorkers,
     }))

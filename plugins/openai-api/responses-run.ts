@@ -45,6 +45,8 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     ? null
     : {
         get isOpen () { return stream.isOpen },
+        get hasData () { return stream.hasData },
+        comment: (text: string) => stream.comment(text),
         fail (err: unknown) {
           if (!stream.isOpen) throw err
           const error = toErrorReply(err, request.log)

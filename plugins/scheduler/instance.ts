@@ -5,7 +5,7 @@ import type { RuntimeProcess, SchedulableModel } from './ports.js'
 type InstanceState = LoadedModel['state']
 
 /** A queued request: resolved with true when a slot is handed to it, false when the instance went away. */
-interface Waiter { grant: (granted: boolean) => void }
+interface Waiter { grant: (granted: boolean) => void, ticket?: object }
 
 /**
  * One running llama-server for one model with one set of load-time options. Holds its slots (requests in
@@ -14,6 +14,7 @@ interface Waiter { grant: (granted: boolean) => void }
  */
 export class Instance {
   private currentState: InstanceState = 'loading'
+  private wasContended = false
   private inFlight = 0
   private readonly waiters: Waiter[] = []
   private waitingForLoad = 0
@@ -28,6 +29,8 @@ export class Instance {
   private loading: Promise<void> = Promise.resolve()
   private runtime: RuntimeProcess | null = null
   private watchdog: { stop(): void } | null = null
+  private attachedAt = 0
+  private servingSince = 0
 
   constructor (
     readonly model: SchedulableModel,
@@ -85,12 +88,27 @@ export class Instance {
   }
 
   /** The llama-server made for it, before its start. */
-  attach (process: RuntimeProcess): void { this.runtime = process }
+  attach (process: RuntimeProcess): void {
+    this.runtime = process
+    this.attachedAt = Date.now()
+  }
+
+  /** When its llama-server was made, about when its load began (ms since epoch; 0 while it waits for room). */
+  get loadStartedAt (): number { return this.attachedAt }
 
   /** Its runtime serves. */
   markLoaded (): void {
-    if (this.currentState === 'loading') this.currentState = 'loaded'
+    if (this.currentState !== 'loading') return
+    this.currentState = 'loaded'
+    this.servingSince = Date.now()
   }
+
+  /** When it began to serve (ms since epoch; 0 before): min_residency counts from here. */
+  get loadedAt (): number { return this.servingSince }
+
+  /** Another model's load had to wait while this one was busy: two clients want the room at once. */
+  get contended (): boolean { return this.wasContended }
+  markContended (): void { this.wasContended = true }
 
   /** Watches its runtime while it serves: stopped when it begins to unload. */
   watch (watchdog: { start(): void, stop(): void }): void {
@@ -147,8 +165,13 @@ export class Instance {
     return false
   }
 
-  /** Waits in line for a slot. Resolves false when the instance goes away first. */
-  enqueue (signal?: AbortSignal): Promise<boolean> {
+  /** Where the request holding `ticket` is in line: 1 is next; 0 when it is not in line. */
+  positionOf (ticket: object): number {
+    return this.waiters.findIndex((w) => w.ticket === ticket) + 1
+  }
+
+  /** Waits in line for a slot; `ticket` lets positionOf find it. Resolves false when the instance goes away first. */
+  enqueue (signal?: AbortSignal, ticket?: object): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       const onAbort = (): void => {
         const at = this.waiters.indexOf(waiter)
@@ -157,6 +180,7 @@ export class Instance {
       }
       const waiter: Waiter = {
         grant: (granted) => { signal?.removeEventListener('abort', onAbort); resolve(granted) },
+        ticket,
       }
       this.waiters.push(waiter)
       signal?.addEventListener('abort', onAbort, { once: true })

@@ -49,6 +49,26 @@ export interface AcquireRequest {
   purpose?: Purpose
   /** Where option keys the gateway does not know are reported (the request's log). */
   log?: Pick<Logger, 'warn'>
+  /**
+   * Told where the request stands while it waits (for room to load, a load, a slot), at once and about every
+   * second after; never called for a request that gets its slot without waiting (surfaces stream it as progress).
+   */
+  onWait?: (wait: WaitProgress) => void
+}
+
+/**
+ * Where a waiting request stands. `room`: its model waits for others to unload; `load`: its model's llama-server
+ * is starting (`elapsedMs` of that load, `expectedMs` from earlier loads of the model); `queue`: in line for a slot,
+ * `position` of `of` (`expectedMs`: wait-estimate.ts's guess from the model's recent requests). Estimates are absent
+ * until there is something measured to base them on.
+ */
+export interface WaitProgress {
+  stage: 'room' | 'load' | 'queue'
+  model: string
+  elapsedMs: number
+  expectedMs?: number
+  position?: number
+  of?: number
 }
 
 /** What `Lease.fitPrompt` did: the context the next acquire gets, or the most this model can hold and why. */
@@ -77,7 +97,12 @@ export interface LoadedModel {
   /** The backend its llama-server was started with. */
   readonly backend: string | null
   readonly activeRequests: number
+  /** Requests waiting for its load or for a slot. */
   readonly queuedRequests: number
+  /** While its llama-server starts: how long it has been (ms) and how long its earlier loads took (median), if any. */
+  readonly loading: { elapsedMs: number, expectedMs: number | null } | null
+  /** How long a request arriving now would wait for a slot (wait-estimate.ts); null when there is nothing to base it on. */
+  readonly expectedWaitMs: number | null
   /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
   readonly rpcWorkers: string[]
 }

@@ -62,9 +62,19 @@ export interface SchedulerSettings {
   loadTimeoutMs: number
   /** A busy runtime that answers nothing, or moves no slot on, this long is stopped (progress-watchdog.ts); none: never. */
   progressTimeoutMs?: number
+  /**
+   * When models do not fit together, requests for the loaded one go before a swap away from it for at most this long
+   * (swap-policy.ts). @default 0
+   */
+  swapWaitMs?: number
+  /** A model just loaded is not unloaded for another one sooner than this. @default 0 */
+  minResidencyMs?: number
   defaultOptions: Options
-  /** config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths). */
-  modelOptions: Record<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[] }>
+  /**
+   * config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths),
+   * and its place when models do not fit together (`priority`, `pinned`: swap-policy.ts).
+   */
+  modelOptions: Record<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[], priority?: number, pinned?: boolean }>
 }
 
 /** The RPC workers of config.yaml, as the scheduler needs them (runtimes/rpc knows how to reach them). */

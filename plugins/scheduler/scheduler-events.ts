@@ -8,10 +8,15 @@ export interface SchedulerEvents {
   loadFailed: [model: string, purpose: Purpose, error: unknown]
   /** An idle model was unloaded to make room for `forModel`. */
   evicted: [model: string, forModel: string]
+  /** A busy model takes no new requests: `forModel` waited limits.swap_wait for it, and it goes once idle (swap-policy.ts). */
+  swapOut: [model: string, forModel: string]
   /** A loaded model's runtime exited without being asked to. */
   crashed: [model: string]
   /** A request's first token went to its client, `seconds` after the request asked for a slot (load and queue included). */
   firstToken: [model: string, seconds: number]
+  /** A slot's prompt cache was saved before its runtime stopped, or restored into a fresh one: its tokens and bytes. */
+  promptCacheSaved: [model: string, tokens: number, bytes: number]
+  promptCacheRestored: [model: string, tokens: number, bytes: number]
   /** Tokens one request had read (its prompt, cached ones included) and generated, as the runtime reported them. */
   tokens: [model: string, prompt: number, generated: number]
 }

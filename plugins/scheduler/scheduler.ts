@@ -12,9 +12,13 @@ import { planContext, type ContextPlan } from './context-fit.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { modelArgs } from './model-args.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
+import type { CacheShape, PromptCaches } from './prompt-caches.js'
 import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
+import { SwapPolicy } from './swap-policy.js'
+import { WaitEstimate } from './wait-estimate.js'
+import { estimateKey, reportWait } from './wait-report.js'
 
 
 // Start failures delay the next start of the same model with the same load options: 1 s, 2 s, 4 s ... up to a
@@ -27,7 +31,7 @@ const CACHE_CHECK_BYTES = 2 ** 30
 
 /**
  * Owns every running model instance: loads on first use (one load shared by concurrent requests), hands out
- * slots in arrival order, unloads on keep-alive, evicts the least recently used idle instance to make room,
+ * slots in arrival order, unloads on keep-alive, evicts an idle instance to make room (swap-policy.ts's order),
  * and never cuts a running generation to make room for another model.
  */
 export class Scheduler implements LeaseSource {
@@ -35,11 +39,20 @@ export class Scheduler implements LeaseSource {
   private readonly failures = new Map<string, { count: number, retryAt: number, message: string }>()
   /** Woken whenever room may have appeared (an unload, an instance going idle). */
   private roomWaiters: Array<() => void> = []
+  /** Loads not yet given room (makeRoom): they take it by priority, then in order of arrival. */
+  private readonly awaitingRoom = new Set<Instance>()
+  /** Loaded instances whose swap-in waited long enough: they take no new requests, and go once idle (by the swap-in). */
+  private readonly swapOuts = new Map<Instance, Instance>()
+  /** Pinned models whose load found no room: loaded again when another model unloads (swap-policy.ts). */
+  private readonly pinnedToReload = new Map<string, Purpose>()
+  private readonly swaps: SwapPolicy
   /** A model's context, grown for a prompt that did not fit: later loads that fix no num_ctx get at least this. */
   private readonly contextFloors = new Map<string, ContextPlan>()
   private closing = false
   /** Loads, failures, evictions, crashes and each request's first token and token counts, for observers (metrics). */
   readonly events: EventHub<SchedulerEvents>
+  /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
+  private readonly estimate = new WaitEstimate()
 
   constructor (private readonly deps: {
     store: SchedulerStore
@@ -48,9 +61,13 @@ export class Scheduler implements LeaseSource {
     ensureVariant?: EnsureVariant
     /** The RPC workers models may be split across (config.yaml's rpc.workers). */
     rpcWorkers?: SchedulerRpcWorkers
+    /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
+    promptCaches?: PromptCaches
     log: Pick<Logger, 'info' | 'warn' | 'error'>
   }) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
+    this.swaps = new SwapPolicy(deps.settings)
+    this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
   }
 
   modelName (name: string): string {
@@ -74,12 +91,21 @@ export class Scheduler implements LeaseSource {
     if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
     const floor = purpose === 'generate' ? this.contextFloor(model.name, resolved) : undefined
     if (floor) resolved.load = { ...resolved.load, num_ctx: floor.numCtx, num_parallel: floor.numParallel }
+    // A pinned model stays: no request's keep_alive unloads it (an explicit unload, expire or stop, still does).
+    const keepAliveMs = this.swaps.isPinned(model.name) ? Infinity : request.keepAliveMs
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
-      const instance = this.findInstance(model, resolved, purpose, floor?.numCtx ?? 0) ?? this.startInstance(model, resolved, request.keepAliveMs, purpose)
-      await instance.waitUntilLoaded()
-      const granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal))
+      const instance = this.findInstance(model, resolved, purpose, floor?.numCtx ?? 0) ?? this.startInstance(model, resolved, keepAliveMs, purpose)
+      // Only a request that has to wait hears about it (wait-report.ts): a free slot costs it no timer.
+      const waiting = request.onWait ? reportWait(instance, this.estimate, started, request.onWait) : null
+      let granted: boolean
+      try {
+        await instance.waitUntilLoaded()
+        granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal, waiting?.ticket))
+      } finally {
+        waiting?.stop()
+      }
       if (!granted) {
         // The instance went away while we waited. After a crash the next request starts a fresh one; after a
         // stop (or shutdown) the waiting requests end with the reason.
@@ -87,7 +113,7 @@ export class Scheduler implements LeaseSource {
         if (reason instanceof RuntimeError) continue
         throw reason ?? new UnavailableError(`model "${model.name}" was unloaded`)
       }
-      instance.claim(request.keepAliveMs)
+      instance.claim(keepAliveMs)
       return this.lease(instance, resolved, started, request.signal)
     }
   }
@@ -101,6 +127,7 @@ export class Scheduler implements LeaseSource {
   /** Unloads every instance of a model at once; requests in flight on it end with an error. Idempotent. */
   async stop (name: string): Promise<void> {
     const model = this.deps.store.get(name)
+    this.pinnedToReload.delete(model.name) // stopped on purpose: not loaded again by itself
     await Promise.all(this.instances.filter((i) => i.model.name === model.name)
       .map((i) => this.unload(i, new UnavailableError(`model "${model.name}" was stopped`, 'model_stopped'))))
   }
@@ -138,9 +165,29 @@ export class Scheduler implements LeaseSource {
       pid: i.process?.pid ?? null,
       backend: i.process?.backend ?? null,
       activeRequests: i.active,
-      queuedRequests: i.queued,
+      // Those waiting for the load are in its queue too: they take a slot, in order, once it serves.
+      queuedRequests: i.queued + i.awaitingLoad,
+      ...this.waitFigures(i, now),
       rpcWorkers: this.workersOf(i.model),
     }))
+  }
+
+  /**
+   * /api/ps's loading progress and expected wait of an instance: a request arriving now waits for the rest of the load
+   * (its earlier loads' median), then behind those queued, unless a slot is free. Null where nothing was measured yet.
+   */
+  private waitFigures (i: Instance, now: number): Pick<LoadedModel, 'loading' | 'expectedWaitMs'> {
+    const key = estimateKey(i.model.name, i.purpose)
+    const line = i.queued + i.awaitingLoad
+    if (i.state === 'loading') {
+      const elapsedMs = now - i.loadStartedAt
+      const loadMs = this.estimate.loadMs(key)
+      const queueMs = line >= i.options.num_parallel ? this.estimate.queueMs(key, line + 1 - i.options.num_parallel, i.options.num_parallel) : 0
+      const expectedWaitMs = loadMs === null || queueMs === null ? null : Math.max(loadMs - elapsedMs, 0) + queueMs
+      return { loading: { elapsedMs, expectedMs: loadMs }, expectedWaitMs }
+    }
+    const free = i.active < i.options.num_parallel && line === 0
+    return { loading: null, expectedWaitMs: free ? 0 : this.estimate.queueMs(key, line + 1, i.options.num_parallel) }
   }
 
   /** The RPC workers a model is split across (config.yaml's models.<name>.rpc); empty for a local one. */
@@ -208,7 +255,8 @@ export class Scheduler implements LeaseSource {
 
   /** `minContext`: a context grown for an earlier prompt, which a smaller instance no longer serves. */
   private findInstance (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose, minContext: number): Instance | undefined {
-    const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting &&
+    // One swapped out for another model takes no new requests: they wait for its next load (swap-policy.ts).
+    const candidates = this.instances.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && !this.swapOuts.has(i) &&
       i.options.num_ctx >= minContext && i.fits(resolved.loadRequested, model.format === 'gguf'))
     // A loaded one before one still loading (whose load, asked for with other options, may fail), then the one
     // with the shortest line, so that requests spread over equivalent instances.
@@ -222,8 +270,11 @@ export class Scheduler implements LeaseSource {
     const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
       keepAliveMs ?? this.deps.settings.keepAliveMs, purpose)
     this.instances.push(instance)
+    this.awaitingRoom.add(instance)
     instance.startLoading(this.bringUp(instance, ctxSize).catch((err) => {
       this.remove(instance)
+      // A pinned model that found no room loads again once another model leaves.
+      if ((err as { code?: string }).code === 'no_room' && this.swaps.isPinned(model.name) && !this.closing) this.pinnedToReload.set(model.name, purpose)
       throw err
     }))
     return instance
@@ -249,6 +300,8 @@ export class Scheduler implements LeaseSource {
       throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
     }
     const args = this.deps.settings.modelOptions[model.name]?.args
+    const caches = purpose === 'generate' ? this.deps.promptCaches : undefined
+    await caches?.init()
     const process = this.deps.runtimes.create({
       modelPath: path,
       alias: model.name,
@@ -262,6 +315,7 @@ export class Scheduler implements LeaseSource {
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
       ...rpc,
       ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, this.deps.store) } : {}),
+      ...(caches ? { slotSavePath: caches.dir } : {}),
     })
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
@@ -278,6 +332,8 @@ export class Scheduler implements LeaseSource {
     }
     if (instance.state === 'unloading') return // stopped while it loaded
     this.failures.delete(failureKey)
+    // Before the first request: llama-server then sends each request to the slot holding its conversation.
+    if (caches) await caches.restoreInto(process.endpoint, cacheShape(instance))
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {
@@ -334,52 +390,108 @@ export class Scheduler implements LeaseSource {
 
   /**
    * Waits until the instance may load: fewer than max_loaded_models others, and its estimated size within
-   * the free memory. Idle instances are unloaded least recently used first; busy ones are waited for, up to
-   * the load timeout. When nothing else is loaded, the load goes ahead and llama-server decides.
+   * the free memory. Loads take room by priority, then in order of arrival. Idle instances are unloaded in
+   * swap-policy.ts's order (pinned and just loaded ones stay); busy ones are waited for, up to the load timeout,
+   * and stop taking new requests once the swap wait is over. When nothing else is loaded, the load goes ahead
+   * and llama-server decides.
    */
   private async makeRoom (instance: Instance): Promise<void> {
     const { settings, runtimes, log } = this.deps
-    const deadline = Date.now() + settings.loadTimeoutMs
-    for (;;) {
-      // Loads wait their turn: one that has not started yet does not count against an earlier one.
-      const mine = this.instances.indexOf(instance)
-      const others = this.instances.filter((i, at) => i !== instance && (at < mine || i.process !== null))
-      // An RPC worker serves one llama-server at a time: a model sharing one with this one must go first.
-      const mineWorkers = new Set(this.workersOf(instance.model))
-      const sharing = others.filter((i) => this.workersOf(i.model).some((w) => mineWorkers.has(w)))
-      if (sharing.length > 0) {
-        if (await this.evictIdle(sharing, instance, 'unloading a model from the RPC workers another one needs')) continue
-        if (Date.now() >= deadline) throw new UnavailableError(`no room to load "${instance.model.name}": its RPC workers (${[...mineWorkers].join(', ')}) serve "${sharing[0]!.model.name}", which is busy; waited ${Math.round(settings.loadTimeoutMs / 1000)} s`, 'no_room')
-        await this.waitForRoom(deadline - Date.now())
-        continue
+    const turn = { arrived: Date.now(), deadline: Date.now() + settings.loadTimeoutMs, announced: false }
+    const waited = `waited ${Math.round(settings.loadTimeoutMs / 1000)} s`
+    try {
+      for (;;) {
+        // A load behind this one in line does not count against it.
+        const others = this.instances.filter((i) => i !== instance && (!this.awaitingRoom.has(i) || this.swaps.isAhead(i, instance, this.instances)))
+        // An RPC worker serves one llama-server at a time: a model sharing one with this one must go first.
+        const mineWorkers = new Set(this.workersOf(instance.model))
+        const sharing = others.filter((i) => this.workersOf(i.model).some((w) => mineWorkers.has(w)))
+        if (sharing.length > 0) {
+          if (await this.evictIdle(sharing, instance, 'unloading a model from the RPC workers another one needs', turn.deadline)) continue
+          if (Date.now() >= turn.deadline) throw new UnavailableError(`no room to load "${instance.model.name}": its RPC workers (${[...mineWorkers].join(', ')}) serve "${sharing[0]!.model.name}", which is busy${this.pinnedNote(sharing)}; ${waited}`, 'no_room')
+          await this.waitForRoom(turn.deadline - Date.now())
+          continue
+        }
+        if (mineWorkers.size > 0 && others.length < settings.maxLoadedModels) return // its memory is the workers'
+        if (others.length === 0) {
+          // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
+          // warning, once the start is under way (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
+          setImmediate(() => {
+            runtimes.freeMemory().then((free) => {
+              if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+            }, () => {})
+          })
+          return
+        }
+        // At max_loaded_models, one must go whatever the memory: a switch does not wait for a probe (an
+        // nvidia-smi run on a GPU) whose answer changes nothing.
+        if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= await runtimes.freeMemory()) return
+        // Pinned models never leave for another: waiting for them would only end in the same answer.
+        if (others.every((i) => this.swaps.isPinned(i.model.name) && !this.awaitingRoom.has(i) && i.state !== 'unloading')) {
+          throw new UnavailableError(`no room to load "${instance.model.name}": ${others.map((i) => `"${i.model.name}"`).join(', ')} ${others.length > 1 ? 'are' : 'is'} pinned (config.yaml models.<name>.pinned) and never unloaded for another model (limits.max_loaded_models is ${settings.maxLoadedModels})`, 'no_room')
+        }
+        // A load ahead in line makes its own room first: this one unloads nothing meanwhile.
+        const ahead = others.some((i) => this.awaitingRoom.has(i))
+        const lookAgainAt = ahead ? turn.deadline : await this.swapOut(others, instance, turn)
+        if (lookAgainAt === 'evicted') continue
+        if (Date.now() >= turn.deadline) {
+          throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) ${ahead ? 'loading or waiting to, ahead of it,' : 'loaded and busy'}${this.pinnedNote(others)} (limits.max_loaded_models is ${settings.maxLoadedModels}); ${waited}`, 'no_room')
+        }
+        await this.waitForRoom(Math.min(turn.deadline, lookAgainAt) - Date.now())
       }
-      if (mineWorkers.size > 0 && others.length < settings.maxLoadedModels) return // its memory is the workers'
-      if (others.length === 0) {
-        // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
-        // warning, once the start is under way (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
-        setImmediate(() => {
-          runtimes.freeMemory().then((free) => {
-            if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
-          }, () => {})
-        })
-        return
-      }
-      // At max_loaded_models, one must go whatever the memory: a switch does not wait for a probe (an
-      // nvidia-smi run on a GPU) whose answer changes nothing.
-      if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= await runtimes.freeMemory()) return
-      if (await this.evictIdle(others, instance, 'unloading the least recently used idle model to make room')) continue
-      const left = deadline - Date.now()
-      if (left <= 0) {
-        throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) loaded and busy (limits.max_loaded_models is ${settings.maxLoadedModels}); waited ${Math.round(settings.loadTimeoutMs / 1000)} s`, 'no_room')
-      }
-      await this.waitForRoom(left)
+    } finally {
+      this.awaitingRoom.delete(instance)
+      // What this load closed for its swap serves again if the load went without it (failed, or room came otherwise).
+      for (const [out, into] of this.swapOuts) if (into === instance) this.swapOuts.delete(out)
+      // The next load in line may go now.
+      this.wakeRoomWaiters()
     }
   }
 
-  /** Unloads the least recently used idle instance among `candidates` for `instance`; false when none is idle. */
-  private async evictIdle (candidates: Instance[], instance: Instance, why: string): Promise<boolean> {
-    const victim = candidates.filter((i) => i.state === 'loaded' && i.idle).sort((a, b) => a.lastUsed - b.lastUsed)[0]
-    if (!victim) return false
+  /**
+   * Makes room as swap-policy.ts says: unloads an idle model that may go, else, once the swap-in's wait is over, closes
+   * the busy model in its way to new requests so that its line ends. @returns 'evicted', or when to look again
+   */
+  private async swapOut (others: Instance[], instance: Instance, turn: { arrived: number, deadline: number, announced: boolean }): Promise<'evicted' | number> {
+    // A model with requests while this load waits for room is wanted by two clients at once: min_residency holds for it.
+    for (const other of others) if (other.active + other.queued + other.awaitingLoad > 0) other.markContended()
+    if (await this.evictIdle(others, instance, 'unloading an idle model to make room', turn.deadline)) return 'evicted'
+    const name = instance.model.name
+    const movable = this.swaps.evictionOrder(others.filter((i) => i.state === 'loaded' && !this.swaps.isPinned(i.model.name)))
+    // The idle one next to go was loaded too recently: it goes when its min_residency is over.
+    const resident = movable.find((i) => i.idle)
+    const lookAgainAt = resident ? Math.min(turn.deadline, this.swaps.residentUntil(resident, name)) : turn.deadline
+    const busy = movable.find((i) => !i.idle && i.model.name !== name)
+    if (!busy || this.swapOuts.has(busy)) return lookAgainAt
+    const swapAt = this.swaps.swapAt(instance, busy, turn.arrived)
+    if (Date.now() >= swapAt) {
+      this.deps.log.info({ model: busy.model.name, for: name, active: busy.active, queued: busy.queued }, `${busy.model.name} takes no new requests: it is swapped out for ${name} once those it has are done`)
+      this.swapOuts.set(busy, instance)
+      this.events.emit('swapOut', busy.model.name, name)
+      return lookAgainAt
+    }
+    if (!turn.announced) {
+      turn.announced = true
+      this.deps.log.info({ model: busy.model.name, for: name }, `waiting up to ${Math.ceil((swapAt - Date.now()) / 1000)} s for ${busy.model.name}'s requests before swapping it out for ${name}`)
+    }
+    return Math.min(lookAgainAt, swapAt)
+  }
+
+  /** ", pinned: ..." when some of `instances` are pinned (they never leave for another model). */
+  private pinnedNote (instances: Instance[]): string {
+    const pinned = [...new Set(instances.filter((i) => this.swaps.isPinned(i.model.name)).map((i) => `"${i.model.name}"`))]
+    return pinned.length > 0 ? `, pinned: ${pinned.join(', ')}` : ''
+  }
+
+  /**
+   * Unloads the idle instance among `candidates` that goes first for `instance` (swap-policy.ts: never a pinned one);
+   * false when none is idle, or that one is within its min_residency (which gives way at `deadline`: the load does
+   * not fail for it). Residency says when the next one goes, not which.
+   */
+  private async evictIdle (candidates: Instance[], instance: Instance, why: string, deadline: number): Promise<boolean> {
+    const now = Date.now()
+    const victim = this.swaps.evictionOrder(candidates.filter((i) => i.state === 'loaded' && i.idle && !this.swaps.isPinned(i.model.name)))[0]
+    if (!victim || (now < deadline && now < this.swaps.residentUntil(victim, instance.model.name))) return false
     this.deps.log.info({ model: victim.model.name, for: instance.model.name }, why)
     this.events.emit('evicted', victim.model.name, instance.model.name)
     // A request waits on this unload, and the victim is idle: killed at once, not asked to finish.
@@ -399,9 +511,9 @@ export class Scheduler implements LeaseSource {
     for (const wake of this.roomWaiters.splice(0)) wake()
   }
 
-  private async waitInLine (instance: Instance, signal?: AbortSignal): Promise<boolean> {
+  private async waitInLine (instance: Instance, signal?: AbortSignal, ticket?: object): Promise<boolean> {
     if (instance.queued >= this.deps.settings.queueLength) throw new QueueFullError(instance.model.name)
-    return instance.enqueue(signal)
+    return instance.enqueue(signal, ticket)
   }
 
   /** `started`: when the request asked for a slot (performance.now()). */
@@ -415,6 +527,7 @@ export class Scheduler implements LeaseSource {
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
+    const granted = performance.now()
     return {
       model: instance.model,
       endpoint: instance.process!.endpoint,
@@ -427,6 +540,7 @@ export class Scheduler implements LeaseSource {
         if (released) return
         released = true
         linked?.unlink()
+        this.estimate.served(estimateKey(name, instance.purpose), performance.now() - granted)
         this.release(instance)
       },
       firstToken: () => {
@@ -453,12 +567,16 @@ export class Scheduler implements LeaseSource {
   }
 
   /** `graceMs`: how long llama-server may take to exit on SIGTERM before it is killed (0: killed at once). */
-  private async unload (instance: Instance, reason: Error, graceMs?: number): Promise<void> {
+  /** `save`: false for a runtime that cannot answer (stuck): its slots are not asked for. */
+  private async unload (instance: Instance, reason: Error, graceMs?: number, save = true): Promise<void> {
     // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we
     // are cutting anyway need not be waited for.
     graceMs ??= instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined
+    const served = save && instance.state === 'loaded' && instance.purpose === 'generate' && instance.process !== null
     if (!instance.beginUnload(reason)) return
     try {
+      // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
+      if (served && this.deps.promptCaches) await this.deps.promptCaches.saveFrom(instance.process!.endpoint, cacheShape(instance))
       await instance.process?.stop(graceMs)
     } finally {
       this.remove(instance)
@@ -499,7 +617,7 @@ export class Scheduler implements LeaseSource {
     this.deps.log.error({ model: name, pid: instance.process?.pid, why }, 'runtime stuck: stopping it')
     this.events.emit('crashed', name)
     const error = new RuntimeError(`the runtime of model "${name}" was stuck (${why}), so it was stopped; the model loads again for the next request`, [], 'runtime_stuck')
-    void this.unload(instance, error, 0)
+    void this.unload(instance, error, 0, false)
   }
 
   private recordFailure (key: string, err: unknown): void {
@@ -513,6 +631,30 @@ export class Scheduler implements LeaseSource {
     if (at !== -1) this.instances.splice(at, 1)
     instance.beginUnload()
     instance.dismissWaiters()
+    this.awaitingRoom.delete(instance)
+    this.swapOuts.delete(instance)
     this.wakeRoomWaiters()
+    // A runtime that stopped left room: a pinned model that found none may load now.
+    if (instance.process !== null) setImmediate(() => this.reloadPinned())
   }
+
+  /**
+   * Loads again the pinned models whose load found no room, once no other load waits for it (those asked for by a
+   * request go first). One that finds none again waits for the next model to leave.
+   */
+  private reloadPinned (): void {
+    if (this.closing || this.awaitingRoom.size > 0) return
+    for (const [name, purpose] of this.pinnedToReload) {
+      this.pinnedToReload.delete(name)
+      if (this.instances.some((i) => i.model.name === name && i.purpose === purpose)) continue
+      this.deps.log.info({ model: name }, 'loading a pinned model again: room came back')
+      this.load(name, { purpose }).catch((err: unknown) => this.deps.log.warn({ model: name, err }, 'a pinned model did not load again'))
+    }
+  }
+}
+
+/** What ties an instance's slot caches to the runtimes that can take them back. */
+function cacheShape (instance: Instance): CacheShape {
+  const { model, options } = instance
+  return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v }
 }

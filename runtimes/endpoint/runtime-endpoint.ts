@@ -17,6 +17,11 @@ interface SlotState {
   next_token?: Array<{ n_decoded?: number }>
 }
 
+/** A slot as `slotCaches` tells it. */
+export interface SlotCache { id: number, nCtx: number, tokens: number, busy: boolean }
+/** What a slot save or restore moved. */
+export interface SlotTransfer { tokens: number, bytes: number, ms: number }
+
 export interface RuntimeEndpointOptions {
   /** The model it serves, for messages ("the runtime of model X ..."). */
   name: string
@@ -101,6 +106,27 @@ export class RuntimeEndpoint {
     const slots = JSON.parse(await this.get('/slots', signal)) as SlotState[]
     return slots.filter((slot) => slot.is_processing).map((slot) =>
       `${slot.id}:${slot.id_task ?? ''}:${slot.n_prompt_tokens_processed ?? ''}:${slot.next_token?.[0]?.n_decoded ?? ''}`)
+  }
+
+  /** Each slot's id, context, and how many tokens its cache holds (0 for one never used, or cleared). */
+  async slotCaches (signal: AbortSignal): Promise<SlotCache[]> {
+    const slots = JSON.parse(await this.get('/slots', signal)) as SlotState[]
+    return slots.map((slot) => ({ id: slot.id ?? 0, nCtx: slot.n_ctx ?? 0, tokens: slot.n_prompt_tokens ?? 0, busy: slot.is_processing === true }))
+  }
+
+  /**
+   * Writes a slot's cache (its tokens and their KV state) to `filename` in the folder the runtime was started with
+   * (`--slot-save-path`); llama-server waits for the slot to be idle first. @throws as `post`
+   */
+  async saveSlot (id: number, filename: string, signal: AbortSignal): Promise<SlotTransfer> {
+    const answer = await this.postJson<{ n_saved?: number, n_written?: number, timings?: { save_ms?: number } }>(`/slots/${id}?action=save`, { filename }, signal)
+    return { tokens: answer.n_saved ?? 0, bytes: answer.n_written ?? 0, ms: answer.timings?.save_ms ?? 0 }
+  }
+
+  /** Loads a saved cache into a slot (an idle one: llama-server waits otherwise). @throws as `post`: another build's or a damaged file is refused */
+  async restoreSlot (id: number, filename: string, signal: AbortSignal): Promise<SlotTransfer> {
+    const answer = await this.postJson<{ n_restored?: number, n_read?: number, timings?: { restore_ms?: number } }>(`/slots/${id}?action=restore`, { filename }, signal)
+    return { tokens: answer.n_restored ?? 0, bytes: answer.n_read ?? 0, ms: answer.timings?.restore_ms ?? 0 }
   }
 
   /** Closes the pooled connections, if any were made; a request asked for later gets the pool's "destroyed" error. */

@@ -21,6 +21,7 @@ export function serverArgs (o: RuntimeSpawnOptions, build: RuntimeBuild, listen:
   if (o.projectorPath) args.push('--mmproj', o.projectorPath)
   if (o.rpcEndpoints?.length) args.push('--rpc', o.rpcEndpoints.join(','))
   if (o.tensorSplit?.length) args.push('--tensor-split', o.tensorSplit.join(','))
+  if (o.slotSavePath) args.push('--slot-save-path', o.slotSavePath)
   // Its Prometheus statistics (GET /metrics), which the gateway's /metrics re-exposes per model. Not looked up
   // in --help like the flags below: every llama-server that has --jinja has had --metrics longer.
   args.push('--metrics')

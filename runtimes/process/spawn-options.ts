@@ -34,6 +34,8 @@ export interface RuntimeSpawnOptions {
   rpcEndpoints?: string[]
   /** Each device's share of the layers (`--tensor-split`), RPC workers first. @default llama-server's (by free memory) */
   tensorSplit?: number[]
+  /** A folder slots' caches are saved to and restored from (`--slot-save-path`). @default none: no slot saving */
+  slotSavePath?: string
   /** Appended to the command line as is: the admin's own (config.yaml's models.<name>.args, model files resolved). @default [] */
   extraArgs?: string[]
 }

@@ -96,7 +96,8 @@ export function post (url: string, body: unknown, headers: Record<string, string
 /** Reads an SSE response into the parsed `data` of each event (`[DONE]` kept as a string). */
 export async function sseEvents (res: Response): Promise<unknown[]> {
   const text = await res.text()
-  return text.split('\n\n').filter((e) => e.trim() !== '').map((e) => {
+  // Comment blocks (`: ...`, the progress of a request that waited) are skipped, as every SSE parser does.
+  return text.split('\n\n').filter((e) => e.trim() !== '' && !e.startsWith(':')).map((e) => {
     if (!e.startsWith('data: ')) throw new Error(`not an SSE data event: ${JSON.stringify(e)}`)
     const data = e.slice(6)
     return data === '[DONE]' ? data : JSON.parse(data)
@@ -128,7 +129,8 @@ export async function firstEvent (res: Response): Promise<{ next: () => Promise<
     seen = end
     return event
   }
-  await readEvent()
+  // Progress comments of a request that waited come before its first event.
+  while ((await readEvent()).startsWith(':'));
   return {
     next: readEvent,
     rest: async () => {

@@ -9,13 +9,13 @@ import { cpuRuntime } from '../helpers/runtime.js'
 // The real-size scenarios on the test-sized Llama 3 shape (llama.cpp's own llama-bpe vocabulary and Llama 3.2
 // template, quantized by the real llama-quantize): every setup answers every switch, prompt and turn, and
 // every figure the tables quote is in the report.
-t.test('npm run bench, the swap, long-prompt and multi-turn scenarios end to end on a test-sized shape', async (t) => {
+t.test('npm run bench, the swap, long-prompt, multi-turn and swap-cache scenarios end to end on a test-sized shape', async (t) => {
   const dir = await tempDir(t)
   const out = join(dir, 'bench.json')
   const config = join(dir, 'config.yaml')
   // The runtime's own source tree: the shapes' vocabulary and template come from it, as on a user's machine.
   await writeFile(config, `data_dir: ${dir}\nllama_cpp_src: ${(await runtimeSource()).source}\nruntimes:\n  cpu: { bin: ${(await cpuRuntime()).binDir} }\n`)
-  const args = ['--scenario', 'swap,long-prompt,multi-turn', '--shape', 'llama-tiny', '--prompt-tokens', '200,400', '--reps', '1', '--switches', '2',
+  const args = ['--scenario', 'swap,long-prompt,multi-turn,swap-cache', '--prefix-words', '900', '--swap-ins', '2', '--shape', 'llama-tiny', '--prompt-tokens', '200,400', '--reps', '1', '--switches', '2',
     '--conversations', '2', '--turns', '3', '--words', '20', '--reply', '4', '--threads', '1', '--out', out]
   const { code, output } = await runBench(args, config)
   t.equal(code, 0, output.slice(-2000))
@@ -47,4 +47,13 @@ t.test('npm run bench, the swap, long-prompt and multi-turn scenarios end to end
   }
   t.equal(report.multi_turn.follow_ups, 4)
   t.ok(report.multi_turn.follow_up_ttft_ratio_vs_direct > 0)
+
+  // swap-cache: after the model came back, only llamagate with its caches takes the shared prefix from a cache.
+  const swapCache = report.swap_cache
+  t.match(output, /caches \/ the best of the others: \d+\.\d{4} \(target ≤ 0\.1\); after a gateway restart: \d+\.\d{4}/)
+  for (const setup of ['caches', 'no-caches', 'router', 'restart']) t.equal(swapCache[setup].follow_up_ttft_ms.length, 2, `${setup}: both swap-ins timed`)
+  t.ok(swapCache.caches.follow_up_cached_p50 > swapCache.caches.prompt_tokens_p50 * 0.8, `caches: ${swapCache.caches.follow_up_cached_p50} of ${swapCache.caches.prompt_tokens_p50} prompt tokens restored`)
+  for (const setup of ['no-caches', 'router', 'restart']) t.equal(swapCache[setup].follow_up_cached_p50, 0, `${setup}: the prefix evaluated again`)
+  t.ok(swapCache.after_restart[0].cached > swapCache.caches.prompt_tokens_p50 * 0.8, `after a gateway restart: ${swapCache.after_restart[0].cached} tokens restored`)
+  t.equal(swapCache.identical_answers, swapCache.answers_compared, 'the same answers at temperature 0 with and without the restore')
 })

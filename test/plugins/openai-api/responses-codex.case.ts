@@ -33,7 +33,7 @@ async function replay (captured: Capture, model: string, options: Record<string,
   const text = await res.text()
   const events = res.status !== 200
     ? []
-    : text.trim().split('\n\n').map((e) => {
+    : text.trim().split('\n\n').filter((e) => !e.startsWith(': ')).map((e) => {
       const [name, data] = e.split('\n')
       return { name: name!.replace(/^event: /, ''), data: JSON.parse(data!.replace(/^data: /, '')) }
     })

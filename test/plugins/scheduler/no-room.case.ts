@@ -11,11 +11,11 @@ import { until } from '../../helpers/until.js'
 // request may wait for room) before the request fails"); docs/api.md: "503 ... no room to load".
 
 
-const NO_ROOM = /no room to load "acme\/b": 1 model\(s\) loaded and busy \(limits\.max_loaded_models is 1\); waited 2 s/
+const NO_ROOM = /no room to load "acme\/b": 1 model\(s\) loaded and busy \(limits\.max_loaded_models is 1\); waited 4 s/
 
 t.test('no room: with max_loaded_models 1 and a busy model, another model\'s request waits load_timeout, then 503 on every surface', async (t) => {
   const { app, url } = await serveTinyModels(t, ['acme/b'], {
-    limits: { max_loaded_models: 1, load_timeout: '2s' },
+    limits: { max_loaded_models: 1, load_timeout: '4s' },
     default_options: { num_thread: 1, num_ctx: 32_768, num_parallel: 1 },
   })
   // Busy for longer than the timeout on any machine: the tiny model's own 2048-token training context would end a
@@ -34,13 +34,19 @@ t.test('no room: with max_loaded_models 1 and a busy model, another model\'s req
     timed(post(`${url}/v1/chat/completions`, { model: 'acme/b', messages: message, max_tokens: 2 })),
     timed(post(`${url}/v1/messages`, { model: 'acme/b', messages: message, max_tokens: 2 })),
   ])
-  for (const [what, { res, ms }] of Object.entries({ chat, streamed, openai, anthropic })) {
+  for (const [what, { res, ms }] of Object.entries({ chat, openai, anthropic })) {
     t.equal(res.status, 503, `${what}: 503`)
-    t.ok(ms >= 1900 && ms < 8000, `${what}: answered after the 2 s load_timeout (${ms} ms)`)
+    t.ok(ms >= 3900 && ms < 12_000, `${what}: answered after the 4 s load_timeout (${ms} ms)`)
   }
   t.match(await chat.res.json(), { error: NO_ROOM }, '/api/chat: the native shape, with the reason')
-  t.match(streamed.res.headers.get('content-type'), /application\/json/, 'a streamed request that never started is a plain JSON error, not a stream')
-  t.match(await streamed.res.json(), { error: NO_ROOM })
+  // A streamed request that waits says so after two seconds (progress comments), so its head is out: the 503 is its last event.
+  t.equal(streamed.res.status, 200, 'streamed: the head went out with the first progress comment')
+  t.ok(streamed.ms < 3900, `streamed: the head came after two seconds (${streamed.ms} ms), not after the whole wait`)
+  t.match(streamed.res.headers.get('content-type'), /text\/event-stream/)
+  const text = await streamed.res.text()
+  t.match(text, /^: waiting: /, 'progress first')
+  const events = text.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as unknown)
+  t.match(events, [{ error: NO_ROOM }], 'then one event: the error, with the reason (no answer)')
   t.match(await openai.res.json(), { error: { message: NO_ROOM, type: 'server_error' } }, '/v1: OpenAI\'s shape, server_error')
   t.match(await anthropic.res.json(), { type: 'error', error: { type: 'overloaded_error', message: NO_ROOM } }, '/v1/messages: Anthropic\'s overloaded_error')
   t.match(await first.next(), /^data: \{"model":"acme\/a".*"done":false\}/, 'the busy model\'s generation still streams: the 503s cut nothing')
@@ -69,7 +75,7 @@ t.test('load_timeout bounds the load itself: a runtime that never becomes ready 
   ].join('\n'), { mode: 0o755 })
   const { app, url } = await serveTinyModels(t, ['acme/slow'], {
     runtimes: { cpu: { bin } },
-    limits: { load_timeout: '2s' },
+    limits: { load_timeout: '4s' },
     default_options: { num_thread: 1, num_ctx: 256, num_parallel: 1 },
   })
   const started = Date.now()
@@ -77,14 +83,20 @@ t.test('load_timeout bounds the load itself: a runtime that never becomes ready 
   try {
     res = await post(`${url}/api/generate`, { model: 'acme/slow', prompt: 'hi', stream: false }, {}, AbortSignal.timeout(20_000))
   } catch (err) {
-    t.fail(`no answer within 20 s although limits.load_timeout is 2 s (${(err as Error).name}): the load is not bounded by load_timeout`)
+    t.fail(`no answer within 20 s although limits.load_timeout is 4 s (${(err as Error).name}): the load is not bounded by load_timeout`)
   }
   if (res !== null) {
     const ms = Date.now() - started
-    t.ok(ms >= 1900 && ms < 10_000, `failed after about the 2 s load_timeout (${ms} ms)`)
+    t.ok(ms >= 3900 && ms < 12_000, `failed after about the 4 s load_timeout (${ms} ms)`)
     t.ok(res.status === 502 || res.status === 503 || res.status === 504, `a 5xx (${res.status})`)
     t.match(await res.json(), { error: /acme\/slow/ }, 'naming the model')
   }
+  // Streamed, the same load says it is loading once it has waited two seconds, then ends with the failure as its event
+  // (another num_ctx: the failed start's backoff is per set of load options, and would answer this one at once).
+  const streamed = await (await post(`${url}/api/generate`, { model: 'acme/slow', prompt: 'hi', options: { num_ctx: 128 } }, { accept: 'text/event-stream' }, AbortSignal.timeout(20_000))).text()
+  t.match(streamed, /^: waiting: loading acme\/slow \(2\.\d s\)\n\n/, 'streamed: the load\'s progress first, as an SSE comment')
+  const events = streamed.split('\n').filter((l) => l.startsWith('data: ')).map((l) => JSON.parse(l.slice(6)) as unknown)
+  t.match(events, [{ error: /acme\/slow/ }], 'then the failure as its one event')
   // Whatever happened, the stand-in must not outlive the gateway.
   const started_pids = (await readFile(pids, 'utf8').catch(() => '')).split('\n').filter(Boolean).map(Number)
   t.ok(started_pids.length > 0, 'the stand-in llama-server was started')
