@@ -50,7 +50,7 @@ async function main (): Promise<void> {
       backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' }, 'prompt-tokens': { type: 'string', default: '4096,16384' },
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
-      'prefix-words': { type: 'string', default: '6000' }, 'swap-ins': { type: 'string', default: '3' },
+      'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]

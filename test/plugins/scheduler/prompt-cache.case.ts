@@ -55,7 +55,7 @@ t.test('saved on /api/stop, restored at the next load: the follow-up evaluates o
   t.ok(again.cached >= first.prompt - 20, `the runtime reused ${again.cached} of ${again.prompt} prompt tokens (the first turn had ${first.prompt})`)
 })
 
-t.test('each way a runtime stops saves: keep-alive expiry, eviction for another model, shutdown', async (t) => {
+t.test('each way a runtime stops saves: keep-alive expiry, eviction for another model, replaced, shutdown', async (t) => {
   const server = await serve(t, ['acme/a', 'acme/b'], { limits: { max_loaded_models: 1 } })
   t.equal((await turn(server, 'acme/a', prefix(2), { keep_alive: 0 })).status, 200)
   await until('the save as keep_alive 0 unloads it', () => server.saved.length === 1)
@@ -63,9 +63,13 @@ t.test('each way a runtime stops saves: keep-alive expiry, eviction for another 
   t.equal((await turn(server, 'acme/a', prefix(3))).status, 200)
   t.equal((await turn(server, 'acme/b', prefix(4))).status, 200)
   t.same(server.saved, ['acme/a', 'acme/a'], 'evicted for acme/b: saved')
+  // Asked for with another context: a new instance, and the one it replaces goes once idle.
+  t.equal((await turn(server, 'acme/b', prefix(14), { options: { num_ctx: 1024 } })).status, 200)
+  await until('the replaced instance\'s save', () => server.saved.length === 3)
+  t.same(server.saved, ['acme/a', 'acme/a', 'acme/b'], 'an instance of the same model with other options took its place: saved')
   await server.app.close()
-  t.same(server.saved, ['acme/a', 'acme/a', 'acme/b'], 'shutdown: saved')
-  t.equal((await cacheFiles(server.app)).length, 3, 'three conversations kept')
+  t.same(server.saved, ['acme/a', 'acme/a', 'acme/b', 'acme/b'], 'shutdown: saved')
+  t.equal((await cacheFiles(server.app)).length, 4, 'four conversations kept')
 })
 
 t.test('two conversations in two slots: after a reload each goes to the slot holding its own prefix', async (t) => {
