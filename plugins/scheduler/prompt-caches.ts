@@ -79,7 +79,7 @@ export class PromptCaches {
     const key = this.keyOf(shape)
     let saved = 0
     try {
-      const slots = (await endpoint.slotCaches(AbortSignal.any([signal, AbortSignal.timeout(LIST_LIMIT_MS)]))).filter((s) => s.tokens >= this.options.minTokens)
+      const slots = (await endpoint.slotCaches(AbortSignal.timeout(LIST_LIMIT_MS))).filter((s) => s.tokens >= this.options.minTokens)
       for (const slot of slots) {
         const id = randomUUID()
         // The pid: replicas share the models folder, and a scan must not take another live process's save.

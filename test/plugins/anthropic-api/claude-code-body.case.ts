@@ -53,7 +53,7 @@ t.test('Claude Code\'s body: accepted, streamed to message_stop; its system mess
   const res = await post(`${url}/v1/messages?beta=true`, body, headers)
   t.equal(res.status, 200, 'Claude Code\'s body is accepted')
   const text = await res.text()
-  // A load over a second is said first in SSE comments, which the SDK skips (docs/api.md): then Anthropic's events.
+  // A load over two seconds is said first in SSE comments, which the SDK skips (docs/api.md): then Anthropic's events.
   t.match(text, /^(: [^\n]*\n\n)*event: message_start\n/, 'Anthropic\'s events')
   t.match(text, /event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/)
   // Its prompt's tokens, said only in message_start, are counted as the runtime reported them.

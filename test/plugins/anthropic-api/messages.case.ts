@@ -81,7 +81,7 @@ t.test('errors come in Anthropic\'s shape, with its error types', async (t) => {
 
 t.test('a runtime that refuses a streamed request: Anthropic\'s error shape and status, before any event', async (t) => {
   const { url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_ctx: 64, num_parallel: 1 } })
-  // Loaded first: a request that waits for a load over a second has its head (and progress) out before the refusal.
+  // Loaded first: a request that waits for a load over two seconds has its head (and progress) out before the refusal.
   t.equal((await post(`${url}/v1/messages`, { model: 'acme/tiny', max_tokens: 1, messages: [{ role: 'user', content: 'hi' }] })).status, 200)
   const res = await post(`${url}/v1/messages`, { model: 'acme/tiny', max_tokens: 4, stream: true, messages: [{ role: 'user', content: 'word '.repeat(3000) }] })
   t.equal(res.status, 400)

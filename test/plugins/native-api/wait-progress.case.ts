@@ -19,7 +19,7 @@ t.test('/api/chat: progress comments before the first token while it loads and w
   const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 } })
   await importLongContextModel(t, app, 'acme/long')
 
-  // A cold model: a load within a second hears nothing, a longer one hears that it loads (a held load's progress, for
+  // A cold model: a load within two seconds hears nothing, a longer one hears that it loads (a held load's progress, for
   // certain: no-room.case.ts's never-ready runtime). Either way the data events read as before.
   const cold = await (await post(`${url}/api/chat`, chat('acme/tiny', 'hi'), SSE)).text()
   for (const comment of sseComments(beforeFirstData(cold))) t.match(comment, /^waiting: (to start )?loading acme\/tiny \(\d+\.\d s\)$/)
