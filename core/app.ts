@@ -110,7 +110,8 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
 function installConnectionCaps (app: FastifyInstance, config: Config): void {
   const connections = new ConnectionCaps({
     perClient: config.limits.connectionsPerClient,
-    unauthenticated: config.auth.apiKeys.length > 0 ? config.limits.unauthenticatedConnections : null,
+    // On or off as the security plugin finds keys (auth.api_keys, the keys file).
+    unauthenticated: config.limits.unauthenticatedConnections,
     log: app.log,
   })
   connections.guard(app.server)

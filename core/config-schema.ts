@@ -99,6 +99,7 @@ export const ConfigSchema = Type.Object({
   }, { additionalProperties: false, default: {} }),
   auth: Type.Object({
     api_keys: Type.Array(Type.String({ minLength: 1 }), { default: [] }),
+    keys_file: Type.String({ minLength: 1, default: 'keys.yaml', description: 'the keys `llamagate keys` hands out, with scopes and limits (relative to data_dir); re-read when it changes' }),
     require_keys_off_loopback: Type.Boolean({ default: false }),
   }, { additionalProperties: false, default: {} }),
   cors: Type.Object({

@@ -55,7 +55,7 @@ export interface Config {
   /** `allowPrivateRedirects`: the hub may redirect to loopback or private addresses of hosts other than its own. */
   hub: { endpoint: string, token: string | null, allowPrivateRedirects: boolean }
   /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
-  auth: { apiKeys: string[], requireKeysOffLoopback: boolean }
+  auth: { apiKeys: string[], keysFile: string, requireKeysOffLoopback: boolean }
   cors: { origins: string[] }
   allowedHosts: string[]
   /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
@@ -362,7 +362,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     conversion: { python: raw.conversion.python, timeoutMs: duration('conversion.timeout', raw.conversion.timeout), autoSetup: raw.conversion.auto_setup },
     promptCache: { enabled: raw.prompt_cache.enabled, sizeBytes: size('prompt_cache.size', raw.prompt_cache.size), minTokens: raw.prompt_cache.min_tokens },
     hub: { endpoint: raw.hub.endpoint.replace(/\/+$/, ''), token: raw.hub.token, allowPrivateRedirects: raw.hub.allow_private_redirects },
-    auth: { apiKeys: raw.auth.api_keys, requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
+    auth: { apiKeys: raw.auth.api_keys, keysFile: resolvePath(raw.auth.keys_file, dataDir), requireKeysOffLoopback: raw.auth.require_keys_off_loopback },
     cors: { origins: raw.cors.origins },
     allowedHosts: raw.allowed_hosts,
     vision: {

@@ -33,8 +33,17 @@ export class ConnectionCaps {
   // Each with when it was accepted; insertion order is age order, the first the oldest.
   private readonly waitingForKey = new Map<Socket, number>()
   private readonly refusing = new Set<Socket>()
+  private keysOn: boolean
 
-  constructor (private readonly options: ConnectionCapsOptions) {}
+  constructor (private readonly options: ConnectionCapsOptions) {
+    this.keysOn = options.unauthenticated !== null
+  }
+
+  /** Whether keys are on (the security plugin says, and says again when a keys file turns them on or off). */
+  requireKeys (on: boolean): void {
+    this.keysOn = on
+    if (!on) this.waitingForKey.clear()
+  }
 
   /**
    * Puts the caps in front of `server`'s own connection handling (Node's HTTP parser): a refused connection never
@@ -79,7 +88,7 @@ export class ConnectionCaps {
       this.refuse(socket, `too many connections from ${address} (the server's limit is ${this.options.perClient}, limits.connections_per_client); close some and retry`)
       return false
     }
-    const cap = this.options.unauthenticated
+    const cap = this.keysOn ? this.options.unauthenticated : null
     if (cap !== null && !this.makeRoom(cap)) {
       this.options.log.info({ client: address, cap }, 'too many new connections without an API key: a new one refused')
       this.refuse(socket, `too many new connections without an API key (the server's limit is twice ${cap}, limits.unauthenticated_connections); retry in a second`)

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { ConfigFlags } from '../config.js'
+import { ConfigError } from '../config-error.js'
 import { exposureRisk } from '../exposure.js'
 import { OLLAMA_API_VERSION, version } from '../version.js'
 import type { Command } from './command.js'
@@ -24,7 +25,16 @@ export const serve: Command = {
     const { loadConfig } = await import('../config.js')
     const config = loadConfig(values as ConfigFlags)
     // The Ollama address (ollama_listen) opens the same routes: off loopback without keys, the same risk.
-    const risk = exposureRisk(config.host, config.auth.apiKeys) ?? (config.ollamaListen && exposureRisk(config.ollamaListen.host, config.auth.apiKeys))
+    const { readKeysFile, KeysFileError } = await import('../keys-file.js')
+    // A keys file that lists keys (revoked ones too: revoking the last must not open the server) turns keys on.
+    let keys: string[]
+    try {
+      keys = [...config.auth.apiKeys, ...readKeysFile(config.auth.keysFile).keys.map((k) => k.name)]
+    } catch (err) {
+      if (err instanceof KeysFileError) throw new ConfigError([err.message])
+      throw err
+    }
+    const risk = exposureRisk(config.host, keys) ?? (config.ollamaListen && exposureRisk(config.ollamaListen.host, keys))
     if (risk !== null && config.auth.requireKeysOffLoopback) {
       stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
       return 2

@@ -26,12 +26,12 @@ const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topL
  */
 const anthropic: FastifyPluginAsyncTypebox = async (app) => {
   app.surfaces.register(ANTHROPIC_SURFACE)
-  app.post('/v1/messages', { schema: { body: MessagesBody } }, async (request, reply) => {
+  app.post('/v1/messages', { config: { scope: 'infer' }, schema: { body: MessagesBody } }, async (request, reply) => {
     const body = shapeMessages(request.body)
     const messages = await app.images.inline(app.store.get(body.model), body.messages, clientGone(reply))
     return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
   })
-  app.post('/v1/messages/count_tokens', { schema: { body: CountTokensBody } }, (request, reply) =>
+  app.post('/v1/messages/count_tokens', { config: { scope: 'infer' }, schema: { body: CountTokensBody } }, (request, reply) =>
     runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...shapeMessages(request.body), stream: false }))
 }
 

@@ -15,7 +15,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
     return (await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
   }
 
-  app.post('/api/embed', { schema: { body: EmbedBody } }, async (request, reply) => {
+  app.post('/api/embed', { config: { scope: 'infer' }, schema: { body: EmbedBody } }, async (request, reply) => {
     const started = performance.now()
     const { body } = request
     const inputs = typeof body.input === 'string' ? (body.input === '' ? [] : [body.input]) : body.input ?? []
@@ -35,7 +35,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
     })
   })
 
-  app.post('/api/embeddings', { schema: { body: LegacyEmbeddingsBody } }, async (request, reply) => {
+  app.post('/api/embeddings', { config: { scope: 'infer' }, schema: { body: LegacyEmbeddingsBody } }, async (request, reply) => {
     const { body } = request
     if (!body.prompt) {
       await loadOnly(body)

@@ -6,7 +6,7 @@ import { checkDimensions, shorten, toBase64 } from './vectors.js'
 
 /** OpenAI's `/v1/embeddings`, as its SDK and LangChain call it: text or token ids, floats or base64. */
 const openAiEmbeddings: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/embeddings', { schema: { body: OpenAiEmbeddingsBody } }, async (request, reply) => {
+  app.post('/v1/embeddings', { config: { scope: 'infer' }, schema: { body: OpenAiEmbeddingsBody } }, async (request, reply) => {
     const { body } = request
     const { input } = body
     // One text, a list of texts, one list of token ids, or a list of those.

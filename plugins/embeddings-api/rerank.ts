@@ -10,7 +10,7 @@ interface RuntimeRerank { results: Array<{ index: number, relevance_score: numbe
  */
 const rerank: FastifyPluginAsyncTypebox = async (app) => {
   for (const path of ['/v1/rerank', '/v1/reranking']) {
-    app.post(path, { schema: { body: RerankBody } }, async (request, reply) => {
+    app.post(path, { config: { scope: 'infer' }, schema: { body: RerankBody } }, async (request, reply) => {
       const { body } = request
       const documents = body.documents.map((d) => typeof d === 'string' ? d : d.text)
       return runWhole(app.scheduler, request, reply, body, 'rerank', async (lease) => {

@@ -11,7 +11,7 @@ export interface MetricsRouteOptions {
 
 /** GET /metrics, on the main address (behind the API key when keys are set) or on the metrics listener of its own. */
 const metricsRoute: FastifyPluginAsyncTypebox<MetricsRouteOptions> = async (app, opts) => {
-  app.get('/metrics', { config: { probe: true }, schema: { response: { 200: MetricsReply } } }, async (_request, reply) => {
+  app.get('/metrics', { config: { scope: 'admin', probe: true }, schema: { response: { 200: MetricsReply } } }, async (_request, reply) => {
     reply.type(opts.contentType)
     return opts.text()
   })

@@ -19,13 +19,13 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
   app.removeAllContentTypeParsers()
   app.addContentTypeParser('*', (_request, payload, done) => { done(null, payload) })
 
-  app.head('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+  app.head('/api/blobs/:digest', { config: { scope: 'manage' }, schema: { params: BlobParams } }, async (request, reply) => {
     const found = await app.store.blobs.find(request.params.digest)
     return reply.code(found === null ? 404 : 200).send()
   })
 
   // An upload is gigabytes: exempt from limits.body_timeout (core/body-timeout.ts).
-  app.post('/api/blobs/:digest', { schema: { params: BlobParams }, config: { longBody: true } }, async (request, reply) => {
+  app.post('/api/blobs/:digest', { config: { scope: 'manage', longBody: true }, schema: { params: BlobParams } }, async (request, reply) => {
     const body = (request.body ?? request.raw) as Readable
     const declared = Number(request.headers['content-length'])
     try {
@@ -41,7 +41,7 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
     }
   })
 
-  app.delete('/api/blobs/:digest', { schema: { params: BlobParams } }, async (request, reply) => {
+  app.delete('/api/blobs/:digest', { config: { scope: 'manage' }, schema: { params: BlobParams } }, async (request, reply) => {
     await app.store.blobs.remove(request.params.digest)
     return reply.code(200).send()
   })

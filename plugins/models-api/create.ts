@@ -38,7 +38,7 @@ const MAX_TEMPLATE_BYTES = 64 * 1024
  * real status rather than an error event in a 200 stream.
  */
 const create: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/api/create', { schema: { body: CreateBody } }, async (request, reply) => {
+  app.post('/api/create', { config: { scope: 'manage' }, schema: { body: CreateBody } }, async (request, reply) => {
     const body = request.body
     const name = requestedModel(body)
     parseModelName(name)

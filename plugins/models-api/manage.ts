@@ -7,18 +7,18 @@ import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ModelRec
 const manage: FastifyPluginAsyncTypebox = async (app) => {
   const { store } = app
 
-  app.delete('/api/delete', { schema: { body: ModelOrNameBody, response: { 200: DeleteReply } } }, async (request) => {
+  app.delete('/api/delete', { config: { scope: 'manage' }, schema: { body: ModelOrNameBody, response: { 200: DeleteReply } } }, async (request) => {
     await store.delete(requestedModel(request.body))
     return { status: 'deleted' as const }
   })
 
   // Ollama answers an empty 200; its clients read no body, and a JSON one keeps this surface uniform.
-  app.post('/api/copy', { schema: { body: CopyBody, response: { 200: CopyReply } } }, async (request) => {
+  app.post('/api/copy', { config: { scope: 'manage' }, schema: { body: CopyBody, response: { 200: CopyReply } } }, async (request) => {
     await store.copy(request.body.source, request.body.destination)
     return { status: 'copied' as const }
   })
 
-  app.post('/api/import', { schema: { body: ImportBody, response: { 200: ModelRecordSchema } } }, async (request) => {
+  app.post('/api/import', { config: { scope: 'manage' }, schema: { body: ImportBody, response: { 200: ModelRecordSchema } } }, async (request) => {
     const { model, path, projector } = request.body
     return tagOf(await store.import(model, path, projector !== undefined ? { projector } : {}))
   })

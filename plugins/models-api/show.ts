@@ -10,7 +10,7 @@ import { showDetails } from './tag-shape.js'
 const show: FastifyPluginAsyncTypebox = async (app) => {
   const { store } = app
 
-  app.post('/api/show', { schema: { body: ShowBody, response: { 200: ShowReply } } }, async (request) => {
+  app.post('/api/show', { config: { scope: 'any' }, schema: { body: ShowBody, response: { 200: ShowReply } } }, async (request) => {
     // An invalid name is a 400 and an unknown one a 404 (ModelNotFoundError), both from the store.
     const record = store.get(requestedModel(request.body))
     return {

@@ -9,7 +9,7 @@ import { anthropicModel, openAiModel, tagOf } from './tag-shape.js'
 const tags: FastifyPluginAsyncTypebox = async (app) => {
   const { store } = app
 
-  app.get('/api/tags', { schema: { response: { 200: TagsReply } } }, async () => ({ models: store.list().map(tagOf) }))
+  app.get('/api/tags', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: TagsReply } } }, async () => ({ models: store.list().map(tagOf) }))
 
   // One path for two APIs: Anthropic's SDKs (and Claude Code) send `anthropic-version`, OpenAI's never do.
   const anthropic = (headers: Record<string, unknown>): boolean => headers['anthropic-version'] !== undefined
@@ -23,7 +23,7 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
     }),
   ]
 
-  app.get('/v1/models', { schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
+  app.get('/v1/models', { config: { scope: 'any', modelList: { field: 'data', key: 'id' } }, schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
     if (!anthropic(request.headers)) return { object: 'list' as const, data: listed().map(openAiModel) }
     const data = listed().map(anthropicModel)
     return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null }
@@ -31,7 +31,7 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
 
   // Model ids hold a slash (`owner/name`): a wildcard route takes both parts. Fastify has decoded the
   // path already (decoding again would turn `%252e` into `.`).
-  app.get('/v1/models/*', { schema: { response: { 200: Type.Union([OpenAiModel, AnthropicModel]) } } }, async (request) => {
+  app.get('/v1/models/*', { config: { scope: 'any' }, schema: { response: { 200: Type.Union([OpenAiModel, AnthropicModel]) } } }, async (request) => {
     const id = (request.params as { '*': string })['*']
     const record = store.find(id)
     if (!record) throw new NotFoundError(`model "${id}" not found`)

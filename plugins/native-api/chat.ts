@@ -10,7 +10,7 @@ import { ChatBody } from './schemas.js'
 import { thinkFields } from './think-fields.js'
 
 const chat: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/api/chat', { schema: { body: ChatBody } }, async (request, reply) => {
+  app.post('/api/chat', { config: { scope: 'infer' }, schema: { body: ChatBody } }, async (request, reply) => {
     const body = request.body
     const messages = body.messages ?? []
     if (messages.length === 0) {

@@ -9,7 +9,7 @@ import { GenerateBody } from './schemas.js'
 import { thinkFields } from './think-fields.js'
 
 const generate: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/api/generate', { schema: { body: GenerateBody } }, async (request, reply) => {
+  app.post('/api/generate', { config: { scope: 'infer' }, schema: { body: GenerateBody } }, async (request, reply) => {
     const body = request.body
     const prompt = body.prompt ?? ''
     if (prompt === '') {

@@ -8,7 +8,7 @@ const FOREVER = '2318-01-01T00:00:00.000Z'
 const seconds = (ms: number): number => Math.round(ms / 100) / 10
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/api/ps', async () => {
+  app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } } }, async () => {
     const models = app.scheduler.snapshot().map((m) => ({
       name: m.model.name,
       model: m.model.name,
@@ -38,7 +38,7 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
     return { models }
   })
 
-  app.post('/api/stop', { schema: { body: ModelBody } }, async (request) => {
+  app.post('/api/stop', { config: { scope: 'manage' }, schema: { body: ModelBody } }, async (request) => {
     parseModelName(request.body.model)
     await app.scheduler.stop(request.body.model)
     return { status: 'stopped' }

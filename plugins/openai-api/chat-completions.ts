@@ -10,7 +10,7 @@ const CHAT: PassthroughRoute = { path: '/v1/chat/completions', topLevelOptions: 
 
 /** OpenAI's chat completions, through llama-server's own (its Jinja template, tools, response_format). */
 const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/v1/chat/completions', { schema: { body: ChatCompletionBody } }, async (request, reply) => {
+  app.post('/v1/chat/completions', { config: { scope: 'infer' }, schema: { body: ChatCompletionBody } }, async (request, reply) => {
     const body = request.body
     const record = app.store.get(body.model)
     // A message without a role is the user's; llama-server wants one on every message. A model created with a

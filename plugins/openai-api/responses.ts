@@ -15,7 +15,7 @@ import { ResponseIdParams, ResponsesBody } from './schemas.js'
 const responses: FastifyPluginAsyncTypebox = async (app) => {
   const store = new ResponseStore()
 
-  app.post('/v1/responses', { schema: { body: ResponsesBody } }, async (request, reply) => {
+  app.post('/v1/responses', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
     const body = request.body
     const record = app.store.get(body.model)
     const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, body.model) : []
@@ -25,13 +25,13 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
     return runResponses(app.scheduler, request, reply, { body, history, input, chat: { ...chat, messages }, store })
   })
 
-  app.get('/v1/responses/:id', { schema: { params: ResponseIdParams } }, async (request) => {
+  app.get('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {
     const stored = store.get(request.params.id)
     if (stored === null) throw notFound(request.params.id)
     return stored.response
   })
 
-  app.delete('/v1/responses/:id', { schema: { params: ResponseIdParams } }, async (request) => {
+  app.delete('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {
     if (!store.delete(request.params.id)) throw notFound(request.params.id)
     return { id: request.params.id, object: 'response', deleted: true }
   })

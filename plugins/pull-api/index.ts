@@ -17,7 +17,7 @@ const PullBody = ModelOrName({
 })
 
 const pull: FastifyPluginAsyncTypebox = async (app) => {
-  app.post('/api/pull', { schema: { body: PullBody } }, async (request, reply) => {
+  app.post('/api/pull', { config: { scope: 'manage' }, schema: { body: PullBody } }, async (request, reply) => {
     const model = requestedModel(request.body)
     parseModelName(model)
     if (request.body.stream === false) {

@@ -2,13 +2,22 @@ import cors from '@fastify/cors'
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
-import { ApiKeys } from './api-keys.js'
+import type { Scope } from '../../core/keys-file.js'
+import { currentUsage } from '../../core/request-usage.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
+import { allowsModel, KeyRing, type Grant } from './key-ring.js'
+import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
     /** Whether the caller may see the server's details: keys are off, or it sent a valid one (public routes too). */
     keyHolder: boolean
+    /** What the key the request showed may do; null when keys are off (everything) or none was shown. */
+    grant: Grant | null
+  }
+  interface FastifyInstance {
+    /** The keys the server accepts, re-read from the keys file when it changes. */
+    keyRing: KeyRing
   }
   interface FastifyContextConfig {
     /**
@@ -17,6 +26,14 @@ declare module 'fastify' {
      * never from the URL's text.
      */
     public?: boolean
+    /**
+     * What a key must be allowed to reach this route: `infer`, `manage`, `admin`, or `any` valid key (lists, its own
+     * usage). A route that declares none (a third-party plugin's) needs `admin`: closed until someone decides. Models
+     * a request names in its body (`model`, `name`, `source`, `destination`, `from`) or path must be the key's.
+     */
+    scope?: Scope | 'any'
+    /** The answer lists models (`field`, each named by `key`): a key sees only those it may use. */
+    modelList?: { field: string, key: string }
   }
 }
 
@@ -27,10 +44,18 @@ declare module 'fastify' {
 export default fp(async (app) => {
   const { host, allowedHosts, cors: { origins }, auth } = app.config
   const { ollamaListener, connections } = app
-  const keys = new ApiKeys(auth.apiKeys)
+  const keys = new KeyRing(auth.apiKeys, auth.keysFile, app.log)
+  keys.watch()
+  app.decorate('keyRing', keys)
+  app.addHook('onClose', async () => { keys.close() })
+  // Connections no key was shown on are capped while keys are on; a keys file may turn them on or off.
+  const capConnections = (): void => { connections.requireKeys(keys.enabled) }
+  capConnections()
+  keys.onChange(capConnections)
   const originAllowed = (origin: string): boolean => origins.some((p) => matchesPattern(origin, p))
 
   app.decorateRequest('keyHolder', false)
+  app.decorateRequest('grant', null)
   app.addHook('onRequest', async (request, reply) => {
     try {
       check(request)
@@ -54,17 +79,61 @@ export default fp(async (app) => {
     if (origin && !originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
+    if (!keys.enabled) {
+      request.keyHolder = true
+      return
+    }
     const apiKey = request.headers['x-api-key']
     const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
-    request.keyHolder = !keys.enabled || keys.accepts(request.headers.authorization, xApiKey)
-    // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
-    if (request.keyHolder) connections.authenticate(request.raw.socket)
-    if (keys.enabled && request.method !== 'OPTIONS' && request.routeOptions.config.public !== true) {
-      if (!request.keyHolder) {
-        throw new UnauthorizedError(request.headers.authorization || xApiKey ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
-      }
+    const given = (/^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? xApiKey)?.trim()
+    const found = given ? keys.check(given) : null
+    if (found !== null && 'grant' in found) {
+      request.grant = found.grant
+      request.keyHolder = true
+      // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
+      const usage = currentUsage()
+      if (usage) usage.key = found.grant.name
+      // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
+      connections.authenticate(request.raw.socket)
+    }
+    if (request.method === 'OPTIONS' || request.routeOptions.config.public === true) return
+    if (found === null) {
+      throw new UnauthorizedError(given ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
+    }
+    if ('revoked' in found) throw new UnauthorizedError(`the API key "${found.revoked}" was revoked`)
+    if (request.is404) return
+    const scope = request.routeOptions.config.scope ?? 'admin'
+    if (scope !== 'any' && !found.grant.scopes.has(scope)) {
+      throw new ForbiddenError(`the API key "${found.grant.name}" may not ${SCOPE_WORDS[scope]}: it lacks the "${scope}" scope`, 'permission_denied')
     }
   }
+
+  // After the body is parsed: the models it names must be the key's. The same answer whether a model exists or
+  // not, so that a key learns nothing of the models it may not use.
+  app.addHook('preHandler', async (request) => {
+    const grant = request.grant
+    if (grant === null || request.routeOptions.config.public === true) return
+    for (const name of modelsNamedIn(request.body, request.params)) {
+      if (!allowsModel(grant, name, app.config.aliases[name.toLowerCase()])) {
+        throw new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied')
+      }
+    }
+  })
+
+  app.addHook('preSerialization', async (request, _reply, payload: unknown) => {
+    const list = request.routeOptions.config.modelList
+    const grant = request.grant
+    if (grant === null || list === undefined || typeof payload !== 'object' || payload === null) return payload
+    const items = (payload as Record<string, unknown>)[list.field]
+    if (!Array.isArray(items)) return payload
+    const allowed = items.filter((item) => {
+      const name = (item as Record<string, unknown>)[list.key]
+      return typeof name === 'string' && allowsModel(grant, name, app.config.aliases[name.toLowerCase()])
+    })
+    // Anthropic's list names its first and last model apart from the list.
+    const ends = 'first_id' in payload ? { first_id: (allowed[0] as { id?: string } | undefined)?.id ?? null, last_id: (allowed.at(-1) as { id?: string } | undefined)?.id ?? null } : {}
+    return { ...payload, [list.field]: allowed, ...ends }
+  })
 
   await app.register(cors, {
     origin: (origin, callback) => callback(null, origin === undefined || originAllowed(origin)),

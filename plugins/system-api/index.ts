@@ -6,11 +6,11 @@ import { RpcWorkersReply, RuntimesReply } from './runtimes-schemas.js'
 /** What this machine can run: GET /api/runtimes, GET /api/convert/status. */
 const system: FastifyPluginAsyncTypebox = async (app) => {
   // Free memory is read again on each call; the builds and the choice are those made at start, or after a GPU build.
-  app.get('/api/runtimes', { schema: { response: { 200: RuntimesReply } } }, async () => {
+  app.get('/api/runtimes', { config: { scope: 'admin' }, schema: { response: { 200: RuntimesReply } } }, async () => {
     const build = { status: app.runtimeBuilder.status(), warning: app.runtimeBuilder.warning }
     return app.runtimes.describe(await app.runtimes.detectDevices(), build)
   })
-  app.get('/api/rpc-workers', { schema: { response: { 200: RpcWorkersReply } } }, async () => {
+  app.get('/api/rpc-workers', { config: { scope: 'admin' }, schema: { response: { 200: RpcWorkersReply } } }, async () => {
     const usedBy = new Map<string, string[]>()
     for (const loaded of app.scheduler.snapshot()) {
       for (const worker of loaded.rpcWorkers) usedBy.set(worker, [...usedBy.get(worker) ?? [], loaded.model.name])
@@ -24,7 +24,7 @@ const system: FastifyPluginAsyncTypebox = async (app) => {
       })),
     }
   })
-  app.get('/api/convert/status', { schema: { response: { 200: ConverterStatus } } }, async () => ({ ...await app.converter.readiness({ fresh: true }), preparation: app.converterPreparation.status }))
+  app.get('/api/convert/status', { config: { scope: 'manage' }, schema: { response: { 200: ConverterStatus } } }, async () => ({ ...await app.converter.readiness({ fresh: true }), preparation: app.converterPreparation.status }))
 }
 
 export default fp(system, { name: 'system-api', dependencies: ['llama-cpp', 'convert', 'scheduler'] })

@@ -3,12 +3,12 @@
 // of the machine, or answers 401; this walks every route the app registered, so a route added later is covered.
 import { truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { FastifyInstance, HTTPMethods } from 'fastify'
 import t from 'tap'
 import { loadConfig } from '../../core/config.js'
 import { openStore } from '../../plugins/storage/open-store.js'
 import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
+import { routesOf, sampleUrl as sample } from '../helpers/routes.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 import { until } from '../helpers/until.js'
 
@@ -17,37 +17,6 @@ const KEY = 'sk-no-leak-test-key-0123456789'
 // What answers without a key (plugins mark them `public`): the probes, Ollama's `GET /`, the web page's files, and
 // CORS preflights (a browser sends those without credentials). A route made public later must be added here.
 const PUBLIC = new Set(['/', '/livez', '/readyz', '/api/health', '/api/hello', '/api/version', '/ui', '/ui/', '/ui/:file'])
-
-// A value for each route parameter, so that the request reaches the route rather than a 400 or a 404.
-const SAMPLES: Record<string, string> = { ':digest': `sha256:${'0'.repeat(64)}`, ':id': 'resp_0', ':file': 'index.html', '*': 'acme/broken' }
-
-interface Route { method: string, url: string }
-
-/**
- * Every route the app has, from `printRoutes`' tree (each line a path segment under its parent, with its methods),
- * each checked with `hasRoute`: a line this cannot read fails the test rather than leaving a route out.
- */
-function routesOf (app: FastifyInstance): Route[] {
-  const routes: Route[] = []
-  const parents: string[] = []
-  for (const line of app.printRoutes({ commonPrefix: false }).split('\n')) {
-    if (line.trim() === '') continue
-    const match = /^((?:│ {3}| {4})*)[├└]── (.+) \(([A-Z, ]+)\)$/.exec(line)
-    if (match === null) throw new Error(`cannot read this line of printRoutes: ${JSON.stringify(line)}`)
-    const depth = match[1]!.length / 4
-    const parent = depth === 0 ? '' : parents[depth - 1]!
-    const methods = match[3]!.split(', ')
-    // find-my-way's tree drops the "/" before a wildcard child ("/v1/models" + "*" is "/v1/models/*").
-    const url = [parent + match[2]!, `${parent}/${match[2]!}`].find((u) => methods.every((m) => app.hasRoute({ method: m as HTTPMethods, url: u })))
-    if (url === undefined) throw new Error(`no route ${methods.join(', ')} ${parent + match[2]!}`)
-    parents[depth] = url
-    parents.length = depth + 1
-    for (const method of methods) routes.push({ method, url })
-  }
-  return routes
-}
-
-const sample = (url: string): string => url.replace(/:[a-z]+|\*/gi, (p) => SAMPLES[p] ?? 'x')
 
 t.test('keys on: without a key or with a wrong one, every route is 401 or public, and no answer names a path, the config or a log line', async (t) => {
   const dir = await tempDir(t)

@@ -1,0 +1,154 @@
+import { createHash, randomBytes } from 'node:crypto'
+import { readFileSync } from 'node:fs'
+import { mkdir, open, rename, rm } from 'node:fs/promises'
+import { dirname } from 'node:path'
+import { parse, stringify } from 'yaml'
+
+/**
+ * The keys file (`auth.keys_file`): one entry per API key a team hands out, with what it may do. Written by
+ * `llamagate keys`, read (and re-read on change) by the security plugin. Only a hash of each secret is kept.
+ */
+
+/** What a key may do: `infer` (chat, generate, embed, rerank), `manage` (pull, create, copy, delete, stop, import),
+ * `admin` (metrics, runtimes, RPC workers, everyone's usage). */
+export type Scope = 'infer' | 'manage' | 'admin'
+export const SCOPES: readonly Scope[] = ['infer', 'manage', 'admin']
+
+export interface KeyLimits {
+  /** Requests of this key running or waiting at once. */
+  concurrent?: number
+  requests_per_minute?: number
+  /** Prompt plus generated tokens per UTC day. */
+  tokens_per_day?: number
+  /** The part (0-1] of a model's queue (`limits.queue_length`) this key's waiting requests may fill. */
+  queue_share?: number
+}
+
+export interface KeyEntry {
+  name: string
+  /** `sha256:<hex>` of the secret. */
+  hash: string
+  scopes: Scope[]
+  /** Model names, `*` patterns or aliases it may use; `['*']`: every model. */
+  models: string[]
+  limits: KeyLimits
+  created: string
+  /** When it was revoked (ISO time): it stays listed, refused. */
+  revoked?: string
+}
+
+export interface KeysFile { keys: KeyEntry[] }
+
+const NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/
+const HASH = /^sha256:[0-9a-f]{64}$/
+const LIMITS: Record<keyof KeyLimits, { integer: boolean, max?: number }> = {
+  concurrent: { integer: true },
+  requests_per_minute: { integer: true },
+  tokens_per_day: { integer: true },
+  queue_share: { integer: false, max: 1 },
+}
+
+export class KeysFileError extends Error {
+  constructor (file: string, problems: string[]) {
+    super(`keys file ${file}: ${problems.join('; ')}`)
+    this.name = 'KeysFileError'
+  }
+}
+
+/** The hash kept for a secret. Secrets are 32 random bytes, so one round of SHA-256 is enough. */
+export function hashSecret (secret: string): string {
+  return 'sha256:' + createHash('sha256').update(secret).digest('hex')
+}
+
+/** A new secret: `lg-` and 43 characters of base64url (256 bits). */
+export function newSecret (): string {
+  return 'lg-' + randomBytes(32).toString('base64url')
+}
+
+export function validName (name: string): boolean { return NAME.test(name) }
+
+/** Reads and checks the keys file; an absent file is an empty one. @throws KeysFileError naming every problem */
+export function readKeysFile (file: string): KeysFile {
+  let text: string
+  try {
+    text = readFileSync(file, 'utf8')
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { keys: [] }
+    throw new KeysFileError(file, [(err as Error).message])
+  }
+  let raw: unknown
+  try {
+    raw = parse(text) ?? {}
+  } catch (err) {
+    throw new KeysFileError(file, [`not YAML: ${(err as Error).message.split('\n')[0]}`])
+  }
+  return checkKeysFile(file, raw)
+}
+
+export function checkKeysFile (file: string, raw: unknown): KeysFile {
+  const problems: string[] = []
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) throw new KeysFileError(file, ['expected a mapping with a "keys" list'])
+  const list = (raw as { keys?: unknown }).keys ?? []
+  if (!Array.isArray(list)) throw new KeysFileError(file, ['"keys" must be a list'])
+  const names = new Set<string>()
+  const keys: KeyEntry[] = []
+  list.forEach((item: unknown, i) => {
+    const at = `keys[${i}]`
+    if (typeof item !== 'object' || item === null) { problems.push(`${at}: expected a mapping`); return }
+    const e = item as Record<string, unknown>
+    const name = e.name
+    if (typeof name !== 'string' || !NAME.test(name)) { problems.push(`${at}.name: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`); return }
+    if (names.has(name.toLowerCase())) problems.push(`${at}.name: "${name}" is listed twice`)
+    names.add(name.toLowerCase())
+    if (typeof e.hash !== 'string' || !HASH.test(e.hash)) problems.push(`${at} (${name}).hash: expected sha256:<64 hex digits>`)
+    const scopes = e.scopes ?? ['infer']
+    if (!Array.isArray(scopes) || scopes.some((s) => !SCOPES.includes(s as Scope))) problems.push(`${at} (${name}).scopes: a list of ${SCOPES.join(', ')}`)
+    const models = e.models ?? ['*']
+    if (!Array.isArray(models) || models.some((m) => typeof m !== 'string' || m === '')) problems.push(`${at} (${name}).models: a list of model names, aliases or * patterns`)
+    const limits = (e.limits ?? {}) as Record<string, unknown>
+    if (typeof limits !== 'object' || limits === null) problems.push(`${at} (${name}).limits: expected a mapping`)
+    else {
+      for (const [k, v] of Object.entries(limits)) {
+        const rule = LIMITS[k as keyof KeyLimits]
+        if (rule === undefined) { problems.push(`${at} (${name}).limits.${k}: unknown (known: ${Object.keys(LIMITS).join(', ')})`); continue }
+        if (typeof v !== 'number' || !(v > 0) || (rule.integer && !Number.isInteger(v)) || (rule.max !== undefined && v > rule.max)) {
+          problems.push(`${at} (${name}).limits.${k}: ${rule.integer ? 'a whole number above 0' : `a number above 0, at most ${rule.max}`}`)
+        }
+      }
+    }
+    keys.push({
+      name,
+      hash: String(e.hash),
+      scopes: [...new Set(scopes as Scope[])],
+      models: models as string[],
+      limits: limits as KeyLimits,
+      created: typeof e.created === 'string' ? e.created : '',
+      ...(typeof e.revoked === 'string' ? { revoked: e.revoked } : {}),
+    })
+  })
+  if (problems.length > 0) throw new KeysFileError(file, problems)
+  return { keys }
+}
+
+const HEADER = '# API keys of this llamagate, written by `llamagate keys` (add, list, revoke). Only hashes of the secrets\n' +
+  '# are kept; the server re-reads this file when it changes. docs/operations.md, "A team setup".\n'
+
+/** Writes the keys file whole (a temporary file renamed over it, mode 600): a reader sees the old or the new. */
+export async function writeKeysFile (file: string, contents: KeysFile): Promise<void> {
+  checkKeysFile(file, contents)
+  await mkdir(dirname(file), { recursive: true })
+  const tmp = `${file}.${process.pid}.tmp`
+  const handle = await open(tmp, 'w', 0o600)
+  try {
+    await handle.writeFile(HEADER + stringify(contents))
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  try {
+    await rename(tmp, file)
+  } catch (err) {
+    await rm(tmp, { force: true })
+    throw err
+  }
+}

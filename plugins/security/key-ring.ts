@@ -1,0 +1,130 @@
+import { createHash, timingSafeEqual } from 'node:crypto'
+import { statSync, watch, type FSWatcher } from 'node:fs'
+import { basename, dirname } from 'node:path'
+import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, type Scope } from '../../core/keys-file.js'
+import type { Logger } from '../../core/logger.js'
+import { matchesPattern } from './host-guard.js'
+
+/** What a valid key may do, as the requests it authenticates carry it (`request.grant`). */
+export interface Grant {
+  /** The key's name (`config-1`... for auth.api_keys): the label of its usage, never its secret. */
+  readonly name: string
+  readonly scopes: ReadonlySet<Scope>
+  /** Names, aliases and `*` patterns; `*` alone: every model. */
+  readonly models: readonly string[]
+  readonly limits: Readonly<KeyLimits>
+}
+
+/** What a secret is: a grant, a key that was revoked, or nothing known. */
+export type KeyCheck = { grant: Grant } | { revoked: string } | null
+
+interface Known { digest: Buffer, grant: Grant | null, revokedName?: string }
+
+/**
+ * The keys the server accepts: auth.api_keys (full keys) and the keys file, re-read when it changes. A change
+ * is seen at once: each check compares the file's identity (inode, size, mtime) with the one last read, so a key
+ * revoked a moment ago is refused on the very next request; the watcher only makes reloads come sooner. A file
+ * that fails to read keeps the keys it had, said in the log: a typo must not open the server or lock everyone out.
+ */
+export class KeyRing {
+  private known: Known[] = []
+  private fileKeys = 0
+  private seen = ''
+  private watcher: FSWatcher | null = null
+  private readonly listeners: Array<() => void> = []
+
+  constructor (private readonly configKeys: readonly string[], private readonly file: string, private readonly log: Pick<Logger, 'info' | 'error'>) {
+    this.load(true)
+  }
+
+  /** Keys are on: auth.api_keys has one, or the keys file lists one (revoked ones count: revoking the last keeps them on). */
+  get enabled (): boolean { return this.configKeys.length > 0 || this.fileKeys > 0 }
+
+  /** Watches the file's folder (`llamagate keys` replaces the file by a rename, which a watch on the file would lose). */
+  watch (): void {
+    try {
+      this.watcher = watch(dirname(this.file), { persistent: false }, (_event, name) => {
+        if (name === null || name === basename(this.file)) this.refresh()
+      })
+      this.watcher.on('error', () => {})
+    } catch {
+      // No folder yet: the per-request check still sees a file created later.
+    }
+  }
+
+  close (): void { this.watcher?.close() }
+
+  /** Called after each reload that changed something. */
+  onChange (listener: () => void): void { this.listeners.push(listener) }
+
+  /** Re-reads the file when it is not the one last read. Cheap: one stat. */
+  refresh (): void {
+    if (this.identity() !== this.seen) this.load(false)
+  }
+
+  /** The grant of `secret`, in time independent of which key (if any) it matches. */
+  check (secret: string): KeyCheck {
+    this.refresh()
+    const candidate = createHash('sha256').update(secret).digest()
+    let found: Known | undefined
+    for (const known of this.known) if (timingSafeEqual(known.digest, candidate) && found === undefined) found = known
+    if (found === undefined) return null
+    return found.grant !== null ? { grant: found.grant } : { revoked: found.revokedName! }
+  }
+
+  /** The key named `name`, whether in the file or config (for admins asking about another key's usage). */
+  has (name: string): boolean {
+    return this.known.some((k) => (k.grant?.name ?? k.revokedName) === name)
+  }
+
+  private identity (): string {
+    try {
+      const s = statSync(this.file)
+      return `${s.ino}:${s.size}:${s.mtimeMs}`
+    } catch {
+      return 'absent'
+    }
+  }
+
+  private load (first: boolean): void {
+    const identity = this.identity()
+    let entries: KeyEntry[]
+    try {
+      entries = readKeysFile(this.file).keys
+    } catch (err) {
+      if (first || !(err instanceof KeysFileError)) throw err
+      this.seen = identity
+      this.log.error({ err: err.message }, 'the keys file was not reloaded: the keys it held before stay in force')
+      return
+    }
+    this.seen = identity
+    const full: Grant = { name: '', scopes: new Set(SCOPES), models: ['*'], limits: {} }
+    this.known = [
+      ...this.configKeys.map((key, i) => ({ digest: sha256(key), grant: { ...full, name: `config-${i + 1}` } })),
+      ...entries.map((e) => ({
+        digest: Buffer.from(e.hash.slice('sha256:'.length), 'hex'),
+        grant: e.revoked === undefined ? { name: e.name, scopes: new Set(e.scopes), models: e.models, limits: e.limits } : null,
+        ...(e.revoked !== undefined ? { revokedName: e.name } : {}),
+      })),
+    ]
+    this.fileKeys = entries.length
+    if (!first) {
+      this.log.info({ keys: entries.length, revoked: entries.filter((e) => e.revoked !== undefined).length }, 'keys file reloaded')
+      for (const listener of this.listeners) listener()
+    }
+  }
+}
+
+/**
+ * Whether `grant` may use the model a request named: the name as sent (an alias included), without Ollama's
+ * `:latest`, or the stored model it reaches, matching one of the key's names or patterns.
+ */
+export function allowsModel (grant: Grant, requested: string, reaches?: string): boolean {
+  if (grant.models.includes('*')) return true
+  const names = [requested, requested.replace(/:latest$/i, ''), ...(reaches !== undefined ? [reaches] : [])]
+  return grant.models.some((pattern) => names.some((n) => matchesPattern(n, pattern)))
+}
+
+function sha256 (text: string): Buffer {
+  return createHash('sha256').update(text).digest()
+}
