@@ -1,8 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
-import { mkdir, open, rename, rm } from 'node:fs/promises'
-import { dirname } from 'node:path'
 import { parse, stringify } from 'yaml'
+import { writeWhole } from './write-whole.js'
 
 /**
  * The keys file (`auth.keys_file`): one entry per API key a team hands out, with what it may do. Written by
@@ -65,7 +64,7 @@ export function newSecret (): string {
   return 'lg-' + randomBytes(32).toString('base64url')
 }
 
-export function validName (name: string): boolean { return NAME.test(name) }
+export function validName (name: string): boolean { return NAME.test(name) && !/^(anonymous|config-\d+)$/i.test(name) }
 
 /** Reads and checks the keys file; an absent file is an empty one. @throws KeysFileError naming every problem */
 export function readKeysFile (file: string): KeysFile {
@@ -99,6 +98,8 @@ export function checkKeysFile (file: string, raw: unknown): KeysFile {
     const name = e.name
     if (typeof name !== 'string' || !NAME.test(name)) { problems.push(`${at}.name: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`); return }
     if (names.has(name.toLowerCase())) problems.push(`${at}.name: "${name}" is listed twice`)
+    // Usage counted while keys are off goes under "anonymous"; config.yaml's keys are config-1, config-2...
+    if (/^(anonymous|config-\d+)$/i.test(name)) problems.push(`${at}.name: "${name}" is reserved`)
     names.add(name.toLowerCase())
     if (typeof e.hash !== 'string' || !HASH.test(e.hash)) problems.push(`${at} (${name}).hash: expected sha256:<64 hex digits>`)
     const scopes = e.scopes ?? ['infer']
@@ -136,19 +137,5 @@ const HEADER = '# API keys of this llamagate, written by `llamagate keys` (add, 
 /** Writes the keys file whole (a temporary file renamed over it, mode 600): a reader sees the old or the new. */
 export async function writeKeysFile (file: string, contents: KeysFile): Promise<void> {
   checkKeysFile(file, contents)
-  await mkdir(dirname(file), { recursive: true })
-  const tmp = `${file}.${process.pid}.tmp`
-  const handle = await open(tmp, 'w', 0o600)
-  try {
-    await handle.writeFile(HEADER + stringify(contents))
-    await handle.sync()
-  } finally {
-    await handle.close()
-  }
-  try {
-    await rename(tmp, file)
-  } catch (err) {
-    await rm(tmp, { force: true })
-    throw err
-  }
+  await writeWhole(file, HEADER + stringify(contents), 0o600)
 }

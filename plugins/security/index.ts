@@ -79,6 +79,9 @@ export default fp(async (app) => {
     if (origin && !originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
+    // Re-read first: a first key added since the last request (the watcher may not have fired, or had no folder to
+    // watch) turns keys on for this request already.
+    keys.refresh()
     if (!keys.enabled) {
       request.keyHolder = true
       return

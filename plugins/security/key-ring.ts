@@ -97,6 +97,13 @@ export class KeyRing {
       this.log.error({ err: err.message }, 'the keys file was not reloaded: the keys it held before stay in force')
       return
     }
+    // An editor saving in place empties the file first: read in that moment, it would drop every key, and keys
+    // would go off (an open server). Blank, or changed while read, it keeps them; `keys: []` or no file applies.
+    if (!first && entries.length === 0 && this.fileKeys > 0 && (identity.split(':')[1] === '0' || this.identity() !== identity)) {
+      this.seen = identity
+      this.log.info({ file: this.file }, 'the keys file was read empty (being saved?): the keys it held before stay in force; delete it to remove them all')
+      return
+    }
     this.seen = identity
     const full: Grant = { name: '', scopes: new Set(SCOPES), models: ['*'], limits: {} }
     this.known = [

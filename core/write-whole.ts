@@ -1,0 +1,24 @@
+import { mkdir, open, rename, rm } from 'node:fs/promises'
+import { dirname } from 'node:path'
+
+/**
+ * Writes `file` whole: a temporary file beside it, synced, renamed over it, so that a reader or a crash sees the
+ * old contents or the new, never half. `mode` applies to a new file (600 for secrets' hashes).
+ */
+export async function writeWhole (file: string, contents: string, mode = 0o644): Promise<void> {
+  await mkdir(dirname(file), { recursive: true })
+  const temporary = `${file}.tmp-${process.pid}`
+  const handle = await open(temporary, 'w', mode)
+  try {
+    await handle.writeFile(contents)
+    await handle.sync()
+  } finally {
+    await handle.close()
+  }
+  try {
+    await rename(temporary, file)
+  } catch (err) {
+    await rm(temporary, { force: true })
+    throw err
+  }
+}
