@@ -3,6 +3,7 @@ import { clientGone } from '../../core/client-gone.js'
 import { EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
+import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { runLeased } from './run-leased.js'
 import { runtimeFields } from './runtime-fields.js'
@@ -83,5 +84,7 @@ function countTokens (lease: Lease, answerEnd: string, answerStart?: string): vo
   // Only the first event of the head is the start: the next may already be the end, with other counts.
   const firstEvent = answerStart?.split('\n\n', 1)[0]
   const prompt = usage?.prompt ?? (firstEvent !== undefined ? answerUsage(firstEvent)?.prompt : null) ?? null
-  if (usage !== null) lease.countTokens(prompt ?? 0, usage.generated ?? 0)
+  // The cached part comes from wherever the prompt's count did.
+  const cached = answerCachedTokens(usage?.prompt === null && firstEvent !== undefined ? firstEvent : answerEnd)
+  if (usage !== null) lease.countTokens(prompt ?? 0, usage.generated ?? 0, cached)
 }

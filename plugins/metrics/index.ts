@@ -7,6 +7,7 @@ import { GatewayMetrics } from './gateway-metrics.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
 import { observeServices } from './observe.js'
+import { registerUsageSeries } from './usage-series.js'
 import { foreignHost } from '../security/host-guard.js'
 
 declare module 'fastify' {
@@ -38,6 +39,7 @@ export default fp(async (app) => {
   })
   app.decorate('metrics', metrics)
   observeServices(metrics, { scheduler, puller: app.puller, converter: app.converter })
+  registerUsageSeries(metrics.registry, app.usage)
 
   // The model label is the stored model's name, or empty: a name nobody stored (a 404) must not make a series of
   // its own, or any client could grow the metrics without bound.
@@ -77,4 +79,4 @@ export default fp(async (app) => {
   await admin.listen({ host: listen.host, port: listen.port })
   app.addHook('onClose', () => admin.close())
   app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
-}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert'] })
+}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert', 'usage'] })

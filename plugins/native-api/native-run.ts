@@ -133,7 +133,7 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
 /** Ollama's statistics of a finished answer, its token counts also told to the lease. */
 function countedStats (lease: Lease, startedNs: bigint, timings: RuntimeTimings | undefined): OllamaStats {
   const stats = ollamaStats(startedNs, lease.loadDurationMs, timings)
-  lease.countTokens(stats.prompt_eval_count, stats.eval_count)
+  lease.countTokens(stats.prompt_eval_count, stats.eval_count, timings?.cache_n ?? 0)
   return stats
 }
 

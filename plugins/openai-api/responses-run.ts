@@ -69,7 +69,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
       if (stream !== null) await send(stream, builder.start())
       await translate(lease, chunks, builder, stream)
       const done = builder.finish()
-      lease.countTokens(builder.tokens.input_tokens, builder.tokens.output_tokens)
+      lease.countTokens(builder.tokens.input_tokens, builder.tokens.output_tokens, builder.tokens.input_tokens_details.cached_tokens)
       if (body.store !== false) {
         run.store.put({ response: builder.response, model: body.model, conversation: [...run.history, ...run.input, ...builder.response.output] })
       }

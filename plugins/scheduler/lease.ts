@@ -32,8 +32,11 @@ export interface Lease {
   release(): void
   /** Says the first token went to the client (the time to first token); later calls do nothing. */
   firstToken(): void
-  /** Says how many tokens the runtime read and generated for this request. */
-  countTokens(prompt: number, generated: number): void
+  /**
+   * Says how many tokens the runtime read (its whole prompt) and generated for this request; `cached`: of the
+   * prompt's tokens, those it took from its cache (llama-server's `cache_n`). @default cached 0
+   */
+  countTokens(prompt: number, generated: number, cached?: number): void
 }
 
 export interface AcquireRequest {

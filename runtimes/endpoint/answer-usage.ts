@@ -25,6 +25,21 @@ export function answerUsage (text: string): AnswerUsage | null {
   return { prompt: input === null ? null : input + cached, generated: count(usage.completion_tokens) ?? count(usage.output_tokens) }
 }
 
+/**
+ * Of the prompt tokens `answerUsage` reads from the same text, those the runtime took from its cache rather than
+ * evaluating: `timings.cache_n`, OpenAI's `prompt_tokens_details.cached_tokens`, Anthropic's
+ * `cache_read_input_tokens`. 0 where the answer does not say.
+ */
+export function answerCachedTokens (text: string): number {
+  const timings = lastObject(text, '"timings":')
+  if (timings !== null) return count(timings.cache_n) ?? 0
+  const usage = lastObject(text, '"usage":')
+  if (usage === null) return 0
+  const details = usage.prompt_tokens_details
+  const openai = typeof details === 'object' && details !== null ? count((details as Record<string, unknown>).cached_tokens) : null
+  return openai ?? count(usage.cache_read_input_tokens) ?? 0
+}
+
 function lastObject (text: string, key: string): Record<string, unknown> | null {
   const at = text.lastIndexOf(key)
   if (at === -1) return null

@@ -10,6 +10,7 @@ import { formatBytes } from './format.js'
 import { KeyDialog } from './key-dialog.js'
 import { ModelsView, type PullState } from './models.js'
 import { parseTools } from './tools.js'
+import { UsageView } from './usage.js'
 
 type Theme = 'light' | 'dark'
 const THEME_STORAGE = 'llamagate.theme'
@@ -61,7 +62,7 @@ export function App () {
   const [problem, setProblem] = useState<string | null>(null)
   const [conversations, setConversations] = useState<Conversation[]>(loadConversations)
   const [currentId, setCurrentId] = useState<string | null>(loadCurrentId)
-  const [view, setView] = useState<'chat' | 'models'>('chat')
+  const [view, setView] = useState<'chat' | 'models' | 'usage'>('chat')
   const [menuOpen, setMenuOpen] = useState(false)
   const [theme, setTheme] = useState<Theme>(() => document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light')
   const [keyPrompt, setKeyPrompt] = useState<string | null>(null)
@@ -303,6 +304,7 @@ export function App () {
         <nav class="views" aria-label="Views">
           <button type="button" aria-current={view === 'chat' ? 'page' : undefined} onClick={() => setView('chat')}>Chat</button>
           <button type="button" aria-current={view === 'models' ? 'page' : undefined} onClick={() => setView('models')}>Models</button>
+          <button type="button" aria-current={view === 'usage' ? 'page' : undefined} onClick={() => setView('usage')}>Usage</button>
         </nav>
         <div class="model-picker">
           <label for="model">Model</label>
@@ -349,6 +351,7 @@ export function App () {
               onDelete={(m) => { void removeModel(m) }}
               onChat={(m) => startChat(m)}
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
+          : view === 'usage' ? <UsageView />
           : current
             ? <ChatView conversation={current} capabilities={capabilities[current.model] ?? []} streaming={streaming}
                 elsewhere={running !== null && !streaming} hasModel={models.length > 0}

@@ -1,0 +1,53 @@
+import { join } from 'node:path'
+import fp from 'fastify-plugin'
+import { currentUsage } from '../../core/request-usage.js'
+import { UsageLedger } from './usage-ledger.js'
+import usageRoute, { ANONYMOUS } from './usage-route.js'
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** Usage per API key and model, kept across restarts in `<data_dir>/usage.json` (the quotas read `tokensToday`). */
+    usage: UsageLedger
+  }
+}
+
+// What a crash can lose; a write is one small file, so often enough costs nothing.
+const FLUSH_EVERY_MS = 5_000
+
+/**
+ * Counts what each API key used of each model (`anonymous` when keys are off): one request, with the tokens and
+ * times its leases filled in (core/request-usage.ts), once its reply is over. Serves GET /api/usage.
+ */
+export default fp(async (app) => {
+  const ledger = new UsageLedger({ file: join(app.config.dataDir, 'usage.json'), log: app.log })
+  await ledger.load()
+  app.decorate('usage', ledger)
+
+  // Registered after the access log's hook, so this runs inside the request's record; after the security plugin's,
+  // which names the key on it. Only requests that used a model count.
+  app.addHook('onRequest', (_request, reply, done) => {
+    const usage = currentUsage()
+    if (usage !== undefined) {
+      reply.raw.once('close', () => {
+        if (usage.model === undefined) return
+        ledger.record(usage.key ?? ANONYMOUS, usage.model, {
+          promptTokens: usage.promptTokens,
+          cachedTokens: usage.cachedTokens ?? 0,
+          generatedTokens: usage.generatedTokens,
+          queueMs: usage.queueMs ?? 0,
+          runtimeMs: usage.runtimeMs ?? 0,
+        })
+      })
+    }
+    done()
+  })
+
+  const timer = setInterval(() => { void ledger.flush() }, FLUSH_EVERY_MS)
+  timer.unref()
+  app.addHook('onClose', async () => {
+    clearInterval(timer)
+    await ledger.flush()
+  })
+
+  await app.register(usageRoute, { ledger, keyExists: (name) => app.keyRing.has(name) })
+}, { name: 'usage', dependencies: ['access-log', 'security', 'scheduler'] })
