@@ -103,3 +103,15 @@ export class ContextExceededError extends GatewayError {
     })
   }
 }
+
+/**
+ * An API key went past one of its limits (the keys file's `limits`): the message names the key and the limit, and
+ * `Retry-After` says when the request would pass. `tokensPerDay` in the details marks a limit on tokens, not
+ * requests (OpenAI's shape words the two apart).
+ */
+export class TooManyRequestsError extends GatewayError {
+  constructor (message: string, retryAfterSeconds: number, details: Record<string, number> = {}) {
+    const seconds = Math.max(1, Math.ceil(retryAfterSeconds))
+    super(429, message, { code: 'rate_limit_exceeded', headers: { 'Retry-After': String(seconds) }, details: { retryAfterSeconds: seconds, ...details } })
+  }
+}

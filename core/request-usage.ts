@@ -8,6 +8,16 @@ export interface RequestUsage {
   firstTokenMs?: number
   promptTokens: number
   generatedTokens: number
+  /** Of the prompt tokens, those the runtime took from its cache rather than evaluating. */
+  cachedTokens?: number
+  /** Milliseconds waiting for a load and a slot (summed over the leases it held). */
+  queueMs?: number
+  /** Milliseconds holding a slot on a runtime (summed over the leases it held). */
+  runtimeMs?: number
+  /** The name of the API key the request showed (plugins/security); absent when keys are off. */
+  key?: string
+  /** The key's `limits.queue_share` (plugins/quotas): the part of a model's queue its waiting requests may fill. */
+  queueShare?: number
 }
 
 const storage = new AsyncLocalStorage<RequestUsage>()

@@ -15,11 +15,16 @@ function openAiErrorBody (reply: Pick<ErrorReply, 'message' | 'statusCode' | 'co
       message: tooLong
         ? `This model's maximum context length is ${reply.details!.contextLength} tokens. However, your messages resulted in ${reply.details!.promptTokens} tokens. Please reduce the length of the messages.`
         : reply.message,
-      type: reply.statusCode >= 500 ? 'server_error' : 'invalid_request_error',
+      type: reply.statusCode >= 500 ? 'server_error' : reply.statusCode === 429 ? rateLimitType(reply) : 'invalid_request_error',
       param: tooLong ? 'messages' : (reply.code !== null ? PARAM_OF_CODE[reply.code] : undefined) ?? null,
       code: reply.code,
     },
   }
+}
+
+/** OpenAI's type of a 429 (code `rate_limit_exceeded`): which of its limits a request ran into, tokens or requests. */
+function rateLimitType (reply: Pick<ErrorReply, 'details'>): string {
+  return reply.details?.tokensPerDay !== undefined ? 'tokens' : 'requests'
 }
 
 /** Everything under /v1 speaks OpenAI's error shape (its models and embeddings routes too), unless a surface of its own says otherwise. */

@@ -5,18 +5,31 @@ import type { RuntimeProcess, SchedulableModel } from './ports.js'
 type InstanceState = LoadedModel['state']
 
 /** A queued request: resolved with true when a slot is handed to it, false when the instance went away. */
-interface Waiter { grant: (granted: boolean) => void, ticket?: object }
+interface Waiter { grant: (granted: boolean) => void, ticket?: object, key: string, arrived: number }
+
+/** The line of requests without an API key (keys off, a preload): one key among the others, in arrival order. */
+const NO_KEY = ''
 
 /**
  * One running llama-server for one model with one set of load-time options. Holds its slots (requests in
- * flight, at most `num_parallel`), the FIFO queue of requests waiting for a slot, and its keep-alive. The
- * scheduler decides when it loads, serves and goes; the instance keeps the books.
+ * flight, at most `num_parallel`), the queue of requests waiting for a slot, and its keep-alive. The scheduler
+ * decides when it loads, serves and goes; the instance keeps the books.
+ *
+ * The queue is one line per API key, served in turns: a freed slot goes to the first in line of the key served
+ * least recently, so a key flooding the queue delays another key's request by one turn, not by its whole backlog.
+ * Without keys every request is in one line: first come, first served.
  */
 export class Instance {
   private currentState: InstanceState = 'loading'
   private wasContended = false
   private inFlight = 0
-  private readonly waiters: Waiter[] = []
+  /** Waiting requests, one line per key (in arrival order), and how many in all. */
+  private readonly lines = new Map<string, Waiter[]>()
+  private waiting = 0
+  /** When each key was last handed a slot (a count of grants, not a time: no two are equal). */
+  private readonly lastGrant = new Map<string, number>()
+  private grants = 0
+  private arrivals = 0
   private waitingForLoad = 0
   private isDraining = false
   private lastUse = Date.now()
@@ -46,12 +59,14 @@ export class Instance {
   /** Requests holding a slot. */
   get active (): number { return this.inFlight }
   /** Requests waiting in line for a slot. */
-  get queued (): number { return this.waiters.length }
+  get queued (): number { return this.waiting }
+  /** Requests of API key `key` waiting in line (those without a key with `key` undefined). */
+  queuedOf (key: string | undefined): number { return this.lines.get(key ?? NO_KEY)?.length ?? 0 }
   /** Requests waiting for this instance to finish loading (they queue for a slot once it has). */
   get awaitingLoad (): number { return this.waitingForLoad }
   /** When a request last gave its slot back (ms since epoch): eviction takes the least recently used. */
   get lastUsed (): number { return this.lastUse }
-  get idle (): boolean { return this.inFlight === 0 && this.waiters.length === 0 }
+  get idle (): boolean { return this.inFlight === 0 && this.waiting === 0 }
   get accepting (): boolean { return !this.isDraining && this.currentState !== 'unloading' }
   /** Draining (replaced by an instance with other options) or keep_alive 0: it goes as soon as it is idle. */
   get unloadsWhenIdle (): boolean { return this.isDraining || this.keepAliveMs === 0 }
@@ -158,46 +173,90 @@ export class Instance {
 
   /** Takes a slot at once if one is free and nobody is ahead in the queue. */
   tryTake (): boolean {
-    if (this.inFlight < this.options.num_parallel && this.waiters.length === 0) {
+    if (this.inFlight < this.options.num_parallel && this.waiting === 0) {
       this.inFlight++
       return true
     }
     return false
   }
 
-  /** Where the request holding `ticket` is in line: 1 is next; 0 when it is not in line. */
+  /**
+   * Where the request holding `ticket` is in line: 1 is next; 0 when it is not in line. The turns as they stand:
+   * the grants before it, were no other request to come (a key arriving later may still take a turn before it).
+   */
   positionOf (ticket: object): number {
-    return this.waiters.findIndex((w) => w.ticket === ticket) + 1
+    const order = this.turnOrder()
+    for (const [rank, key] of order.entries()) {
+      const at = this.lines.get(key)!.findIndex((w) => w.ticket === ticket)
+      if (at === -1) continue
+      // Each key ahead in this round, and every key's turns in the rounds before, come first.
+      let before = 0
+      for (const [r, other] of order.entries()) before += Math.min(this.lines.get(other)!.length, r < rank ? at + 1 : at)
+      return before + 1
+    }
+    return 0
   }
 
-  /** Waits in line for a slot; `ticket` lets positionOf find it. Resolves false when the instance goes away first. */
-  enqueue (signal?: AbortSignal, ticket?: object): Promise<boolean> {
+  /**
+   * Waits in line for a slot, in the line of API key `key` (undefined: the line of requests without one); `ticket`
+   * lets positionOf find it. Resolves false when the instance goes away first.
+   */
+  enqueue (signal?: AbortSignal, ticket?: object, key?: string): Promise<boolean> {
     return new Promise<boolean>((resolve, reject) => {
       const onAbort = (): void => {
-        const at = this.waiters.indexOf(waiter)
-        if (at !== -1) this.waiters.splice(at, 1)
+        this.remove(waiter)
         reject(signal!.reason)
       }
       const waiter: Waiter = {
         grant: (granted) => { signal?.removeEventListener('abort', onAbort); resolve(granted) },
         ticket,
+        key: key ?? NO_KEY,
+        arrived: this.arrivals++,
       }
-      this.waiters.push(waiter)
+      const line = this.lines.get(waiter.key)
+      if (line) line.push(waiter)
+      else this.lines.set(waiter.key, [waiter])
+      this.waiting++
       signal?.addEventListener('abort', onAbort, { once: true })
     })
   }
 
-  /** A request gave its slot back: it goes to the first in line (the slot count stays), or is freed. */
+  /** A request gave its slot back: it goes to the next in turn (the slot count stays), or is freed. */
   handOver (): void {
     this.lastUse = Date.now()
-    const next = this.waiters.shift()
-    if (next) next.grant(true)
-    else this.inFlight--
+    const key = this.turnOrder()[0]
+    if (key === undefined) { this.inFlight--; return }
+    const next = this.lines.get(key)![0]!
+    this.remove(next)
+    this.lastGrant.set(key, this.grants++)
+    next.grant(true)
   }
 
   /** Sends everyone in line away (they will look for another instance). */
   dismissWaiters (): void {
-    for (const waiter of this.waiters.splice(0)) waiter.grant(false)
+    const all = [...this.lines.values()].flat()
+    this.lines.clear()
+    this.waiting = 0
+    for (const waiter of all) waiter.grant(false)
+  }
+
+  /**
+   * The keys with requests in line, in the order their turns come: the one served least recently first (one never
+   * served here before any that was, then by who has waited longest). Each key served goes last, so the order
+   * repeats round after round.
+   */
+  private turnOrder (): string[] {
+    const since = (key: string): number => this.lastGrant.get(key) ?? -1
+    return [...this.lines.keys()].sort((a, b) => since(a) - since(b) || this.lines.get(a)![0]!.arrived - this.lines.get(b)![0]!.arrived)
+  }
+
+  private remove (waiter: Waiter): void {
+    const line = this.lines.get(waiter.key)
+    const at = line?.indexOf(waiter) ?? -1
+    if (at === -1) return
+    line!.splice(at, 1)
+    if (line!.length === 0) this.lines.delete(waiter.key)
+    this.waiting--
   }
 
   private clearTimer (): void {

@@ -1,4 +1,4 @@
-import { GatewayError, RuntimeError, UnavailableError, QueueFullError } from '../../core/errors.js'
+import { GatewayError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -31,8 +31,8 @@ const CACHE_CHECK_BYTES = 2 ** 30
 
 /**
  * Owns every running model instance: loads on first use (one load shared by concurrent requests), hands out
- * slots in arrival order, unloads on keep-alive, evicts an idle instance to make room (swap-policy.ts's order),
- * and never cuts a running generation to make room for another model.
+ * slots in turns by API key (in arrival order without keys), unloads on keep-alive, evicts an idle instance to
+ * make room (swap-policy.ts's order), and never cuts a running generation to make room for another model.
  */
 export class Scheduler implements LeaseSource {
   private readonly instances: Instance[] = []
@@ -511,9 +511,26 @@ export class Scheduler implements LeaseSource {
     for (const wake of this.roomWaiters.splice(0)) wake()
   }
 
+  /**
+   * Queues the request in its API key's line (the key of the request being handled, core/request-usage.ts): turns
+   * go round the keys (instance.ts). A key with a queue_share may fill only that part of the line.
+   */
   private async waitInLine (instance: Instance, signal?: AbortSignal, ticket?: object): Promise<boolean> {
-    if (instance.queued >= this.deps.settings.queueLength) throw new QueueFullError(instance.model.name)
-    return instance.enqueue(signal, ticket)
+    const { queueLength } = this.deps.settings
+    if (instance.queued >= queueLength) throw new QueueFullError(instance.model.name)
+    const usage = currentUsage()
+    const key = usage?.key
+    if (key !== undefined && usage?.queueShare !== undefined) {
+      const share = Math.max(1, Math.floor(usage.queueShare * queueLength))
+      const mine = instance.queuedOf(key)
+      if (mine >= share) {
+        // One of its own requests ahead has to be served before this one may queue: about one request's time.
+        const oneMs = this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000
+        throw new TooManyRequestsError(`the API key "${key}" has ${mine} request${mine === 1 ? '' : 's'} waiting for model "${instance.model.name}", its share of the queue ` +
+          `(limits.queue_share ${usage.queueShare} in the keys file, of limits.queue_length ${queueLength}: ${share}); retry when one is served`, oneMs / 1000, { limit: share })
+      }
+    }
+    return instance.enqueue(signal, ticket, key)
   }
 
   /** `started`: when the request asked for a slot (performance.now()). */
@@ -528,11 +545,13 @@ export class Scheduler implements LeaseSource {
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
     const granted = performance.now()
+    // The request's usage (plugins/usage): its wait for a load and a slot, then how long it held the slot.
+    if (usage) usage.queueMs = (usage.queueMs ?? 0) + (granted - started)
     return {
       model: instance.model,
       endpoint: instance.process!.endpoint,
       signal: linked?.signal ?? instance.signal,
-      loadDurationMs: performance.now() - started,
+      loadDurationMs: granted - started,
       contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
       fitPrompt: (promptTokens) => this.fitPrompt(instance, resolved, promptTokens),
@@ -540,7 +559,9 @@ export class Scheduler implements LeaseSource {
         if (released) return
         released = true
         linked?.unlink()
-        this.estimate.served(estimateKey(name, instance.purpose), performance.now() - granted)
+        const heldMs = performance.now() - granted
+        if (usage) usage.runtimeMs = (usage.runtimeMs ?? 0) + heldMs
+        this.estimate.served(estimateKey(name, instance.purpose), heldMs)
         this.release(instance)
       },
       firstToken: () => {
@@ -550,8 +571,8 @@ export class Scheduler implements LeaseSource {
         if (usage) usage.firstTokenMs = ms
         this.events.emit('firstToken', name, ms / 1000)
       },
-      countTokens: (prompt, generated) => {
-        if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated }
+      countTokens: (prompt, generated, cached = 0) => {
+        if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated; usage.cachedTokens = (usage.cachedTokens ?? 0) + cached }
         this.events.emit('tokens', name, prompt, generated)
       },
     }
