@@ -11,14 +11,22 @@ export type Surface = 'api/chat' | 'api/generate' | 'v1/chat/completions'
  * - error_event: a stream that ended with an error event (after the 200);
  * - http_error: a 4xx/5xx answer with an error body;
  * - client_aborted: the client left on purpose (mid-stream, or before the answer came);
+ * - refused: a 403, the API key may not do that (a model outside its list);
+ * - limited: a 429 with a Retry-After header, the API key is past one of its limits;
  * - cut: a stream that ended with neither its last event nor an error event (a silent cut);
  * - transport_error: the connection failed before or while the answer came;
  * - hung: nothing ended it before its deadline.
- * The first four are accounted for; the last three are the gateway's fault.
+ * The first four are accounted for; refused and limited only for a request that expects them (`expect`); the last
+ * three are the gateway's fault.
  */
-export const OUTCOMES = ['finished', 'error_event', 'http_error', 'client_aborted', 'cut', 'transport_error', 'hung'] as const
+export const OUTCOMES = ['finished', 'error_event', 'http_error', 'client_aborted', 'refused', 'limited', 'cut', 'transport_error', 'hung'] as const
 export type Outcome = (typeof OUTCOMES)[number]
 export const ACCOUNTED: ReadonlySet<Outcome> = new Set(['finished', 'error_event', 'http_error', 'client_aborted'])
+
+/** Whether a request's outcome is one it may end with: those it expects, or else the usual four. */
+export function accounted (spec: RequestSpec, outcome: Outcome): boolean {
+  return spec.expect !== undefined ? spec.expect.includes(outcome) : ACCOUNTED.has(outcome)
+}
 
 export interface RequestSpec {
   surface: Surface
@@ -29,7 +37,14 @@ export interface RequestSpec {
   leave?: { afterEvents?: number, afterMs?: number }
   /** Called with each parsed event (a streamed answer's), e.g. to act once the answer has started. */
   onEvent?: (index: number) => void
+  /** The API key it shows, in place of the soak's own (soak-probes.ts, useApiKey). */
+  key?: { name: string, secret: string }
+  /** The only outcomes that account for it (default: ACCOUNTED): a keyed request that must stay whole, or be refused. */
+  expect?: readonly Outcome[]
 }
+
+/** Tokens an answer said it read (its whole prompt) and generated. */
+export interface AnswerTokens { prompt: number, generated: number }
 
 export interface RequestResult {
   outcome: Outcome
@@ -38,6 +53,10 @@ export interface RequestResult {
   reason: string | null
   events: number
   ms: number
+  /** What a finished answer said it used (native: prompt_eval_count and eval_count; OpenAI: usage); null if it did not. */
+  tokens: AnswerTokens | null
+  /** A 429's Retry-After, in seconds. */
+  retryAfterS: number | null
 }
 
 const PROMPT = 'Tell me a long story about a lighthouse keeper and the sea.'
@@ -83,6 +102,15 @@ function errorText (body: unknown): string | null {
   return JSON.stringify(error)
 }
 
+/** The token counts an answer (or a stream's event) carries: native prompt_eval_count/eval_count, or OpenAI's usage. */
+function answerTokens (body: Record<string, unknown>): AnswerTokens | null {
+  const whole = (n: unknown): n is number => typeof n === 'number' && Number.isInteger(n) && n >= 0
+  if (whole(body.prompt_eval_count) && whole(body.eval_count)) return { prompt: body.prompt_eval_count, generated: body.eval_count }
+  const usage = body.usage as { prompt_tokens?: unknown, completion_tokens?: unknown } | undefined | null
+  if (usage != null && whole(usage.prompt_tokens) && whole(usage.completion_tokens)) return { prompt: usage.prompt_tokens, generated: usage.completion_tokens }
+  return null
+}
+
 /** Whether a whole (unstreamed) answer has what its surface promises. */
 function wholeAnswer (surface: Surface, body: Record<string, unknown>): boolean {
   switch (surface) {
@@ -110,12 +138,15 @@ export async function runRequest (base: string, spec: RequestSpec, seed: number,
   let status: number | null = null
   let events = 0
   let doneSeen = false
+  let tokens: AnswerTokens | null = null
+  let retryAfterS: number | null = null
   // An error answer's reason starts with its status, kept as it is.
   const result = (outcome: Outcome, reason: string | null = null): RequestResult =>
-    ({ outcome, status, reason: reason === null ? null : `${outcome === 'http_error' ? `${status} ` : ''}${normalizeReason(reason)}`, events, ms: performance.now() - started })
+    ({ outcome, status, reason: reason === null ? null : `${outcome === 'http_error' ? `${status} ` : ''}${normalizeReason(reason)}`, events, ms: performance.now() - started, tokens, retryAfterS })
   try {
     const { path, body, headers } = requestBody(spec, seed)
-    const res = await http(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), signal: controller.signal })
+    const auth = spec.key !== undefined ? { authorization: `Bearer ${spec.key.secret}` } : {}
+    const res = await http(`${base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers, ...auth }, body: JSON.stringify(body), signal: controller.signal })
     status = res.status
     if (status !== 200) {
       const text = await res.text()
@@ -123,7 +154,15 @@ export async function runRequest (base: string, spec: RequestSpec, seed: number,
       try { parsed = JSON.parse(text) } catch { /* not JSON */ }
       const words = errorText(parsed)
       // A 4xx/5xx without an error body in the surface's shape is not a proper answer.
-      return words === null ? result('cut', `status ${status} without an error body: ${text.slice(0, 100)}`) : result('http_error', words)
+      if (words === null) return result('cut', `status ${status} without an error body: ${text.slice(0, 100)}`)
+      if (status === 403) return result('refused', words)
+      // A 429 says when to come back; one that does not is an error like any other.
+      const retryAfter = res.headers.get('retry-after')
+      if (status === 429 && retryAfter !== null && /^\d+$/.test(retryAfter)) {
+        retryAfterS = Number(retryAfter)
+        return result('limited', words)
+      }
+      return result('http_error', words)
     }
     if (!spec.stream) {
       const text = await res.text()
@@ -131,6 +170,7 @@ export async function runRequest (base: string, spec: RequestSpec, seed: number,
       try { parsed = JSON.parse(text) as Record<string, unknown> } catch { return result('cut', `a 200 whose body is not JSON (${text.length} bytes)`) }
       const words = errorText(parsed)
       if (words !== null) return result('error_event', words)
+      tokens = answerTokens(parsed)
       return wholeAnswer(spec.surface, parsed) ? result('finished') : result('cut', `a 200 without the answer's fields: ${text.slice(0, 100)}`)
     }
     const sse = spec.surface !== 'api/chat'
@@ -151,6 +191,8 @@ export async function runRequest (base: string, spec: RequestSpec, seed: number,
       const words = errorText(event)
       if (words !== null) { error ??= words; return }
       if (spec.surface !== 'v1/chat/completions' && event.done === true) doneSeen = true
+      // The native last event, or OpenAI's usage event (asked for with stream_options.include_usage).
+      tokens = answerTokens(event) ?? tokens
       spec.onEvent?.(events)
       if (spec.leave?.afterEvents !== undefined && events >= spec.leave.afterEvents) abort('leave')
     }

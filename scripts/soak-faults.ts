@@ -18,8 +18,8 @@ export interface FaultContext {
   base: string
   hub: FakeHub
   modelsDir: string
-  /** The models the clients chat with. */
-  chatModels: readonly string[]
+  /** The models whose llama-server kill_runtime may kill: only those whose requests may be cut (the ops key's). */
+  killable: readonly string[]
   /** The soak's mark, which the gateway's processes carry in their environment. */
   mark: string
   /** SHA-256 of epsilon's GGUF: the file whose download is stalled while its client leaves. */
@@ -104,8 +104,9 @@ export async function injectFault (kind: FaultKind, ctx: FaultContext): Promise<
 
 /**
  * SIGKILL to a llama-server while it streams an answer (the victim: a long streamed chat the fault sends
- * itself, killed at its first event). The victim must end with an error event, the instance must leave
- * /api/ps, the process must be gone, and the next request to the model must load it afresh and answer.
+ * itself to one of `killable`, killed at its first event). The victim must end with an error event, the
+ * instance must leave /api/ps, the process must be gone, and the next request to the model must load it
+ * afresh and answer.
  * The pid is read from /api/ps before the victim is sent when the model is loaded (and checked in /proc to be
  * the gateway's llama-server still), so that the kill lands within milliseconds of the first event; a round
  * whose victim ended before any kill could land is tried again (3 rounds at most).
@@ -113,7 +114,7 @@ export async function injectFault (kind: FaultKind, ctx: FaultContext): Promise<
 async function killRuntime (ctx: FaultContext): Promise<Omit<FaultRecord, 'at_s' | 'ms'>> {
   const notes: string[] = []
   for (let round = 1; round <= 3; round++) {
-    const model = ctx.chatModels[Math.floor(ctx.rand() * ctx.chatModels.length)]!
+    const model = ctx.killable[Math.floor(ctx.rand() * ctx.killable.length)]!
     const loadedPid = async (): Promise<number | null> => (await ps(ctx.base)).find((e) => e.name === model && e.purpose === 'generate' && e.state === 'loaded' && e.pid !== null)?.pid ?? null
     const known = await loadedPid()
     let killed: number | null = null

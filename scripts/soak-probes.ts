@@ -12,7 +12,8 @@ export const MARK_VAR = 'LLAMAGATE_SOAK_MARK'
 // Every request of the soak goes through one connection pool, which the quiet measurements close: the
 // gateway's descriptors are then counted with no client connection open, at the start as at the end.
 let agent = new Agent({ connections: 64 })
-// The hostile soak runs with API keys on: every request of the soak's own (clients, probes) carries the key.
+// API keys are on: every request of the soak's own (probes, faults, leavers) carries its key (the hostile soak's
+// flat one, the plain soak's ops), unless it names another (soak-clients.ts, RequestSpec.key).
 let authorization: Record<string, string> = {}
 
 /** fetch through the soak's pool (with the API key, once `useApiKey` has set one). */

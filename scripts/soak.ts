@@ -9,12 +9,13 @@ import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { FakeHub, sha256 } from '../test/helpers/fake-hub.js'
 import { cpuRuntime } from '../test/helpers/runtime.js'
-import { ACCOUNTED, OUTCOMES, pickRequest, random, runRequest, type Outcome, type RequestResult, type RequestSpec } from './soak-clients.js'
+import { accounted, OUTCOMES, pickRequest, random, runRequest, type Outcome, type RequestResult, type RequestSpec } from './soak-clients.js'
 import { FAULT_KINDS, FAULT_MODELS, injectFault, type FaultContext, type FaultKind, type FaultRecord } from './soak-faults.js'
 import { attackWorkers, BLOBS_KEPT, type AttackContext } from './soak-attackers.js'
 import { HostileLedger, runAttackers } from './soak-hostile.js'
 import { buildHostileSection, printHostile, type BlobSample, type CpuMark, type HostileSection, type NormalRequest } from './soak-hostile-report.js'
 import { blobFolder, closeConnections, cpuSeconds, countByComm, describeFds, http, MARK_VAR, markedProcesses, partialFiles, partialModels, ps, resources, useApiKey, type ResourceSample } from './soak-probes.js'
+import { auditUsage, clientKey, keyedRequest, KeyTally, OPS_ONLY_MODEL, printKeys, RETRY_CAP_MS, soakKeys, writeSoakKeys, type KeyName, type KeysSection } from './soak-keys.js'
 import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
 
 /**
@@ -31,6 +32,13 @@ import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
  * disk, and the gateway's RSS and descriptors at start, after warm-up and at the end (all models unloaded
  * and no client connected each time, so that the figures compare). Prints the ledger, writes it as JSON
  * (`--out`), and exits 1 if anything did not hold.
+ *
+ * Keys (scripts/soak-keys.ts): the gateway reads a keys file of three. `ops` (every scope, every model, no limits)
+ * runs the faults, the soak's probes, the leavers and soak/gamma; the clients take turns between `chat` (infer on
+ * alpha and beta, 2 at once) and `batch` (the same, 1 at once and 12 a minute), whose requests must stay whole: a
+ * chat client now and then asks for soak/gamma, which must be refused (403), and batch is told to wait (429 with
+ * Retry-After). At the end the gateway's GET /api/usage must count chat's and batch's requests and tokens exactly
+ * as their answers reported them.
  *
  * `--hostile` puts hostile clients in the faults' place once the warm-up is over (scripts/soak-attackers.ts):
  * slow bodies, streams nobody reads, schema bombs, refused llama-server fields, blob floods and idle
@@ -107,7 +115,7 @@ class Ledger {
   readonly byModel: Record<string, Record<string, number>> = {}
   readonly reasons: Record<string, Record<string, number>> = {}
   /** Every request that was not accounted for, in full (there should be none). */
-  readonly unaccounted: Array<{ surface: string, stream: boolean, model: string, by: string, outcome: Outcome, status: number | null, reason: string | null, ms: number }> = []
+  readonly unaccounted: Array<{ surface: string, stream: boolean, model: string, key: string | null, by: string, outcome: Outcome, status: number | null, reason: string | null, ms: number }> = []
   maxMs = 0
 
   add (spec: RequestSpec, result: RequestResult, by: string): void {
@@ -121,7 +129,7 @@ class Ledger {
     bump(this.bySurface, surface, result.outcome)
     bump(this.byModel, spec.model, result.outcome)
     if (result.reason !== null) bump(this.reasons, result.outcome, result.reason)
-    if (!ACCOUNTED.has(result.outcome)) this.unaccounted.push({ surface: spec.surface, stream: spec.stream, model: spec.model, by, outcome: result.outcome, status: result.status, reason: result.reason, ms: Math.round(result.ms) })
+    if (!accounted(spec, result.outcome)) this.unaccounted.push({ surface: spec.surface, stream: spec.stream, model: spec.model, key: spec.key?.name ?? null, by, outcome: result.outcome, status: result.status, reason: result.reason, ms: Math.round(result.ms) })
     if (result.outcome !== 'hung') this.maxMs = Math.max(this.maxMs, result.ms)
   }
 }
@@ -152,6 +160,7 @@ async function main (): Promise<number> {
   // Short enough that the slow bodies' and non-readers' cycles turn over many times in a run: 5 s for 10 minutes.
   const hostileLimitMs = Math.min(5, Math.max(2, Math.round(durationMs / 120_000))) * 1000
   const apiKey = `sk-soak-${randomUUID()}`
+  const keys = hostile ? null : soakKeys()
   const idleConnections = Number(values['idle-connections'])
 
   const runtime = await cpuRuntime()
@@ -159,6 +168,7 @@ async function main (): Promise<number> {
   const dataDir = join(dir, 'data')
   const modelsDir = join(dataDir, 'models')
   const logFile = join(dir, 'gateway.log')
+  const keysFile = join(dataDir, 'keys.yaml')
   const mark = randomUUID()
   const env = { ...process.env, [MARK_VAR]: mark }
   let hub: FakeHub | null = null
@@ -204,9 +214,11 @@ async function main (): Promise<number> {
       `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s, header_timeout: ${hostileLimitMs / 1000}s` : ''} }`,
       `hub: { endpoint: "${hub.url}" }`,
       'conversion: { timeout: 5m }',
-      ...(hostile ? [`auth: { api_keys: ["${apiKey}"] }`, `models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`] : []),
+      // Hostile: one flat key. Plain: the keys file of three, the soak's own requests under ops.
+      ...(hostile ? [`auth: { api_keys: ["${apiKey}"] }`, `models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`] : [`auth: { keys_file: ${keysFile} }`]),
     ].join('\n') + '\n')
-    if (hostile) useApiKey(apiKey)
+    if (keys !== null) await writeSoakKeys(keysFile, keys)
+    useApiKey(keys?.ops.secret ?? apiKey)
     const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
     for (const [name, file] of [['soak/beta', 'beta.gguf'], ...(hostile ? [[LONG_MODEL, 'long.gguf']] : [])] as const) {
       const imported = spawn(...plainNode([cli, 'import', name, join(files, file), '--config', config]), { env, stdio: ['ignore', 'ignore', 'inherit'] })
@@ -228,6 +240,7 @@ async function main (): Promise<number> {
     // The fake hub's second server, the CDN: its address is the hub's own business, read here to name sockets.
     const cdnUrl = (hub as unknown as { cdnUrl: string }).cdnUrl
     const ledger = new Ledger()
+    const tally = keys === null ? null : new KeyTally()
     const hostileLedger = new HostileLedger()
     const faults: FaultRecord[] = []
     const samples: ResourceSample[] = []
@@ -246,6 +259,7 @@ async function main (): Promise<number> {
       const startS = since()
       const result = await runRequest(base, spec, Math.floor(rand() * 2 ** 31), timeoutMs)
       ledger.add(spec, result, by)
+      tally?.add(spec, result)
       if (hostile && by === 'client') normal.push({ startS, outcome: result.outcome, ms: result.ms, reason: result.reason })
       return result
     }
@@ -351,13 +365,18 @@ async function main (): Promise<number> {
     // CPU of the gateway and of the soak itself, before and under the attack: what the latencies are set against.
     const cpuMark = async (): Promise<CpuMark> => ({ t: since(), gateway: await cpuSeconds(gatewayPid), soak: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 })
     const cpu: { baseline: CpuMark[], attack: CpuMark[] } = { baseline: [await cpuMark()], attack: [] }
-    const clients = Array.from({ length: concurrency }, async () => {
+    const clients = Array.from({ length: concurrency }, async (_, index) => {
+      const key: KeyName | null = keys === null ? null : clientKey(index, keys)
+      if (key !== null) tally!.clients[key]++
       try {
-        for (;;) {
+        for (let n = 0; ; n++) {
           await gate.pass()
           if (!clientsGo()) break
           sent++
-          await record(pickRequest(rand, CHAT_MODELS), 'client')
+          const spec = pickRequest(rand, CHAT_MODELS)
+          const result = await record(key === null ? spec : keyedRequest(spec, key, n, keys!), 'client')
+          // Told to come back later: it does, though no later than RETRY_CAP_MS, so that the limits keep being met.
+          if (result.outcome === 'limited') await sleep(Math.min(RETRY_CAP_MS, (result.retryAfterS ?? 1) * 1000))
         }
       } finally {
         gate.leave()
@@ -368,7 +387,7 @@ async function main (): Promise<number> {
     // on a short run (the rotation is finished past the deadline if need be; the clients keep going meanwhile).
     const pauseMs = Math.min(15_000, Math.max(500, Math.round(durationMs / 40)))
     const faultCtx: FaultContext = {
-      base, hub, modelsDir, chatModels: CHAT_MODELS, mark, epsilonSha: sha256(epsilon), rand,
+      base, hub, modelsDir, killable: [OPS_ONLY_MODEL], mark, epsilonSha: sha256(epsilon), rand,
       request: (spec) => record(spec, 'fault'),
     }
     const injected = (): boolean => FAULT_KINDS.every((k) => faults.some((f) => f.kind === k))
@@ -440,6 +459,8 @@ async function main (): Promise<number> {
     await measureQuiet('end')
     monitoring = false
     await monitor
+    // Every client is done and every answer over: the gateway's usage against what the clients were told.
+    const keysSection = keys === null ? null : await auditUsage(base, keys, tally!, loadSeconds)
     const hostileSection = hostile
       ? buildHostileSection({
         ledger: hostileLedger, normal, attack, samples, cpu, blobSamples, blobsAtEnd: { t: since(), ...await blobFolder(modelsDir) }, blobBound: BLOBS_KEPT + 1,
@@ -467,7 +488,7 @@ async function main (): Promise<number> {
     const log = await gatewayLog(logFile)
     const report = buildReport({
       durationMs, loadSeconds, concurrency, timeoutMs, seed, warmupMs, pauseMs, maxLoaded, hostile: hostileSection, runtime: `${runtime.version}${runtime.commit ? ` ${runtime.commit}` : ''}`,
-      ledger, faults, samples, processSamples, orphans, partialListed, partialChecks, quiet, held, log,
+      ledger, faults, samples, processSamples, orphans, partialListed, partialChecks, quiet, held, log, keys: keysSection,
       exit: { code: exitInfo.code, signal: exitInfo.signal, ms: stopMs, killed: exit === null },
       leftAtExit: leftAtExit.map((p) => `${p.pid} ${p.comm}`), left: left.map((p) => `${p.pid} ${p.comm} (parent ${p.ppid})`),
     })
@@ -562,6 +583,8 @@ interface ReportInput {
   maxLoaded: number
   /** The hostile clients' section, when the run had them (no faults then). */
   hostile: HostileSection | null
+  /** The keys' section and usage audit (the plain soak's; the hostile one has a single key). */
+  keys: KeysSection | null
   runtime: string
   ledger: Ledger
   faults: FaultRecord[]
@@ -590,6 +613,15 @@ function buildReport (r: ReportInput) {
   const problems: string[] = []
   if (ledger.byOutcome.hung > 0) problems.push(`${ledger.byOutcome.hung} request(s) hung`)
   for (const outcome of ['cut', 'transport_error'] as const) if (ledger.byOutcome[outcome] > 0) problems.push(`${ledger.byOutcome[outcome]} request(s) ended ${outcome}`)
+  // Any other end a request was not allowed: chat and batch stay whole (but for the 403s and 429s they expect), and
+  // the soak's own key is never refused nor limited.
+  const offKey: Record<string, number> = {}
+  for (const u of ledger.unaccounted) {
+    if (['hung', 'cut', 'transport_error'].includes(u.outcome)) continue
+    const what = `${u.key ?? (r.hostile === null ? 'ops' : 'the soak\'s key')} ${u.model} ${u.outcome}${u.reason !== null ? ` (${u.reason})` : ''}`
+    offKey[what] = (offKey[what] ?? 0) + 1
+  }
+  for (const [what, n] of Object.entries(offKey)) problems.push(`${n} request(s) ended as they may not: ${what}`)
   if (r.held > 0) problems.push(`${r.held} slot(s) or queue place(s) still held once every client had gone`)
   if (r.left.length > 0) problems.push(`${r.left.length} process(es) left 2 s after the gateway exited: ${r.left.join(', ')}`)
   if (r.orphans.length > 0) problems.push(...r.orphans)
@@ -604,6 +636,7 @@ function buildReport (r: ReportInput) {
   if (end.fds - warm.fds > FD_TOLERANCE) problems.push(`open descriptors grew from ${warm.fds} after warm-up to ${end.fds} at the end (tolerance ${FD_TOLERANCE})`)
   if (r.hostile === null) for (const [k, v] of Object.entries(byKind)) if (v.injected === 0) problems.push(`fault ${k} was never injected`)
   if (r.hostile !== null) problems.push(...r.hostile.problems)
+  if (r.keys !== null) problems.push(...r.keys.problems)
   for (const f of r.faults.filter((x) => !x.as_expected)) problems.push(`fault ${f.kind} at ${f.at_s} s: ${f.detail}`)
   if (r.exit.killed) problems.push(`the gateway did not exit within 30 s of SIGTERM`)
   else if (r.exit.code !== 0) problems.push(`the gateway exited with ${r.exit.code ?? r.exit.signal} on SIGTERM`)
@@ -622,7 +655,7 @@ function buildReport (r: ReportInput) {
     requests: {
       total: ledger.total,
       by_outcome: ledger.byOutcome,
-      accounted: OUTCOMES.filter((o) => ACCOUNTED.has(o)).reduce((s, o) => s + ledger.byOutcome[o], 0),
+      accounted: ledger.total - ledger.unaccounted.length,
       by_surface: ledger.bySurface,
       by_model: ledger.byModel,
       reasons: ledger.reasons,
@@ -653,6 +686,7 @@ function buildReport (r: ReportInput) {
       },
       samples: r.samples.map((s) => [round(s.t), round(s.rssMiB), s.fds]),
     },
+    keys: r.keys,
     hostile: r.hostile,
   }
 }
@@ -686,6 +720,7 @@ function printLedger (report: Report): void {
   for (const label of ['start', 'after_warmup', 'end'] as const) say(`  ${label.padEnd(14)} ${String(q[label]?.rss_mib).padStart(7)} / ${q[label]?.fds}   (t ${q[label]?.at_s} s)`)
   say(`  under load after warm-up: RSS ${q.under_load.rss_mib.min}-${q.under_load.rss_mib.max} MiB (slope ${q.under_load.rss_mib.slope_mib_per_min_after_warmup} MiB/min), fds ${q.under_load.fds.min}-${q.under_load.fds.max}`)
   say(`  tolerance, end vs after warm-up: RSS +${report.settings.tolerance.rss_mib} MiB, fds +${FD_TOLERANCE}`)
+  if (report.keys !== null) printKeys(report.keys, say)
   if (report.hostile !== null) printHostile(report.hostile, say)
   say(report.ok ? '\nsoak: everything held' : `\nsoak: FAILED\n${report.problems.map((p) => `  - ${p}`).join('\n')}`)
 }

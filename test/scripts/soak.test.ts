@@ -5,7 +5,8 @@ import { runSoak } from '../helpers/soak-run.js'
 // script end to end on a short load, so that a change that breaks the harness (a client, a fault, a probe,
 // the ledger) is caught here and not on the day of a long run. Everything is real: a `llamagate serve`, the
 // CPU llama-server, the fake hub, the converter. The run must come out clean: no request hung, no process
-// left, no partial model listed, descriptors flat, every kind of fault injected and weathered.
+// left, no partial model listed, descriptors flat, every kind of fault injected and weathered, and under its three
+// API keys the gateway's usage equal to what the answers told the clients, with a 403 and a 429 seen.
 // The shortest soak there is (10 s): the load goes on past it until every kind of fault has been injected once
 // (the soak's own rule, bounded at 5 minutes past the deadline), so that a short run checks all a long one does.
 t.test('npm run soak, 10 s: it stops by itself, every request is accounted for, every fault injected, nothing left', async (t) => {
@@ -21,7 +22,7 @@ t.test('npm run soak, 10 s: it stops by itself, every request is accounted for, 
 
   const { requests } = report
   t.ok(requests.total > 20, `${requests.total} requests`)
-  t.same(Object.keys(requests.by_outcome).sort(), ['client_aborted', 'cut', 'error_event', 'finished', 'http_error', 'hung', 'transport_error'], 'every outcome is counted')
+  t.same(Object.keys(requests.by_outcome).sort(), ['client_aborted', 'cut', 'error_event', 'finished', 'http_error', 'hung', 'limited', 'refused', 'transport_error'], 'every outcome is counted')
   t.equal(requests.by_outcome.hung, 0, 'none hung')
   t.equal(requests.by_outcome.cut, 0, 'none cut silently')
   t.equal(requests.by_outcome.transport_error, 0, 'no connection failed')
@@ -32,6 +33,21 @@ t.test('npm run soak, 10 s: it stops by itself, every request is accounted for, 
   t.ok(requests.by_outcome.error_event > 0 || requests.by_outcome.http_error > 0, 'the faults cost some requests an error, reported as one')
   t.same(Object.keys(requests.by_surface).sort(), ['api/chat', 'api/chat stream', 'api/generate', 'api/generate stream', 'v1/chat/completions', 'v1/chat/completions stream'], 'every surface, streamed and whole')
   t.equal(requests.slots_held_after_settle, 0, 'no slot held once the clients were gone')
+
+  // The keys: chat and batch only ever got whole answers, chat's request for a model not its own a 403 and batch's
+  // past its limits a 429; the usage the gateway counted for them is what their answers said, to the token.
+  const { keys } = report
+  t.equal(keys.ok, true, 'the usage audit passed')
+  t.same(keys.problems, [])
+  t.ok(keys.refused >= 1 && requests.by_outcome.refused === keys.refused, `${keys.refused} request(s) for a model outside chat's list refused (403)`)
+  t.ok(keys.limited >= 1 && requests.by_outcome.limited === keys.limited, `${keys.limited} batch request(s) told to wait (429 with Retry-After)`)
+  t.same(Object.keys(keys.keys.chat.outcomes).sort(), ['finished', 'refused'], 'chat: whole answers and refusals only')
+  t.same(Object.keys(keys.keys.batch.outcomes).sort(), ['finished', 'limited'], 'batch: whole answers and 429s only')
+  for (const key of ['chat', 'batch']) {
+    const rows = keys.compared.filter((c: { key: string }) => c.key === key)
+    t.ok(rows.length > 0 && rows.every((c: { equal: boolean, gateway: { requests: number, generated_tokens: number } }) => c.equal && c.gateway.requests > 0 && c.gateway.generated_tokens > 0), `${key}: the usage counted equals what its clients were told, per model`)
+  }
+  t.ok(keys.keys.ops.usage.totals.requests > 0, 'the soak\'s own key (faults, leavers) is counted too')
 
   const { faults } = report
   for (const kind of ['kill_runtime', 'converter_run', 'pull_dropped_connections', 'delete_during_load', 'pull_client_left', 'pull_corrupt_file']) {
