@@ -29,6 +29,7 @@ interface Known { digest: Buffer, grant: Grant | null, revokedName?: string }
 export class KeyRing {
   private known: Known[] = []
   private fileKeys = 0
+  private revokedLimits = new Map<string, KeyLimits>()
   private seen = ''
   private watcher: FSWatcher | null = null
   private readonly listeners: Array<() => void> = []
@@ -77,6 +78,13 @@ export class KeyRing {
     return this.known.some((k) => (k.grant?.name ?? k.revokedName) === name)
   }
 
+  /** The limits of the key named `name` (a revoked one's too); null when there is none by that name. */
+  limitsOf (name: string): Readonly<KeyLimits> | null {
+    const known = this.known.find((k) => (k.grant?.name ?? k.revokedName) === name)
+    if (known === undefined) return null
+    return known.grant?.limits ?? this.revokedLimits.get(name) ?? {}
+  }
+
   private identity (): string {
     try {
       const s = statSync(this.file)
@@ -115,6 +123,7 @@ export class KeyRing {
       })),
     ]
     this.fileKeys = entries.length
+    this.revokedLimits = new Map(entries.filter((e) => e.revoked !== undefined).map((e) => [e.name, e.limits]))
     if (!first) {
       this.log.info({ keys: entries.length, revoked: entries.filter((e) => e.revoked !== undefined).length }, 'keys file reloaded')
       for (const listener of this.listeners) listener()

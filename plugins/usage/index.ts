@@ -49,5 +49,5 @@ export default fp(async (app) => {
     await ledger.flush()
   })
 
-  await app.register(usageRoute, { ledger, keyExists: (name) => app.keyRing.has(name) })
+  await app.register(usageRoute, { ledger, keyExists: (name) => app.keyRing.has(name), keyLimits: (name) => { const limits = app.keyRing.limitsOf(name); return limits === null ? null : { ...limits } } })
 }, { name: 'usage', dependencies: ['access-log', 'security', 'scheduler'] })

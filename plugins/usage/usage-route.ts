@@ -13,13 +13,15 @@ export interface UsageRouteOptions {
   ledger: UsageLedger
   /** Whether a key of this name is known (the keys file or auth.api_keys), revoked ones included. */
   keyExists(name: string): boolean
+  /** Another key's limits, for an admin asking (null: no key by that name, as with usage counted before a rename). */
+  keyLimits(name: string): Static<typeof KeyUsage>['limits']
 }
 
 /**
  * GET /api/usage: a key's own usage, per model and today's tokens against its limits. With the admin scope (or keys
  * off) `?key=NAME` shows another key's and `?all=true` every key's.
  */
-const usageRoute: FastifyPluginAsyncTypebox<UsageRouteOptions> = async (app, { ledger, keyExists }) => {
+const usageRoute: FastifyPluginAsyncTypebox<UsageRouteOptions> = async (app, { ledger, keyExists, keyLimits }) => {
   app.get('/api/usage', {
     config: { scope: 'any' },
     schema: { querystring: UsageQuery, response: { 200: UsageReply } },
@@ -36,11 +38,11 @@ const usageRoute: FastifyPluginAsyncTypebox<UsageRouteOptions> = async (app, { l
     else if (key === undefined || key === own) names = [own]
     else if (ledger.has(key) || keyExists(key)) names = [key]
     else throw new NotFoundError(`no API key named "${key}" and no usage counted under that name`)
-    return { keys: names.map((name) => keyUsage(ledger, name, name === own ? limitsOf(grant) : null)) }
+    return { keys: names.map((name) => keyUsage(ledger, name, name === own ? limitsOf(grant) : keyLimits(name))) }
   })
 }
 
-// Without keys there are no limits; another key's are the security plugin's to know, not asked for here.
+// Without keys there are no limits.
 function limitsOf (grant: Grant | null): Static<typeof KeyUsage>['limits'] {
   return grant === null ? {} : { ...grant.limits }
 }

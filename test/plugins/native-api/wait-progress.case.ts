@@ -16,7 +16,11 @@ async function ps (url: string, model: string): Promise<Entry | undefined> {
 }
 
 t.test('/api/chat: progress comments before the first token while it loads and while it queues', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 } })
+  const { app, url } = await serveTinyModels(t, ['acme/tiny'], {
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    // Room for the long answer that holds the slot: with 4,096 it ends when its context is full, ~3 s in.
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
+  })
   await importLongContextModel(t, app, 'acme/long')
 
   // A cold model: a load within two seconds hears nothing, a longer one hears that it loads (a held load's progress, for
@@ -36,7 +40,7 @@ t.test('/api/chat: progress comments before the first token while it loads and w
   t.equal((await post(`${url}/api/chat`, { ...chat('acme/long', 'measure', { max_tokens: 1500 }), stream: false })).status, 200)
   const holder = new AbortController()
   t.teardown(() => holder.abort())
-  const running = streamText(await post(`${url}/api/chat`, chat('acme/long', 'go on', { max_tokens: 4000 }), SSE, holder.signal))
+  const running = streamText(await post(`${url}/api/chat`, chat('acme/long', 'go on', { max_tokens: 32_000 }), SSE, holder.signal))
   await running.readUntil('its first token', (text) => text.includes('data: '))
 
   const first = streamText(await post(`${url}/api/chat`, chat('acme/long', 'first in line'), SSE))

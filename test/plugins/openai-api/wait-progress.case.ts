@@ -12,7 +12,11 @@ const chat = (model: string, content: string, extra: Record<string, unknown> = {
   ({ model, messages: [{ role: 'user', content }], stream: true, ...extra })
 
 t.test('/v1/chat/completions: progress before the first chunk while it loads and queues; the openai client reads on', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 } })
+  const { app, url } = await serveTinyModels(t, ['acme/tiny'], {
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    // Room for the long answer that holds the slot: with 4,096 it ends when its context is full, ~3 s in.
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
+  })
   await importLongContextModel(t, app, 'acme/long')
 
   // A cold load within two seconds hears nothing; a longer one hears that it loads (held for certain: no-room.case.ts).
@@ -27,7 +31,7 @@ t.test('/v1/chat/completions: progress before the first chunk while it loads and
   // One generating long holds acme/long's only slot; the next waits in line.
   const holder = new AbortController()
   t.teardown(() => holder.abort())
-  const running = streamText(await post(`${url}/v1/chat/completions`, chat('acme/long', 'go on', { max_tokens: 4000 }), {}, holder.signal))
+  const running = streamText(await post(`${url}/v1/chat/completions`, chat('acme/long', 'go on', { max_tokens: 32_000 }), {}, holder.signal))
   await running.readUntil('its first chunk', (text) => text.includes('data: '))
   const queued = streamText(await post(`${url}/v1/chat/completions`, chat('acme/long', 'in line')))
   const queuedText = await queued.readUntil('a queue position', (text) => sseComments(text).length > 0)

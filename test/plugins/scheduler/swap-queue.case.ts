@@ -106,7 +106,8 @@ t.test('min_residency: a model two clients want at once is not swapped out soone
   // Two clients at once: b's load waits while a has a request, so a stays its min_residency.
   await app.scheduler.stop('acme/b')
   evictedAt = 0
-  const asking = ask(url, 'acme/a')
+  // Long enough (hundreds of tokens) that b's load is sure to find a's request still there, loading or running.
+  const asking = ask(url, 'acme/a', { options: { max_tokens: 400 } })
   await until('acme/a to be loading', () => app.scheduler.snapshot().some((m) => m.model.name === 'acme/a'))
   const [a, b] = await Promise.all([asking, ask(url, 'acme/b')])
   t.equal(a.status, 200)
