@@ -1,0 +1,87 @@
+import Anthropic from '@anthropic-ai/sdk'
+import t from 'tap'
+import { importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
+import { sseComments, streamText } from '../../helpers/stream-text.js'
+import { until } from '../../helpers/until.js'
+
+// Issue #39 on Anthropic's Messages: a streamed message that waits for a slot says so in SSE comments before its
+// first event (message_start), which the official Anthropic SDK skips; /api/ps shows it in line.
+
+type Entry = Record<string, any>
+// Greedy (top_k, which the SDK still sends though its types dropped it): the same few tokens each run, none of
+// them the end of the answer.
+const message = (content: string): Anthropic.MessageCreateParamsNonStreaming & { top_k: number } =>
+  ({ model: 'acme/long', max_tokens: 4, top_k: 1, messages: [{ role: 'user', content }] })
+
+/** A stream's lines that are not comments, blank lines or data: its events' names (`event: message_start`). */
+const eventLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('event: '))
+
+t.test('/v1/messages streamed: queue progress before message_start; the Anthropic SDK reads past it to message_stop', async (t) => {
+  const { app, url } = await serveTinyModels(t, [], {
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    // Room for the long answer that holds the slot: with 4,096 it ends when its context is full, ~3 s in.
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
+  })
+  await importLongContextModel(t, app, 'acme/long')
+
+  // One generating long holds acme/long's only slot; the next waits in line. The holder is a chat completion:
+  // llama-server's Messages conversion drops ignore_eos, so a long Messages answer may end at any token.
+  const holder = new AbortController()
+  t.teardown(() => holder.abort())
+  const hold = { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], max_tokens: 32_000, stream: true }
+  const running = streamText(await post(`${url}/v1/chat/completions`, hold, {}, holder.signal))
+  await running.readUntil('its first chunk', (text) => text.includes('data: '))
+  const queuedRes = await post(`${url}/v1/messages`, { ...message('in line'), stream: true })
+  t.equal(queuedRes.status, 200)
+  t.match(queuedRes.headers.get('content-type'), /^text\/event-stream/, 'the stream opened by its first report')
+  const queued = streamText(queuedRes)
+  const queuedText = await queued.readUntil('a queue position', (text) => sseComments(text).length > 0)
+  // No request of acme/long has ended yet: no expected wait to tell.
+  t.match(sseComments(queuedText)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
+  t.same(eventLines(queuedText), [], 'nothing but comments while it waits')
+
+  // The official SDK, in line second: its fetch is watched (a clone of the body, read as it comes).
+  let watched: ReturnType<typeof streamText> | undefined
+  const client = new Anthropic({
+    baseURL: url,
+    apiKey: 'unused',
+    maxRetries: 0,
+    fetch: async (input, init) => {
+      const res = await fetch(input, init)
+      watched = streamText(res.clone())
+      return res
+    },
+  })
+  const viaSdk = (async () => {
+    const stream = client.messages.stream(message('via the sdk'))
+    const types: string[] = []
+    for await (const event of stream) types.push(event.type)
+    return { types, final: await stream.finalMessage() }
+  })()
+  const ps = await until('two requests in line on /api/ps', async () => {
+    const m = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Entry[] }).models.find((e) => e.name === 'acme/long')
+    return m?.queued_requests === 2 ? m : undefined
+  })
+  t.equal(ps.active_requests, 1, 'the holder serves')
+  t.equal(ps.expected_wait, null, 'expected_wait: null while nothing of acme/long was measured')
+  const sdkRaw = await until('the SDK\'s request sent', () => watched)
+  const sdkText = await sdkRaw.readUntil('the SDK\'s first report', (text) => sseComments(text).length > 0)
+  t.match(sseComments(sdkText)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, 'the SDK was sent its queue position')
+
+  holder.abort()
+  await running.rest().catch(() => {})
+  const served = await queued.rest()
+  const events = eventLines(served)
+  t.equal(events[0], 'event: message_start', 'the first event after the comments is message_start')
+  t.equal(events.at(-1), 'event: message_stop', 'the first in line served to its end')
+  t.notMatch(served.slice(served.indexOf('event: message_start')), /^: /m, 'no comment after the first event')
+
+  const { types, final } = await viaSdk
+  t.equal(types[0], 'message_start', 'the SDK\'s first event is message_start: the comments skipped')
+  t.equal(types.at(-1), 'message_stop')
+  t.ok(types.includes('content_block_delta'), 'text came as deltas')
+  const text = final.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
+  t.ok(text.length > 0, `the SDK assembled the text (${JSON.stringify(text)})`)
+  t.equal(final.usage.output_tokens, 4)
+  t.match(await sdkRaw.rest(), /^(: queued: [^\n]*\n\n)+event: message_start\n/, 'what the SDK read: reports, then its events')
+})

@@ -1,0 +1,89 @@
+import OpenAI from 'openai'
+import t from 'tap'
+import { importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
+import { sseComments, streamText } from '../../helpers/stream-text.js'
+import { until } from '../../helpers/until.js'
+
+// Issue #39 on /v1/responses: a streamed response that waits for a slot says so in SSE comments before its first
+// event (response.created), which the official openai client skips; /api/ps shows it in line.
+
+type Entry = Record<string, any>
+// The answers in line end on their own (response.completed, not incomplete at max_output_tokens): the end-of-text
+// token is no longer ignored, and this model says it every few hundred tokens (seed 1: the same answers each run).
+const ask = (input: string): OpenAI.Responses.ResponseCreateParamsStreaming =>
+  Object.assign({ model: 'acme/long', input, stream: true as const, max_output_tokens: 8000 }, { options: { ignore_eos: false, seed: 1 } })
+
+/** A stream's `event: <type>` lines: its events' names, in order (comments and data left out). */
+const eventLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('event: '))
+
+t.test('/v1/responses streamed: queue progress before response.created; the openai client reads past it to response.completed', async (t) => {
+  const { app, url } = await serveTinyModels(t, [], {
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    // Room for the long answer that holds the slot: with 4,096 it ends when its context is full, ~3 s in.
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
+  })
+  await importLongContextModel(t, app, 'acme/long')
+
+  // One generating long holds acme/long's only slot; the next waits in line.
+  const holder = new AbortController()
+  t.teardown(() => holder.abort())
+  const hold = { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], max_tokens: 32_000, stream: true }
+  const running = streamText(await post(`${url}/v1/chat/completions`, hold, {}, holder.signal))
+  await running.readUntil('its first chunk', (text) => text.includes('data: '))
+  const queuedRes = await post(`${url}/v1/responses`, ask('in line'))
+  t.equal(queuedRes.status, 200)
+  t.match(queuedRes.headers.get('content-type'), /^text\/event-stream/, 'the stream opened by its first report')
+  const queued = streamText(queuedRes)
+  const queuedText = await queued.readUntil('a queue position', (text) => sseComments(text).length > 0)
+  // No request of acme/long has ended yet: no expected wait to tell.
+  t.match(sseComments(queuedText)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
+  t.same(eventLines(queuedText), [], 'nothing but comments while it waits')
+
+  // The official client, in line second: its fetch is watched (a clone of the body, read as it comes).
+  let watched: ReturnType<typeof streamText> | undefined
+  const client = new OpenAI({
+    baseURL: `${url}/v1`,
+    apiKey: 'unused',
+    maxRetries: 0,
+    fetch: async (input, init) => {
+      const res = await fetch(input, init)
+      watched = streamText(res.clone())
+      return res
+    },
+  })
+  const viaClient = (async () => {
+    const events: OpenAI.Responses.ResponseStreamEvent[] = []
+    for await (const event of await client.responses.create(ask('via the client'))) events.push(event)
+    return events
+  })()
+  const ps = await until('two requests in line on /api/ps', async () => {
+    const m = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Entry[] }).models.find((e) => e.name === 'acme/long')
+    return m?.queued_requests === 2 ? m : undefined
+  })
+  t.equal(ps.active_requests, 1, 'the holder serves')
+  t.equal(ps.expected_wait, null, 'expected_wait: null while nothing of acme/long was measured')
+  const clientRaw = await until('the client\'s request sent', () => watched)
+  const clientText = await clientRaw.readUntil('the client\'s first report', (text) => sseComments(text).length > 0)
+  t.match(sseComments(clientText)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, 'the client was sent its queue position')
+
+  holder.abort()
+  await running.rest().catch(() => {})
+  const served = await queued.rest()
+  const names = eventLines(served)
+  t.equal(names[0], 'event: response.created', 'the first event after the comments is response.created')
+  t.equal(names.at(-1), 'event: response.completed', 'the first in line served to its end')
+  t.notMatch(served.slice(served.indexOf('event: response.created')), /^: /m, 'no comment after the first event')
+
+  const events = await viaClient
+  t.same(events.slice(0, 2).map((e) => e.type), ['response.created', 'response.in_progress'], 'the client\'s first events: the comments skipped')
+  t.same(events.map((e) => e.sequence_number), events.map((_, i) => i), 'every event read, numbered from 0')
+  const last = events.at(-1)!
+  t.equal(last.type, 'response.completed')
+  const response = (last as OpenAI.Responses.ResponseCompletedEvent).response
+  t.match(response, { status: 'completed', model: 'acme/long' })
+  const deltas = events.filter((e) => e.type === 'response.output_text.delta').map((e) => e.delta).join('')
+  t.ok(deltas.length > 0, `text came as deltas (${deltas.length} characters)`)
+  const [message] = response.output as OpenAI.Responses.ResponseOutputMessage[]
+  t.match(message?.content, [{ type: 'output_text', text: deltas }], 'the completed response\'s message holds the deltas joined')
+  t.match(await clientRaw.rest(), /^(: queued: [^\n]*\n\n)+event: response\.created\n/, 'what the client read: reports, then its events')
+})
