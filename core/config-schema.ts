@@ -57,6 +57,16 @@ export const ConfigSchema = Type.Object({
       allow_public: Type.Optional(Type.Boolean({ description: 'use it even on a public address (the RPC protocol has no authentication)' })),
     }, { additionalProperties: false }), { default: [] }),
   }, { additionalProperties: false, default: {} }),
+  upstreams: Type.Array(Type.Object({
+    // Shapes beyond the types (name, URL) are checked in config.ts, whose messages say what is wrong.
+    name: Type.String({ description: 'how logs, metrics and errors name this upstream: 1-64 of A-Z a-z 0-9 . _ -' }),
+    url: Type.String({ description: 'http(s)://host[:port][/path], no query' }),
+    kind: Type.Union([Type.Literal('llamagate'), Type.Literal('openai'), Type.Literal('ollama')]),
+    key: Type.Optional(Type.Union([Type.String(), Type.Null()], { description: 'the upstream\'s own API key, sent as a Bearer token; clients never see it' })),
+    models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'only these of its models; empty or unset: every model it lists' })),
+    prefix: Type.Optional(Type.String({ pattern: '^\\S{0,100}$', description: 'put before its model names here (e.g. "box/")' })),
+    max_concurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'the most requests sent to it at once' })),
+  }, { additionalProperties: false }), { default: [] }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),

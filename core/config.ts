@@ -67,6 +67,8 @@ export interface Config {
   shutdown: { drainTimeoutMs: number }
   /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
   rpc: { workers: Array<{ name: string, endpoint: HostPort, allowPublic: boolean }> }
+  /** Other servers whose models are served here as if local (`upstreams`). */
+  upstreams: UpstreamConfig[]
   /** Other names for models (`models.<name>.aliases`, `LLAMAGATE_ALIASES`), by their lower case, each with its model. */
   aliases: Record<string, string>
   /** The config file that was read, or null when none was. */
@@ -89,6 +91,23 @@ export interface ModelConfig {
   priority?: number
   /** Never unloaded to make room for another model; reloaded once room is back. */
   pinned?: boolean
+}
+
+/** One of config.yaml's `upstreams`: another server whose models are served here, reached with its own key. */
+export interface UpstreamConfig {
+  name: string
+  /** `http(s)://host[:port][/path]`, without a trailing slash. */
+  url: string
+  /** What it speaks: another llamagate and Ollama list models at /api/tags; an OpenAI-compatible engine at /v1/models. */
+  kind: 'llamagate' | 'openai' | 'ollama'
+  /** Its own API key, sent as `Authorization: Bearer`; never shown to clients. null: none. */
+  key: string | null
+  /** Only these of its models; empty: every model it lists. */
+  models: string[]
+  /** Put before its model names here: a model `m` is served as `prefix + m`. @default '' */
+  prefix: string
+  /** The most requests sent to it at once. @default 16 */
+  maxConcurrent: number
 }
 
 export { ConfigError }
@@ -379,6 +398,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     })),
     shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
     rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
+    upstreams: upstreamConfigs(raw.upstreams, problems),
     aliases: modelAliases(raw.models, envAliases, problems),
     configFile,
   }
@@ -459,6 +479,46 @@ function rpcWorkers (raw: RawConfig['rpc']['workers'], problems: string[]): Conf
     }
     return [{ name: w.name, endpoint, allowPublic: w.allow_public === true }]
   })
+}
+
+const UPSTREAM_NAME = /^[A-Za-z0-9._-]{1,64}$/
+// A key goes out in a header line: printable ASCII, no spaces.
+const UPSTREAM_KEY = /^[\x21-\x7e]+$/
+
+/**
+ * `upstreams`: names unique and plain, URLs http(s) with no query, fragment or credentials (the key has its own
+ * field). Messages never quote a key: config errors are printed and logged.
+ */
+function upstreamConfigs (raw: RawConfig['upstreams'], problems: string[]): UpstreamConfig[] {
+  const seen = new Set<string>()
+  return raw.flatMap((u, at) => {
+    const key = `upstreams[${at}] (${u.name})`
+    const count = problems.length
+    if (!UPSTREAM_NAME.test(u.name)) problems.push(`upstreams[${at}].name = ${JSON.stringify(u.name)} is not allowed: must be 1-64 of A-Z a-z 0-9 . _ -`)
+    else if (seen.has(u.name)) problems.push(`${key}: the name is used twice; each upstream needs its own`)
+    seen.add(u.name)
+    const url = upstreamUrl(u.url)
+    if (typeof url !== 'string') problems.push(`${key}: ${url.problem}`)
+    const secret = u.key ?? null
+    if (secret !== null && !UPSTREAM_KEY.test(secret)) problems.push(`${key}: key must be printable ASCII without spaces (or null for none)`)
+    if (problems.length > count || typeof url !== 'string') return []
+    return [{ name: u.name, url, kind: u.kind, key: secret, models: u.models ?? [], prefix: u.prefix ?? '', maxConcurrent: u.max_concurrent ?? 16 }]
+  })
+}
+
+/** The URL without trailing slashes, or what is wrong with it (a URL with a password in it is not quoted). */
+function upstreamUrl (text: string): string | { problem: string } {
+  const shown = `url ${JSON.stringify(text)} is not allowed`
+  let url: URL
+  try {
+    url = new URL(text)
+  } catch {
+    return { problem: `${shown}: must be a URL such as http://10.0.0.5:8080 or https://api.example.com/v1-proxy` }
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return { problem: `${shown}: must start with http:// or https://` }
+  if (url.username !== '' || url.password !== '') return { problem: 'url is not allowed: it must carry no user or password; put the upstream\'s key in key' }
+  if (url.search !== '' || url.hash !== '' || /[?#]/.test(text)) return { problem: `${shown}: must have no query (?) or fragment (#)` }
+  return (url.origin + url.pathname).replace(/\/+$/, '')
 }
 
 function setPath (target: Record<string, unknown>, path: string[], value: unknown): void {

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { clientGone } from '../../core/client-gone.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
+import { requestRecord } from '../inference/request-record.js'
 import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
 import { shapeMessages } from './messages-body.js'
@@ -28,7 +29,7 @@ const anthropic: FastifyPluginAsyncTypebox = async (app) => {
   app.surfaces.register(ANTHROPIC_SURFACE)
   app.post('/v1/messages', { config: { scope: 'infer' }, schema: { body: MessagesBody } }, async (request, reply) => {
     const body = shapeMessages(request.body)
-    const messages = await app.images.inline(app.store.get(body.model), body.messages, clientGone(reply))
+    const messages = await app.images.inline(requestRecord(app, body.model), body.messages, clientGone(reply))
     return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
   })
   app.post('/v1/messages/count_tokens', { config: { scope: 'infer' }, schema: { body: CountTokensBody } }, (request, reply) =>

@@ -12,4 +12,4 @@ export default fp(async (app) => {
   await app.register(manage)
   await app.register(create)
   await app.register(blobs)
-}, { name: 'models-api', dependencies: ['storage', 'convert', 'inference'] })
+}, { name: 'models-api', dependencies: ['storage', 'convert', 'inference', 'upstreams'] })

@@ -35,7 +35,13 @@ export const ModelRecordSchema = Type.Object({
   details: Details,
 })
 
-export const TagsReply = Type.Object({ models: Type.Array(ModelRecordSchema) })
+/** A model of /api/tags: a remote one (config.yaml's upstreams) says where it runs, as Ollama marks its remote models. */
+export const TagSchema = Type.Object({
+  ...ModelRecordSchema.properties,
+  remote_model: Type.Optional(Type.String()),
+  remote_host: Type.Optional(Type.String()),
+})
+export const TagsReply = Type.Object({ models: Type.Array(TagSchema) })
 
 /** rest-interface §4.5: `modelfile` and `details`, plus what the GGUF says about itself (Ollama's `model_info`). */
 // `verbose` keeps long arrays in model_info.

@@ -49,3 +49,30 @@ function formatParameterCount (count: number | null): string | null {
   if (count >= 1e6) return `${(count / 1e6).toFixed(count >= 1e8 ? 0 : 1)}M`
   return `${(count / 1e3).toFixed(1)}K`
 }
+
+/** An upstream's model (config.yaml's upstreams), as the listings need it. */
+export interface RemoteModel {
+  name: string
+  remoteModel: string
+  upstream: { name: string, url: string }
+  /** When its upstream last answered a probe (ms since epoch). */
+  checkedAt: number
+}
+
+/** A remote model as /api/tags lists it: nothing stored here (size 0, no digest), and Ollama's marks of where it runs. */
+export function remoteTag (m: RemoteModel) {
+  return {
+    name: m.name, model: m.name, size: 0, format: 'remote', modified_at: new Date(m.checkedAt).toISOString(), digest: '',
+    details: ollamaDetails({ format: 'remote', gguf: null }), remote_model: m.remoteModel, remote_host: m.upstream.url,
+  }
+}
+
+/** A remote model as OpenAI's /v1/models lists it: owned by its upstream. */
+export function openAiRemoteModel (m: RemoteModel) {
+  return { id: m.name, object: 'model' as const, created: Math.floor(m.checkedAt / 1000), owned_by: m.upstream.name }
+}
+
+/** A remote model as Anthropic's model list shows it. */
+export function anthropicRemoteModel (m: RemoteModel) {
+  return { type: 'model' as const, id: m.name, display_name: m.name, created_at: new Date(m.checkedAt).toISOString() }
+}

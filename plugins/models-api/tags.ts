@@ -1,15 +1,28 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { NotFoundError } from '../../core/errors.js'
+import { InvalidModelNameError, NotFoundError } from '../../core/errors.js'
 import { Type } from 'typebox'
 import { AnthropicModel, AnthropicModelList, OpenAiModel, OpenAiModelList, TagsReply } from './schemas.js'
 import type { ModelRecord } from '../storage/model-record.js'
-import { anthropicModel, openAiModel, tagOf } from './tag-shape.js'
+import { anthropicModel, anthropicRemoteModel, openAiModel, openAiRemoteModel, remoteTag, tagOf } from './tag-shape.js'
 
 /** The models listed: Ollama's /api/tags, OpenAI's /v1/models and /v1/models/{id}. */
 const tags: FastifyPluginAsyncTypebox = async (app) => {
-  const { store } = app
+  const { store, upstreams } = app
+  // config.yaml's upstreams' models that answer now, after the stored ones (keys' model patterns filter both alike).
+  const remote = () => upstreams.list().filter((m) => m.healthy)
+  // The stored model, or null where none is; an upstream's name (`back/owner/name`) is no stored model's.
+  const storedOrNull = (id: string): ModelRecord | null => {
+    try {
+      return store.find(id)
+    } catch (err) {
+      if (err instanceof InvalidModelNameError && upstreams.find(id) !== null) return null
+      throw err
+    }
+  }
 
-  app.get('/api/tags', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: TagsReply } } }, async () => ({ models: store.list().map(tagOf) }))
+  app.get('/api/tags', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: TagsReply } } }, async () => ({
+    models: [...store.list().map(tagOf), ...remote().map(remoteTag)],
+  }))
 
   // One path for two APIs: Anthropic's SDKs (and Claude Code) send `anthropic-version`, OpenAI's never do.
   const anthropic = (headers: Record<string, unknown>): boolean => headers['anthropic-version'] !== undefined
@@ -24,8 +37,8 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
   ]
 
   app.get('/v1/models', { config: { scope: 'any', modelList: { field: 'data', key: 'id' } }, schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
-    if (!anthropic(request.headers)) return { object: 'list' as const, data: listed().map(openAiModel) }
-    const data = listed().map(anthropicModel)
+    if (!anthropic(request.headers)) return { object: 'list' as const, data: [...listed().map(openAiModel), ...remote().map(openAiRemoteModel)] }
+    const data = [...listed().map(anthropicModel), ...remote().map(anthropicRemoteModel)]
     return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null }
   })
 
@@ -33,8 +46,12 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
   // path already (decoding again would turn `%252e` into `.`).
   app.get('/v1/models/*', { config: { scope: 'any' }, schema: { response: { 200: Type.Union([OpenAiModel, AnthropicModel]) } } }, async (request) => {
     const id = (request.params as { '*': string })['*']
-    const record = store.find(id)
-    if (!record) throw new NotFoundError(`model "${id}" not found`)
+    const record = storedOrNull(id)
+    if (!record) {
+      const found = upstreams.find(id)
+      if (found === null) throw new NotFoundError(`model "${id}" not found`)
+      return anthropic(request.headers) ? anthropicRemoteModel(found) : openAiRemoteModel(found)
+    }
     // Asked by an alias, answered under it.
     const named = { ...record, name: Object.hasOwn(store.aliases, id.toLowerCase()) && record.name.toLowerCase() !== id.toLowerCase() ? id : record.name }
     return anthropic(request.headers) ? anthropicModel(named) : openAiModel(named)

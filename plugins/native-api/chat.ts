@@ -3,6 +3,7 @@ import type { ContextExceededError } from '../../core/errors.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
 import { withModelSystem } from '../inference/model-system.js'
+import { requestRecord } from '../inference/request-record.js'
 import { runNative } from './native-run.js'
 import { responseFormat } from './response-format.js'
 import { truncateHistory } from './truncate-history.js'
@@ -18,7 +19,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       const { model, doneReason } = await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log })
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: doneReason }
     }
-    const record = app.store.get(body.model)
+    const record = requestRecord(app, body.model)
     const format = responseFormat(body.format)
     const history = withModelSystem(record, messages.map((m, i) => ({
       role: m.role ?? 'user',

@@ -3,6 +3,7 @@ import { BadRequestError } from '../../core/errors.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
 import { withModelSystem } from '../inference/model-system.js'
+import { requestRecord } from '../inference/request-record.js'
 import { runNative } from './native-run.js'
 import { responseFormat } from './response-format.js'
 import { GenerateBody } from './schemas.js'
@@ -17,7 +18,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       const { model, doneReason } = await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: doneReason }
     }
-    const record = app.store.get(body.model)
+    const record = requestRecord(app, body.model)
     const format = responseFormat(body.format)
     // Like Ollama, a prompt goes through the model's chat template unless `raw` asks for it verbatim.
     const templated = body.raw !== true

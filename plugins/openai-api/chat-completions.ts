@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { withModelSystem } from '../inference/model-system.js'
+import { requestRecord } from '../inference/request-record.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { OPENAI_CHAT_FIELDS } from '../inference/runtime-fields.js'
 import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
@@ -12,7 +13,7 @@ const CHAT: PassthroughRoute = { path: '/v1/chat/completions', topLevelOptions: 
 const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/chat/completions', { config: { scope: 'infer' }, schema: { body: ChatCompletionBody } }, async (request, reply) => {
     const body = request.body
-    const record = app.store.get(body.model)
+    const record = requestRecord(app, body.model)
     // A message without a role is the user's; llama-server wants one on every message. A model created with a
     // system prompt gets it first when the conversation brings none.
     const withRoles = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)

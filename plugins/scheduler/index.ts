@@ -1,6 +1,7 @@
 import { join } from 'node:path'
 import fp from 'fastify-plugin'
 import { MAX_TIMER_MS } from '../../core/keep-alive.js'
+import { upstreamEndpoint } from '../../runtimes/index.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
 import { PromptCaches } from './prompt-caches.js'
@@ -52,6 +53,12 @@ export default fp(async (app) => {
     // A request for a dtype a SafeTensors model has no GGUF of waits for its conversion.
     ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     rpcWorkers: app.rpcWorkers,
+    // Asked only for a name no stored model has (config.yaml's upstreams).
+    upstreams: {
+      find: (name) => app.upstreams.find(name),
+      recheck: (upstream) => app.upstreams.recheck(upstream),
+      endpoint: upstreamEndpoint,
+    },
     ...(promptCaches ? { promptCaches } : {}),
     log: app.log,
   })
@@ -63,4 +70,4 @@ export default fp(async (app) => {
   })
   // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert'] })
+}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert', 'upstreams'] })

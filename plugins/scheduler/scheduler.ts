@@ -1,4 +1,4 @@
-import { GatewayError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
+import { GatewayError, InvalidModelNameError, ModelNotFoundError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -17,6 +17,8 @@ import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapPolicy } from './swap-policy.js'
+import { leaseBooks } from './lease-books.js'
+import { UpstreamLeases, type SchedulerUpstreams, type UpstreamTarget } from './upstream-lease.js'
 import { WaitEstimate } from './wait-estimate.js'
 import { estimateKey, reportWait } from './wait-report.js'
 
@@ -53,6 +55,8 @@ export class Scheduler implements LeaseSource {
   readonly events: EventHub<SchedulerEvents>
   /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
   private readonly estimate = new WaitEstimate()
+  /** Leases on config.yaml's upstreams' models: no load, only a turn among the requests sent to the upstream. */
+  private readonly upstreamLeases: UpstreamLeases | null
 
   constructor (private readonly deps: {
     store: SchedulerStore
@@ -63,22 +67,53 @@ export class Scheduler implements LeaseSource {
     rpcWorkers?: SchedulerRpcWorkers
     /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
     promptCaches?: PromptCaches
+    /** Models served by config.yaml's upstreams: a name no stored model has may be one of theirs. */
+    upstreams?: SchedulerUpstreams
     log: Pick<Logger, 'info' | 'warn' | 'error'>
   }) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
     this.swaps = new SwapPolicy(deps.settings)
     this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
+    this.upstreamLeases = deps.upstreams
+      ? new UpstreamLeases({
+        upstreams: deps.upstreams,
+        queueLength: deps.settings.queueLength,
+        onFirstToken: (model, seconds) => this.events.emit('firstToken', model, seconds),
+        onTokens: (model, prompt, generated) => this.events.emit('tokens', model, prompt, generated),
+      })
+      : null
   }
 
   modelName (name: string): string {
-    return this.deps.store.get(name).name
+    try {
+      return this.deps.store.get(name).name
+    } catch (err) {
+      const remote = this.upstreamFor(name, err)
+      return remote.name
+    }
+  }
+
+  /**
+   * The upstream model a name no stored model has reaches (a stored model wins over an upstream's of its name).
+   * @throws `err` (the store's ModelNotFoundError or InvalidModelNameError) when no upstream offers it either
+   */
+  private upstreamFor (name: string, err: unknown): UpstreamTarget {
+    if (!(err instanceof ModelNotFoundError || err instanceof InvalidModelNameError)) throw err
+    const found = this.deps.upstreams?.find(name) ?? null
+    if (found === null) throw err
+    return found
   }
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const { store, settings } = this.deps
-    const model = store.get(name)
+    let model: SchedulableModel
+    try {
+      model = store.get(name)
+    } catch (err) {
+      return await this.acquireUpstream(this.upstreamFor(name, err), request)
+    }
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
     const resolved = purposeOptions(model, purpose, resolveOptions({
@@ -118,6 +153,23 @@ export class Scheduler implements LeaseSource {
     }
   }
 
+  /**
+   * A turn on an upstream's model: the options resolve as a local model's would (config.yaml's per-model options
+   * under the served name), and go to the upstream as sampling; what would load a model means nothing there.
+   */
+  private async acquireUpstream (target: UpstreamTarget, request: AcquireRequest): Promise<Lease> {
+    if (this.closing || this.upstreamLeases === null) throw new UnavailableError('the server is shutting down')
+    const { settings } = this.deps
+    const resolved = resolveOptions({
+      defaults: settings.defaultOptions,
+      configured: settings.modelOptions[target.name]?.options,
+      request: request.options,
+      overrides: request.overrides,
+    })
+    if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
+    return this.upstreamLeases.acquire(target, resolved, request)
+  }
+
   /** Loads a model without taking a slot (Ollama's empty-prompt load). */
   async load (name: string, request: AcquireRequest = {}): Promise<void> {
     const lease = await this.acquire(name, request)
@@ -147,6 +199,7 @@ export class Scheduler implements LeaseSource {
   async unloadAll (): Promise<void> {
     this.closing = true
     await Promise.all([...this.instances].map((i) => this.unload(i, new UnavailableError('the server is shutting down'))))
+    await this.upstreamLeases?.close()
   }
 
   /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
@@ -207,6 +260,8 @@ export class Scheduler implements LeaseSource {
       count.queued += i.queued + i.awaitingLoad
       counts.set(i.model.name, count)
     }
+    // An upstream's model is named apart from every stored one: its requests are its own line.
+    for (const [name, count] of this.upstreamLeases?.requestCounts() ?? []) counts.set(name, count)
     return counts
   }
 
@@ -536,22 +591,19 @@ export class Scheduler implements LeaseSource {
   /** `started`: when the request asked for a slot (performance.now()). */
   private lease (instance: Instance, resolved: ResolvedOptions, started: number, clientSignal?: AbortSignal): Lease {
     let released = false
-    let firstTokenSeen = false
     const name = instance.model.name
-    // The request's own record (its access log line), when a request asked: acquire runs in its context.
-    const usage = currentUsage()
-    if (usage) usage.model = name
+    const books = leaseBooks(name, started, {
+      firstToken: (model, seconds) => this.events.emit('firstToken', model, seconds),
+      tokens: (model, prompt, generated) => this.events.emit('tokens', model, prompt, generated),
+    })
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
-    const granted = performance.now()
-    // The request's usage (plugins/usage): its wait for a load and a slot, then how long it held the slot.
-    if (usage) usage.queueMs = (usage.queueMs ?? 0) + (granted - started)
     return {
       model: instance.model,
       endpoint: instance.process!.endpoint,
       signal: linked?.signal ?? instance.signal,
-      loadDurationMs: granted - started,
+      loadDurationMs: books.granted - started,
       contextLength: instance.options.num_ctx,
       sampling: resolved.sampling,
       fitPrompt: (promptTokens) => this.fitPrompt(instance, resolved, promptTokens),
@@ -559,22 +611,11 @@ export class Scheduler implements LeaseSource {
         if (released) return
         released = true
         linked?.unlink()
-        const heldMs = performance.now() - granted
-        if (usage) usage.runtimeMs = (usage.runtimeMs ?? 0) + heldMs
-        this.estimate.served(estimateKey(name, instance.purpose), heldMs)
+        this.estimate.served(estimateKey(name, instance.purpose), books.held())
         this.release(instance)
       },
-      firstToken: () => {
-        if (firstTokenSeen) return
-        firstTokenSeen = true
-        const ms = performance.now() - started
-        if (usage) usage.firstTokenMs = ms
-        this.events.emit('firstToken', name, ms / 1000)
-      },
-      countTokens: (prompt, generated, cached = 0) => {
-        if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated; usage.cachedTokens = (usage.cachedTokens ?? 0) + cached }
-        this.events.emit('tokens', name, prompt, generated)
-      },
+      firstToken: books.firstToken,
+      countTokens: books.countTokens,
     }
   }
 

@@ -2,8 +2,8 @@ import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
 import { sseData } from './sse-events.js'
 import { relayStream, type RelayProgress, type RelaySink } from './stream-relay.js'
-import type { RuntimeAddress } from './runtime-address.js'
-import { runtimeErrorFrom } from './runtime-error.js'
+import { addressTarget, type RuntimeAddress } from './runtime-address.js'
+import { runtimeErrorFrom, withoutSecrets } from './runtime-error.js'
 
 /** The part of one entry of llama-server's `GET /slots` read here. */
 interface SlotState {
@@ -28,6 +28,13 @@ export interface RuntimeEndpointOptions {
   address: RuntimeAddress
   /** Its slots: the pool keeps a connection for each and two to spare. */
   slots: number
+  /** Sent with every request (an upstream's Authorization). Credentials: their values never appear in an error. @default none */
+  headers?: Record<string, string>
+  /**
+   * Every JSON body posted gets its `model` field set to this: the name the runtime itself knows the model by
+   * (an upstream's), where the surfaces use the gateway's. @default unset: bodies go as given
+   */
+  model?: string
 }
 
 /**
@@ -40,6 +47,10 @@ export class RuntimeEndpoint {
   readonly name: string
   readonly address: RuntimeAddress
   private readonly slots: number
+  private readonly headers: Record<string, string> | undefined
+  private readonly model: string | undefined
+  /** The address's own path, put before every request's. */
+  private readonly prefix: string
   private connections: Pool | null = null
   private closed = false
 
@@ -47,6 +58,9 @@ export class RuntimeEndpoint {
     this.name = options.name
     this.address = options.address
     this.slots = options.slots
+    this.headers = options.headers
+    this.model = options.model
+    this.prefix = addressTarget(options.address).prefix
   }
 
   /** The runtime's whole answer to a POST, as text. @throws the runtime's own error, as a gateway error */
@@ -73,7 +87,9 @@ export class RuntimeEndpoint {
    * stream-relay.ts). `payload` is the JSON body, already serialized.
    */
   relay (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
-    return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
+    // The hot path: a local runtime's stream, sent as given.
+    if (this.model === undefined && this.headers === undefined) return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
+    return this.relayAdapted(path, payload, sink, progress, signal)
   }
 
   /**
@@ -143,19 +159,19 @@ export class RuntimeEndpoint {
    * gateway errors carrying the runtime's own message.
    */
   private async request (path: string, body: unknown, signal: AbortSignal): Promise<Readable> {
-    const payload = JSON.stringify(body)
+    const payload = JSON.stringify(this.withModel(body))
     for (let attempt = 1; ; attempt++) {
       try {
         const response = await this.pool.request({
-          method: 'POST', path, body: payload, signal,
-          headers: { 'content-type': 'application/json' },
+          method: 'POST', path: this.prefix + path, body: payload, signal,
+          headers: { ...this.headers, 'content-type': 'application/json' },
         })
         if (response.statusCode >= 400) throw runtimeErrorFrom(response.statusCode, await readText(response.body).catch(() => ''))
         return response.body
       } catch (err) {
         if (signal.aborted) throw signal.reason
         if (attempt === 1 && isStaleConnection(err)) continue
-        throw err
+        throw this.redacted(err)
       }
     }
   }
@@ -164,16 +180,37 @@ export class RuntimeEndpoint {
   private async get (path: string, signal: AbortSignal): Promise<string> {
     for (let attempt = 1; ; attempt++) {
       try {
-        const response = await this.pool.request({ method: 'GET', path, signal })
+        const response = await this.pool.request({ method: 'GET', path: this.prefix + path, signal, ...(this.headers ? { headers: this.headers } : {}) })
         const text = await readText(response.body)
         if (response.statusCode !== 200) throw runtimeErrorFrom(response.statusCode, text)
         return text
       } catch (err) {
         if (signal.aborted) throw signal.reason
         if (attempt === 1 && isStaleConnection(err)) continue
-        throw err
+        throw this.redacted(err)
       }
     }
+  }
+
+  /** `relay` to a runtime that takes headers or its own model name: the body rewritten, errors redacted. */
+  private async relayAdapted (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
+    const body = this.model === undefined ? payload : JSON.stringify(this.withModel(JSON.parse(payload)))
+    try {
+      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}) })
+    } catch (err) {
+      throw this.redacted(err)
+    }
+  }
+
+  /** `body` with its `model` set to the runtime's own name for it, when one was given. */
+  private withModel (body: unknown): unknown {
+    if (this.model === undefined || typeof body !== 'object' || body === null || Array.isArray(body)) return body
+    return { ...body, model: this.model }
+  }
+
+  /** An error with the headers' values (credentials) cut out of its message: a runtime may echo what it was sent. */
+  private redacted (err: unknown): unknown {
+    return this.headers === undefined ? err : withoutSecrets(err, Object.values(this.headers))
   }
 
   /**
@@ -182,10 +219,10 @@ export class RuntimeEndpoint {
    */
   private get pool (): Pool {
     if (this.connections === null) {
-      const { baseUrl, socketPath } = this.address
+      const { socketPath } = this.address
       // llama-server closes idle keep-alive connections after 5 s; ours close sooner, so that no request is
-      // ever sent on a socket the runtime is about to close.
-      this.connections = new Pool(baseUrl, {
+      // ever sent on a socket the runtime is about to close. The pool takes the origin; paths get the prefix.
+      this.connections = new Pool(addressTarget(this.address).origin, {
         connections: this.slots + 2, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
         ...(socketPath !== null ? { socketPath } : {}),
       })

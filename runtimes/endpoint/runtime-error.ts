@@ -16,6 +16,22 @@ export function runtimeErrorFrom (status: number, text: string): GatewayError {
   } catch {
     // Not JSON: keep the status line.
   }
+  // A refused key is the gateway's own (an upstream's key in config.yaml), never the client's.
+  if (status === 401 || status === 403) return new RuntimeError(`the runtime refused the gateway's credentials (${status}): ${message}`)
   // The runtime's 4xx are about the request (a bad grammar); its 5xx are its own failures.
   return status < 500 ? new GatewayError(400, message, { code: 'runtime_rejected' }) : new RuntimeError(message)
+}
+
+/**
+ * `err` with each of `secrets` (and the token of a `Bearer <token>` one) cut out of its message: what was sent to
+ * a runtime may come back in its error, and messages reach clients and logs.
+ */
+export function withoutSecrets (err: unknown, secrets: string[]): unknown {
+  if (!(err instanceof Error)) return err
+  const tokens = secrets.flatMap((s) => [s, /^\S+ (\S{4,})$/.exec(s)?.[1] ?? '']).filter((s) => s.length >= 4)
+  for (const token of tokens) {
+    err.message = err.message.replaceAll(token, '<redacted>')
+    if (err.stack !== undefined) err.stack = err.stack.replaceAll(token, '<redacted>')
+  }
+  return err
 }

@@ -1,8 +1,9 @@
-import { connect, type Socket } from 'node:net'
+import { connect, isIP, type Socket } from 'node:net'
+import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
 import { ChunkFraming } from './chunk-framing.js'
 import { ReadSlab } from './read-slab.js'
-import type { RuntimeAddress } from './runtime-address.js'
+import { addressTarget, type RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom } from './runtime-error.js'
 
 /** How long a runtime may send nothing in the middle of a stream before the request is given up. */
@@ -30,7 +31,10 @@ export interface RelayRequest {
   /** The model, for messages. */
   name: string
   address: RuntimeAddress
+  /** The path, under the address's own path if it has one. */
   path: string
+  /** Sent with the request besides the gateway's own (an upstream's Authorization). @default none */
+  headers?: Record<string, string>
   /** The JSON body, serialized. */
   payload: string
   sink: RelaySink
@@ -62,13 +66,24 @@ export interface RelayProgress {
  * Resolves once the runtime ended the body properly (`progress.tail` then holds its last bytes); rejects when
  * the runtime answered an error (before anything was sent to the client), broke off, or `signal` was aborted.
  */
-export function relayStream ({ name, address, path, payload, sink: stream, progress, signal }: RelayRequest): Promise<void> {
-  const { baseUrl, socketPath } = address
-  const { hostname, port } = new URL(baseUrl)
+export function relayStream ({ name, address, path, headers, payload, sink: stream, progress, signal }: RelayRequest): Promise<void> {
+  const { socketPath } = address
+  const target = addressTarget(address)
+  let extraHead = ''
+  for (const [header, value] of Object.entries(headers ?? {})) extraHead += `${header}: ${value}\r\n`
   return new Promise<void>((resolve, reject) => {
     const slab = new ReadSlab()
     const onread = { buffer: () => slab.next(), callback: (n: number, space: Uint8Array): boolean => { onBytes(slab.take(space as Buffer, n)); return true } }
-    const upstream = socketPath !== null ? connect({ path: socketPath, onread }) : connect({ host: hostname, port: Number(port), noDelay: true, onread })
+    const upstream = socketPath !== null
+      ? connect({ path: socketPath, onread })
+      : target.tls
+        // An https upstream: the same bytes over TLS (read by event: onread is net's alone), the certificate checked.
+        ? connectTls({ host: target.host, port: target.port, servername: isIP(target.host) === 0 ? target.host : undefined, ALPNProtocols: ['http/1.1'] })
+        : connect({ host: target.host, port: target.port, noDelay: true, onread })
+    if (target.tls && socketPath === null) {
+      upstream.setNoDelay(true)
+      upstream.on('data', onBytes)
+    }
     let settled = false
     const finish = (err: unknown): void => {
       if (settled) return
@@ -83,7 +98,7 @@ export function relayStream ({ name, address, path, payload, sink: stream, progr
     upstream.setTimeout(SILENCE_MS, () => finish(new RuntimeError(`the runtime of model "${name}" sent nothing for ${SILENCE_MS / 1000} s`)))
     upstream.once('error', (err) => finish(err))
     upstream.once('close', () => finish(new Error('the runtime ended the stream early')))
-    upstream.write(`POST ${path} HTTP/1.1\r\nHost: ${port ? `${hostname}:${port}` : hostname}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`)
+    upstream.write(`POST ${target.prefix}${path} HTTP/1.1\r\nHost: ${target.hostHeader}\r\n${extraHead}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`)
 
     let head: Buffer | null = Buffer.alloc(0)
     let framing: ChunkFraming | null = null

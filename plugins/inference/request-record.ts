@@ -1,0 +1,31 @@
+import { InvalidModelNameError, ModelNotFoundError } from '../../core/errors.js'
+import type { ModelRecord } from '../storage/model-record.js'
+
+/** Where a request's model may be: stored here, else offered by one of config.yaml's upstreams. */
+export interface RecordSources {
+  store: { get(name: string): ModelRecord }
+  upstreams: { find(name: string): { name: string } | null }
+}
+
+/**
+ * The record a surface reads a request's model by (its system prompt, template, projector). An upstream's model
+ * has nothing here: its record is empty, so the surface adds nothing of its own and the upstream applies its own.
+ * @throws the store's InvalidModelNameError or ModelNotFoundError when no upstream offers the name either
+ */
+export function requestRecord ({ store, upstreams }: RecordSources, name: string): ModelRecord {
+  try {
+    return store.get(name)
+  } catch (err) {
+    if (!(err instanceof ModelNotFoundError || err instanceof InvalidModelNameError)) throw err
+    const found = upstreams.find(name)
+    if (found === null) throw err
+    return remoteRecord(found.name)
+  }
+}
+
+function remoteRecord (name: string): ModelRecord {
+  const modified = new Date(0).toISOString()
+  // No projector known: images are refused here rather than sent to a model that may not read them.
+  const manifest = { version: 1 as const, name, format: 'gguf' as const, source: { type: 'import' as const }, files: [], primary: null, variants: [], projector: null, gguf: null, modified_at: modified }
+  return { id: name, name, size: 0, format: 'gguf', modified_at: modified, digest: '', dir: '', files: [], variants: [], gguf: null, kind: 'chat', projector: null, system: null, parameters: null, template: null, manifest }
+}

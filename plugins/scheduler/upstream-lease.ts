@@ -1,0 +1,214 @@
+import type { UpstreamConfig } from '../../core/config.js'
+import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
+import { linkedSignal } from '../../core/linked-signal.js'
+import type { ResolvedOptions } from '../../core/request-options.js'
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { AcquireRequest, Lease } from './lease.js'
+import { leaseBooks } from './lease-books.js'
+import type { SchedulableModel } from './ports.js'
+
+// What a lease says of a context it cannot know: the upstream's own refusal tells the real one.
+const UNKNOWN_CONTEXT = 1 << 20
+
+/** An upstream's model as a request asks for it (plugins/upstreams' catalog finds it). */
+export interface UpstreamTarget {
+  /** The name served here: the upstream's prefix and its own name. */
+  name: string
+  upstream: UpstreamConfig
+  remoteModel: string
+  healthy: boolean
+  /** Why its last probe failed, when it is not healthy. */
+  error?: string | null
+}
+
+/** What the scheduler needs to serve upstream models. */
+export interface SchedulerUpstreams {
+  /** Where a request for `name` goes, or null when no upstream offers it. */
+  find(name: string): UpstreamTarget | null
+  /** A request to it failed: ask it again now, so that the listings follow. */
+  recheck(upstream: UpstreamConfig): Promise<void>
+  /** How requests reach one of its models (runtimes' upstreamEndpoint). */
+  endpoint(upstream: UpstreamConfig, remoteModel: string): RuntimeEndpoint
+}
+
+interface Waiter { grant(): void, fail(err: unknown): void }
+
+/** An upstream's requests in flight, at most its max_concurrent, and those waiting for a turn. */
+class Gate {
+  active = 0
+  readonly line: Waiter[] = []
+  constructor (readonly limit: number) {}
+}
+
+export interface UpstreamLeasesOptions {
+  upstreams: SchedulerUpstreams
+  /** limits.queue_length: requests waiting per upstream past its max_concurrent. */
+  queueLength: number
+  /** As a local lease tells them: the first token's time and each request's tokens (metrics). */
+  onFirstToken(model: string, seconds: number): void
+  onTokens(model: string, prompt: number, generated: number): void
+}
+
+/**
+ * Leases on upstreams' models: nothing to load, at most an upstream's max_concurrent requests sent to it at once (the
+ * rest wait in a short line), counted like a local lease's (the request's usage, its first token, its tokens), so
+ * that keys, limits, usage and metrics apply alike. A request the upstream fails before answering is a 502 naming
+ * the upstream, and the upstream is probed again at once.
+ */
+export class UpstreamLeases {
+  private readonly gates = new Map<string, Gate>()
+  /** One per upstream and model: each keeps its own pooled connections. */
+  private readonly endpoints = new Map<string, RuntimeEndpoint>()
+  /** Aborted when the app closes: what is in flight ends with the reason. */
+  private readonly closing = new AbortController()
+  private readonly inFlight = new Map<string, { inFlight: number, queued: number }>()
+
+  constructor (private readonly options: UpstreamLeasesOptions) {}
+
+  /** Waits for a turn on the upstream. @throws QueueFullError, RuntimeError ('upstream_unavailable'), the signal's reason */
+  async acquire (target: UpstreamTarget, resolved: ResolvedOptions, request: AcquireRequest): Promise<Lease> {
+    const started = performance.now()
+    const { upstream, name } = target
+    if (this.closing.signal.aborted) throw this.closing.signal.reason
+    // Its probe found it down: no need to reach for it to say so.
+    if (!target.healthy) throw unavailable(upstream, name, target.error ?? 'it did not answer its last probe')
+    const counts = this.countsOf(name)
+    counts.queued++
+    try {
+      await this.takeTurn(upstream, name, request.signal)
+    } finally {
+      counts.queued--
+    }
+    counts.inFlight++
+    return this.lease(target, resolved, started, request.signal)
+  }
+
+  /** Requests in flight and waiting, by model name (metrics' gauges, beside the local models'). */
+  requestCounts (): Map<string, { inFlight: number, queued: number }> {
+    return new Map([...this.inFlight].filter(([, c]) => c.inFlight + c.queued > 0).map(([name, c]) => [name, { ...c }]))
+  }
+
+  /** Ends what is in flight and closes every connection: the app is closing. */
+  async close (): Promise<void> {
+    this.closing.abort(new UnavailableError('the server is shutting down'))
+    for (const gate of this.gates.values()) for (const waiter of gate.line.splice(0)) waiter.fail(this.closing.signal.reason)
+    await Promise.all([...this.endpoints.values()].map((e) => e.close()))
+    this.endpoints.clear()
+  }
+
+  private countsOf (name: string): { inFlight: number, queued: number } {
+    let counts = this.inFlight.get(name)
+    if (!counts) this.inFlight.set(name, counts = { inFlight: 0, queued: 0 })
+    return counts
+  }
+
+  private takeTurn (upstream: UpstreamConfig, name: string, signal?: AbortSignal): Promise<void> {
+    let gate = this.gates.get(upstream.name)
+    if (!gate) this.gates.set(upstream.name, gate = new Gate(Math.max(1, upstream.maxConcurrent)))
+    signal?.throwIfAborted()
+    if (gate.active < gate.limit) { gate.active++; return Promise.resolve() }
+    if (gate.line.length >= this.options.queueLength) throw new QueueFullError(name)
+    const line = gate.line
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const at = line.indexOf(waiter)
+        if (at !== -1) line.splice(at, 1)
+        reject(signal!.reason)
+      }
+      // The turn is handed over with the count already taken (handBack): nobody slips in between.
+      const waiter: Waiter = {
+        grant: () => { signal?.removeEventListener('abort', onAbort); resolve() },
+        fail: (err) => { signal?.removeEventListener('abort', onAbort); reject(err) },
+      }
+      line.push(waiter)
+      signal?.addEventListener('abort', onAbort, { once: true })
+    })
+  }
+
+  private handBack (upstream: UpstreamConfig): void {
+    const gate = this.gates.get(upstream.name)
+    if (!gate) return
+    const next = gate.line.shift()
+    if (next) next.grant(); else gate.active--
+  }
+
+  private endpointOf (upstream: UpstreamConfig, remoteModel: string): RuntimeEndpoint {
+    const key = `${upstream.name}\0${remoteModel}`
+    let endpoint = this.endpoints.get(key)
+    if (!endpoint) this.endpoints.set(key, endpoint = this.options.upstreams.endpoint(upstream, remoteModel))
+    return endpoint
+  }
+
+  private lease (target: UpstreamTarget, resolved: ResolvedOptions, started: number, clientSignal?: AbortSignal): Lease {
+    const { upstream, name, remoteModel } = target
+    let released = false
+    // The upstream's own context, once it refused a prompt as too long.
+    let knownContext: number | null = null
+    const books = leaseBooks(name, started, { firstToken: this.options.onFirstToken, tokens: this.options.onTokens })
+    const linked = linkedSignal(clientSignal === undefined ? [this.closing.signal] : [this.closing.signal, clientSignal])
+    const fail = (err: unknown, signal: AbortSignal): unknown => {
+      if (signal.aborted) return err
+      if (err instanceof ContextExceededError) { knownContext = err.contextLength; return err }
+      // Its 4xx are about the request (llama-server's own, passed through); gateway bugs go to the error handler as they are.
+      if (err instanceof GatewayError && !(err instanceof RuntimeError)) return err
+      if (err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError) return err
+      void this.options.upstreams.recheck(upstream).catch(() => {})
+      return unavailable(upstream, name, (err as Error).message)
+    }
+    return {
+      model: upstreamModel(name),
+      endpoint: guarded(this.endpointOf(upstream, remoteModel), fail),
+      signal: linked.signal,
+      loadDurationMs: books.granted - started,
+      contextLength: UNKNOWN_CONTEXT,
+      sampling: resolved.sampling,
+      fitPrompt: async () => ({ grown: false, limit: knownContext ?? UNKNOWN_CONTEXT, why: ` (the model runs on upstream "${upstream.name}")` }),
+      release: () => {
+        if (released) return
+        released = true
+        linked.unlink()
+        books.held()
+        this.countsOf(name).inFlight--
+        this.handBack(upstream)
+      },
+      firstToken: books.firstToken,
+      countTokens: books.countTokens,
+    }
+  }
+}
+
+/** What surfaces read of a lease's model: an upstream's has no file here, so nothing of a GGUF is known. */
+function upstreamModel (name: string): SchedulableModel {
+  return { name, format: 'remote', size: 0, parameters: null, template: null, kind: 'chat', gguf: null }
+}
+
+/** The message names the upstream and the model; the upstream's key lives in a header and its URL carries none (config.ts). */
+function unavailable (upstream: UpstreamConfig, model: string, why: string): RuntimeError {
+  const said = upstream.key === null ? why : why.split(upstream.key).join('***')
+  return new RuntimeError(`upstream "${upstream.name}" is unavailable for model "${model}": ${said}`, [], 'upstream_unavailable')
+}
+
+/**
+ * The endpoint as a lease hands it out: the same requests, with their failures turned into what the client is told
+ * (`fail`). A proxy, not a copy: the endpoint's own state (its pool) stays the one object's.
+ */
+function guarded (endpoint: RuntimeEndpoint, fail: (err: unknown, signal: AbortSignal) => unknown): RuntimeEndpoint {
+  const overrides: Partial<RuntimeEndpoint> = {
+    post: (path, body, signal) => endpoint.post(path, body, signal).catch((err: unknown) => { throw fail(err, signal) }),
+    postJson: <T>(path: string, body: unknown, signal: AbortSignal) => endpoint.postJson<T>(path, body, signal).catch((err: unknown) => { throw fail(err, signal) }),
+    events: async (path, body, signal) => {
+      const events = await endpoint.events(path, body, signal).catch((err: unknown) => { throw fail(err, signal) })
+      return (async function * () {
+        try { yield * events } catch (err) { throw fail(err, signal) }
+      })()
+    },
+    relay: (path, payload, sink, progress, signal) => endpoint.relay(path, payload, sink, progress, signal).catch((err: unknown) => { throw fail(err, signal) }),
+  }
+  return new Proxy(endpoint, {
+    get (target, property) {
+      if (Object.hasOwn(overrides, property)) return overrides[property as keyof RuntimeEndpoint]
+      const value: unknown = Reflect.get(target, property, target)
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
+    },
+  })
+}

@@ -1,0 +1,119 @@
+import type { UpstreamConfig } from '../../core/config.js'
+
+/** What the catalog reads of an upstream's probe (runtimes' UpstreamProbe). */
+export interface UpstreamWatch {
+  readonly state: { healthy: boolean, models: string[], error: string | null, checkedAt: number }
+  start(): void
+  stop(): void
+  probeNow(): Promise<void>
+}
+
+/** An upstream's model under the name it is served by here. */
+export interface UpstreamModel {
+  /** `prefix + remoteModel`. */
+  name: string
+  upstream: UpstreamConfig
+  /** The name the upstream knows it by. */
+  remoteModel: string
+  /** Whether its upstream answered its last probe. */
+  healthy: boolean
+  /** When its upstream was last probed (ms since epoch; 0: not yet). */
+  checkedAt: number
+  /** Why its upstream's last probe failed, if it did. */
+  error?: string | null
+}
+
+export interface UpstreamCatalogOptions {
+  upstreams: Array<{ upstream: UpstreamConfig, watch: UpstreamWatch }>
+  /** Whether a model of that name is stored here: a local model hides an upstream's of the same name. */
+  isLocal(name: string): boolean
+}
+
+/**
+ * The models config.yaml's upstreams offer, as their probes last saw them: what the listings show and where a
+ * request for one goes. Several upstreams offering one model take its requests in turns among the healthy ones.
+ */
+export class UpstreamCatalog {
+  private readonly entries: UpstreamCatalogOptions['upstreams']
+  private readonly isLocal: (name: string) => boolean
+  /** Per model name: the turn of the next request among its healthy upstreams. */
+  private readonly turns = new Map<string, number>()
+
+  constructor (options: UpstreamCatalogOptions) {
+    this.entries = options.upstreams
+    this.isLocal = options.isLocal
+  }
+
+  get size (): number { return this.entries.length }
+
+  start (): void {
+    for (const { watch } of this.entries) watch.start()
+  }
+
+  stop (): void {
+    for (const { watch } of this.entries) watch.stop()
+  }
+
+  /**
+   * Where a request for `name` goes: a healthy upstream listing it (in turns when several do), else one whose last
+   * good probe listed it (so that the request hears why it is down), else null. Names match regardless of case, as
+   * stored models' names do.
+   */
+  find (name: string): UpstreamModel | null {
+    const key = name.toLowerCase()
+    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
+    if (this.isLocal(name)) return null
+    if (offers.length === 0) return this.underDown(name)
+    const healthy = offers.filter((m) => m.healthy)
+    if (healthy.length === 0) return offers[0]!
+    const turn = this.turns.get(key) ?? 0
+    this.turns.set(key, (turn + 1) % healthy.length)
+    return healthy[turn % healthy.length]!
+  }
+
+  /**
+   * A name under the prefix of an upstream that is down: its models are not known now, but the request is told why
+   * rather than that the name is not one (a bare prefix, '', claims no name this way).
+   */
+  private underDown (name: string): UpstreamModel | null {
+    const key = name.toLowerCase()
+    const down = this.entries.find(({ upstream, watch }) => upstream.prefix !== '' && key.startsWith(upstream.prefix.toLowerCase()) &&
+      !watch.state.healthy && watch.state.checkedAt > 0)
+    if (!down) return null
+    const { checkedAt, error } = down.watch.state
+    return { name, upstream: down.upstream, remoteModel: name.slice(down.upstream.prefix.length), healthy: false, checkedAt, error }
+  }
+
+  /** Every upstream model that a local one does not hide, the first upstream's first where several offer one name. */
+  list (): UpstreamModel[] {
+    const seen = new Set<string>()
+    return this.models().filter((m) => {
+      const key = m.name.toLowerCase()
+      if (seen.has(key) || this.isLocal(m.name)) return false
+      seen.add(key)
+      return true
+    })
+  }
+
+  /** Asks an upstream again now (after a request to it failed): the listings follow what it answers. */
+  recheck (upstream: UpstreamConfig): Promise<void> {
+    const entry = this.entries.find((e) => e.upstream === upstream)
+    return entry ? entry.watch.probeNow() : Promise.resolve()
+  }
+
+  /** The upstream's probe state, by its name (tests, and /api/ps's remote models). */
+  stateOf (name: string): UpstreamWatch['state'] | null {
+    return this.entries.find((e) => e.upstream.name === name)?.watch.state ?? null
+  }
+
+  /** Healthy ones first, so that `list` shows a model under an upstream that answers where one does. */
+  private models (): UpstreamModel[] {
+    const all = this.entries.flatMap(({ upstream, watch }) => {
+      const { healthy, models, checkedAt } = watch.state
+      // config.yaml's `models` narrows what is served; empty: all it lists.
+      const wanted = upstream.models.length === 0 ? models : models.filter((m) => upstream.models.includes(m))
+      return wanted.map((remoteModel) => ({ name: upstream.prefix + remoteModel, upstream, remoteModel, healthy, checkedAt, error: watch.state.error }))
+    })
+    return [...all.filter((m) => m.healthy), ...all.filter((m) => !m.healthy)]
+  }
+}

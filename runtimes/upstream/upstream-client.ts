@@ -1,0 +1,69 @@
+import { request } from 'undici'
+import type { UpstreamConfig } from '../../core/config.js'
+import { withoutSecrets } from '../endpoint/runtime-error.js'
+
+/** How much of an upstream's error answer a message quotes. */
+const DETAIL_CHARS = 200
+
+/**
+ * The models an upstream serves, by its own names: another llamagate and Ollama list them at `/api/tags`
+ * (`models[].name`), an OpenAI-compatible engine at `/v1/models` (`data[].id`). Only those of `u.models` when it
+ * names any (one the upstream does not list is left out).
+ * @throws an Error naming the upstream and its status (never its key) on a refusal, an unreadable answer, or no answer
+ */
+export async function listUpstreamModels (u: UpstreamConfig, signal: AbortSignal): Promise<string[]> {
+  const path = u.kind === 'openai' ? '/v1/models' : '/api/tags'
+  const what = `upstream "${u.name}" (GET ${u.url}${path})`
+  let status: number
+  let text: string
+  try {
+    const response = await request(`${u.url}${path}`, {
+      method: 'GET', signal, headers: u.key !== null ? { authorization: `Bearer ${u.key}` } : {},
+    })
+    status = response.statusCode
+    text = await response.body.text()
+  } catch (err) {
+    if (signal.aborted) throw signal.reason
+    throw secretless(u, new Error(`${what} cannot be reached: ${(err as Error).message}`, { cause: err }))
+  }
+  if (status < 200 || status >= 300) throw secretless(u, new Error(`${what} answered ${status}${detail(text)}`))
+  const names = modelNames(u.kind, text)
+  if (names === null) throw secretless(u, new Error(`${what} answered ${status} with something that is not a model list`))
+  const unique = [...new Set(names)]
+  if (u.models.length === 0) return unique
+  const wanted = new Set(u.models)
+  return unique.filter((name) => wanted.has(name))
+}
+
+/** The names in a model list, or null when it is not one. */
+function modelNames (kind: UpstreamConfig['kind'], text: string): string[] | null {
+  let list: unknown
+  try {
+    const body = JSON.parse(text) as Record<string, unknown> | null
+    list = kind === 'openai' ? body?.data : body?.models
+  } catch {
+    return null
+  }
+  if (!Array.isArray(list)) return null
+  const field = kind === 'openai' ? 'id' : 'name'
+  const names = list.map((entry) => (entry as Record<string, unknown> | null)?.[field])
+  return names.every((name) => typeof name === 'string' && name !== '') ? names as string[] : null
+}
+
+/** `: <the upstream's own message>` from an error answer, shortened; '' when it gave none. */
+function detail (text: string): string {
+  let message: unknown = text
+  try {
+    const { error } = JSON.parse(text) as { error?: string | { message?: string } }
+    message = typeof error === 'string' ? error : error?.message
+  } catch {
+    // Not JSON: the text itself, unless it is a page (a proxy's HTML).
+  }
+  if (typeof message !== 'string' || message.trimStart().startsWith('<')) return ''
+  const line = message.replace(/\s+/g, ' ').trim()
+  return line === '' ? '' : `: ${line.length > DETAIL_CHARS ? `${line.slice(0, DETAIL_CHARS)}…` : line}`
+}
+
+function secretless (u: UpstreamConfig, err: Error): Error {
+  return u.key === null ? err : withoutSecrets(err, [u.key]) as Error
+}
