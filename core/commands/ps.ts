@@ -5,6 +5,8 @@ import { shortId } from './list.js'
 interface Running {
   name: string, digest: string, size: number, size_vram: number, context_length: number, expires_at: string,
   state: 'loading' | 'loaded' | 'unloading', purpose: string, runtime: string | null, active_requests: number, queued_requests: number
+  /** Absent from an older llamagate's (and Ollama's) answer: those run every model here. */
+  where?: 'local' | 'upstream', upstream?: string
 }
 
 /** /api/ps says "forever" with a far-future date, as Ollama does. */
@@ -23,15 +25,21 @@ export const ps: Command = {
       stdout.write(`${JSON.stringify(reply, null, 2)}\n`)
       return 0
     }
-    stdout.write(table(['NAME', 'ID', 'SIZE', 'PROCESSOR', 'CONTEXT', 'REQUESTS', 'UNTIL'], reply.models.map((m) => [
-      m.purpose === 'generate' ? m.name : `${m.name} (${m.purpose})`,
-      shortId(m.digest),
-      formatBytes(m.size),
-      processor(m),
-      String(m.context_length),
-      m.queued_requests > 0 ? `${m.active_requests} + ${m.queued_requests} queued` : String(m.active_requests),
-      until(m),
-    ])))
+    stdout.write(table(['NAME', 'ID', 'SIZE', 'WHERE', 'PROCESSOR', 'CONTEXT', 'REQUESTS', 'UNTIL'], reply.models.map((m) => {
+      const requests = m.queued_requests > 0 ? `${m.active_requests} + ${m.queued_requests} queued` : String(m.active_requests)
+      // An upstream's model: nothing of it is here to size, and it is listed only while its requests run.
+      if (m.where === 'upstream') return [m.name, '-', '-', `upstream ${m.upstream}`, '-', '-', requests, '-']
+      return [
+        m.purpose === 'generate' ? m.name : `${m.name} (${m.purpose})`,
+        shortId(m.digest),
+        formatBytes(m.size),
+        m.runtime === null ? 'local' : `local (${m.runtime})`,
+        processor(m),
+        String(m.context_length),
+        requests,
+        until(m),
+      ]
+    })))
     return 0
   },
 }

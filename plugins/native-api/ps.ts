@@ -1,15 +1,16 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { parseModelName } from '../../core/model-name.js'
 import { ollamaDetails } from '../models-api/tag-shape.js'
-import { ModelBody } from './schemas.js'
+import type { UpstreamModel } from '../upstreams/upstream-catalog.js'
+import { ModelBody, PsReply } from './schemas.js'
 
 // keep_alive < 0 keeps a model loaded for good; Ollama shows such a model with a far-future expiry.
 const FOREVER = '2318-01-01T00:00:00.000Z'
 const seconds = (ms: number): number => Math.round(ms / 100) / 10
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } } }, async () => {
-    const models = app.scheduler.snapshot().map((m) => ({
+  app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: PsReply } } }, async () => {
+    const local = app.scheduler.snapshot().map((m) => ({
       name: m.model.name,
       model: m.model.name,
       size: m.estimatedBytes,
@@ -34,14 +35,55 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       expected_wait: m.expectedWaitMs === null ? null : seconds(m.expectedWaitMs),
       // Names from config.yaml's rpc.workers that hold its layers; GET /api/rpc-workers says how each is.
       rpc_workers: m.rpcWorkers,
+      where: 'local' as const,
     }))
-    return { models }
+    return { models: [...local, ...upstreamsInUse(app.scheduler.requestCounts(), app.upstreams.list())] }
   })
 
   app.post('/api/stop', { config: { scope: 'manage' }, schema: { body: ModelBody } }, async (request) => {
     parseModelName(request.body.model)
     await app.scheduler.stop(request.body.model)
     return { status: 'stopped' }
+  })
+}
+
+/**
+ * The upstreams' models with requests in flight or waiting for a turn: an upstream's model holds nothing here
+ * between requests (no process, no memory, no keep-alive), so it is listed only while it is used. The catalog's
+ * list names the upstream, as /api/tags does; counts are kept per served name.
+ */
+function upstreamsInUse (counts: Map<string, { inFlight: number, queued: number }>, offered: UpstreamModel[]) {
+  const now = new Date().toISOString()
+  return offered.flatMap((m) => {
+    const count = counts.get(m.name)
+    if (!count || count.inFlight + count.queued === 0) return []
+    return [{
+      name: m.name,
+      model: m.name,
+      size: 0,
+      format: 'remote',
+      digest: '',
+      details: ollamaDetails({ format: 'remote', gguf: null }),
+      // Nothing stays loaded once its requests end.
+      expires_at: now,
+      size_vram: 0,
+      // Its context is the upstream's own, unknown here.
+      context_length: 0,
+      num_parallel: m.upstream.maxConcurrent,
+      state: 'loaded' as const,
+      purpose: 'generate',
+      runtime: null,
+      pid: null,
+      active_requests: count.inFlight,
+      queued_requests: count.queued,
+      loading: null,
+      expected_wait: null,
+      rpc_workers: [],
+      where: 'upstream' as const,
+      upstream: m.upstream.name,
+      remote_host: m.upstream.url,
+      remote_model: m.remoteModel,
+    }]
   })
 }
 

@@ -1,5 +1,6 @@
 import { Type } from 'typebox'
 import { OptionsSchema } from '../../core/options-schema.js'
+import { TagSchema } from '../models-api/schemas.js'
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')])
 
@@ -52,3 +53,36 @@ export const GenerateBody = Type.Object({
 })
 
 export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })
+
+/**
+ * One entry of /api/ps: Ollama's fields, then this gateway's. `where` says where it runs: a llama-server here
+ * (`runtime` its backend), or config.yaml's `upstream` (`remote_host`, `remote_model`, as Ollama marks its remote
+ * models); optional, so that Ollama's clients read the list as they always did.
+ */
+export const PsEntry = Type.Object({
+  name: Type.String(),
+  model: Type.String(),
+  size: Type.Integer(),
+  format: Type.String(),
+  // The scheduler's model may carry none (ports.ts): then the field is left out, as before.
+  digest: Type.Optional(Type.String()),
+  details: TagSchema.properties.details,
+  expires_at: Type.String(),
+  size_vram: Type.Integer(),
+  context_length: Type.Integer(),
+  num_parallel: Type.Integer(),
+  state: Type.Union([Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
+  purpose: Type.String(),
+  runtime: Type.Union([Type.String(), Type.Null()]),
+  pid: Type.Union([Type.Integer(), Type.Null()]),
+  active_requests: Type.Integer(),
+  queued_requests: Type.Integer(),
+  loading: Type.Union([Type.Object({ elapsed: Type.Number(), expected: Type.Union([Type.Number(), Type.Null()]) }), Type.Null()]),
+  expected_wait: Type.Union([Type.Number(), Type.Null()]),
+  rpc_workers: Type.Array(Type.String()),
+  where: Type.Optional(Type.Union([Type.Literal('local'), Type.Literal('upstream')])),
+  upstream: Type.Optional(Type.String()),
+  remote_host: Type.Optional(Type.String()),
+  remote_model: Type.Optional(Type.String()),
+})
+export const PsReply = Type.Object({ models: Type.Array(PsEntry) })

@@ -15,6 +15,9 @@ export interface ModelRecord {
   modified_at: number | string
   digest: string
   details?: { family?: string, parameter_size?: string, quantization_level?: string }
+  /** Set on a model of config.yaml's upstreams: the server it runs on, and its name there. */
+  remote_host?: string
+  remote_model?: string
 }
 
 /** A model as /api/ps lists it. */
@@ -26,6 +29,12 @@ export interface LoadedModel {
   purpose?: string
   context_length?: number
   active_requests?: number
+  /** The llama-server backend of a local model (cpu, cuda, ...). */
+  runtime?: string | null
+  /** Absent from servers older than upstreams: every model ran here then. */
+  where?: 'local' | 'upstream'
+  upstream?: string
+  remote_host?: string
 }
 
 /** A message as /api/chat takes it. */

@@ -35,6 +35,12 @@ function PullView ({ pull, onCancel, onDismiss }: { pull: PullState, onCancel: (
   )
 }
 
+/** "local (cpu)", or the upstream and its address: where a loaded model's requests go (`llamagate ps` says the same). */
+function whereItRuns (m: LoadedModel): string {
+  if (m.where === 'upstream') return `upstream ${m.upstream ?? ''} (${m.remote_host ?? ''})`
+  return m.runtime ? `local (${m.runtime})` : 'local'
+}
+
 export interface ModelsViewProps {
   models: ModelRecord[]
   capabilities: Record<string, string[]>
@@ -51,7 +57,10 @@ export interface ModelsViewProps {
 
 export function ModelsView (props: ModelsViewProps) {
   const [name, setName] = useState('')
-  const { models, capabilities, loaded, pulls } = props
+  const { capabilities, loaded, pulls } = props
+  // /api/tags lists config.yaml's upstreams' models beside the stored ones: they get a section of their own.
+  const models = props.models.filter((m) => m.remote_host === undefined)
+  const remote = props.models.filter((m) => m.remote_host !== undefined)
   return (
     <div class="models-view">
       <section aria-labelledby="pull-heading">
@@ -73,15 +82,19 @@ export function ModelsView (props: ModelsViewProps) {
         {loaded.length === 0
           ? <p class="empty">None loaded: a model loads on its first request.</p>
           : <div class="table-wrap"><table>
-              <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">State</th><th scope="col">Unloads</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+              <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Runs on</th><th scope="col">State</th><th scope="col">Unloads</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
               <tbody>
                 {loaded.map((m) => (
                   <tr key={`${m.name}-${m.purpose ?? ''}`}>
                     <th scope="row">{m.name}{m.purpose && m.purpose !== 'generate' ? ` (${m.purpose})` : ''}</th>
-                    <td>{formatBytes(m.size)}</td>
+                    <td>{m.where === 'upstream' ? '-' : formatBytes(m.size)}</td>
+                    <td class="runs-on">{whereItRuns(m)}</td>
                     <td>{m.state ?? 'loaded'}</td>
-                    <td>{formatUntil(m.expires_at)}</td>
-                    <td><button type="button" onClick={() => props.onUnload(m.name)} aria-label={`Unload ${m.name}`}>Unload</button></td>
+                    {/* An upstream's model is listed while its requests run; nothing here is there to unload. */}
+                    {m.where === 'upstream'
+                      ? <><td>when its requests end</td><td /></>
+                      : <><td>{formatUntil(m.expires_at)}</td>
+                        <td><button type="button" onClick={() => props.onUnload(m.name)} aria-label={`Unload ${m.name}`}>Unload</button></td></>}
                   </tr>
                 ))}
               </tbody>
@@ -110,6 +123,25 @@ export function ModelsView (props: ModelsViewProps) {
               </tbody>
             </table></div>}
       </section>
+
+      {remote.length > 0 && (
+        <section aria-labelledby="upstream-heading">
+          <h2 id="upstream-heading">Upstream models</h2>
+          <div class="table-wrap"><table>
+            <thead><tr><th scope="col">Name</th><th scope="col">Runs on</th><th scope="col">Name there</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+            <tbody>
+              {remote.map((m) => (
+                <tr key={m.name}>
+                  <th scope="row">{m.name}</th>
+                  <td class="runs-on">{m.remote_host}</td>
+                  <td>{m.remote_model}</td>
+                  <td><button type="button" onClick={() => props.onChat(m.name)} aria-label={`Chat with ${m.name}`}>Chat</button></td>
+                </tr>
+              ))}
+            </tbody>
+          </table></div>
+        </section>
+      )}
     </div>
   )
 }

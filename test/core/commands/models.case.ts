@@ -19,11 +19,11 @@ t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, e
 
   const idle = await cli('ps')
   t.equal(idle.code, 0)
-  t.equal(idle.stdout, 'NAME   ID   SIZE   PROCESSOR   CONTEXT   REQUESTS   UNTIL\n', 'nothing loaded: the header alone')
+  t.equal(idle.stdout, 'NAME   ID   SIZE   WHERE   PROCESSOR   CONTEXT   REQUESTS   UNTIL\n', 'nothing loaded: the header alone')
   const load = await fetch(`${url}/api/generate`, { method: 'POST', body: JSON.stringify({ model: 'acme/qwen' }) })
   t.equal(load.status, 200)
   const ps = await cli('ps')
-  t.match(ps.stdout, /\nacme\/qwen\s+[0-9a-f]{12}\s+\d+(\.\d+)? MiB\s+100% CPU\s+512\s+0\s+(4|5) minutes from now\n$/, 'the loaded model, its context and when it unloads')
+  t.match(ps.stdout, /\nacme\/qwen\s+[0-9a-f]{12}\s+\d+(\.\d+)? MiB\s+local \(cpu\)\s+100% CPU\s+512\s+0\s+(4|5) minutes from now\n$/, 'the loaded model, its context and when it unloads')
   const psJson = JSON.parse((await cli('ps', '--json')).stdout) as { models: Array<{ name: string, state: string, context_length: number }> }
   t.match(psJson.models, [{ name: 'acme/qwen', state: 'loaded', context_length: 512 }])
 

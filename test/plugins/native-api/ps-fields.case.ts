@@ -10,7 +10,7 @@ import { until } from '../../helpers/until.js'
 
 type Entry = Record<string, any>
 const FIELDS = ['name', 'model', 'size', 'format', 'digest', 'details', 'expires_at', 'size_vram', 'context_length',
-  'num_parallel', 'state', 'purpose', 'runtime', 'pid', 'active_requests', 'queued_requests', 'loading', 'expected_wait', 'rpc_workers']
+  'num_parallel', 'state', 'purpose', 'runtime', 'pid', 'active_requests', 'queued_requests', 'loading', 'expected_wait', 'rpc_workers', 'where']
 
 async function ps (url: string): Promise<Entry[]> {
   const res = await fetch(`${url}/api/ps`)
@@ -52,6 +52,7 @@ t.test('/api/ps: every documented field, with its value', async (t) => {
   t.equal(m.state, 'loaded')
   t.equal(m.purpose, 'generate')
   t.equal(m.runtime, 'cpu')
+  t.equal(m.where, 'local', 'where: a llama-server here')
   t.equal(m.active_requests, 0)
   t.equal(m.queued_requests, 0)
   t.equal(m.loading, null, 'loading: null once it serves')
