@@ -67,6 +67,9 @@ export const ConfigSchema = Type.Object({
     prefix: Type.Optional(Type.String({ pattern: '^\\S{0,100}$', description: 'put before its model names here (e.g. "box/")' })),
     max_concurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'the most requests sent to it at once' })),
   }, { additionalProperties: false }), { default: [] }),
+  upstream_routing: Type.Union([Type.Literal('prefix'), Type.Literal('round_robin')], {
+    default: 'prefix', description: 'a model several upstreams list: each conversation to the one its prefix maps to (their prompt caches stay warm), or in turns',
+  }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),

@@ -69,6 +69,8 @@ export interface Config {
   rpc: { workers: Array<{ name: string, endpoint: HostPort, allowPublic: boolean }> }
   /** Other servers whose models are served here as if local (`upstreams`). */
   upstreams: UpstreamConfig[]
+  /** Where a request for a model several upstreams list goes (`upstream_routing`): by its conversation's prefix, or in turns. */
+  upstreamRouting: 'prefix' | 'round_robin'
   /** Other names for models (`models.<name>.aliases`, `LLAMAGATE_ALIASES`), by their lower case, each with its model. */
   aliases: Record<string, string>
   /** The config file that was read, or null when none was. */
@@ -399,6 +401,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
     rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
     upstreams: upstreamConfigs(raw.upstreams, problems),
+    upstreamRouting: raw.upstream_routing,
     aliases: modelAliases(raw.models, envAliases, problems),
     configFile,
   }

@@ -13,6 +13,7 @@ import { benchLongPrompt } from './bench-long-prompt.js'
 import { benchMultiTurn } from './bench-multi-turn.js'
 import { benchSwap } from './bench-swap.js'
 import { benchSwapCache } from './bench-swap-cache.js'
+import { benchUpstreams } from './bench-upstreams.js'
 import { benchTags } from './bench-tags.js'
 import { benchThroughput } from './bench-throughput.js'
 import { findOrFetchSource } from './llama-cpp-source.js'
@@ -20,11 +21,14 @@ import { writeTinyGguf } from './tiny-model.js'
 
 /**
  * `npm run bench`: llamagate side by side with llama-server itself in one run, scenario by scenario
- * (`--scenario throughput,swap,long-prompt,multi-turn` or `all`; throughput alone by default):
+ * (`--scenario throughput,swap,long-prompt,multi-turn,swap-cache,upstreams` or `all`; throughput alone by default):
  * - throughput: streamed load at 1, 8 and 32 streams through direct, router, pipe and llamagate, cold starts
  *   (bench-throughput.ts), on `--model tiny` (default; `--large` adds a 258 MiB one) or a real-size shape;
  * - swap, long-prompt, multi-turn, swap-cache: on the real-size `--shape` (llama-1b on CPU, llama-8b on a GPU backend), made
- *   on first use under ~/.llamagate/bench (bench-models.ts).
+ *   on first use under ~/.llamagate/bench (bench-models.ts);
+ * - upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
+ *   cached prompt tokens over `--conversations` x `--upstream-turns N` (messages of a third of `--words`), and the
+ *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`; bench-upstreams.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
@@ -33,7 +37,7 @@ import { writeTinyGguf } from './tiny-model.js'
  * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
  */
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -51,6 +55,7 @@ async function main (): Promise<void> {
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' },
+      'upstream-turns': { type: 'string', default: '10' }, 'ttft-rounds': { type: 'string', default: '40' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -130,6 +135,17 @@ async function main (): Promise<void> {
       report.swap_cache = await benchSwapCache({
         build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap-cache'),
         prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}), say,
+      })
+    }
+    if (scenarios.includes('upstreams')) {
+      say('\n== upstreams: two back llamagates behind a front, tiny model')
+      const modelDir = join(dir, 'upstreams')
+      await mkdir(modelDir, { recursive: true })
+      // Room for a whole conversation (the tiny vocabulary takes several tokens a word).
+      const file = (await writeTinyGguf({ file: join(modelDir, 'tiny.gguf'), ...TINY.tiny, nHead: 4, nCtxTrain: 8192, name: 'tiny' })).file
+      report.upstreams = await benchUpstreams({
+        build, file, dir: modelDir, conversations: Number(values.conversations), turns: Number(values['upstream-turns']),
+        words: Number(values.words) / 3, reply: Number(values.reply), rounds: Number(values['ttft-rounds']), ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const main = `${shape}-q4_k_m`

@@ -5,6 +5,7 @@ import { topLevelOverrides } from '../../core/request-options.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
 import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
+import { conversationAffinity } from './conversation-affinity.js'
 import { runLeased } from './run-leased.js'
 import { runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
@@ -50,6 +51,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     overrides,
     keepAlive,
     log: request.log,
+    affinity: () => conversationAffinity(body),
     signal: stream?.signal ?? clientGone(reply),
     stream,
     work: async (lease) => {

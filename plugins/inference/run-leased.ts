@@ -30,6 +30,8 @@ export interface LeaseAsk {
   purpose?: Purpose
   /** Where unknown option keys are reported (the request's log). */
   log?: Pick<Logger, 'warn'>
+  /** The start of its conversation (AcquireRequest's `affinity`). */
+  affinity?: () => string
 }
 
 export interface LeasedRun<T> extends LeaseAsk {
@@ -55,7 +57,7 @@ const MAX_REFITS = 8
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
     options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
-    purpose: ask.purpose, log: ask.log, signal, ...(onWait ? { onWait } : {}),
+    purpose: ask.purpose, log: ask.log, signal, ...(onWait ? { onWait } : {}), ...(ask.affinity ? { affinity: ask.affinity } : {}),
   }
 }
 

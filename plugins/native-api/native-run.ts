@@ -3,6 +3,7 @@ import { clientGone } from '../../core/client-gone.js'
 import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
 import { EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
+import { conversationAffinity } from '../inference/conversation-affinity.js'
 import { runLeased } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
@@ -54,6 +55,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     options: run.options,
     keepAlive: run.keepAlive,
     log: request.log,
+    affinity: () => conversationAffinity(run.body),
     signal: stream?.signal ?? clientGone(reply),
     stream,
     ...(run.shorten ? { shorten: run.shorten } : {}),

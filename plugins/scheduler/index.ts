@@ -55,7 +55,7 @@ export default fp(async (app) => {
     rpcWorkers: app.rpcWorkers,
     // Asked only for a name no stored model has (config.yaml's upstreams).
     upstreams: {
-      find: (name) => app.upstreams.find(name),
+      find: (name, route) => app.upstreams.find(name, route),
       recheck: (upstream) => app.upstreams.recheck(upstream),
       endpoint: upstreamEndpoint,
     },

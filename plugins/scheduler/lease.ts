@@ -57,6 +57,11 @@ export interface AcquireRequest {
    * second after; never called for a request that gets its slot without waiting (surfaces stream it as progress).
    */
   onWait?: (wait: WaitProgress) => void
+  /**
+   * The start of the request's conversation as text (plugins/inference/conversation-affinity.ts), read only where
+   * several upstreams offer its model: the same conversation goes to the same one, whose prompt cache holds it.
+   */
+  affinity?: () => string
 }
 
 /**

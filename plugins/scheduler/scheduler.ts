@@ -97,9 +97,10 @@ export class Scheduler implements LeaseSource {
    * The upstream model a name no stored model has reaches (a stored model wins over an upstream's of its name).
    * @throws `err` (the store's ModelNotFoundError or InvalidModelNameError) when no upstream offers it either
    */
-  private upstreamFor (name: string, err: unknown): UpstreamTarget {
+  private upstreamFor (name: string, err: unknown, request?: AcquireRequest): UpstreamTarget {
     if (!(err instanceof ModelNotFoundError || err instanceof InvalidModelNameError)) throw err
-    const found = this.deps.upstreams?.find(name) ?? null
+    // Routed only for a request about to be sent: a name looked up picks nothing.
+    const found = this.deps.upstreams?.find(name, request && this.upstreamLeases ? this.upstreamLeases.route(request) : undefined) ?? null
     if (found === null) throw err
     return found
   }
@@ -112,7 +113,7 @@ export class Scheduler implements LeaseSource {
     try {
       model = store.get(name)
     } catch (err) {
-      return await this.acquireUpstream(this.upstreamFor(name, err), request)
+      return await this.acquireUpstream(this.upstreamFor(name, err, request), request)
     }
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)

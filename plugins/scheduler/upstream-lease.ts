@@ -2,7 +2,7 @@ import type { UpstreamConfig } from '../../core/config.js'
 import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
-import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { RelaySink, RuntimeEndpoint } from '../../runtimes/index.js'
 import type { AcquireRequest, Lease } from './lease.js'
 import { leaseBooks } from './lease-books.js'
 import type { SchedulableModel } from './ports.js'
@@ -21,10 +21,20 @@ export interface UpstreamTarget {
   error?: string | null
 }
 
+/** What a request tells the catalog so that it can pick among upstreams offering its model (plugins/upstreams' UpstreamRoute). */
+export interface UpstreamRouteHints {
+  /** Its conversation's start, read only when several upstreams offer the model. */
+  affinity?: () => string
+  /** An upstream's requests in flight and its max_concurrent. */
+  load?: (upstream: string) => { active: number, limit: number }
+  /** Upstreams this request failed on: another, or null. */
+  exclude?: ReadonlySet<string>
+}
+
 /** What the scheduler needs to serve upstream models. */
 export interface SchedulerUpstreams {
-  /** Where a request for `name` goes, or null when no upstream offers it. */
-  find(name: string): UpstreamTarget | null
+  /** Where a request for `name` goes (`route`: a request about to be sent), or null when no upstream offers it. */
+  find(name: string, route?: UpstreamRouteHints): UpstreamTarget | null
   /** A request to it failed: ask it again now, so that the listings follow. */
   recheck(upstream: UpstreamConfig): Promise<void>
   /** How requests reach one of its models (runtimes' upstreamEndpoint). */
@@ -52,8 +62,9 @@ export interface UpstreamLeasesOptions {
 /**
  * Leases on upstreams' models: nothing to load, at most an upstream's max_concurrent requests sent to it at once (the
  * rest wait in a short line), counted like a local lease's (the request's usage, its first token, its tokens), so
- * that keys, limits, usage and metrics apply alike. A request the upstream fails before answering is a 502 naming
- * the upstream, and the upstream is probed again at once.
+ * that keys, limits, usage and metrics apply alike. A request an upstream fails before any byte of its answer went
+ * to the client (refused, a 5xx) moves to another healthy upstream offering the model, once per upstream; when none
+ * is left it is a 502 naming the upstream. Each failed upstream is probed again at once.
  */
 export class UpstreamLeases {
   private readonly gates = new Map<string, Gate>()
@@ -80,7 +91,18 @@ export class UpstreamLeases {
       counts.queued--
     }
     counts.inFlight++
-    return this.lease(target, resolved, started, request.signal)
+    return this.lease(target, resolved, started, request)
+  }
+
+  /** What the catalog needs to route `request`: its conversation, and each upstream's load as counted here. */
+  route (request: AcquireRequest): UpstreamRouteHints {
+    return {
+      ...(request.affinity ? { affinity: request.affinity } : {}),
+      load: (upstream) => {
+        const gate = this.gates.get(upstream)
+        return gate ? { active: gate.active, limit: gate.limit } : { active: 0, limit: 1 }
+      },
+    }
   }
 
   /** Requests in flight and waiting, by model name (metrics' gauges, beside the local models'). */
@@ -139,37 +161,60 @@ export class UpstreamLeases {
     return endpoint
   }
 
-  private lease (target: UpstreamTarget, resolved: ResolvedOptions, started: number, clientSignal?: AbortSignal): Lease {
-    const { upstream, name, remoteModel } = target
+  private lease (target: UpstreamTarget, resolved: ResolvedOptions, started: number, request: AcquireRequest): Lease {
+    const { name } = target
+    // Where the request goes now: another upstream after a failover.
+    let current = target
+    // The upstream whose turn this lease holds: none for the moment it waits for a turn on the next one.
+    let holding: UpstreamConfig | null = target.upstream
+    const tried = new Set<string>()
     let released = false
     // The upstream's own context, once it refused a prompt as too long.
     let knownContext: number | null = null
     const books = leaseBooks(name, started, { firstToken: this.options.onFirstToken, tokens: this.options.onTokens })
+    const clientSignal = request.signal
     const linked = linkedSignal(clientSignal === undefined ? [this.closing.signal] : [this.closing.signal, clientSignal])
-    const fail = (err: unknown, signal: AbortSignal): unknown => {
+    /** The error the client is told, or null when the upstream failed (it is probed again). */
+    const failure = (err: unknown, signal: AbortSignal): unknown => {
       if (signal.aborted) return err
       if (err instanceof ContextExceededError) { knownContext = err.contextLength; return err }
       // Its 4xx are about the request (llama-server's own, passed through); gateway bugs go to the error handler as they are.
       if (err instanceof GatewayError && !(err instanceof RuntimeError)) return err
       if (err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError) return err
-      void this.options.upstreams.recheck(upstream).catch(() => {})
-      return unavailable(upstream, name, (err as Error).message)
+      void this.options.upstreams.recheck(current.upstream).catch(() => {})
+      return null
+    }
+    const fail = (err: unknown, signal: AbortSignal): unknown => failure(err, signal) ?? unavailable(current.upstream, name, (err as Error).message)
+    // Nothing went to the client yet: the request may go to another upstream, holding a turn there instead.
+    const failOver = async (err: unknown, signal: AbortSignal): Promise<void> => {
+      const told = failure(err, signal)
+      if (told !== null) throw told
+      tried.add(current.upstream.name)
+      const next = this.options.upstreams.find(name, { ...this.route(request), exclude: tried })
+      if (next === null || released) throw unavailable(current.upstream, name, (err as Error).message)
+      this.handBack(current.upstream)
+      holding = null
+      await this.takeTurn(next.upstream, name, signal)
+      // Released while it waited: the turn just taken goes straight back.
+      if (released) { this.handBack(next.upstream); throw unavailable(current.upstream, name, (err as Error).message) }
+      holding = next.upstream
+      current = next
     }
     return {
       model: upstreamModel(name),
-      endpoint: guarded(this.endpointOf(upstream, remoteModel), fail),
+      endpoint: guarded(() => this.endpointOf(current.upstream, current.remoteModel), fail, failOver),
       signal: linked.signal,
       loadDurationMs: books.granted - started,
       contextLength: UNKNOWN_CONTEXT,
       sampling: resolved.sampling,
-      fitPrompt: async () => ({ grown: false, limit: knownContext ?? UNKNOWN_CONTEXT, why: ` (the model runs on upstream "${upstream.name}")` }),
+      fitPrompt: async () => ({ grown: false, limit: knownContext ?? UNKNOWN_CONTEXT, why: ` (the model runs on upstream "${current.upstream.name}")` }),
       release: () => {
         if (released) return
         released = true
         linked.unlink()
         books.held()
         this.countsOf(name).inFlight--
-        this.handBack(upstream)
+        if (holding !== null) this.handBack(holding)
       },
       firstToken: books.firstToken,
       countTokens: books.countTokens,
@@ -189,24 +234,51 @@ function unavailable (upstream: UpstreamConfig, model: string, why: string): Run
 }
 
 /**
- * The endpoint as a lease hands it out: the same requests, with their failures turned into what the client is told
- * (`fail`). A proxy, not a copy: the endpoint's own state (its pool) stays the one object's.
+ * The endpoint as a lease hands it out: the current upstream's (`endpoint()`), with failures turned into what the
+ * client is told (`fail`). A call that failed before any byte went to the client is handed to `failOver`, which
+ * moves the lease to another upstream or throws, and is made again there; a stream already open is not moved. A
+ * proxy, not a copy: the endpoint's own state (its pool) stays the one object's.
  */
-function guarded (endpoint: RuntimeEndpoint, fail: (err: unknown, signal: AbortSignal) => unknown): RuntimeEndpoint {
+function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: AbortSignal) => unknown, failOver: (err: unknown, signal: AbortSignal) => Promise<void>): RuntimeEndpoint {
+  // A whole answer went nowhere until it was whole: failing anywhere, it may be asked again elsewhere.
+  const moving = async <T>(call: () => Promise<T>, signal: AbortSignal): Promise<T> => {
+    for (;;) {
+      try { return await call() } catch (err) { await failOver(err, signal) }
+    }
+  }
   const overrides: Partial<RuntimeEndpoint> = {
-    post: (path, body, signal) => endpoint.post(path, body, signal).catch((err: unknown) => { throw fail(err, signal) }),
-    postJson: <T>(path: string, body: unknown, signal: AbortSignal) => endpoint.postJson<T>(path, body, signal).catch((err: unknown) => { throw fail(err, signal) }),
+    post: (path, body, signal) => moving(() => endpoint().post(path, body, signal), signal),
+    postJson: <T>(path: string, body: unknown, signal: AbortSignal) => moving(() => endpoint().postJson<T>(path, body, signal), signal),
     events: async (path, body, signal) => {
-      const events = await endpoint.events(path, body, signal).catch((err: unknown) => { throw fail(err, signal) })
+      // Failing before its first event (refused, a 5xx status), the stream never began.
+      const events = await moving(() => endpoint().events(path, body, signal), signal)
       return (async function * () {
         try { yield * events } catch (err) { throw fail(err, signal) }
       })()
     },
-    relay: (path, payload, sink, progress, signal) => endpoint.relay(path, payload, sink, progress, signal).catch((err: unknown) => { throw fail(err, signal) }),
+    relay: async (path, payload, sink, progress, signal) => {
+      let opened = false
+      const watched: RelaySink = {
+        open: () => { opened = true; sink.open() },
+        chunkedSocket: () => sink.chunkedSocket(),
+        writeRaw: (chunk) => sink.writeRaw(chunk),
+        drained: (socket) => sink.drained(socket),
+      }
+      for (;;) {
+        try {
+          return await endpoint().relay(path, payload, watched, progress, signal)
+        } catch (err) {
+          // The head went out: the client has part of this upstream's answer, which ends with the error event.
+          if (opened) throw fail(err, signal)
+          await failOver(err, signal)
+        }
+      }
+    },
   }
-  return new Proxy(endpoint, {
-    get (target, property) {
+  return new Proxy(endpoint(), {
+    get (_target, property) {
       if (Object.hasOwn(overrides, property)) return overrides[property as keyof RuntimeEndpoint]
+      const target = endpoint()
       const value: unknown = Reflect.get(target, property, target)
       return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
     },

@@ -18,6 +18,7 @@ export default fp(async (app) => {
   const { store } = app
   const catalog = new UpstreamCatalog({
     upstreams: app.config.upstreams.map((upstream) => ({ upstream, watch: new UpstreamProbe(upstream, { log: app.log }) })),
+    routing: app.config.upstreamRouting,
     isLocal: (name) => {
       // An upstream name may be no stored model's (`back/owner/name`): it cannot be a local one then.
       try { return store.find(name) !== null } catch (err) { if (err instanceof InvalidModelNameError) return false; throw err }

@@ -1,4 +1,5 @@
 import type { UpstreamConfig } from '../../core/config.js'
+import { pickUpstream, type UpstreamRoute, type UpstreamRouting } from './upstream-routing.js'
 
 /** What the catalog reads of an upstream's probe (runtimes' UpstreamProbe). */
 export interface UpstreamWatch {
@@ -27,21 +28,25 @@ export interface UpstreamCatalogOptions {
   upstreams: Array<{ upstream: UpstreamConfig, watch: UpstreamWatch }>
   /** Whether a model of that name is stored here: a local model hides an upstream's of the same name. */
   isLocal(name: string): boolean
+  /** config.yaml's `upstream_routing`. @default 'prefix' */
+  routing?: UpstreamRouting
 }
 
 /**
  * The models config.yaml's upstreams offer, as their probes last saw them: what the listings show and where a
- * request for one goes. Several upstreams offering one model take its requests in turns among the healthy ones.
+ * request for one goes. Several healthy upstreams offering one model share its requests (upstream-routing.ts).
  */
 export class UpstreamCatalog {
   private readonly entries: UpstreamCatalogOptions['upstreams']
   private readonly isLocal: (name: string) => boolean
+  private readonly routing: UpstreamRouting
   /** Per model name: the turn of the next request among its healthy upstreams. */
   private readonly turns = new Map<string, number>()
 
   constructor (options: UpstreamCatalogOptions) {
     this.entries = options.upstreams
     this.isLocal = options.isLocal
+    this.routing = options.routing ?? 'prefix'
   }
 
   get size (): number { return this.entries.length }
@@ -55,20 +60,29 @@ export class UpstreamCatalog {
   }
 
   /**
-   * Where a request for `name` goes: a healthy upstream listing it (in turns when several do), else one whose last
-   * good probe listed it (so that the request hears why it is down), else null. Names match regardless of case, as
-   * stored models' names do.
+   * Where a request for `name` goes: a healthy upstream listing it (picked by `route` when several do), else one
+   * whose last good probe listed it (so that the request hears why it is down), else null. Without `route` (a name
+   * looked up, no request sent) the first healthy one, and no turn is used up. With `route.exclude` (failover) only
+   * a healthy upstream not yet tried, or null. Names match regardless of case, as stored models' names do.
    */
-  find (name: string): UpstreamModel | null {
+  find (name: string, route?: UpstreamRoute): UpstreamModel | null {
     const key = name.toLowerCase()
-    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
     if (this.isLocal(name)) return null
+    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
+    const exclude = route?.exclude
+    const healthy = offers.filter((m) => m.healthy && exclude?.has(m.upstream.name) !== true)
+    if (exclude !== undefined) return healthy.length === 0 ? null : healthy[this.pick(key, healthy, route!)]!
     if (offers.length === 0) return this.underDown(name)
-    const healthy = offers.filter((m) => m.healthy)
     if (healthy.length === 0) return offers[0]!
-    const turn = this.turns.get(key) ?? 0
-    this.turns.set(key, (turn + 1) % healthy.length)
-    return healthy[turn % healthy.length]!
+    return route === undefined ? healthy[0]! : healthy[this.pick(key, healthy, route)]!
+  }
+
+  private pick (key: string, healthy: UpstreamModel[], route: UpstreamRoute): number {
+    return pickUpstream(healthy.map((m) => m.upstream.name), this.routing, route, () => {
+      const turn = this.turns.get(key) ?? 0
+      this.turns.set(key, turn + 1)
+      return turn
+    })
   }
 
   /**
