@@ -19,8 +19,9 @@ async function serveWithKeys (t: Test, limits: Record<string, KeyLimits>, values
   await writeKeysFile(keysFile, {
     keys: Object.entries(limits).map(([name, l]) => ({ name, hash: hashSecret(secretOf(name)), scopes: ['infer' as const], models: ['*'], limits: l, created: new Date().toISOString() })),
   })
-  const server = await serveTinyModels(t, ['acme/tiny'], { auth: { keys_file: keysFile }, ...values })
-  // Its answers run until their client goes (a trained context of 32k tokens): a request that holds its slot.
+  // acme/long's answers run until their client goes (a trained context of 32k tokens, and a context that size: with
+  // the 4,096 of the defaults an answer ends when it fills, a few seconds in): a request that holds its slot.
+  const server = await serveTinyModels(t, ['acme/tiny'], { auth: { keys_file: keysFile }, models: { 'acme/long': { options: { num_ctx: 32_768 } } }, ...values })
   await importLongContextModel(t, server.app, 'acme/long')
   return server
 }

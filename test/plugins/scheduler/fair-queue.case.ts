@@ -101,7 +101,9 @@ t.test('a real runtime: key B\'s one request is served within two grants while k
   await writeKeysFile(keysFile, {
     keys: Object.entries(SECRETS).map(([name, secret]) => ({ name, hash: hashSecret(secret), scopes: ['infer' as const], models: ['*'], limits: {}, created: new Date().toISOString() })),
   })
-  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { auth: { keys_file: keysFile }, default_options: { num_ctx: 4096, num_parallel: 1 } })
+  const { app, url } = await serveTinyModels(t, ['acme/tiny'], { auth: { keys_file: keysFile }, default_options: { num_ctx: 4096, num_parallel: 1 },
+    // Room for the answer that holds the slot: with 4,096 it ends when its context fills.
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } } })
   await importLongContextModel(t, app, 'acme/long')
   const as = (key: keyof typeof SECRETS) => ({ authorization: `Bearer ${SECRETS[key]}` })
   const queued = (): number => app.scheduler.requestCounts().get('acme/long')?.queued ?? 0
