@@ -63,9 +63,8 @@ export class KeyRing {
     if (this.identity() !== this.seen) this.load(false)
   }
 
-  /** The grant of `secret`, in time independent of which key (if any) it matches. */
+  /** The grant of `secret`, in time independent of which key (if any) it matches (after `refresh()`, the caller's). */
   check (secret: string): KeyCheck {
-    this.refresh()
     const candidate = createHash('sha256').update(secret).digest()
     let found: Known | undefined
     for (const known of this.known) if (timingSafeEqual(known.digest, candidate) && found === undefined) found = known

@@ -1,15 +1,10 @@
 import { useCallback, useEffect, useState } from 'preact/hooks'
 import { getJson } from './api.js'
 import { formatSeconds } from './format.js'
+import type { UsageTotals } from '../../usage/usage-book.js'
 
-interface Totals {
-  requests: number
-  prompt_tokens: number
-  cached_tokens: number
-  generated_tokens: number
-  queue_ms: number
-  runtime_ms: number
-}
+// The server's own type (a type only: nothing of the server is bundled into the page).
+type Totals = UsageTotals
 
 /** One key's usage as GET /api/usage answers it. */
 export interface KeyUsage {

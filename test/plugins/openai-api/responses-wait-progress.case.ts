@@ -1,6 +1,6 @@
 import OpenAI from 'openai'
 import t from 'tap'
-import { importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
+import { eventLines, firstInLine, heldSlot } from '../../helpers/held-slot.js'
 import { sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
 
@@ -13,31 +13,11 @@ type Entry = Record<string, any>
 const ask = (input: string): OpenAI.Responses.ResponseCreateParamsStreaming =>
   Object.assign({ model: 'acme/long', input, stream: true as const, max_output_tokens: 8000 }, { options: { ignore_eos: false, seed: 1 } })
 
-/** A stream's `event: <type>` lines: its events' names, in order (comments and data left out). */
-const eventLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('event: '))
 
 t.test('/v1/responses streamed: queue progress before response.created; the openai client reads past it to response.completed', async (t) => {
-  const { app, url } = await serveTinyModels(t, [], {
-    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
-    // Room for the long answer that holds the slot: with 4,096 it ends when its context is full, ~3 s in.
-    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
-  })
-  await importLongContextModel(t, app, 'acme/long')
-
-  // One generating long holds acme/long's only slot; the next waits in line.
-  const holder = new AbortController()
-  t.teardown(() => holder.abort())
-  const hold = { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], max_tokens: 32_000, stream: true }
-  const running = streamText(await post(`${url}/v1/chat/completions`, hold, {}, holder.signal))
-  await running.readUntil('its first chunk', (text) => text.includes('data: '))
-  const queuedRes = await post(`${url}/v1/responses`, ask('in line'))
-  t.equal(queuedRes.status, 200)
-  t.match(queuedRes.headers.get('content-type'), /^text\/event-stream/, 'the stream opened by its first report')
-  const queued = streamText(queuedRes)
-  const queuedText = await queued.readUntil('a queue position', (text) => sseComments(text).length > 0)
-  // No request of acme/long has ended yet: no expected wait to tell.
-  t.match(sseComments(queuedText)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
-  t.same(eventLines(queuedText), [], 'nothing but comments while it waits')
+  // acme/long's one slot held; this request is first in line behind it.
+  const { url, release } = await heldSlot(t)
+  const queued = await firstInLine(t, url, '/v1/responses', ask('in line'))
 
   // The official client, in line second: its fetch is watched (a clone of the body, read as it comes).
   let watched: ReturnType<typeof streamText> | undefined
@@ -66,8 +46,7 @@ t.test('/v1/responses streamed: queue progress before response.created; the open
   const clientText = await clientRaw.readUntil('the client\'s first report', (text) => sseComments(text).length > 0)
   t.match(sseComments(clientText)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, 'the client was sent its queue position')
 
-  holder.abort()
-  await running.rest().catch(() => {})
+  await release()
   const served = await queued.rest()
   const names = eventLines(served)
   t.equal(names[0], 'event: response.created', 'the first event after the comments is response.created')

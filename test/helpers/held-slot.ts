@@ -1,0 +1,44 @@
+import type { FastifyInstance } from 'fastify'
+import type { Test } from 'tap'
+import { importLongContextModel, post, serveTinyModels } from './inference.js'
+import { sseComments, streamText } from './stream-text.js'
+
+
+/** A stream's `event: <type>` lines: its events' names, in order (comments and data left out). */
+export const eventLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('event: '))
+
+/**
+ * A gateway whose acme/long has one slot, held by a streamed chat completion that runs until `release()`: the next
+ * request of acme/long waits in line. The holder asks 32,000 tokens of a 32k context (with the 4,096 of the defaults
+ * it would end when its context filled, ~3 s in on a fast run), through chat completions because llama-server's
+ * Messages conversion drops ignore_eos and a long Messages answer may end at any token.
+ */
+export async function heldSlot (t: Test): Promise<{ app: FastifyInstance, url: string, release: () => Promise<void> }> {
+  const { app, url } = await serveTinyModels(t, [], {
+    default_options: { num_thread: 1, num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    models: { 'acme/long': { options: { num_ctx: 32_768 } } },
+  })
+  await importLongContextModel(t, app, 'acme/long')
+  const holder = new AbortController()
+  t.teardown(() => holder.abort())
+  const hold = { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], max_tokens: 32_000, stream: true }
+  const running = streamText(await post(`${url}/v1/chat/completions`, hold, {}, holder.signal))
+  await running.readUntil('its first chunk', (text) => text.includes('data: '))
+  return { app, url, release: async () => { holder.abort(); await running.rest().catch(() => {}) } }
+}
+
+/**
+ * Sends `body` to `path` as the first in line behind the held slot and checks its stream so far: open at once (its
+ * first report is its first bytes), `queued: position 1 of 1` without an estimate (no request of acme/long has ended
+ * yet), and nothing but comments. Returns the stream, to be read on once the slot is free.
+ */
+export async function firstInLine (t: Test, url: string, path: string, body: unknown): Promise<ReturnType<typeof streamText>> {
+  const res = await post(`${url}${path}`, body)
+  t.equal(res.status, 200)
+  t.match(res.headers.get('content-type'), /^text\/event-stream/, 'the stream opened by its first report')
+  const queued = streamText(res)
+  const text = await queued.readUntil('a queue position', (x) => sseComments(x).length > 0)
+  t.match(sseComments(text)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
+  t.same(eventLines(text), [], 'nothing but comments while it waits')
+  return queued
+}
