@@ -66,6 +66,9 @@ export const ConfigSchema = Type.Object({
     models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { description: 'only these of its models; empty or unset: every model it lists' })),
     prefix: Type.Optional(Type.String({ pattern: '^\\S{0,100}$', description: 'put before its model names here (e.g. "box/")' })),
     max_concurrent: Type.Optional(Type.Integer({ minimum: 1, description: 'the most requests sent to it at once' })),
+    messages: Type.Optional(Type.Union([Type.Literal('auto'), Type.Literal('native'), Type.Literal('convert')], {
+      description: 'Anthropic Messages requests: sent as they are (native), converted to chat completions (convert), or as they are until it answers 404/405 (auto, the default)',
+    })),
   }, { additionalProperties: false }), { default: [] }),
   upstream_routing: Type.Union([Type.Literal('prefix'), Type.Literal('round_robin')], {
     default: 'prefix', description: 'a model several upstreams list: each conversation to the one its prefix maps to (their prompt caches stay warm), or in turns',

@@ -110,6 +110,13 @@ export interface UpstreamConfig {
   prefix: string
   /** The most requests sent to it at once. @default 16 */
   maxConcurrent: number
+  /**
+   * How Anthropic Messages requests (`/v1/messages`, its count_tokens) reach it: `native` as they are; `convert`
+   * to chat completions and back, for an engine with no Messages API (SGLang, some vLLM builds, older Ollama);
+   * `auto` as they are until it answers 404 or 405, then converted. Unset where the config left it so.
+   * @default 'auto'
+   */
+  messages?: 'auto' | 'native' | 'convert'
 }
 
 export { ConfigError }
@@ -505,7 +512,10 @@ function upstreamConfigs (raw: RawConfig['upstreams'], problems: string[]): Upst
     const secret = u.key ?? null
     if (secret !== null && !UPSTREAM_KEY.test(secret)) problems.push(`${key}: key must be printable ASCII without spaces (or null for none)`)
     if (problems.length > count || typeof url !== 'string') return []
-    return [{ name: u.name, url, kind: u.kind, key: secret, models: u.models ?? [], prefix: u.prefix ?? '', maxConcurrent: u.max_concurrent ?? 16 }]
+    return [{
+      name: u.name, url, kind: u.kind, key: secret, models: u.models ?? [], prefix: u.prefix ?? '', maxConcurrent: u.max_concurrent ?? 16,
+      ...(u.messages !== undefined ? { messages: u.messages } : {}),
+    }]
   })
 }
 

@@ -28,6 +28,7 @@ interface RuntimeEmbeddings { data: Array<{ index: number, embedding: number[] }
  * @throws BadRequestError (an empty input, one too long with truncate off)
  */
 export async function embedInputs (lease: Lease, inputs: EmbedInput[], settings: EmbedSettings): Promise<Embeddings> {
+  if (lease.model.format === 'remote') return embedRemote(lease, inputs, settings)
   const limit = lease.contextLength
   const tokens = await Promise.all(inputs.map((input) => typeof input === 'string' ? tokenize(lease, input) : input))
   let closing: number | null | undefined
@@ -48,6 +49,25 @@ export async function embedInputs (lease: Lease, inputs: EmbedInput[], settings:
   const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
   checkFinite(vectors, lease.model.name)
   const promptTokens = answer.usage?.prompt_tokens ?? tokens.reduce((sum, ids) => sum + ids.length, 0)
+  lease.countTokens(promptTokens, 0)
+  return { vectors, promptTokens }
+}
+
+/**
+ * Embeds inputs on an upstream's model: its context is not known here and it has no `/tokenize` (another llamagate,
+ * Ollama, an OpenAI engine), so the inputs go as they are and the upstream cuts or refuses a long one by its own
+ * context, as `truncate` says where it takes that setting (a llamagate and Ollama do).
+ * @throws BadRequestError (an empty input)
+ */
+async function embedRemote (lease: Lease, inputs: EmbedInput[], settings: EmbedSettings): Promise<Embeddings> {
+  const empty = inputs.findIndex((input) => input.length === 0)
+  if (empty !== -1) throw new BadRequestError(`input ${empty} is empty: there is nothing to embed`, 'empty_input')
+  const answer = await lease.endpoint.postJson<RuntimeEmbeddings>('/v1/embeddings', {
+    input: inputs, embd_normalize: settings.normalize ? 2 : -1, truncate: settings.truncate,
+  }, lease.signal)
+  const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
+  checkFinite(vectors, lease.model.name)
+  const promptTokens = answer.usage?.prompt_tokens ?? 0
   lease.countTokens(promptTokens, 0)
   return { vectors, promptTokens }
 }

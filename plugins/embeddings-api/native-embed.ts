@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BadRequestError } from '../../core/errors.js'
 import { loadForm } from '../inference/load-form.js'
+import { requestRecord } from '../inference/request-record.js'
 import { runWhole, type LeasedBody } from '../inference/whole-run.js'
 import { embedInputs } from './embed-run.js'
 import { EmbedBody, LegacyEmbeddingsBody } from './schemas.js'
@@ -12,7 +13,7 @@ const MS_TO_NS = 1e6
 const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
   // Ollama's load form: nothing to embed loads the model (or, with keep_alive 0, lets it go).
   async function loadOnly (body: LeasedBody): Promise<string> {
-    return (await loadForm(app.scheduler, app.store, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
+    return (await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
   }
 
   app.post('/api/embed', { config: { scope: 'infer' }, schema: { body: EmbedBody } }, async (request, reply) => {
@@ -20,7 +21,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
     const { body } = request
     const inputs = typeof body.input === 'string' ? (body.input === '' ? [] : [body.input]) : body.input ?? []
     if (inputs.length === 0) return { model: await loadOnly(body), embeddings: [] }
-    checkDimensions(body.dimensions, app.store.get(body.model).gguf?.embedding_length)
+    checkDimensions(body.dimensions, requestRecord(app, body.model).gguf?.embedding_length)
     const empty = inputs.indexOf('')
     if (empty !== -1) throw new BadRequestError(`input ${empty} is an empty string: there is nothing to embed`, 'empty_input')
     return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {

@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { embedInputs, type EmbedInput } from './embed-run.js'
+import { requestRecord } from '../inference/request-record.js'
 import { runWhole } from '../inference/whole-run.js'
 import { OpenAiEmbeddingsBody } from './schemas.js'
 import { checkDimensions, shorten, toBase64 } from './vectors.js'
@@ -10,7 +11,7 @@ const openAiEmbeddings: FastifyPluginAsyncTypebox = async (app) => {
     const { body } = request
     const { input } = body
     // One text, a list of texts, one list of token ids, or a list of those.
-    checkDimensions(body.dimensions, app.store.get(body.model).gguf?.embedding_length)
+    checkDimensions(body.dimensions, requestRecord(app, body.model).gguf?.embedding_length)
     const inputs: EmbedInput[] = typeof input === 'string' ? [input] : typeof input[0] === 'number' ? [input as number[]] : input as EmbedInput[]
     return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
       const { vectors, promptTokens } = await embedInputs(lease, inputs, { truncate: body.truncate ?? true, normalize: true })

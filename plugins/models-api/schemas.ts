@@ -59,6 +59,9 @@ export const ShowReply = Type.Object({
   /** The vision projector's GGUF metadata, as Ollama shows it; only for models that have one. */
   projector_info: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   modified_at: Type.String(),
+  /** An upstream's model (config.yaml's upstreams): its name there and where it runs, as Ollama shows its remote models. */
+  remote_model: Type.Optional(Type.String()),
+  remote_host: Type.Optional(Type.String()),
 })
 
 export const DeleteReply = Type.Object({ status: Type.Literal('deleted') })

@@ -2,6 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { clientGone } from '../../core/client-gone.js'
 import { BadRequestError, NotFoundError } from '../../core/errors.js'
 import { withModelSystem } from '../inference/model-system.js'
+import { requestRecord } from '../inference/request-record.js'
 import { ResponseStore, type ResponseItem } from './response-store.js'
 import { runResponses } from './responses-run.js'
 import { inputItems, responsesToChat } from './responses-to-chat.js'
@@ -17,7 +18,7 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
 
   app.post('/v1/responses', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
     const body = request.body
-    const record = app.store.get(body.model)
+    const record = requestRecord(app, body.model)
     const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, body.model) : []
     const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, body.model))
     const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)

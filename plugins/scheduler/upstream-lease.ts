@@ -2,7 +2,7 @@ import type { UpstreamConfig } from '../../core/config.js'
 import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
-import type { RelaySink, RuntimeEndpoint } from '../../runtimes/index.js'
+import { watchedSink, type RuntimeEndpoint } from '../../runtimes/index.js'
 import type { AcquireRequest, Lease } from './lease.js'
 import { leaseBooks } from './lease-books.js'
 import type { SchedulableModel } from './ports.js'
@@ -257,19 +257,13 @@ function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: 
       })()
     },
     relay: async (path, payload, sink, progress, signal) => {
-      let opened = false
-      const watched: RelaySink = {
-        open: () => { opened = true; sink.open() },
-        chunkedSocket: () => sink.chunkedSocket(),
-        writeRaw: (chunk) => sink.writeRaw(chunk),
-        drained: (socket) => sink.drained(socket),
-      }
+      const watched = watchedSink(sink)
       for (;;) {
         try {
-          return await endpoint().relay(path, payload, watched, progress, signal)
+          return await endpoint().relay(path, payload, watched.sink, progress, signal)
         } catch (err) {
           // The head went out: the client has part of this upstream's answer, which ends with the error event.
-          if (opened) throw fail(err, signal)
+          if (watched.opened()) throw fail(err, signal)
           await failOver(err, signal)
         }
       }

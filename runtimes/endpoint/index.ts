@@ -1,6 +1,6 @@
 export type { RuntimeAddress } from './runtime-address.js'
 export { RuntimeEndpoint, type RuntimeEndpointOptions, type SlotCache, type SlotTransfer } from './runtime-endpoint.js'
 export { readSlotStateTokens } from './slot-state-file.js'
-export type { RelayProgress, RelaySink } from './stream-relay.js'
+export { watchedSink, type RelayProgress, type RelaySink } from './stream-relay.js'
 export { runtimeSampling } from './sampling-params.js'
 export { answerUsage, USAGE_TAIL_BYTES, type AnswerUsage } from './answer-usage.js'

@@ -158,7 +158,7 @@ export class RuntimeEndpoint {
    * generated, so the request is sent once more on a fresh connection. Runtime errors (4xx/5xx) become
    * gateway errors carrying the runtime's own message.
    */
-  private async request (path: string, body: unknown, signal: AbortSignal): Promise<Readable> {
+  protected async request (path: string, body: unknown, signal: AbortSignal): Promise<Readable> {
     const payload = JSON.stringify(this.withModel(body))
     for (let attempt = 1; ; attempt++) {
       try {

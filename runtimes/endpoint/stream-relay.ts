@@ -26,6 +26,20 @@ export interface RelaySink {
   drained(socket?: Socket): Promise<void>
 }
 
+/** `sink` as it is, and whether its head went out yet: a relay that failed before that may be made again elsewhere. */
+export function watchedSink (sink: RelaySink): { sink: RelaySink, opened: () => boolean } {
+  let opened = false
+  return {
+    sink: {
+      open: () => { opened = true; sink.open() },
+      chunkedSocket: () => sink.chunkedSocket(),
+      writeRaw: (chunk) => sink.writeRaw(chunk),
+      drained: (socket) => sink.drained(socket),
+    },
+    opened: () => opened,
+  }
+}
+
 /** One relayed POST. */
 export interface RelayRequest {
   /** The model, for messages. */

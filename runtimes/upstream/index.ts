@@ -1,3 +1,3 @@
-export { listUpstreamModels } from './upstream-client.js'
+export { listUpstreamModels, showUpstreamModel } from './upstream-client.js'
 export { UpstreamProbe, type UpstreamProbeLog, type UpstreamProbeOptions, type UpstreamState } from './upstream-probe.js'
-export { upstreamEndpoint } from './upstream-endpoint.js'
+export { UpstreamEndpoint, upstreamEndpoint } from './upstream-endpoint.js'

@@ -14,19 +14,7 @@ const DETAIL_CHARS = 200
 export async function listUpstreamModels (u: UpstreamConfig, signal: AbortSignal): Promise<string[]> {
   const path = u.kind === 'openai' ? '/v1/models' : '/api/tags'
   const what = `upstream "${u.name}" (GET ${u.url}${path})`
-  let status: number
-  let text: string
-  try {
-    const response = await request(`${u.url}${path}`, {
-      method: 'GET', signal, headers: u.key !== null ? { authorization: `Bearer ${u.key}` } : {},
-    })
-    status = response.statusCode
-    text = await response.body.text()
-  } catch (err) {
-    if (signal.aborted) throw signal.reason
-    throw secretless(u, new Error(`${what} cannot be reached: ${(err as Error).message}`, { cause: err }))
-  }
-  if (status < 200 || status >= 300) throw secretless(u, new Error(`${what} answered ${status}${detail(text)}`))
+  const { status, text } = await ask(u, what, path, null, signal)
   const names = modelNames(u.kind, text)
   if (names === null) throw secretless(u, new Error(`${what} answered ${status} with something that is not a model list`))
   const unique = [...new Set(names)]
@@ -64,6 +52,44 @@ function detail (text: string): string {
   return line === '' ? '' : `: ${line.length > DETAIL_CHARS ? `${line.slice(0, DETAIL_CHARS)}…` : line}`
 }
 
+/** A GET (`body` null) or a JSON POST to the upstream with its key: its 2xx answer's text. @throws as the callers say */
+async function ask (u: UpstreamConfig, what: string, path: string, body: unknown, signal: AbortSignal): Promise<{ status: number, text: string }> {
+  const key: Record<string, string> = u.key !== null ? { authorization: `Bearer ${u.key}` } : {}
+  let status: number
+  let text: string
+  try {
+    const response = await request(`${u.url}${path}`, body === null
+      ? { method: 'GET', signal, headers: key }
+      : { method: 'POST', signal, body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...key } })
+    status = response.statusCode
+    text = await response.body.text()
+  } catch (err) {
+    if (signal.aborted) throw signal.reason
+    throw secretless(u, new Error(`${what} cannot be reached: ${(err as Error).message}`, { cause: err }))
+  }
+  if (status < 200 || status >= 300) throw secretless(u, new Error(`${what} answered ${status}${detail(text)}`))
+  return { status, text }
+}
+
 function secretless (u: UpstreamConfig, err: Error): Error {
   return u.key === null ? err : withoutSecrets(err, [u.key]) as Error
+}
+
+/**
+ * What an upstream says of one of its models at `/api/show` (another llamagate and Ollama have it: details,
+ * model_info, template, parameters, capabilities; `verbose` keeps model_info's long arrays), or null for an
+ * OpenAI-compatible engine, which says nothing of a model beyond its name.
+ * @throws an Error naming the upstream and its status (never its key) on a refusal, an unreadable answer, or no answer
+ */
+export async function showUpstreamModel (u: UpstreamConfig, remoteModel: string, verbose: boolean, signal: AbortSignal): Promise<Record<string, unknown> | null> {
+  if (u.kind === 'openai') return null
+  const what = `upstream "${u.name}" (POST ${u.url}/api/show)`
+  const { status, text } = await ask(u, what, '/api/show', { model: remoteModel, ...(verbose ? { verbose } : {}) }, signal)
+  try {
+    const shown = JSON.parse(text) as unknown
+    if (typeof shown === 'object' && shown !== null && !Array.isArray(shown)) return shown as Record<string, unknown>
+  } catch {
+    // Said below.
+  }
+  throw secretless(u, new Error(`${what} answered ${status} with something that is not a model's description`))
 }
