@@ -19,21 +19,42 @@ const DEPLOY = join(PACKAGE_ROOT, 'docs', 'deploy')
 const dockerfile = readFileSync(join(DEPLOY, 'Dockerfile'), 'utf8')
 const manifests = parseAllDocuments(readFileSync(join(DEPLOY, 'kubernetes.yaml'), 'utf8')).map((d) => d.toJS() as any)
 const byKind = (kind: string): any => manifests.find((m) => m.kind === kind)
-const deployment = byKind('Deployment')
-const pod = deployment.spec.template
+// The replicas (a StatefulSet, for their stable names) and the front that clients reach (a Deployment).
+const replicas = byKind('StatefulSet')
+const pod = replicas.spec.template
 const container = pod.spec.containers[0]
 const portNamed = (name: string): number => container.ports.find((p: { name: string }) => p.name === name).containerPort
+const front = byKind('Deployment')
+const frontPod = front.spec.template
+const frontContainer = frontPod.spec.containers[0]
+const services = manifests.filter((m) => m.kind === 'Service')
+const headless = services.find((s) => s.spec.clusterIP === 'None')
+const frontService = services.find((s) => s.spec.clusterIP !== 'None')
+/** The config.yaml of the ConfigMap or Secret the container mounts at LLAMAGATE_CONFIG's folder. */
+const mountedConfig = (spec: any, c: any): string => {
+  const mount = c.volumeMounts.find((m: { mountPath: string }) => c.env.some((e: { name: string, value?: string }) => e.name === 'LLAMAGATE_CONFIG' && e.value === `${m.mountPath}/config.yaml`))
+  const volume = spec.volumes.find((v: { name: string }) => v.name === mount.name)
+  const source = volume.configMap !== undefined
+    ? manifests.find((m) => m.kind === 'ConfigMap' && m.metadata.name === volume.configMap.name).data
+    : manifests.find((m) => m.kind === 'Secret' && m.metadata.name === volume.secret.secretName).stringData
+  return source['config.yaml']
+}
 
-/** The ConfigMap's config.yaml as the pod loads it: through LLAMAGATE_CONFIG, with the pod's environment. */
-async function podConfig (t: Parameters<typeof tempDir>[0], change: (yaml: string) => string = (y) => y): Promise<Config> {
+/**
+ * A pod's config.yaml as it loads it: through LLAMAGATE_CONFIG, with its environment (a secret's value read as
+ * `secret-key`), on temporary data and models folders.
+ */
+async function podConfig (t: Parameters<typeof tempDir>[0], of = pod): Promise<Config> {
+  const c = of.spec.containers[0]
   const dir = await tempDir(t)
   const file = join(dir, 'config.yaml')
-  await writeFile(file, change(byKind('ConfigMap').data['config.yaml']).replace('models_dir: /models', `models_dir: ${join(dir, 'models')}\ndata_dir: ${dir}`))
-  const env = Object.fromEntries(container.env.map((e: { name: string, value?: string }) => [e.name, e.value ?? 'secret-key']))
+  const yaml = mountedConfig(of.spec, c).replace(/^models_dir: .*$/m, '')
+  await writeFile(file, `${yaml}\nmodels_dir: ${join(dir, 'models')}\ndata_dir: ${dir}\n`)
+  const env = Object.fromEntries(c.env.map((e: { name: string, value?: string }) => [e.name, e.value ?? 'secret-key']))
   return loadConfig({}, { ...env, LLAMAGATE_CONFIG: file })
 }
 
-t.test('Kubernetes: the config loads; ports, probes and the drain agree with the server', async (t) => {
+t.test('Kubernetes replicas: the config loads; ports, probes and the drain agree with the server', async (t) => {
   const config = await podConfig(t)
   t.equal(config.port, portNamed('http'), 'the http port is the one the config listens on')
   t.equal(config.metrics.listen?.port, portNamed('metrics'), 'the metrics port is metrics.listen\'s')
@@ -41,8 +62,9 @@ t.test('Kubernetes: the config loads; ports, probes and the drain agree with the
   t.ok(pod.spec.terminationGracePeriodSeconds * 1000 >= config.shutdown.drainTimeoutMs + 10_000,
     `the grace period (${pod.spec.terminationGracePeriodSeconds} s) outlasts the drain (${config.shutdown.drainTimeoutMs / 1000} s) with room to stop the models`)
   t.same(config.auth.apiKeys, ['secret-key'], 'the keys come from the secret, through LLAMAGATE_API_KEYS')
-  const service = byKind('Service')
-  t.ok(service.spec.ports.every((p: { targetPort: string }) => container.ports.some((c: { name: string }) => c.name === p.targetPort)), 'the Service targets a named container port')
+  t.equal(replicas.spec.serviceName, headless.metadata.name, 'the replicas are named through the headless Service')
+  t.same(headless.spec.selector, pod.metadata.labels, 'which selects them')
+  t.ok(headless.spec.ports.every((p: { targetPort: string }) => container.ports.some((c: { name: string }) => c.name === p.targetPort)), 'the Service targets a named container port')
   t.ok(manifests.some((m) => m.kind === 'PersistentVolumeClaim' && m.metadata.name === pod.spec.volumes.find((v: { name: string }) => v.name === 'models').persistentVolumeClaim.claimName))
   t.equal(container.volumeMounts.find((m: { name: string }) => m.name === 'models').mountPath, '/models', 'the models volume where models_dir says')
   t.match(byKind('ConfigMap').data['config.yaml'], /^models_dir: \/models$/m)
@@ -59,6 +81,42 @@ t.test('Kubernetes: the config loads; ports, probes and the drain agree with the
   }
   t.equal((await app.inject({ method: 'GET', url: pod.metadata.annotations['prometheus.io/path'] })).statusCode, 200, 'the scrape path serves metrics')
   t.match((await app.inject({ method: 'GET', url: container.readinessProbe.httpGet.path })).json(), { status: /^(not )?ready$/, reasons: Array }, 'readiness answers with its reasons')
+})
+
+t.test('Kubernetes front: one address, each replica an upstream by its stable name, routed by conversation', async (t) => {
+  const config = await podConfig(t, frontPod)
+  const frontPort = (name: string): number => frontContainer.ports.find((p: { name: string }) => p.name === name).containerPort
+  t.equal(config.port, frontPort('http'), 'the front listens on its http port')
+  t.equal(config.metrics.listen?.port, frontPort('metrics'))
+  t.equal(Number(frontPod.metadata.annotations['prometheus.io/port']), frontPort('metrics'), 'its scrape annotation names its metrics port')
+  t.ok(frontPod.spec.terminationGracePeriodSeconds * 1000 >= config.shutdown.drainTimeoutMs + 10_000, 'its grace period outlasts its drain')
+  t.same(config.auth.apiKeys, ['secret-key'], 'the clients\' keys come from the secret')
+  t.not(frontContainer.env.find((e: { name: string }) => e.name === 'LLAMAGATE_API_KEYS').valueFrom.secretKeyRef.key,
+    container.env.find((e: { name: string }) => e.name === 'LLAMAGATE_API_KEYS').valueFrom.secretKeyRef.key, 'the replicas take other keys than the clients\'')
+  t.notOk(frontPod.spec.volumes.some((v: { persistentVolumeClaim?: unknown }) => v.persistentVolumeClaim !== undefined), 'the front stores no models')
+
+  const set = replicas.metadata.name
+  t.same(config.upstreams.map((u) => u.url), Array.from({ length: replicas.spec.replicas }, (_, i) => `http://${set}-${i}.${headless.metadata.name}:${portNamed('http')}`),
+    'one upstream per replica, by its stable name, on its port')
+  for (const u of config.upstreams) {
+    t.same([u.kind, u.prefix, u.models], ['llamagate', '', []], `${u.name}: a llamagate, every model under its own name`)
+    t.ok(u.key !== null && u.key !== '', `${u.name}: reached with a key`)
+  }
+  t.equal(config.upstreamRouting, 'prefix', 'each conversation to one replica')
+  t.same(frontService.spec.selector, frontPod.metadata.labels, 'the clients\' Service selects the front')
+  t.notSame(frontService.spec.selector, pod.metadata.labels, 'not the replicas')
+  t.ok(frontService.spec.ports.every((p: { targetPort: string }) => frontContainer.ports.some((c: { name: string }) => c.name === p.targetPort)), 'on a named port of the front')
+
+  // Its probe paths, asked of the front built from this config (its upstreams' names resolve nowhere here: not ready
+  // is an answer too).
+  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
+  t.teardown(() => app.close())
+  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+    const { path, port } = frontContainer[probe].httpGet
+    t.equal(port, 'http', `${probe} on the http port`)
+    const res = await app.inject({ method: 'GET', url: path })
+    t.ok(res.statusCode === 200 || (probe === 'readinessProbe' && res.statusCode === 503), `${probe} ${path}: ${res.statusCode} ${res.body}`)
+  }
 })
 
 t.test('RPC workers: the worker command, ports and the gateway\'s config agree', async (t) => {
@@ -86,7 +144,7 @@ t.test('RPC workers: the worker command, ports and the gateway\'s config agree',
 })
 
 t.test('every environment variable the files set is one the server reads', async (t) => {
-  const fromManifest = container.env.map((e: { name: string }) => e.name) as string[]
+  const fromManifest = [...container.env, ...frontContainer.env].map((e: { name: string }) => e.name) as string[]
   const fromDockerfile = [...dockerfile.matchAll(/\b(LLAMAGATE_[A-Z_]+)=/g)].map((m) => m[1]!)
   t.ok(fromDockerfile.length >= 4)
   for (const name of new Set([...fromManifest, ...fromDockerfile])) t.ok(CONFIG_ENVIRONMENT.includes(name), `${name} is read by the server`)

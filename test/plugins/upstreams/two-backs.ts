@@ -21,9 +21,21 @@ export async function serveBack (t: Test, port = 0): Promise<Back> {
   const runtime = await cpuRuntime()
   const app = await buildTestApp(await testConfig(t, { runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, default_options: BACK_OPTIONS }))
   t.teardown(() => app.close())
+  const asked = recordQuestions(app)
+  const file = join(await tempDir(t, 'llamagate-models-'), 'chat.gguf')
+  await writeTinyGguf({ file, seed: seed++, name: 'acme/chat' })
+  await app.store.import('acme/chat', file)
+  const url = await app.listen({ host: '127.0.0.1', port })
+  return { app, url, port: Number(new URL(url).port), asked }
+}
+
+/**
+ * The first user message of each chat request `app` is sent, as it came in on the wire, whatever the routes made of
+ * it: the question names the conversation.
+ */
+export function recordQuestions (app: FastifyInstance): string[] {
   const asked: string[] = []
-  // What came in on the wire, whatever the routes made of it: the question names the conversation. The body is
-  // copied as the parser pushes it (the request event comes first), so that Fastify still reads all of it.
+  // The body is copied as the parser pushes it (the request event comes first), so that Fastify still reads all of it.
   app.server.on('request', (request: IncomingMessage) => {
     if (request.method !== 'POST') return
     const chunks: Buffer[] = []
@@ -37,11 +49,7 @@ export async function serveBack (t: Test, port = 0): Promise<Back> {
       return push(chunk, encoding)
     }
   })
-  const file = join(await tempDir(t, 'llamagate-models-'), 'chat.gguf')
-  await writeTinyGguf({ file, seed: seed++, name: 'acme/chat' })
-  await app.store.import('acme/chat', file)
-  const url = await app.listen({ host: '127.0.0.1', port })
-  return { app, url, port: Number(new URL(url).port), asked }
+  return asked
 }
 
 /** A front whose upstreams `a` and `b` list the same model under one prefix: one name, `pool/acme/chat`, two places. */
