@@ -22,17 +22,24 @@ const TAG = /^[A-Za-z0-9_][A-Za-z0-9._-]{0,199}$/
  * @throws InvalidModelNameError
  */
 export function parseModelName (text: unknown): ModelName {
-  if (typeof text !== 'string') throw new InvalidModelNameError(String(text))
+  const parsed = readModelName(text)
+  if (parsed === null) throw new InvalidModelNameError(String(text))
+  return parsed
+}
+
+/** `parseModelName`, or null for a name that is not one: for lookups where such a name is common (an upstream's `back/owner/name`). */
+export function readModelName (text: unknown): ModelName | null {
+  if (typeof text !== 'string') return null
   const colon = text.indexOf(':')
   const repo = colon === -1 ? text : text.slice(0, colon)
   const tag = colon === -1 ? null : text.slice(colon + 1)
   const parts = repo.split('/')
-  if (parts.length !== 2) throw new InvalidModelNameError(text)
+  if (parts.length !== 2) return null
   const [owner, name] = parts as [string, string]
   for (const part of [owner, name]) {
-    if (!PART.test(part) || part.includes('..')) throw new InvalidModelNameError(text)
+    if (!PART.test(part) || part.includes('..')) return null
   }
-  if (tag !== null && (!TAG.test(tag) || tag.includes('..'))) throw new InvalidModelNameError(text)
+  if (tag !== null && (!TAG.test(tag) || tag.includes('..'))) return null
   return { owner, name, tag, id: `${owner}/${name}` }
 }
 

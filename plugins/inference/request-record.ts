@@ -1,9 +1,8 @@
-import { InvalidModelNameError, ModelNotFoundError } from '../../core/errors.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 /** Where a request's model may be: stored here, else offered by one of config.yaml's upstreams. */
 export interface RecordSources {
-  store: { get(name: string): ModelRecord }
+  store: { get(name: string): ModelRecord, lookup(name: string): ModelRecord | null }
   upstreams: { find(name: string): { name: string } | null }
 }
 
@@ -13,14 +12,11 @@ export interface RecordSources {
  * @throws the store's InvalidModelNameError or ModelNotFoundError when no upstream offers the name either
  */
 export function requestRecord ({ store, upstreams }: RecordSources, name: string): ModelRecord {
-  try {
-    return store.get(name)
-  } catch (err) {
-    if (!(err instanceof ModelNotFoundError || err instanceof InvalidModelNameError)) throw err
-    const found = upstreams.find(name)
-    if (found === null) throw err
-    return remoteRecord(found.name)
-  }
+  const stored = store.lookup(name)
+  if (stored !== null) return stored
+  const found = upstreams.find(name)
+  // Neither here nor upstream: the store says why (not a model name, or no such model).
+  return found === null ? store.get(name) : remoteRecord(found.name)
 }
 
 function remoteRecord (name: string): ModelRecord {

@@ -18,6 +18,7 @@ declare module 'fastify' {
 function storePort (store: ModelStore): SchedulerStore {
   return {
     get: (name) => store.get(name),
+    lookup: (name) => store.lookup(name),
     ggufPath: (model, dtype) => store.ggufPath(store.get(model.name), dtype),
     projectorPath: (model) => store.projectorPath(store.get(model.name)),
   }

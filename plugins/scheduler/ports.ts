@@ -25,8 +25,10 @@ export interface SchedulableModel {
 }
 
 export interface SchedulerStore {
-  /** @throws ModelNotFoundError */
+  /** @throws ModelNotFoundError, InvalidModelNameError */
   get(name: string): SchedulableModel
+  /** The stored model, or null (no such model, or not a model name: an upstream's may be neither). */
+  lookup(name: string): SchedulableModel | null
   /** The GGUF file to load for a dtype, or null when a SafeTensors model has no such variant yet. */
   ggufPath(model: SchedulableModel, dtype?: string): string | null
   /** The vision projector to load beside the model, or null when it has none. */

@@ -1,4 +1,4 @@
-import { GatewayError, InvalidModelNameError, ModelNotFoundError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
+import { GatewayError, ModelNotFoundError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -85,36 +85,27 @@ export class Scheduler implements LeaseSource {
   }
 
   modelName (name: string): string {
-    try {
-      return this.deps.store.get(name).name
-    } catch (err) {
-      const remote = this.upstreamFor(name, err)
-      return remote.name
-    }
+    return (this.deps.store.lookup(name) ?? this.upstreamFor(name)).name
   }
 
   /**
    * The upstream model a name no stored model has reaches (a stored model wins over an upstream's of its name).
-   * @throws `err` (the store's ModelNotFoundError or InvalidModelNameError) when no upstream offers it either
+   * @throws the store's ModelNotFoundError or InvalidModelNameError when no upstream offers it either
    */
-  private upstreamFor (name: string, err: unknown, request?: AcquireRequest): UpstreamTarget {
-    if (!(err instanceof ModelNotFoundError || err instanceof InvalidModelNameError)) throw err
+  private upstreamFor (name: string, request?: AcquireRequest): UpstreamTarget {
     // Routed only for a request about to be sent: a name looked up picks nothing.
     const found = this.deps.upstreams?.find(name, request && this.upstreamLeases ? this.upstreamLeases.route(request) : undefined) ?? null
-    if (found === null) throw err
-    return found
+    if (found !== null) return found
+    this.deps.store.get(name)
+    throw new ModelNotFoundError(name)
   }
 
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const { store, settings } = this.deps
-    let model: SchedulableModel
-    try {
-      model = store.get(name)
-    } catch (err) {
-      return await this.acquireUpstream(this.upstreamFor(name, err, request), request)
-    }
+    const model = store.lookup(name)
+    if (model === null) return await this.acquireUpstream(this.upstreamFor(name, request), request)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
     const resolved = purposeOptions(model, purpose, resolveOptions({
@@ -190,7 +181,9 @@ export class Scheduler implements LeaseSource {
    * instances go now). Unlike stop, nothing in flight is cut.
    */
   async expire (name: string): Promise<void> {
-    const model = this.deps.store.get(name)
+    const model = this.deps.store.lookup(name)
+    // An upstream's model: nothing of it is loaded here.
+    if (model === null) { this.upstreamFor(name); return }
     const instances = this.instances.filter((i) => i.model.name === model.name)
     for (const instance of instances) instance.expireWhenIdle()
     await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))

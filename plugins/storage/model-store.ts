@@ -1,7 +1,7 @@
 import { mkdir, readdir, rm, rmdir } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { ConflictError, GatewayError, ModelNotFoundError } from '../../core/errors.js'
-import { parseModelName } from '../../core/model-name.js'
+import { parseModelName, readModelName } from '../../core/model-name.js'
 import { BlobStore } from './blob-store.js'
 import { ChangeFeed, type ChangeFeedOptions } from './change-feed.js'
 import { readGgufInfo } from './gguf-info.js'
@@ -125,6 +125,15 @@ export class ModelStore {
     return this.records.get(modelKey(parseModelName(name).id)) ?? null
   }
 
+  /** `find` that never throws: null for a name that is not a model name too (a request for an upstream's model). */
+  lookup (name: string): ModelRecord | null {
+    const alias = this.aliasOf(name)
+    const stored = this.findStored(name)
+    if (stored !== undefined || alias === undefined) return stored ?? null
+    const target = readModelName(alias)
+    return target === null ? null : this.records.get(modelKey(target.id)) ?? null
+  }
+
   /** @throws InvalidModelNameError, ModelNotFoundError (naming an alias's model) */
   get (name: string): ModelRecord {
     const record = this.find(name)
@@ -139,11 +148,8 @@ export class ModelStore {
 
   /** The stored model of that name, undefined when the name is not a valid one or nothing is stored under it. */
   private findStored (name: string): ModelRecord | undefined {
-    try {
-      return this.records.get(modelKey(parseModelName(name).id))
-    } catch {
-      return undefined
-    }
+    const parsed = readModelName(name)
+    return parsed === null ? undefined : this.records.get(modelKey(parsed.id))
   }
 
   /**

@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin'
-import { InvalidModelNameError } from '../../core/errors.js'
 import { UpstreamProbe } from '../../runtimes/index.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
 
@@ -19,10 +18,8 @@ export default fp(async (app) => {
   const catalog = new UpstreamCatalog({
     upstreams: app.config.upstreams.map((upstream) => ({ upstream, watch: new UpstreamProbe(upstream, { log: app.log }) })),
     routing: app.config.upstreamRouting,
-    isLocal: (name) => {
-      // An upstream name may be no stored model's (`back/owner/name`): it cannot be a local one then.
-      try { return store.find(name) !== null } catch (err) { if (err instanceof InvalidModelNameError) return false; throw err }
-    },
+    // An upstream name may be no stored model's (`back/owner/name`): it cannot be a local one then.
+    isLocal: (name) => store.lookup(name) !== null,
   })
   app.decorate('upstreams', catalog)
   app.addHook('onReady', async () => { catalog.start() })
