@@ -54,9 +54,10 @@ export default fp(async (app) => {
     // A request for a dtype a SafeTensors model has no GGUF of waits for its conversion.
     ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     rpcWorkers: app.rpcWorkers,
-    // Asked only for a name no stored model has (config.yaml's upstreams).
+    // config.yaml's upstreams: models no stored one has, and stored ones they list too (shared).
     upstreams: {
       find: (name, route) => app.upstreams.find(name, route),
+      share: (name, route, localLoad) => app.upstreams.share(name, route, localLoad),
       recheck: (upstream) => app.upstreams.recheck(upstream),
       endpoint: upstreamEndpoint,
     },

@@ -100,12 +100,28 @@ export class Scheduler implements LeaseSource {
     throw new ModelNotFoundError(name)
   }
 
+  /**
+   * The upstream that takes this request for a stored model it lists too (replicas), routed with this gateway as one
+   * more candidate: by conversation, around a full one. Null: served here.
+   */
+  private sharedUpstream (name: string, request: AcquireRequest): UpstreamTarget | null {
+    if (this.deps.upstreams === undefined || this.upstreamLeases === null) return null
+    return this.deps.upstreams.share(name, this.upstreamLeases.route(request), () => {
+      const instances = this.instances.filter((i) => i.model.name === name)
+      // Not loaded: room for the request (it loads the model).
+      if (instances.length === 0) return { active: 0, limit: 1 }
+      return { active: instances.reduce((n, i) => n + i.active + i.queued, 0), limit: instances.reduce((n, i) => n + i.options.num_parallel, 0) }
+    })
+  }
+
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const { store, settings } = this.deps
     const model = store.lookup(name)
     if (model === null) return await this.acquireUpstream(this.upstreamFor(name, request), request)
+    const shared = this.sharedUpstream(model.name, request)
+    if (shared !== null) return await this.acquireUpstream(shared, request)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
     const resolved = purposeOptions(model, purpose, resolveOptions({

@@ -35,6 +35,11 @@ export interface UpstreamRouteHints {
 export interface SchedulerUpstreams {
   /** Where a request for `name` goes (`route`: a request about to be sent), or null when no upstream offers it. */
   find(name: string, route?: UpstreamRouteHints): UpstreamTarget | null
+  /**
+   * For a model stored here that upstreams list under the same name: the upstream `route` goes to, or null to serve
+   * it here (`localLoad`: this gateway's requests in flight on it and its slots).
+   */
+  share(name: string, route: UpstreamRouteHints, localLoad: () => { active: number, limit: number }): UpstreamTarget | null
   /** A request to it failed: ask it again now, so that the listings follow. */
   recheck(upstream: UpstreamConfig): Promise<void>
   /** How requests reach one of its models (runtimes' upstreamEndpoint). */

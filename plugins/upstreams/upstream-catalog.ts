@@ -1,5 +1,5 @@
 import type { UpstreamConfig } from '../../core/config.js'
-import { pickUpstream, type UpstreamRoute, type UpstreamRouting } from './upstream-routing.js'
+import { LOCAL, pickUpstream, type UpstreamRoute, type UpstreamRouting } from './upstream-routing.js'
 
 /** What the catalog reads of an upstream's probe (runtimes' UpstreamProbe). */
 export interface UpstreamWatch {
@@ -26,7 +26,7 @@ export interface UpstreamModel {
 
 export interface UpstreamCatalogOptions {
   upstreams: Array<{ upstream: UpstreamConfig, watch: UpstreamWatch }>
-  /** Whether a model of that name is stored here: a local model hides an upstream's of the same name. */
+  /** Whether a model of that name is stored here: it hides an upstream's of the same name in the lists, and shares its requests (`share`). */
   isLocal(name: string): boolean
   /** config.yaml's `upstream_routing`. @default 'prefix' */
   routing?: UpstreamRouting
@@ -67,9 +67,10 @@ export class UpstreamCatalog {
    */
   find (name: string, route?: UpstreamRoute): UpstreamModel | null {
     const key = name.toLowerCase()
-    if (this.isLocal(name)) return null
-    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
     const exclude = route?.exclude
+    // A stored model is served here, or by an upstream sharing it (`share`); a request moving off one goes to another.
+    if (this.isLocal(name) && exclude === undefined) return null
+    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
     const healthy = offers.filter((m) => m.healthy && exclude?.has(m.upstream.name) !== true)
     if (exclude !== undefined) return healthy.length === 0 ? null : healthy[this.pick(key, healthy, route!)]!
     if (offers.length === 0) return this.underDown(name)
@@ -77,8 +78,27 @@ export class UpstreamCatalog {
     return route === undefined ? healthy[0]! : healthy[this.pick(key, healthy, route)]!
   }
 
+  /**
+   * Where a request for a model stored here goes when healthy upstreams list it under the same name (replicas, or a
+   * box with the same models: an upstream without a prefix): this gateway is one more candidate, its requests in
+   * flight and slots `localLoad`, and the request is routed among them as among upstreams. Null: serve it here.
+   */
+  share (name: string, route: UpstreamRoute, localLoad: () => { active: number, limit: number }): UpstreamModel | null {
+    const key = name.toLowerCase()
+    const healthy = this.models().filter((m) => m.healthy && m.name.toLowerCase() === key)
+    if (healthy.length === 0) return null
+    const { load } = route
+    const shared: UpstreamRoute = { ...route, ...(load ? { load: (u) => u === LOCAL ? localLoad() : load(u) } : {}) }
+    const at = this.pickAmong(key, [LOCAL, ...healthy.map((m) => m.upstream.name)], shared)
+    return at === 0 ? null : healthy[at - 1]!
+  }
+
   private pick (key: string, healthy: UpstreamModel[], route: UpstreamRoute): number {
-    return pickUpstream(healthy.map((m) => m.upstream.name), this.routing, route, () => {
+    return this.pickAmong(key, healthy.map((m) => m.upstream.name), route)
+  }
+
+  private pickAmong (key: string, names: string[], route: UpstreamRoute): number {
+    return pickUpstream(names, this.routing, route, () => {
       const turn = this.turns.get(key) ?? 0
       this.turns.set(key, turn + 1)
       return turn

@@ -12,6 +12,9 @@ export interface UpstreamRoute {
 
 export type UpstreamRouting = 'prefix' | 'round_robin'
 
+/** The name this gateway's own copy of a model goes by among the upstreams sharing it: no upstream's name can be it. */
+export const LOCAL = '(local)'
+
 /**
  * Which of `names` (healthy upstreams offering one model) takes a request. By prefix: rendezvous hashing of the
  * affinity text over the names, so that an upstream going away moves only its own conversations and the others keep
