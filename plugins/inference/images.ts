@@ -101,9 +101,9 @@ export function withImages (text: string, images: ImagePart[]): string | Array<I
   return images.length === 0 ? text : [...images, { type: 'text', text }]
 }
 
-/** @throws BadRequestError when the model has no vision projector */
+/** @throws BadRequestError when the model has no vision projector (an upstream's: the upstream knows, and answers) */
 function requireVision (record: ModelRecord): void {
-  if (record.projector === null) {
+  if (record.projector === null && record.upstream === undefined) {
     throw new BadRequestError(`model "${record.name}" does not support images: it has no vision projector (mmproj); send text only, or use a vision model`, 'images_not_supported')
   }
 }

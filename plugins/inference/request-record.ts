@@ -3,7 +3,7 @@ import type { ModelRecord } from '../storage/model-record.js'
 /** Where a request's model may be: stored here, else offered by one of config.yaml's upstreams. */
 export interface RecordSources {
   store: { get(name: string): ModelRecord, lookup(name: string): ModelRecord | null }
-  upstreams: { find(name: string): { name: string } | null }
+  upstreams: { find(name: string): { name: string, upstream: { name: string } } | null }
 }
 
 /**
@@ -16,12 +16,12 @@ export function requestRecord ({ store, upstreams }: RecordSources, name: string
   if (stored !== null) return stored
   const found = upstreams.find(name)
   // Neither here nor upstream: the store says why (not a model name, or no such model).
-  return found === null ? store.get(name) : remoteRecord(found.name)
+  return found === null ? store.get(name) : remoteRecord(found.name, found.upstream.name)
 }
 
-function remoteRecord (name: string): ModelRecord {
+function remoteRecord (name: string, upstream: string): ModelRecord {
   const modified = new Date(0).toISOString()
-  // No projector known: images are refused here rather than sent to a model that may not read them.
+  // No projector here: images go to the upstream as they came, and it says whether its model reads them.
   const manifest = { version: 1 as const, name, format: 'gguf' as const, source: { type: 'import' as const }, files: [], primary: null, variants: [], projector: null, gguf: null, modified_at: modified }
-  return { id: name, name, size: 0, format: 'gguf', modified_at: modified, digest: '', dir: '', files: [], variants: [], gguf: null, kind: 'chat', projector: null, system: null, parameters: null, template: null, manifest }
+  return { id: name, name, size: 0, format: 'gguf', modified_at: modified, digest: '', dir: '', files: [], variants: [], gguf: null, kind: 'chat', projector: null, system: null, parameters: null, template: null, manifest, upstream }
 }

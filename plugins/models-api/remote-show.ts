@@ -56,8 +56,8 @@ export async function remoteShow (m: ShownRemoteModel, parameters: string, verbo
     template: typeof shown.template === 'string' ? shown.template : '',
     parameters: parameters !== '' ? parameters : typeof shown.parameters === 'string' ? shown.parameters : '',
     ...(typeof shown.system === 'string' && shown.system !== '' ? { system: shown.system } : {}),
-    // Images are not sent to an upstream's model (no projector is known here): no vision, whatever it says.
-    capabilities: Array.isArray(shown.capabilities) ? shown.capabilities.filter((c): c is string => typeof c === 'string' && c !== 'vision') : ['completion'],
+    // Images go to the upstream as they came: its model's capabilities are its own.
+    capabilities: Array.isArray(shown.capabilities) ? shown.capabilities.filter((c): c is string => typeof c === 'string') : ['completion'],
     modified_at: modified,
     remote_model: m.remoteModel,
     remote_host: m.upstream.url,

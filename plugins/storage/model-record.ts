@@ -30,6 +30,8 @@ export interface ModelRecord {
   /** The chat template it was created with (`/api/create`), used instead of the GGUF's; null: the GGUF's. */
   template: string | null
   manifest: Manifest
+  /** Set on the empty record of an upstream's model (plugins/inference/request-record.ts): the upstream's name. Nothing of it is stored here. */
+  upstream?: string
 }
 
 /** The record of a whole model: its manifest, read from (or just written to) `dir`, whose text hashes to `digest`. */
