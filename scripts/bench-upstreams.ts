@@ -1,3 +1,6 @@
+import { execFileSync } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
+import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import { Pool } from 'undici'
 import { conversationAffinity } from '../plugins/inference/conversation-affinity.js'
@@ -13,7 +16,8 @@ import { percentile } from './stats.js'
  *    turns (round robin), each on conversations of its own: the backs' cached prompt tokens say how much of each
  *    prompt was already in the slot it landed on.
  * 2. The front's added time to first token: the same stream through the front and straight to a back, in turn,
- *    at 1 and at 8 streams at once.
+ *    at 1 and at 8 streams at once; first with every process on every core, then with the front on a core of its
+ *    own (taskset) and the backs, their runtime and this client on the others.
  */
 export interface UpstreamsOptions {
   build: RuntimeBuild
@@ -93,24 +97,42 @@ export async function benchUpstreams (o: UpstreamsOptions): Promise<Record<strin
     // straight to that same back (the front's own routing, asked here).
     const body = { model: MODEL, messages: [{ role: 'user', content: prose(o.words, 424242) }], max_tokens: 4, temperature: 0, ignore_eos: true }
     const mapped = backPools[pickUpstream(['a', 'b'], 'prefix', { affinity: () => conversationAffinity(body) }, () => 0)]!
-    const ttft: Record<string, { direct_p50_ms: number, front_p50_ms: number, added_p50_ms: number }> = {}
-    for (const level of LEVELS) {
-      const direct: number[] = []
-      const front: number[] = []
-      for (let round = 0; round < o.rounds; round++) {
-        // In turn, first one then the other: neither always meets a machine the other just warmed.
-        const order = round % 2 === 0 ? ['direct', 'front'] as const : ['front', 'direct'] as const
-        for (const which of order) {
-          const target = which === 'direct' ? mapped : frontPools.prefix
-          const model = which === 'direct' ? MODEL : ROUTED
-          const results = await Promise.all(Array.from({ length: level }, () => must(chatStream(target, { ...body, model }), `${which} at ${level}`)))
-          ;(which === 'direct' ? direct : front).push(...results.map((r) => r.ttftMs))
+    const ttft: Record<string, Record<string, { direct_p50_ms: number, front_p50_ms: number, added_p50_ms: number }>> = {}
+    const compare = async (layout: string): Promise<void> => {
+      ttft[layout] = {}
+      for (const level of LEVELS) {
+        const direct: number[] = []
+        const front: number[] = []
+        for (let round = 0; round < o.rounds; round++) {
+          // In turn, first one then the other: neither always meets a machine the other just warmed.
+          const order = round % 2 === 0 ? ['direct', 'front'] as const : ['front', 'direct'] as const
+          for (const which of order) {
+            const target = which === 'direct' ? mapped : frontPools.prefix
+            const model = which === 'direct' ? MODEL : ROUTED
+            const results = await Promise.all(Array.from({ length: level }, () => must(chatStream(target, { ...body, model }), `${which} at ${level}`)))
+            ;(which === 'direct' ? direct : front).push(...results.map((r) => r.ttftMs))
+          }
         }
+        const d = percentile(direct, 50)
+        const f = percentile(front, 50)
+        ttft[layout][`streams_${level}`] = { direct_p50_ms: round3(d), front_p50_ms: round3(f), added_p50_ms: round3(f - d) }
+        o.say(`  ${layout}: time to first token at ${level} stream(s), p50 of ${direct.length}: direct ${d.toFixed(2)} ms, through the front ${f.toFixed(2)} ms, added ${(f - d).toFixed(2)} ms`)
       }
-      const d = percentile(direct, 50)
-      const f = percentile(front, 50)
-      ttft[`streams_${level}`] = { direct_p50_ms: round3(d), front_p50_ms: round3(f), added_p50_ms: round3(f - d) }
-      o.say(`  time to first token at ${level} stream(s), p50 of ${direct.length}: direct ${d.toFixed(2)} ms, through the front ${f.toFixed(2)} ms, added ${(f - d).toFixed(2)} ms`)
+    }
+    // Every process on every core, as they come: the front competes with the backs, their runtime and this client.
+    await compare('shared_cores')
+    // The front on a core of its own and everything else on the others, as a front on its own machine would be: what
+    // it adds then is its own work, not the backs' share of the CPU it takes.
+    const cores = availableParallelism()
+    if (cores >= 2) {
+      const rest = cores === 2 ? '0' : `0-${cores - 2}`
+      for (const pid of [process.pid, ...backs.flatMap((b) => processTree(b.child.pid!))]) pin(pid, rest)
+      for (const pid of processTree(fronts.prefix.child.pid!)) pin(pid, String(cores - 1))
+      try {
+        await compare('front_on_its_own_core')
+      } finally {
+        pin(process.pid, `0-${cores - 1}`)
+      }
     }
     return {
       model: 'tiny random-weight llama (64 x 2 layers), the same file on both backs',
@@ -138,6 +160,18 @@ function shuffled<T> (items: T[], seed: number): T[] {
     ;[out[i], out[j]] = [out[j]!, out[i]!]
   }
   return out
+}
+
+/** Every thread of `pid` on `cores` (taskset's list form); its children started later inherit it. */
+function pin (pid: number, cores: string): void {
+  execFileSync('taskset', ['-a', '-p', '-c', cores, String(pid)], { stdio: 'ignore' })
+}
+
+/** `pid` and its descendants (a gateway and the llama-servers it started), from /proc. */
+function processTree (pid: number): number[] {
+  const children = readdirSync(`/proc/${pid}/task`).flatMap((tid) =>
+    readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').split(' ').filter((c) => c !== '').map(Number))
+  return [pid, ...children.flatMap(processTree)]
 }
 
 function round3 (n: number): number { return Math.round(n * 1000) / 1000 }

@@ -41,16 +41,15 @@ export default fp(async (app) => {
   observeServices(metrics, { scheduler, puller: app.puller, converter: app.converter })
   registerUsageSeries(metrics.registry, app.usage)
 
-  // The model label is the stored model's name, or empty: a name nobody stored (a 404) must not make a series of
-  // its own, or any client could grow the metrics without bound.
+  // The model label is the stored model's name, or an upstream's as it lists it, or empty: a name nobody stored or
+  // lists (a 404) must not make a series of its own, or any client could grow the metrics without bound.
   const modelOf = (request: FastifyRequest): string => {
     const name = modelNamedIn(request.body)
     if (name === undefined) return ''
-    try {
-      return store.find(name)?.name ?? ''
-    } catch {
-      return '' // not a model name at all
-    }
+    const stored = store.lookup(name)
+    if (stored !== null) return stored.name
+    const remote = app.upstreams.find(name)
+    return remote !== null && remote.healthy ? remote.name : ''
   }
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url
@@ -79,4 +78,4 @@ export default fp(async (app) => {
   await admin.listen({ host: listen.host, port: listen.port })
   app.addHook('onClose', () => admin.close())
   app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
-}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert', 'usage'] })
+}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })

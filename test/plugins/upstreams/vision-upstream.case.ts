@@ -43,6 +43,11 @@ t.test('an image to an upstream\'s vision model reaches it on every surface; a t
   const anSeen = await anthropic.messages.create({ model, max_tokens: 1, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'base64', media_type: 'image/png', data: PNG } }, { type: 'text', text: 'What is it?' }] }] })
   t.equal(anSeen.usage.input_tokens, anPlain.usage.input_tokens + IMAGE_TOKENS, 'anthropic messages with a base64 image block')
 
+  // Counted under the name served here, like a stored model's requests.
+  const metrics = await (await fetch(`${front.url}/metrics`)).text()
+  t.match(metrics, /llamagate_requests_total\{[^}]*model="back\/acme\/vision"[^}]*status="200"[^}]*\} \d+/, 'requests by the upstream model\'s name')
+  t.match(metrics, /llamagate_generated_tokens_total\{model="back\/acme\/vision"\} [1-9]/, 'and its tokens')
+
   // A text model: the upstream's own refusal, in the surface's shape; a bad image still stops at the front.
   const refused = await post(`${front.url}/api/chat`, { model: 'back/acme/text', messages: [{ ...question, images: [PNG] }], stream: false })
   t.equal(refused.status, 400)
