@@ -1,6 +1,7 @@
 import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
 import { sseData } from './sse-events.js'
+import { RelaySockets } from './relay-sockets.js'
 import { relayStream, type RelayProgress, type RelaySink } from './stream-relay.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom, withoutSecrets } from './runtime-error.js'
@@ -35,6 +36,8 @@ export interface RuntimeEndpointOptions {
    * (an upstream's), where the surfaces use the gateway's. @default unset: bodies go as given
    */
   model?: string
+  /** Keep the connections of streamed answers for the next stream (an upstream; llama-server closes them). @default false */
+  keepStreams?: boolean
 }
 
 /**
@@ -52,6 +55,8 @@ export class RuntimeEndpoint {
   /** The address's own path, put before every request's. */
   private readonly prefix: string
   private connections: Pool | null = null
+  /** Connections kept between streamed answers, when the runtime keeps them alive. */
+  private readonly streams: RelaySockets | null
   private closed = false
 
   constructor (options: RuntimeEndpointOptions) {
@@ -61,6 +66,7 @@ export class RuntimeEndpoint {
     this.headers = options.headers
     this.model = options.model
     this.prefix = addressTarget(options.address).prefix
+    this.streams = options.keepStreams === true ? new RelaySockets() : null
   }
 
   /** The runtime's whole answer to a POST, as text. @throws the runtime's own error, as a gateway error */
@@ -88,7 +94,7 @@ export class RuntimeEndpoint {
    */
   relay (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
     // The hot path: a local runtime's stream, sent as given.
-    if (this.model === undefined && this.headers === undefined) return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
+    if (this.model === undefined && this.headers === undefined && this.streams === null) return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
     return this.relayAdapted(path, payload, sink, progress, signal)
   }
 
@@ -148,6 +154,7 @@ export class RuntimeEndpoint {
   /** Closes the pooled connections, if any were made; a request asked for later gets the pool's "destroyed" error. */
   async close (): Promise<void> {
     this.closed = true
+    this.streams?.close()
     await this.connections?.destroy().catch(() => {})
   }
 
@@ -196,7 +203,7 @@ export class RuntimeEndpoint {
   private async relayAdapted (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
     const body = this.model === undefined ? payload : JSON.stringify(this.withModel(JSON.parse(payload)))
     try {
-      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}) })
+      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}), ...(this.streams !== null && !this.closed ? { sockets: this.streams } : {}) })
     } catch (err) {
       throw this.redacted(err)
     }

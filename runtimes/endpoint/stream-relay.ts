@@ -3,12 +3,14 @@ import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
 import { ChunkFraming } from './chunk-framing.js'
 import { ReadSlab } from './read-slab.js'
+import type { RelaySockets } from './relay-sockets.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
 import { runtimeErrorFrom } from './runtime-error.js'
 
 /** How long a runtime may send nothing in the middle of a stream before the request is given up. */
 const SILENCE_MS = 300_000
 const HEAD_END = Buffer.from('\r\n\r\n')
+const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 const MAX_HEAD = 64 << 10
 
 /**
@@ -55,7 +57,15 @@ export interface RelayRequest {
   progress: RelayProgress
   /** Aborted when the client goes or the runtime is stopped: the relay ends with its reason. */
   signal: AbortSignal
+  /**
+   * Connections kept between streams (an upstream keeps them alive; llama-server closes its own after every stream):
+   * one is taken if idle, and given back when the answer ended cleanly. @default none: a connection per stream
+   */
+  sockets?: RelaySockets
 }
+
+/** A kept connection the upstream had closed as the request went out: nothing was answered, so it is sent again. */
+class StaleSocket extends Error {}
 
 export interface RelayProgress {
   /** How many of the last bytes of the body to keep in `tail`. */
@@ -80,7 +90,17 @@ export interface RelayProgress {
  * Resolves once the runtime ended the body properly (`progress.tail` then holds its last bytes); rejects when
  * the runtime answered an error (before anything was sent to the client), broke off, or `signal` was aborted.
  */
-export function relayStream ({ name, address, path, headers, payload, sink: stream, progress, signal }: RelayRequest): Promise<void> {
+export function relayStream (request: RelayRequest): Promise<void> {
+  const kept = request.sockets?.take() ?? null
+  if (kept === null) return relayOnce(request, null)
+  return relayOnce(request, kept).catch(async (err: unknown) => {
+    if (err instanceof StaleSocket) return relayOnce(request, null)
+    throw err
+  })
+}
+
+/** One relay on `kept` (a connection kept from an earlier stream) or on a new connection. */
+function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets }: RelayRequest, kept: Socket | null): Promise<void> {
   const { socketPath } = address
   const target = addressTarget(address)
   let extraHead = ''
@@ -88,34 +108,73 @@ export function relayStream ({ name, address, path, headers, payload, sink: stre
   return new Promise<void>((resolve, reject) => {
     const slab = new ReadSlab()
     const onread = { buffer: () => slab.next(), callback: (n: number, space: Uint8Array): boolean => { onBytes(slab.take(space as Buffer, n)); return true } }
-    const upstream = socketPath !== null
-      ? connect({ path: socketPath, onread })
+    // A connection that may be kept is read by event (onread is fixed when a socket is made, to one relay's reader).
+    const byEvent = sockets !== undefined || (target.tls && socketPath === null)
+    const upstream = kept ?? (socketPath !== null
+      ? connect({ path: socketPath, ...(byEvent ? {} : { onread }) })
       : target.tls
-        // An https upstream: the same bytes over TLS (read by event: onread is net's alone), the certificate checked.
+        // An https upstream: the same bytes over TLS, the certificate checked.
         ? connectTls({ host: target.host, port: target.port, servername: isIP(target.host) === 0 ? target.host : undefined, ALPNProtocols: ['http/1.1'] })
-        : connect({ host: target.host, port: target.port, noDelay: true, onread })
-    if (target.tls && socketPath === null) {
-      upstream.setNoDelay(true)
-      upstream.on('data', onBytes)
-    }
+        : connect({ host: target.host, port: target.port, noDelay: true, ...(byEvent ? {} : { onread }) }))
+    if (target.tls && socketPath === null && kept === null) upstream.setNoDelay(true)
+    if (byEvent) upstream.on('data', onBytes)
+    // A kept connection may have been paused by the last stream's client backing up.
+    if (kept !== null) kept.resume()
     let settled = false
+    // Whether any byte of the answer came: a kept connection that fails before that was stale, not the request.
+    let answered = false
+    // The answer ended cleanly, with nothing after it, and the upstream did not say it closes: the connection may serve the next stream.
+    let reusable = false
+    const onError = (err: unknown): void => finish(err)
+    const onClose = (): void => finish(new Error('the runtime ended the stream early'))
+    // The error answer read whole: the runtime's own words, as a gateway error.
+    const refused = (): void => {
+      const body = Buffer.concat(errorBody)
+      errorBody = []
+      finish(runtimeErrorFrom(errorStatus, (framing !== null ? ChunkFraming.payload(body) : body).toString('utf8')))
+    }
+    const onEnd = (): void => {
+      if (errorStatus !== 0) {
+        refused()
+      } else if (head === null && framing === null) {
+        finish(null) // an identity body ends with the connection
+      } else {
+        finish(new Error('the runtime ended the stream early'))
+      }
+    }
     const finish = (err: unknown): void => {
       if (settled) return
       settled = true
       signal.removeEventListener('abort', onAbort)
-      upstream.destroy()
-      if (err === null) resolve(); else reject(err)
+      // The answer (or the runtime's refusal) read whole: the connection is fit for the next stream.
+      if (reusable && sockets !== undefined) {
+        upstream.setTimeout(0)
+        upstream.removeListener('data', onBytes)
+        upstream.removeListener('error', onError)
+        upstream.removeListener('close', onClose)
+        upstream.removeListener('end', onEnd)
+        sockets.give(upstream)
+      } else {
+        upstream.destroy()
+      }
+      if (err !== null && kept !== null && !answered && !signal.aborted) reject(new StaleSocket('the kept connection was closed'))
+      else if (err === null) resolve()
+      else reject(err)
     }
     const onAbort = (): void => finish(signal.reason)
     if (signal.aborted) { onAbort(); return }
     signal.addEventListener('abort', onAbort, { once: true })
     upstream.setTimeout(SILENCE_MS, () => finish(new RuntimeError(`the runtime of model "${name}" sent nothing for ${SILENCE_MS / 1000} s`)))
-    upstream.once('error', (err) => finish(err))
-    upstream.once('close', () => finish(new Error('the runtime ended the stream early')))
-    upstream.write(`POST ${target.prefix}${path} HTTP/1.1\r\nHost: ${target.hostHeader}\r\n${extraHead}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: close\r\n\r\n${payload}`)
+    upstream.once('error', onError)
+    upstream.once('close', onClose)
+    upstream.once('end', onEnd)
+    const connection = sockets !== undefined ? 'keep-alive' : 'close'
+    upstream.write(`POST ${target.prefix}${path} HTTP/1.1\r\nHost: ${target.hostHeader}\r\n${extraHead}Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(payload)}\r\nConnection: ${connection}\r\n\r\n${payload}`)
 
     let head: Buffer | null = Buffer.alloc(0)
     let framing: ChunkFraming | null = null
+    // Bytes of a body whose length the head gave (not chunked): Infinity until it is known.
+    let remaining = Infinity
     let errorStatus = 0
     let errorBody: Buffer[] = []
     let client: Socket | null = null
@@ -142,7 +201,12 @@ export function relayStream ({ name, address, path, headers, payload, sink: stre
       }
     }
 
+    // Whether the upstream said it closes the connection after this answer.
+    let closes = false
+    // The last chunk and its CRLF ended this read, with no trailer and nothing after them, and the connection stays open.
+    const endsCleanly = (bytes: Buffer): boolean => !closes && bytes.length >= LAST_CHUNK.length && bytes.subarray(-LAST_CHUNK.length).equals(LAST_CHUNK)
     function onBytes (bytes: Buffer): void {
+      answered = true
       try {
         if (head !== null) {
           const seen: Buffer = head.length === 0 ? bytes : Buffer.concat([head, bytes])
@@ -157,6 +221,9 @@ export function relayStream ({ name, address, path, headers, payload, sink: stre
           const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(text)?.[1] ?? 0)
           if (status === 0) throw new Error('the runtime answered something that is not HTTP')
           const chunked = /\r\ntransfer-encoding:[^\r]*chunked/i.test(text)
+          closes = /\r\nconnection:[^\r]*close/i.test(text)
+          const length = /\r\ncontent-length:\s*(\d+)/i.exec(text)
+          if (!chunked && length !== null) remaining = Number(length[1])
           if (chunked) framing = new ChunkFraming(progress.tailBytes)
           if (status === 200) {
             stream.open()
@@ -166,27 +233,34 @@ export function relayStream ({ name, address, path, headers, payload, sink: stre
           }
           bytes = seen.subarray(end + 4)
         }
-        if (errorStatus !== 0) { errorBody.push(bytes); return }
+        // A kept-alive connection is not closed after an answer: its end is where its framing or length says.
+        if (errorStatus !== 0) {
+          if (framing !== null) {
+            errorBody.push(framing.push(bytes))
+            if (framing.finished) { reusable = endsCleanly(bytes); refused() }
+          } else {
+            errorBody.push(bytes)
+            remaining -= bytes.length
+            if (remaining <= 0) { reusable = !closes && remaining === 0; refused() }
+          }
+          return
+        }
         if (framing !== null) {
           forward(framing.push(bytes), true)
           progress.tail = framing.tail
-          if (framing.finished) finish(null)
+          if (framing.finished) {
+            reusable = endsCleanly(bytes)
+            finish(null)
+          }
         } else {
           forward(bytes, false)
+          remaining -= bytes.length
+          if (remaining <= 0) finish(null)
           progress.tail = Buffer.concat([progress.tail, bytes]).subarray(-progress.tailBytes)
         }
       } catch (err) {
         finish(err)
       }
     }
-    upstream.once('end', () => {
-      if (errorStatus !== 0) {
-        const body = Buffer.concat(errorBody)
-        errorBody = []
-        finish(runtimeErrorFrom(errorStatus, (framing !== null ? ChunkFraming.payload(body) : body).toString('utf8')))
-      } else if (head === null && framing === null) {
-        finish(null) // an identity body ends with the connection
-      }
-    })
   })
 }

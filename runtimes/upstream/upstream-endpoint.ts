@@ -34,6 +34,9 @@ export class UpstreamEndpoint extends RuntimeEndpoint {
       slots: upstream.maxConcurrent,
       ...(upstream.key !== null ? { headers: { authorization: `Bearer ${upstream.key}` } } : {}),
       model: remoteModel,
+      // Unlike llama-server, engines keep a connection after a streamed answer: the next stream skips the connect
+      // (and an https upstream's handshake).
+      keepStreams: true,
     })
     this.calls = {
       // The base class's calls as they are: never back through this class's detours.
