@@ -31,7 +31,8 @@ export class RelaySockets {
       if (at !== -1) this.idle.splice(at, 1)
       socket.destroy()
     }
-    socket.setTimeout(IDLE_MS, drop)
+    socket.setTimeout(IDLE_MS)
+    socket.once('timeout', drop)
     // Bytes nobody asked for, or the upstream hanging up: not a connection to send the next stream on.
     socket.once('data', drop)
     socket.once('end', drop)
@@ -54,7 +55,7 @@ export class RelaySockets {
     if (drop === undefined) return
     IDLE_HANDLERS.delete(socket)
     socket.setTimeout(0)
-    for (const event of ['data', 'end', 'error', 'close']) socket.removeListener(event, drop)
+    for (const event of ['timeout', 'data', 'end', 'error', 'close']) socket.removeListener(event, drop)
   }
 }
 

@@ -149,6 +149,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       // The answer (or the runtime's refusal) read whole: the connection is fit for the next stream.
       if (reusable && sockets !== undefined) {
         upstream.setTimeout(0)
+        upstream.removeListener('timeout', onSilence)
         upstream.removeListener('data', onBytes)
         upstream.removeListener('error', onError)
         upstream.removeListener('close', onClose)
@@ -164,7 +165,8 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
     const onAbort = (): void => finish(signal.reason)
     if (signal.aborted) { onAbort(); return }
     signal.addEventListener('abort', onAbort, { once: true })
-    upstream.setTimeout(SILENCE_MS, () => finish(new RuntimeError(`the runtime of model "${name}" sent nothing for ${SILENCE_MS / 1000} s`)))
+    const onSilence = (): void => finish(new RuntimeError(`the runtime of model "${name}" sent nothing for ${SILENCE_MS / 1000} s`))
+    upstream.setTimeout(SILENCE_MS, onSilence)
     upstream.once('error', onError)
     upstream.once('close', onClose)
     upstream.once('end', onEnd)
