@@ -1,4 +1,4 @@
-import { ContextExceededError } from '../../core/errors.js'
+import { ContextExceededError, RuntimeError } from '../../core/errors.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import type { Logger } from '../../core/logger.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
@@ -89,7 +89,15 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
       try {
         return await run.work(lease)
       } catch (err) {
-        if (!(err instanceof ContextExceededError) || (run.stream?.hasData ?? run.stream?.isOpen) === true || attempt >= MAX_REFITS) throw err
+        const answering = (run.stream?.hasData ?? run.stream?.isOpen) === true
+        // A stored model shared with upstreams, all of which failed before a byte of the answer: served here instead.
+        if (!answering && !request.here && isUpstreamUnavailable(err) && leases.storedHere?.(model) === true) {
+          lease.release()
+          request.here = true
+          lease = await leases.acquire(model, request)
+          continue
+        }
+        if (!(err instanceof ContextExceededError) || answering || attempt >= MAX_REFITS) throw err
         const fit = await lease.fitPrompt(err.promptTokens)
         if (fit.grown) {
           lease.release()
@@ -108,4 +116,8 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
   } finally {
     lease.release()
   }
+}
+
+function isUpstreamUnavailable (err: unknown): boolean {
+  return err instanceof RuntimeError && err.code === 'upstream_unavailable'
 }

@@ -62,6 +62,11 @@ export interface AcquireRequest {
    * several upstreams offer its model: the same conversation goes to the same one, whose prompt cache holds it.
    */
   affinity?: () => string
+  /**
+   * Served by this gateway's own copy of the model, not by an upstream sharing it: every upstream it could go to
+   * failed before any of its answer was sent (runLeased). @default false
+   */
+  here?: boolean
 }
 
 /**
@@ -88,6 +93,8 @@ export interface LeaseSource {
   modelName(name: string): string
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   acquire(name: string, request?: AcquireRequest): Promise<Lease>
+  /** Whether `name` (as modelName gives it) is stored here, so that `acquire` with `here` can serve it. */
+  storedHere?(name: string): boolean
 }
 
 /** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */

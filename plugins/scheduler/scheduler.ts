@@ -114,13 +114,17 @@ export class Scheduler implements LeaseSource {
     })
   }
 
+  storedHere (name: string): boolean {
+    return this.deps.store.lookup(name) !== null
+  }
+
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const { store, settings } = this.deps
     const model = store.lookup(name)
     if (model === null) return await this.acquireUpstream(this.upstreamFor(name, request), request)
-    const shared = this.sharedUpstream(model.name, request)
+    const shared = request.here === true ? null : this.sharedUpstream(model.name, request)
     if (shared !== null) return await this.acquireUpstream(shared, request)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)

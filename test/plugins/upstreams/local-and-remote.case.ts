@@ -5,7 +5,8 @@ import { conversation, serveBack, stopBack } from './two-backs.js'
 
 // A model stored here that two upstreams list under the same name (no prefix: replicas, or a box with the same
 // models): the front is one more place for it. Each conversation stays where it started, on the front's own copy or on
-// one of the backs, and conversations spread over all three; a back stopped, its conversations come to the others.
+// one of the backs, and conversations spread over all three; a back stopped, its conversations come to the others;
+// every back stopped, the front's own copy answers what they would have.
 
 const MODEL = 'acme/chat'
 
@@ -52,4 +53,12 @@ t.test('a stored model shared with upstreams listing it: every conversation in o
     if (placed[n] === 'a') t.ok(movedToA.includes(`question ${n}`), `conversation ${n} stays on a`)
     if (placed[n] === 'front') t.notOk(movedToA.includes(`question ${n}`), `conversation ${n} stays on the front`)
   }
+
+  // a stopped too, before any probe knows: a's conversations find no upstream left, and the front's own copy answers.
+  await stopBack(a)
+  const onA = placed.flatMap((p, n) => p === 'a' ? [n] : [])
+  for (const n of onA) t.equal((await turn(n, 3)).status, 200, `conversation ${n}: answered here when every upstream failed`)
+  const streamed = await post(`${front.url}/api/chat`, { model: MODEL, messages: conversation(onA[0]!, 4), options: { num_predict: 2 } })
+  t.equal(streamed.status, 200, 'a stream too, before its first byte')
+  t.match(await streamed.text(), /"done":true/)
 })
