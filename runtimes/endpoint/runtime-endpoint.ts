@@ -38,6 +38,11 @@ export interface RuntimeEndpointOptions {
   model?: string
   /** Keep the connections of streamed answers for the next stream (an upstream; llama-server closes them). @default false */
   keepStreams?: boolean
+  /**
+   * The name the client asked for, where `model` differs from it (an upstream's model under a prefix): answers name
+   * `model`, and are given this name back. @default unset: answers go as the runtime gave them
+   */
+  servedAs?: string
 }
 
 /**
@@ -57,6 +62,8 @@ export class RuntimeEndpoint {
   private connections: Pool | null = null
   /** Connections kept between streamed answers, when the runtime keeps them alive. */
   private readonly streams: RelaySockets | null
+  /** Puts the client's name for the model back into what the runtime answered, or null when the names are the same. */
+  private readonly renamed: ((data: Buffer) => Buffer) | null
   private closed = false
 
   constructor (options: RuntimeEndpointOptions) {
@@ -67,11 +74,13 @@ export class RuntimeEndpoint {
     this.model = options.model
     this.prefix = addressTarget(options.address).prefix
     this.streams = options.keepStreams === true ? new RelaySockets() : null
+    this.renamed = options.model !== undefined && options.servedAs !== undefined && options.servedAs !== options.model ? modelRenaming(options.model, options.servedAs) : null
   }
 
   /** The runtime's whole answer to a POST, as text. @throws the runtime's own error, as a gateway error */
   async post (path: string, body: unknown, signal: AbortSignal): Promise<string> {
-    return readText(await this.request(path, body, signal))
+    const text = await readText(await this.request(path, body, signal))
+    return this.renamed === null ? text : this.renamed(Buffer.from(text)).toString('utf8')
   }
 
   /** The runtime's whole answer to a POST, parsed. */
@@ -203,7 +212,7 @@ export class RuntimeEndpoint {
   private async relayAdapted (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
     const body = this.model === undefined ? payload : JSON.stringify(this.withModel(JSON.parse(payload)))
     try {
-      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}), ...(this.streams !== null && !this.closed ? { sockets: this.streams } : {}) })
+      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}), ...(this.streams !== null && !this.closed ? { sockets: this.streams } : {}), ...(this.renamed !== null ? { rewrite: this.renamed } : {}) })
     } catch (err) {
       throw this.redacted(err)
     }
@@ -256,4 +265,21 @@ async function readText (body: Readable): Promise<string> {
   const chunks: Buffer[] = []
   for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk)
   return Buffer.concat(chunks).toString('utf8')
+}
+
+/**
+ * Replaces the runtime's name for the model with the client's wherever an answer names it: `"model":"<name>"`, as
+ * llama-server and Node write JSON, or `"model": "<name>"`, as Python's json module does (vLLM, SGLang). Only that
+ * key with exactly that value: a message's text holding the words is escaped JSON and never matches.
+ */
+function modelRenaming (runtimeName: string, clientName: string): (data: Buffer) => Buffer {
+  const value = JSON.stringify(runtimeName)
+  const replacement = JSON.stringify(clientName)
+  const patterns = [Buffer.from(`"model":${value}`), Buffer.from(`"model": ${value}`)]
+  return (data) => {
+    if (!patterns.some((p) => data.includes(p))) return data
+    let text = data.toString('utf8')
+    text = text.split(`"model":${value}`).join(`"model":${replacement}`).split(`"model": ${value}`).join(`"model": ${replacement}`)
+    return Buffer.from(text)
+  }
 }

@@ -62,6 +62,11 @@ export interface RelayRequest {
    * one is taken if idle, and given back when the answer ended cleanly. @default none: a connection per stream
    */
   sockets?: RelaySockets
+  /**
+   * Rewrites each forwarded piece of the body (whole chunks' data: an upstream's model name put back to the one the
+   * client asked for). The data then goes unframed to the sink, which frames it again. @default none: bytes as they came
+   */
+  rewrite?: (data: Buffer) => Buffer
 }
 
 /** A kept connection the upstream had closed as the request went out: nothing was answered, so it is sent again. */
@@ -100,7 +105,7 @@ export function relayStream (request: RelayRequest): Promise<void> {
 }
 
 /** One relay on `kept` (a connection kept from an earlier stream) or on a new connection. */
-function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets }: RelayRequest, kept: Socket | null): Promise<void> {
+function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets, rewrite }: RelayRequest, kept: Socket | null): Promise<void> {
   const { socketPath } = address
   const target = addressTarget(address)
   let extraHead = ''
@@ -198,7 +203,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), (framed ? ChunkFraming.payload(bytes) : bytes).subarray(0, wanted)])
       if (client !== null) {
         if (!client.write(bytes)) backOff(stream.drained(client))
-      } else if (!stream.writeRaw(framed ? ChunkFraming.payload(bytes) : bytes)) {
+      } else if (!stream.writeRaw(rewrite === undefined ? (framed ? ChunkFraming.payload(bytes) : bytes) : rewrite(framed ? ChunkFraming.payload(bytes) : bytes))) {
         backOff(stream.drained())
       }
     }
@@ -229,7 +234,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           if (chunked) framing = new ChunkFraming(progress.tailBytes)
           if (status === 200) {
             stream.open()
-            client = chunked ? stream.chunkedSocket() : null
+            client = chunked && rewrite === undefined ? stream.chunkedSocket() : null
           } else {
             errorStatus = status
           }

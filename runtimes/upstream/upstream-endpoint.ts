@@ -37,6 +37,8 @@ export class UpstreamEndpoint extends RuntimeEndpoint {
       // Unlike llama-server, engines keep a connection after a streamed answer: the next stream skips the connect
       // (and an https upstream's handshake).
       keepStreams: true,
+      // Answers say the name the client asked for (the prefix's), as a local model's do.
+      servedAs: upstream.prefix + remoteModel,
     })
     this.calls = {
       // The base class's calls as they are: never back through this class's detours.

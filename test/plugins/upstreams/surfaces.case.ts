@@ -107,7 +107,7 @@ t.test('each surface of the front answers through each kind of upstream', async 
       const completion = await post(`${url}/v1/completions`, { model, prompt, max_tokens: TOKENS, temperature: 0 })
       const text = await completion.json() as { model: string, choices: Array<{ text: string, finish_reason: string }>, usage: { completion_tokens: number } }
       t.equal(completion.status, 200, `${model}: /v1/completions ${JSON.stringify(text)}`)
-      t.match(text, { choices: [{ finish_reason: 'length' }], usage: { completion_tokens: TOKENS } })
+      t.match(text, { model, choices: [{ finish_reason: 'length' }], usage: { completion_tokens: TOKENS } })
       const sse = await sseEvents(await post(`${url}/v1/completions`, { model, prompt, max_tokens: TOKENS, temperature: 0, stream: true }))
       t.equal(sse.at(-1), '[DONE]', `${model}: /v1/completions streamed`)
       t.ok(sse.some((e) => ((e as { choices?: Array<{ text?: string }> }).choices?.[0]?.text ?? '') !== ''), `${model}: streamed text`)
@@ -116,11 +116,28 @@ t.test('each surface of the front answers through each kind of upstream', async 
       const response = await post(`${url}/v1/responses`, { model, input: prompt, max_output_tokens: TOKENS, temperature: 0 })
       const made = await response.json() as { status: string, output: Array<{ content: Array<{ text: string }> }>, usage: { output_tokens: number, input_tokens: number } }
       t.equal(response.status, 200, `${model}: /v1/responses ${JSON.stringify(made)}`)
-      t.match(made, { status: 'incomplete', usage: { output_tokens: TOKENS } }, `${model}: /v1/responses, cut at max_output_tokens`)
+      t.match(made, { model, status: 'incomplete', usage: { output_tokens: TOKENS } }, `${model}: /v1/responses, cut at max_output_tokens`)
       t.ok(made.output[0]!.content[0]!.text.length > 0 && made.usage.input_tokens > 0)
       const events = await namedEvents(await post(`${url}/v1/responses`, { model, input: prompt, max_output_tokens: TOKENS, temperature: 0, stream: true })) as Array<{ type: string, response?: { usage: { output_tokens: number } } }>
       t.same([events[0]!.type, events.at(-1)!.type], ['response.created', 'response.incomplete'], `${model}: /v1/responses streamed`)
       t.equal(events.at(-1)!.response!.usage.output_tokens, TOKENS)
+
+      // The chat surfaces (upstreams.case.ts asks them of kinds llamagate and openai with keys): here each kind, whole and streamed.
+      const messages = [{ role: 'user', content: prompt }]
+      const chat = await post(`${url}/api/chat`, { model, messages, stream: false, options })
+      t.match(await chat.json(), { model, done: true, done_reason: 'length', eval_count: TOKENS, message: { role: 'assistant' } }, `${model}: /api/chat whole`)
+      const chatLines = await ndjsonEvents(await post(`${url}/api/chat`, { model, messages, options }, { accept: 'application/x-ndjson' })) as Array<{ done: boolean, eval_count?: number }>
+      t.match(chatLines.at(-1), { done: true, eval_count: TOKENS }, `${model}: /api/chat streamed`)
+      const completionsChat = await post(`${url}/v1/chat/completions`, { model, messages, max_tokens: TOKENS, temperature: 0 })
+      t.match(await completionsChat.json(), { model, choices: [{ finish_reason: 'length' }], usage: { completion_tokens: TOKENS } }, `${model}: /v1/chat/completions whole`)
+      const chatSse = await sseEvents(await post(`${url}/v1/chat/completions`, { model, messages, max_tokens: TOKENS, temperature: 0, stream: true })) as Array<{ model?: string } | string>
+      t.equal(chatSse.at(-1), '[DONE]', `${model}: /v1/chat/completions streamed`)
+      t.same([...new Set(chatSse.slice(0, -1).map((e) => (e as { model?: string }).model))], [model], `${model}: every chunk under the name asked for`)
+      const anthropic = await post(`${url}/v1/messages`, { model, messages, max_tokens: TOKENS, temperature: 0 })
+      t.match(await anthropic.json(), { type: 'message', model, role: 'assistant', stop_reason: 'max_tokens', usage: { output_tokens: TOKENS } }, `${model}: /v1/messages whole`)
+      const anthropicEvents = await namedEvents(await post(`${url}/v1/messages`, { model, messages, max_tokens: TOKENS, temperature: 0, stream: true })) as Array<{ type: string, message?: { model: string } }>
+      t.same([anthropicEvents[0]!.type, anthropicEvents.at(-1)!.type], ['message_start', 'message_stop'], `${model}: /v1/messages streamed`)
+      t.equal(anthropicEvents[0]!.message?.model, model, `${model}: message_start under the name asked for`)
 
       // Ollama's load forms (`ollama run` sends one first): nothing to load here, answered as a local model's.
       const loaded = await post(`${url}/api/generate`, { model })
