@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
 import { importLongContextModel, post, serveTinyModels } from './inference.js'
 import { sseComments, streamText } from './stream-text.js'
-
+import { until } from './until.js'
 
 /** A stream's `event: <type>` lines: its events' names, in order (comments and data left out). */
 export const eventLines = (text: string): string[] => text.split('\n').filter((l) => l.startsWith('event: '))
@@ -41,4 +41,38 @@ export async function firstInLine (t: Test, url: string, path: string, body: unk
   t.match(sseComments(text)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
   t.same(eventLines(text), [], 'nothing but comments while it waits')
   return queued
+}
+
+/** A reader of a response's text as it comes. */
+export type StreamReader = ReturnType<typeof streamText>
+
+/**
+ * A fetch for an official client (its `fetch` option) that keeps a reader of each answer's body (a clone, read as
+ * it comes): what the client was sent, whatever it made of it. `sent()` waits for the first request's answer.
+ */
+export function watchedFetch (): { fetch: typeof fetch, sent: () => Promise<StreamReader> } {
+  let watched: StreamReader | undefined
+  return {
+    fetch: async (input, init) => {
+      const res = await fetch(input, init)
+      watched ??= streamText(res.clone())
+      return res
+    },
+    sent: () => until('the client\'s request sent', () => watched),
+  }
+}
+
+/**
+ * The client behind `firstInLine`'s request: once /api/ps has both in line (the holder serving, no expected wait
+ * before a measured request), its first bytes are its own report, `queued: position 2 of 2`.
+ */
+export async function secondInLine (t: Test, url: string, sent: () => Promise<StreamReader>, who: string): Promise<void> {
+  const ps = await until('two requests in line on /api/ps', async () => {
+    const m = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Array<Record<string, any>> }).models.find((e) => e.name === 'acme/long')
+    return m?.queued_requests === 2 ? m : undefined
+  })
+  t.equal(ps.active_requests, 1, 'the holder serves')
+  t.equal(ps.expected_wait, null, 'expected_wait: null while nothing of acme/long was measured')
+  const text = await (await sent()).readUntil(`${who}'s first report`, (x) => sseComments(x).length > 0)
+  t.match(sseComments(text)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, `${who} was sent its queue position`)
 }

@@ -1,13 +1,10 @@
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { eventLines, firstInLine, heldSlot } from '../../helpers/held-slot.js'
-import { sseComments, streamText } from '../../helpers/stream-text.js'
-import { until } from '../../helpers/until.js'
+import { eventLines, firstInLine, heldSlot, secondInLine, watchedFetch } from '../../helpers/held-slot.js'
 
 // Issue #39 on Anthropic's Messages: a streamed message that waits for a slot says so in SSE comments before its
 // first event (message_start), which the official Anthropic SDK skips; /api/ps shows it in line.
 
-type Entry = Record<string, any>
 // Greedy (top_k, which the SDK still sends though its types dropped it): the same few tokens each run, none of
 // them the end of the answer.
 const message = (content: string): Anthropic.MessageCreateParamsNonStreaming & { top_k: number } =>
@@ -19,33 +16,16 @@ t.test('/v1/messages streamed: queue progress before message_start; the Anthropi
   const { url, release } = await heldSlot(t)
   const queued = await firstInLine(t, url, '/v1/messages', { ...message('in line'), stream: true })
 
-  // The official SDK, in line second: its fetch is watched (a clone of the body, read as it comes).
-  let watched: ReturnType<typeof streamText> | undefined
-  const client = new Anthropic({
-    baseURL: url,
-    apiKey: 'unused',
-    maxRetries: 0,
-    fetch: async (input, init) => {
-      const res = await fetch(input, init)
-      watched = streamText(res.clone())
-      return res
-    },
-  })
+  // The official SDK, in line second: what it is sent is watched.
+  const watched = watchedFetch()
+  const client = new Anthropic({ baseURL: url, apiKey: 'unused', maxRetries: 0, fetch: watched.fetch })
   const viaSdk = (async () => {
     const stream = client.messages.stream(message('via the sdk'))
     const types: string[] = []
     for await (const event of stream) types.push(event.type)
     return { types, final: await stream.finalMessage() }
   })()
-  const ps = await until('two requests in line on /api/ps', async () => {
-    const m = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Entry[] }).models.find((e) => e.name === 'acme/long')
-    return m?.queued_requests === 2 ? m : undefined
-  })
-  t.equal(ps.active_requests, 1, 'the holder serves')
-  t.equal(ps.expected_wait, null, 'expected_wait: null while nothing of acme/long was measured')
-  const sdkRaw = await until('the SDK\'s request sent', () => watched)
-  const sdkText = await sdkRaw.readUntil('the SDK\'s first report', (text) => sseComments(text).length > 0)
-  t.match(sseComments(sdkText)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, 'the SDK was sent its queue position')
+  await secondInLine(t, url, watched.sent, 'the SDK')
 
   await release()
   const served = await queued.rest()
@@ -61,5 +41,5 @@ t.test('/v1/messages streamed: queue progress before message_start; the Anthropi
   const text = final.content.map((b) => (b.type === 'text' ? b.text : '')).join('')
   t.ok(text.length > 0, `the SDK assembled the text (${JSON.stringify(text)})`)
   t.equal(final.usage.output_tokens, 4)
-  t.match(await sdkRaw.rest(), /^(: queued: [^\n]*\n\n)+event: message_start\n/, 'what the SDK read: reports, then its events')
+  t.match(await (await watched.sent()).rest(), /^(: queued: [^\n]*\n\n)+event: message_start\n/, 'what the SDK read: reports, then its events')
 })

@@ -1,13 +1,10 @@
 import OpenAI from 'openai'
 import t from 'tap'
-import { eventLines, firstInLine, heldSlot } from '../../helpers/held-slot.js'
-import { sseComments, streamText } from '../../helpers/stream-text.js'
-import { until } from '../../helpers/until.js'
+import { eventLines, firstInLine, heldSlot, secondInLine, watchedFetch } from '../../helpers/held-slot.js'
 
 // Issue #39 on /v1/responses: a streamed response that waits for a slot says so in SSE comments before its first
 // event (response.created), which the official openai client skips; /api/ps shows it in line.
 
-type Entry = Record<string, any>
 // The answers in line end on their own (response.completed, not incomplete at max_output_tokens): the end-of-text
 // token is no longer ignored, and this model says it every few hundred tokens (seed 1: the same answers each run).
 const ask = (input: string): OpenAI.Responses.ResponseCreateParamsStreaming =>
@@ -19,32 +16,15 @@ t.test('/v1/responses streamed: queue progress before response.created; the open
   const { url, release } = await heldSlot(t)
   const queued = await firstInLine(t, url, '/v1/responses', ask('in line'))
 
-  // The official client, in line second: its fetch is watched (a clone of the body, read as it comes).
-  let watched: ReturnType<typeof streamText> | undefined
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: 'unused',
-    maxRetries: 0,
-    fetch: async (input, init) => {
-      const res = await fetch(input, init)
-      watched = streamText(res.clone())
-      return res
-    },
-  })
+  // The official client, in line second: what it is sent is watched.
+  const watched = watchedFetch()
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, fetch: watched.fetch })
   const viaClient = (async () => {
     const events: OpenAI.Responses.ResponseStreamEvent[] = []
     for await (const event of await client.responses.create(ask('via the client'))) events.push(event)
     return events
   })()
-  const ps = await until('two requests in line on /api/ps', async () => {
-    const m = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Entry[] }).models.find((e) => e.name === 'acme/long')
-    return m?.queued_requests === 2 ? m : undefined
-  })
-  t.equal(ps.active_requests, 1, 'the holder serves')
-  t.equal(ps.expected_wait, null, 'expected_wait: null while nothing of acme/long was measured')
-  const clientRaw = await until('the client\'s request sent', () => watched)
-  const clientText = await clientRaw.readUntil('the client\'s first report', (text) => sseComments(text).length > 0)
-  t.match(sseComments(clientText)[0], /^queued: position 2 of 2 for acme\/long \(\d+\.\d s\)$/, 'the client was sent its queue position')
+  await secondInLine(t, url, watched.sent, 'the client')
 
   await release()
   const served = await queued.rest()
@@ -64,5 +44,5 @@ t.test('/v1/responses streamed: queue progress before response.created; the open
   t.ok(deltas.length > 0, `text came as deltas (${deltas.length} characters)`)
   const [message] = response.output as OpenAI.Responses.ResponseOutputMessage[]
   t.match(message?.content, [{ type: 'output_text', text: deltas }], 'the completed response\'s message holds the deltas joined')
-  t.match(await clientRaw.rest(), /^(: queued: [^\n]*\n\n)+event: response\.created\n/, 'what the client read: reports, then its events')
+  t.match(await (await watched.sent()).rest(), /^(: queued: [^\n]*\n\n)+event: response\.created\n/, 'what the client read: reports, then its events')
 })

@@ -1,5 +1,6 @@
 import OpenAI from 'openai'
 import t from 'tap'
+import { watchedFetch } from '../../helpers/held-slot.js'
 import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { beforeFirstData, sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
@@ -38,18 +39,9 @@ t.test('/v1/chat/completions: progress before the first chunk while it loads and
   // No request of acme/long has ended yet: no expected wait to tell.
   t.match(sseComments(queuedText)[0], /^queued: position 1 of 1 for acme\/long \(\d+\.\d s\)$/, 'position 1 of 1, no estimate before a measured request')
 
-  // The official client, in line second: its fetch is watched to see the bytes it was given.
-  const seen: Array<Promise<string>> = []
-  const client = new OpenAI({
-    baseURL: `${url}/v1`,
-    apiKey: 'unused',
-    maxRetries: 0,
-    fetch: async (input, init) => {
-      const res = await fetch(input, init)
-      seen.push(res.clone().text())
-      return res
-    },
-  })
+  // The official client, in line second: what it is sent is watched.
+  const watched = watchedFetch()
+  const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused', maxRetries: 0, fetch: watched.fetch })
   const viaClient = (async () => {
     const chunks: string[] = []
     const stream = await client.chat.completions.create({ model: 'acme/long', messages: [{ role: 'user', content: 'via the client' }], stream: true })
@@ -71,6 +63,6 @@ t.test('/v1/chat/completions: progress before the first chunk while it loads and
   t.equal((await sseEvents(new Response(await queued.rest()))).at(-1), '[DONE]', 'the first in line served')
   const chunks = await viaClient
   t.ok(chunks.length > 0, `the openai client read ${chunks.length} chunks`)
-  const raw = await seen[0]!
+  const raw = await (await watched.sent()).rest()
   t.match(sseComments(beforeFirstData(raw))[0], /^queued: position 2 of 2 for acme\/long/, 'the client was sent its queue position and read past it')
 })
