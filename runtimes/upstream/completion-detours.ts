@@ -139,7 +139,8 @@ export function textCompletionViaGenerate (calls: UpstreamCalls, body: Body, sig
   const id = `cmpl-${randomUUID().replaceAll('-', '')}`
   const created = Math.floor(Date.now() / 1000)
   const chunk = (answer: GenerateAnswer, text: string, finishReason: string | null): Body => ({
-    id, object: 'text_completion', created, model: answer.model ?? body.model,
+    // The name the client asked for (Ollama answers with its own).
+    id, object: 'text_completion', created, model: body.model,
     choices: [{ text, index: 0, logprobs: null, finish_reason: finishReason }],
     ...(finishReason !== null ? { usage: usageOf(answer) } : {}),
   })

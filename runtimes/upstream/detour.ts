@@ -1,5 +1,3 @@
-import type { RelayProgress, RelaySink } from '../endpoint/stream-relay.js'
-
 /** What a detour asks of an upstream, in the upstream's own paths: a whole JSON answer, or a streamed one's events. */
 export interface UpstreamCalls {
   /** The whole answer to a POST, parsed. @throws as RuntimeEndpoint's postJson */
@@ -19,8 +17,6 @@ export interface Detour {
   events? (): Promise<AsyncGenerator<unknown>>
   /** The streamed answer as the SSE text a client of the asked path reads, event by event (`relay`). @default absent: a relay goes as asked */
   sse? (): Promise<AsyncGenerator<string>>
-  /** Or the whole relay done by the detour itself, into the sink (`relay`), where `sse` is not enough. @default absent */
-  relay? (sink: RelaySink, progress: RelayProgress): Promise<void>
 }
 
 /** llama-server's `timings` of a finished answer, as far as the gateway reads them (token counts and durations). */

@@ -68,7 +68,6 @@ export class UpstreamEndpoint extends RuntimeEndpoint {
     if (path === MESSAGES_PATH) return this.messages.relay(this, payload, sink, progress, signal, (watched) => super.relay(path, payload, watched, progress, signal))
     // The hot path, chat completions, goes as asked without its payload parsed here.
     const detour = RELAYED_AS_ASKED.has(path) ? null : this.detour(path, JSON.parse(payload), signal)
-    if (detour?.relay !== undefined) return detour.relay(sink, progress)
     if (detour?.sse === undefined) return super.relay(path, payload, sink, progress, signal)
     const out = sinkWriter(sink, progress)
     for await (const event of await detour.sse()) await out.write(event)

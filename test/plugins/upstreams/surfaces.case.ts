@@ -110,6 +110,7 @@ t.test('each surface of the front answers through each kind of upstream', async 
       t.match(text, { model, choices: [{ finish_reason: 'length' }], usage: { completion_tokens: TOKENS } })
       const sse = await sseEvents(await post(`${url}/v1/completions`, { model, prompt, max_tokens: TOKENS, temperature: 0, stream: true }))
       t.equal(sse.at(-1), '[DONE]', `${model}: /v1/completions streamed`)
+      t.same([...new Set(sse.slice(0, -1).map((e) => (e as { model?: string }).model))], [model], `${model}: every chunk under the name asked for`)
       t.ok(sse.some((e) => ((e as { choices?: Array<{ text?: string }> }).choices?.[0]?.text ?? '') !== ''), `${model}: streamed text`)
 
       // /v1/responses, made on the upstream's chat completions.
