@@ -102,7 +102,7 @@ export function resolveOptions (layers: OptionLayers): ResolvedOptions {
   // More threads than CPUs only slows llama-server, and started that many (1,036 for num_thread 1024): a client's
   // own ask is held to the machine; config's is the admin's to choose.
   const threads = loadRequested.num_thread
-  const cpus = availableParallelism()
+  const cpus = typeof threads === 'number' ? availableParallelism() : Infinity
   if (typeof threads === 'number' && threads > cpus) {
     throw new BadRequestError(`options num_thread ${threads}: this machine has ${cpus} CPUs, so at most ${cpus}`, 'invalid_option')
   }

@@ -85,9 +85,10 @@ export class KeyRing {
   }
 
   private identity (): string {
+    // Asked on every request: no file (keys in config.yaml only, or none) must not cost an exception each time.
     try {
-      const s = statSync(this.file)
-      return `${s.ino}:${s.size}:${s.mtimeMs}`
+      const s = statSync(this.file, { throwIfNoEntry: false })
+      return s === undefined ? 'absent' : `${s.ino}:${s.size}:${s.mtimeMs}`
     } catch {
       return 'absent'
     }
