@@ -1,6 +1,13 @@
 import fp from 'fastify-plugin'
 import { modelNamedIn } from '../../core/model-name.js'
-import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
+import type { RequestUsage } from '../../core/request-usage.js'
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** The request's usage record (core/request-usage.ts); undefined for probes and the web page's files. */
+    usage: RequestUsage | undefined
+  }
+}
 
 /**
  * Registered before the security plugin, so that its refusals (401, 403) have their lines too.
@@ -9,6 +16,7 @@ import { runWithUsage, type RequestUsage } from '../../core/request-usage.js'
  * end, which is an everyday event, not an error.
  */
 export default fp(async (app) => {
+  app.decorateRequest('usage', undefined)
   app.addHook('onRequest', (request, reply, done) => {
     const path = request.url.split('?')[0]!
     // Probes, scrapes (routes marked `probe`) and the web page's files would drown the lines that matter.
@@ -28,7 +36,8 @@ export default fp(async (app) => {
         ...(gone ? { clientGone: true } : {}),
       }, gone ? 'request ended: the client went away' : 'request')
     })
-    // The handler runs in this request's context, so that the lease it takes fills `usage`.
-    runWithUsage(usage, done)
+    // The handler hands it to the lease it takes, which fills it.
+    request.usage = usage
+    done()
   })
 }, { name: 'access-log' })

@@ -51,6 +51,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     overrides,
     keepAlive,
     log: request.log,
+    usage: request.usage,
     affinity: () => conversationAffinity(body),
     signal: stream?.signal ?? clientGone(reply),
     stream,

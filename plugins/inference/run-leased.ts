@@ -1,6 +1,7 @@
 import { ContextExceededError, RuntimeError } from '../../core/errors.js'
 import { parseKeepAlive } from '../../core/keep-alive.js'
 import type { Logger } from '../../core/logger.js'
+import type { RequestUsage } from '../../core/request-usage.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
@@ -32,6 +33,8 @@ export interface LeaseAsk {
   log?: Pick<Logger, 'warn'>
   /** The start of its conversation (AcquireRequest's `affinity`). */
   affinity?: () => string
+  /** The request's usage record (`request.usage`), filled by its lease. */
+  usage?: RequestUsage
 }
 
 export interface LeasedRun<T> extends LeaseAsk {
@@ -57,7 +60,7 @@ const MAX_REFITS = 8
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
     options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
-    purpose: ask.purpose, log: ask.log, signal, ...(onWait ? { onWait } : {}), ...(ask.affinity ? { affinity: ask.affinity } : {}),
+    purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}), ...(ask.affinity ? { affinity: ask.affinity } : {}),
   }
 }
 

@@ -10,6 +10,6 @@ export interface LeasedBody { model: string, options?: Record<string, unknown>, 
  * slot released however the work ends, the client's leaving aborting the runtime request.
  */
 export async function runWhole<T> (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, body: LeasedBody, purpose: Purpose, work: (lease: Lease) => Promise<T>): Promise<T> {
-  const run = { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose, log: request.log, signal: clientGone(reply), stream: null, work }
+  const run = { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose, log: request.log, usage: request.usage, signal: clientGone(reply), stream: null, work }
   return (await runLeased(leases, run))!
 }

@@ -15,7 +15,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
     const prompt = body.prompt ?? ''
     if (prompt === '') {
       // Ollama's forms: an empty prompt loads the model; with keep_alive 0 it unloads it.
-      const { model, doneReason } = await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log })
+      const { model, doneReason } = await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: doneReason }
     }
     const record = requestRecord(app, body.model)

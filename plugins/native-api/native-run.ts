@@ -55,6 +55,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     options: run.options,
     keepAlive: run.keepAlive,
     log: request.log,
+    usage: request.usage,
     affinity: () => conversationAffinity(run.body),
     signal: stream?.signal ?? clientGone(reply),
     stream,

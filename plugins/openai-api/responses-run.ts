@@ -60,6 +60,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     overrides,
     keepAlive: body.keep_alive,
     log: request.log,
+    usage: request.usage,
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,
     work: async (lease) => {

@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin'
-import { currentUsage } from '../../core/request-usage.js'
 import { KeyQuotas } from './key-quotas.js'
 
 /**
@@ -18,7 +17,7 @@ export default fp(async (app) => {
     if (reply.raw.destroyed) end()
     else reply.raw.once('close', end)
     // The scheduler keeps the key's share of a model's queue: it sees the lines (scheduler.ts, waitInLine).
-    const usage = currentUsage()
+    const usage = request.usage
     if (usage && grant.limits.queue_share !== undefined) usage.queueShare = grant.limits.queue_share
   })
 }, { name: 'quotas', dependencies: ['security', 'usage'] })

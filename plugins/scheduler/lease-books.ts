@@ -1,17 +1,15 @@
-import { currentUsage } from '../../core/request-usage.js'
+import type { RequestUsage } from '../../core/request-usage.js'
 import type { Lease } from './lease.js'
 
 /**
  * The books every lease keeps, local or upstream: the request's usage record (its model, its wait, its time on the
  * runtime, its tokens: access log, plugins/usage) and the scheduler's events for the first token and the tokens.
- * `started`: when the request asked (performance.now()); the slot is granted now.
+ * `started`: when the request asked (performance.now()); the slot is granted now. `usage`: the request's record, if any.
  */
-export function leaseBooks (name: string, started: number, events: {
+export function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
 }): Pick<Lease, 'firstToken' | 'countTokens'> & { granted: number, held: () => number } {
-  // The request's own record, when a request asked: acquire runs in its context.
-  const usage = currentUsage()
   if (usage) usage.model = name
   const granted = performance.now()
   if (usage) usage.queueMs = (usage.queueMs ?? 0) + (granted - started)

@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
+import type { RequestUsage } from '../../core/request-usage.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import type { SchedulableModel } from './ports.js'
 
@@ -62,6 +63,8 @@ export interface AcquireRequest {
    * several upstreams offer its model: the same conversation goes to the same one, whose prompt cache holds it.
    */
   affinity?: () => string
+  /** The request's usage record, which the lease fills (core/request-usage.ts); none for a preload. */
+  usage?: RequestUsage
   /**
    * Served by this gateway's own copy of the model, not by an upstream sharing it: every upstream it could go to
    * failed before any of its answer was sent (runLeased). @default false

@@ -2,7 +2,7 @@ import { GatewayError, ModelNotFoundError, RuntimeError, UnavailableError, Queue
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
-import { currentUsage } from '../../core/request-usage.js'
+import type { RequestUsage } from '../../core/request-usage.js'
 import type { Logger } from '../../core/logger.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
@@ -149,7 +149,7 @@ export class Scheduler implements LeaseSource {
       let granted: boolean
       try {
         await instance.waitUntilLoaded()
-        granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.signal, waiting?.ticket))
+        granted = instance.state === 'loaded' && (instance.tryTake() || await this.waitInLine(instance, request.usage, request.signal, waiting?.ticket))
       } finally {
         waiting?.stop()
       }
@@ -161,7 +161,7 @@ export class Scheduler implements LeaseSource {
         throw reason ?? new UnavailableError(`model "${model.name}" was unloaded`)
       }
       instance.claim(keepAliveMs)
-      return this.lease(instance, resolved, started, request.signal)
+      return this.lease(instance, resolved, started, request.usage, request.signal)
     }
   }
 
@@ -581,13 +581,12 @@ export class Scheduler implements LeaseSource {
   }
 
   /**
-   * Queues the request in its API key's line (the key of the request being handled, core/request-usage.ts): turns
+   * Queues the request in its API key's line (the key its usage record names, core/request-usage.ts): turns
    * go round the keys (instance.ts). A key with a queue_share may fill only that part of the line.
    */
-  private async waitInLine (instance: Instance, signal?: AbortSignal, ticket?: object): Promise<boolean> {
+  private async waitInLine (instance: Instance, usage: RequestUsage | undefined, signal?: AbortSignal, ticket?: object): Promise<boolean> {
     const { queueLength } = this.deps.settings
     if (instance.queued >= queueLength) throw new QueueFullError(instance.model.name)
-    const usage = currentUsage()
     const key = usage?.key
     if (key !== undefined && usage?.queueShare !== undefined) {
       const share = Math.max(1, Math.floor(usage.queueShare * queueLength))
@@ -603,10 +602,10 @@ export class Scheduler implements LeaseSource {
   }
 
   /** `started`: when the request asked for a slot (performance.now()). */
-  private lease (instance: Instance, resolved: ResolvedOptions, started: number, clientSignal?: AbortSignal): Lease {
+  private lease (instance: Instance, resolved: ResolvedOptions, started: number, usage: RequestUsage | undefined, clientSignal?: AbortSignal): Lease {
     let released = false
     const name = instance.model.name
-    const books = leaseBooks(name, started, {
+    const books = leaseBooks(name, started, usage, {
       firstToken: (model, seconds) => this.events.emit('firstToken', model, seconds),
       tokens: (model, prompt, generated) => this.events.emit('tokens', model, prompt, generated),
     })

@@ -176,7 +176,7 @@ export class UpstreamLeases {
     let released = false
     // The upstream's own context, once it refused a prompt as too long.
     let knownContext: number | null = null
-    const books = leaseBooks(name, started, { firstToken: this.options.onFirstToken, tokens: this.options.onTokens })
+    const books = leaseBooks(name, started, request.usage, { firstToken: this.options.onFirstToken, tokens: this.options.onTokens })
     const clientSignal = request.signal
     const linked = linkedSignal(clientSignal === undefined ? [this.closing.signal] : [this.closing.signal, clientSignal])
     /** The error the client is told, or null when the upstream failed (it is probed again). */

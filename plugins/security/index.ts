@@ -3,7 +3,6 @@ import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import type { Scope } from '../../core/keys-file.js'
-import { currentUsage } from '../../core/request-usage.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
 import { allowsModel, KeyRing, type Grant } from './key-ring.js'
 import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
@@ -94,7 +93,7 @@ export default fp(async (app) => {
       request.grant = found.grant
       request.keyHolder = true
       // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
-      const usage = currentUsage()
+      const usage = request.usage
       if (usage) usage.key = found.grant.name
       // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
       connections.authenticate(request.raw.socket)

@@ -1,6 +1,5 @@
 import { join } from 'node:path'
 import fp from 'fastify-plugin'
-import { currentUsage } from '../../core/request-usage.js'
 import { UsageLedger } from './usage-ledger.js'
 import usageRoute, { ANONYMOUS } from './usage-route.js'
 
@@ -23,10 +22,10 @@ export default fp(async (app) => {
   await ledger.load()
   app.decorate('usage', ledger)
 
-  // Registered after the access log's hook, so this runs inside the request's record; after the security plugin's,
+  // Registered after the access log's hook, so the request carries its record; after the security plugin's,
   // which names the key on it. Only requests that used a model count.
-  app.addHook('onRequest', (_request, reply, done) => {
-    const usage = currentUsage()
+  app.addHook('onRequest', (request, reply, done) => {
+    const usage = request.usage
     if (usage !== undefined) {
       reply.raw.once('close', () => {
         if (usage.model === undefined) return
