@@ -87,7 +87,22 @@ export class EventStream {
       Connection: 'keep-alive',
       'X-Accel-Buffering': 'no',
     })
+    // The head and an event written in this same tick (a relayed answer's first bytes) leave in one write.
+    const socket = this.raw.socket
+    socket?.cork()
     this.raw.flushHeaders()
+    if (socket) process.nextTick(() => socket.uncork())
+  }
+
+  /**
+   * The answer's last bytes come next: the socket holds them, and the response's end written after them, until
+   * this turn of the event loop is done, so that they leave in one write.
+   */
+  closing (): void {
+    const socket = this.raw.socket
+    if (socket === null || socket.destroyed || this.ended) return
+    socket.cork()
+    setImmediate(() => socket.uncork())
   }
 
   /** Writes one event. Returns false when the socket is backed up: await `drained()` before the next. */

@@ -26,6 +26,8 @@ export interface RelaySink {
   writeRaw(chunk: Buffer): boolean
   /** Resolves when the client (or its socket, given) can take more, or is gone: a client that stalls is cut. */
   drained(socket?: Socket): Promise<void>
+  /** The answer's last bytes come next: they may leave with the response's own end, in one write. */
+  closing?(): void
 }
 
 /** `sink` as it is, and whether its head went out yet: a relay that failed before that may be made again elsewhere. */
@@ -37,6 +39,7 @@ export function watchedSink (sink: RelaySink): { sink: RelaySink, opened: () => 
       chunkedSocket: () => sink.chunkedSocket(),
       writeRaw: (chunk) => sink.writeRaw(chunk),
       drained: (socket) => sink.drained(socket),
+      closing: () => sink.closing?.(),
     },
     opened: () => opened,
   }
@@ -253,7 +256,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           return
         }
         if (framing !== null) {
-          forward(framing.push(bytes), true)
+          const data = framing.push(bytes)
+          if (framing.finished) stream.closing?.()
+          forward(data, true)
           progress.tail = framing.tail
           if (framing.finished) {
             reusable = endsCleanly(bytes)
