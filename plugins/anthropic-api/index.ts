@@ -29,7 +29,7 @@ const anthropic: FastifyPluginAsyncTypebox = async (app) => {
   app.surfaces.register(ANTHROPIC_SURFACE)
   app.post('/v1/messages', { config: { scope: 'infer' }, schema: { body: MessagesBody } }, async (request, reply) => {
     const body = shapeMessages(request.body)
-    const messages = await app.images.inline(requestRecord(app, body.model), body.messages, clientGone(reply))
+    const messages = await app.images.inline(requestRecord(app, body.model), body.messages, () => clientGone(reply))
     return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
   })
   app.post('/v1/messages/count_tokens', { config: { scope: 'infer' }, schema: { body: CountTokensBody } }, (request, reply) =>

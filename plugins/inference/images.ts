@@ -47,10 +47,15 @@ export class RequestImages {
   /**
    * The images of messages (OpenAI chat's `image_url` parts, the Responses API's `input_image`, Anthropic's `image`
    * blocks; in `content`, at any depth), inlined as data URLs. Returns `messages` itself when it holds no image.
-   * @throws BadRequestError
+   * `gone`: a signal aborted when the client goes, asked for only when there are images to fetch. @throws BadRequestError
    */
-  async inline<T> (record: ModelRecord, messages: T, signal: AbortSignal): Promise<T> {
+  inline<T> (record: ModelRecord, messages: T, gone: () => AbortSignal): T | Promise<T> {
+    // Most requests carry no image: they cost no promise and no signal.
     if (!hasImage(messages)) return messages
+    return this.inlineImages(record, messages, gone())
+  }
+
+  private async inlineImages<T> (record: ModelRecord, messages: T, signal: AbortSignal): Promise<T> {
     requireVision(record)
     // Counted before any is fetched: a request over the limit costs nothing.
     const remote = countRemote(messages)

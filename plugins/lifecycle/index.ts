@@ -102,21 +102,23 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   }
   app.decorate('lifecycle', state)
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hooks, as on every hook a request passes: an async one costs each request a promise and a turn.
+  app.addHook('onRequest', (request, reply, done) => {
     // Probes and scrapes (routes marked `probe`) are not work to wait for, and must keep answering while the rest drains.
-    if (request.routeOptions.config.probe === true) return
-    const path = request.url.split('?')[0]!
-    if (draining && !['GET', 'HEAD', 'OPTIONS'].includes(request.method) && !READ_ONLY_POSTS.has(path)) {
-      throw new GatewayError(503, 'the server is shutting down and takes no new work; try again on another instance or after it restarts', {
+    if (request.routeOptions.config.probe === true) { done(); return }
+    if (draining && !['GET', 'HEAD', 'OPTIONS'].includes(request.method) && !READ_ONLY_POSTS.has(request.url.split('?')[0]!)) {
+      done(new GatewayError(503, 'the server is shutting down and takes no new work; try again on another instance or after it restarts', {
         code: 'draining', headers: { 'Retry-After': String(DRAIN_RETRY_AFTER_S) },
-      })
+      }))
+      return
     }
     const end = inFlight.begin()
     ends.set(request, end)
     // 'close' comes once the response is over, sent whole or cut by the client; onResponse covers injected requests.
     reply.raw.once('close', end)
+    done()
   })
-  app.addHook('onResponse', async (request) => { ends.get(request)?.() })
+  app.addHook('onResponse', (request, _reply, done) => { ends.get(request)?.(); done() })
 
   // Kubernetes probes carry no API key: both are public, and say nothing a caller could misuse.
   app.get('/livez', { config: { public: true, probe: true }, schema: { response: { 200: LiveReply } } }, async () => ({ status: 'alive' as const }))

@@ -17,7 +17,7 @@ const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {
     // A message without a role is the user's; llama-server wants one on every message. A model created with a
     // system prompt gets it first when the conversation brings none.
     const withRoles = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)
-    const messages = withModelSystem(record, await app.images.inline(record, withRoles, clientGone(reply)))
+    const messages = withModelSystem(record, await app.images.inline(record, withRoles, () => clientGone(reply)))
     return runPassthrough(app.scheduler, request, reply, CHAT, { ...body, messages })
   })
 }

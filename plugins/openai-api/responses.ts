@@ -22,7 +22,7 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
     const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, body.model) : []
     const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, body.model))
     const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
-    const messages = withModelSystem(record, await app.images.inline(record, chat.messages, clientGone(reply)))
+    const messages = withModelSystem(record, await app.images.inline(record, chat.messages, () => clientGone(reply)))
     return runResponses(app.scheduler, request, reply, { body, history, input, chat: { ...chat, messages }, store })
   })
 

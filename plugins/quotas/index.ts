@@ -9,15 +9,22 @@ export default fp(async (app) => {
   const book = app.usage
   const quotas = new KeyQuotas({ tokensToday: (key) => book.tokensToday(key) })
   // After security's own preHandler (registered before): a request refused for its model costs the key nothing.
-  app.addHook('preHandler', async (request, reply) => {
+  app.addHook('preHandler', (request, reply, done) => {
     const grant = request.grant
-    if (grant === null || request.routeOptions.config.scope !== 'infer') return
-    const end = quotas.admit(grant)
+    if (grant === null || request.routeOptions.config.scope !== 'infer') { done(); return }
+    let end: () => void
+    try {
+      end = quotas.admit(grant)
+    } catch (err) {
+      done(err as Error)
+      return
+    }
     // Counted until its answer is over, however it ends (done, failed, or the client gone).
     if (reply.raw.destroyed) end()
     else reply.raw.once('close', end)
     // The scheduler keeps the key's share of a model's queue: it sees the lines (scheduler.ts, waitInLine).
     const usage = request.usage
     if (usage && grant.limits.queue_share !== undefined) usage.queueShare = grant.limits.queue_share
+    done()
   })
 }, { name: 'quotas', dependencies: ['security', 'usage'] })

@@ -26,7 +26,16 @@ export interface AddressTarget {
   hostHeader: string
 }
 
+// Asked for on every relayed stream; an address does not change (a runtime that moves is a new endpoint).
+const TARGETS = new WeakMap<RuntimeAddress, AddressTarget>()
+
 export function addressTarget (address: RuntimeAddress): AddressTarget {
+  let target = TARGETS.get(address)
+  if (target === undefined) TARGETS.set(address, target = parsedTarget(address))
+  return target
+}
+
+function parsedTarget (address: RuntimeAddress): AddressTarget {
   const url = new URL(address.baseUrl)
   const tls = url.protocol === 'https:'
   return {

@@ -114,8 +114,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
   let extraHead = ''
   for (const [header, value] of Object.entries(headers ?? {})) extraHead += `${header}: ${value}\r\n`
   return new Promise<void>((resolve, reject) => {
-    const slab = new ReadSlab()
-    const onread = { buffer: () => slab.next(), callback: (n: number, space: Uint8Array): boolean => { onBytes(slab.take(space as Buffer, n)); return true } }
+    // Its 64 KiB block only for a connection read through `onread`: one read by events (kept, or TLS) never uses it.
+    let slab: ReadSlab | null = null
+    const onread = { buffer: () => (slab ??= new ReadSlab()).next(), callback: (n: number, space: Uint8Array): boolean => { onBytes(slab!.take(space as Buffer, n)); return true } }
     // A connection that may be kept is read by event (onread is fixed when a socket is made, to one relay's reader).
     const byEvent = sockets !== undefined || (target.tls && socketPath === null)
     const upstream = kept ?? (socketPath !== null
