@@ -3,7 +3,8 @@ import { LOCAL, pickUpstream, type UpstreamRoute, type UpstreamRouting } from '.
 
 /** What the catalog reads of an upstream's probe (runtimes' UpstreamProbe). */
 export interface UpstreamWatch {
-  readonly state: { healthy: boolean, models: string[], error: string | null, checkedAt: number }
+  /** A new object after each probe (runtimes' UpstreamState): what was made of one may be kept until it changes. */
+  readonly state: { readonly healthy: boolean, readonly models: readonly string[], readonly error: string | null, readonly checkedAt: number }
   start(): void
   stop(): void
   probeNow(): Promise<void>
@@ -42,6 +43,8 @@ export class UpstreamCatalog {
   private readonly routing: UpstreamRouting
   /** Per model name: the turn of the next request among its healthy upstreams. */
   private readonly turns = new Map<string, number>()
+  /** `models()` as made from the probes' states it was made of: asked several times by every request. */
+  private built: { states: Array<UpstreamWatch['state']>, all: UpstreamModel[], byName: Map<string, UpstreamModel[]> } | null = null
 
   constructor (options: UpstreamCatalogOptions) {
     this.entries = options.upstreams
@@ -70,7 +73,7 @@ export class UpstreamCatalog {
     const exclude = route?.exclude
     // A stored model is served here, or by an upstream sharing it (`share`); a request moving off one goes to another.
     if (this.isLocal(name) && exclude === undefined) return null
-    const offers = this.models().filter((m) => m.name.toLowerCase() === key)
+    const offers = this.offersOf(key)
     const healthy = offers.filter((m) => m.healthy && exclude?.has(m.upstream.name) !== true)
     if (exclude !== undefined) return healthy.length === 0 ? null : healthy[this.pick(key, healthy, route!)]!
     if (offers.length === 0) return this.underDown(name)
@@ -85,7 +88,7 @@ export class UpstreamCatalog {
    */
   share (name: string, route: UpstreamRoute, localLoad: () => { active: number, limit: number }): UpstreamModel | null {
     const key = name.toLowerCase()
-    const healthy = this.models().filter((m) => m.healthy && m.name.toLowerCase() === key)
+    const healthy = this.offersOf(key).filter((m) => m.healthy)
     if (healthy.length === 0) return null
     const { load } = route
     const shared: UpstreamRoute = { ...route, ...(load ? { load: (u) => u === LOCAL ? localLoad() : load(u) } : {}) }
@@ -140,14 +143,34 @@ export class UpstreamCatalog {
     return this.entries.find((e) => e.upstream.name === name)?.watch.state ?? null
   }
 
+  /** The upstream models named `key` (lower case), healthy ones first. */
+  private offersOf (key: string): UpstreamModel[] {
+    return this.index().byName.get(key) ?? []
+  }
+
   /** Healthy ones first, so that `list` shows a model under an upstream that answers where one does. */
   private models (): UpstreamModel[] {
-    const all = this.entries.flatMap(({ upstream, watch }) => {
-      const { healthy, models, checkedAt } = watch.state
+    return this.index().all
+  }
+
+  private index (): NonNullable<UpstreamCatalog['built']> {
+    const states = this.entries.map(({ watch }) => watch.state)
+    if (this.built !== null && states.every((state, i) => state === this.built!.states[i])) return this.built
+    const made = this.entries.flatMap(({ upstream }, i) => {
+      const { healthy, models, checkedAt, error } = states[i]!
       // config.yaml's `models` narrows what is served; empty: all it lists.
       const wanted = upstream.models.length === 0 ? models : models.filter((m) => upstream.models.includes(m))
-      return wanted.map((remoteModel) => ({ name: upstream.prefix + remoteModel, upstream, remoteModel, healthy, checkedAt, error: watch.state.error }))
+      return wanted.map((remoteModel) => ({ name: upstream.prefix + remoteModel, upstream, remoteModel, healthy, checkedAt, error }))
     })
-    return [...all.filter((m) => m.healthy), ...all.filter((m) => !m.healthy)]
+    const all = [...made.filter((m) => m.healthy), ...made.filter((m) => !m.healthy)]
+    const byName = new Map<string, UpstreamModel[]>()
+    for (const model of all) {
+      const key = model.name.toLowerCase()
+      const same = byName.get(key)
+      if (same === undefined) byName.set(key, [model])
+      else same.push(model)
+    }
+    this.built = { states, all, byName }
+    return this.built
   }
 }

@@ -2,15 +2,16 @@ import type { UpstreamConfig } from '../../core/config.js'
 import { listUpstreamModels } from './upstream-client.js'
 
 /** What the last probe of an upstream found. */
+/** What the last probe found; a new object (frozen) after each probe, so that readers may keep what they made of one. */
 export interface UpstreamState {
   /** Its model list was read at the last probe. */
-  healthy: boolean
+  readonly healthy: boolean
   /** Its models by its own names (filtered to `models`); empty while it fails. */
-  models: string[]
+  readonly models: readonly string[]
   /** Why the last probe failed; null when it did not. */
-  error: string | null
+  readonly error: string | null
   /** When the last probe ended (ms since the epoch); 0: none yet. */
-  checkedAt: number
+  readonly checkedAt: number
 }
 
 export interface UpstreamProbeLog {
@@ -37,7 +38,7 @@ const FIRST_BACKOFF_MS = 1000
  * to it just failed). Listeners hear when it goes up or down or its models change.
  */
 export class UpstreamProbe {
-  private current: UpstreamState = { healthy: false, models: [], error: null, checkedAt: 0 }
+  private current: UpstreamState = Object.freeze({ healthy: false, models: Object.freeze([]), error: null, checkedAt: 0 })
   private readonly intervalMs: number
   private readonly maxBackoffMs: number
   private readonly timeoutMs: number
@@ -58,7 +59,7 @@ export class UpstreamProbe {
   }
 
   get state (): UpstreamState {
-    return { ...this.current, models: [...this.current.models] }
+    return this.current
   }
 
   /** Probes at once, then on schedule until `stop()`. */
@@ -112,7 +113,7 @@ export class UpstreamProbe {
   private settle (models: string[], error: string | null): void {
     const was = this.current
     const healthy = error === null
-    this.current = { healthy, models, error, checkedAt: Date.now() }
+    this.current = Object.freeze({ healthy, models: Object.freeze([...models]), error, checkedAt: Date.now() })
     this.failures = healthy ? 0 : this.failures + 1
     const who = { upstream: this.upstream.name, url: this.upstream.url }
     // Once per outage, not once per retry; the first probe counts as a change.
@@ -139,6 +140,6 @@ export class UpstreamProbe {
   }
 }
 
-function sameList (a: string[], b: string[]): boolean {
+function sameList (a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((name, i) => name === b[i])
 }
