@@ -275,11 +275,21 @@ async function readText (body: Readable): Promise<string> {
 function modelRenaming (runtimeName: string, clientName: string): (data: Buffer) => Buffer {
   const value = JSON.stringify(runtimeName)
   const replacement = JSON.stringify(clientName)
-  const patterns = [Buffer.from(`"model":${value}`), Buffer.from(`"model": ${value}`)]
+  const pairs = [`"model":`, `"model": `].map((key) => ({ from: Buffer.from(key + value), to: Buffer.from(key + replacement) }))
+  // Bytes, not text: every chunk of a stream names its model, and decoding and encoding each one cost more than the rest.
   return (data) => {
-    if (!patterns.some((p) => data.includes(p))) return data
-    let text = data.toString('utf8')
-    text = text.split(`"model":${value}`).join(`"model":${replacement}`).split(`"model": ${value}`).join(`"model": ${replacement}`)
-    return Buffer.from(text)
+    for (const { from, to } of pairs) {
+      let at = data.indexOf(from)
+      if (at === -1) continue
+      const pieces: Buffer[] = []
+      let start = 0
+      for (; at !== -1; at = data.indexOf(from, start)) {
+        pieces.push(data.subarray(start, at), to)
+        start = at + from.length
+      }
+      pieces.push(data.subarray(start))
+      data = Buffer.concat(pieces)
+    }
+    return data
   }
 }
