@@ -40,7 +40,8 @@ export const serve: Command = {
       return 2
     }
     const { buildApp } = await import('../app.js')
-    const app = await buildApp(config)
+    const { batchedStdout } = await import('../log-stream.js')
+    const app = await buildApp(config, { logger: { level: config.logLevel, stream: batchedStdout() } })
     installShutdown(app)
     const { host, port, configFile } = app.config
     const address = await app.listen({ host, port })

@@ -25,6 +25,28 @@ t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0
   }
 })
 
+// The log is written in batches (core/log-stream.ts): a line still reaches stdout within a moment, and none is lost on exit.
+t.test('serve: a request\'s log line reaches stdout within a moment; every line is out when the process exits on SIGTERM', async (t) => {
+  const dir = await tempDir(t)
+  const serve = await startServe(['--port', '0', '--models', join(dir, 'models')], { LLAMAGATE_HOME: dir, LLAMAGATE_LOG_LEVEL: 'info' })
+  t.teardown(() => { serve.child.kill('SIGKILL') })
+  const requestLines = (): number => serve.output().split('\n').filter((line) => line.includes('"path":"/api/tags"')).length
+  const asked = performance.now()
+  await (await fetch(`${serve.address}/api/tags`)).text()
+  await new Promise<void>((resolve) => {
+    const check = (): void => { if (requestLines() === 1) { serve.child.stdout!.off('data', check); resolve() } }
+    serve.child.stdout!.on('data', check)
+    check()
+  })
+  t.ok(performance.now() - asked < 2000, `its access log line came ${Math.round(performance.now() - asked)} ms after the request was sent`)
+  // Twenty more, and the signal at once: their lines are still gathered when it comes.
+  for (let i = 0; i < 20; i++) await (await fetch(`${serve.address}/api/tags`)).text()
+  serve.child.kill('SIGTERM')
+  t.equal((await serve.exited).code, 0)
+  t.equal(requestLines(), 21, 'every request has its line')
+  t.match(serve.output(), /drained: no request in flight/, 'and the shutdown\'s own lines came after them')
+})
+
 // One server for two facts: SIGTERM stops its llama-server too, and what the caller exported stays out of it.
 t.test('serve: a server with a loaded model stops it on SIGTERM, no llama-server survives; what the caller exported (LLAMAGATE_*, HF_*) does not reach it', async (t) => {
   const exported = { LLAMAGATE_API_KEYS: 'from-the-shell', LLAMAGATE_PORT: '1', LLAMAGATE_LOG_LEVEL: 'trace', HF_ENDPOINT: 'http://nowhere.invalid' }
