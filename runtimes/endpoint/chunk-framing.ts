@@ -63,6 +63,18 @@ export class ChunkFraming {
     return parts.length === 1 ? parts[0]! : Buffer.concat(parts)
   }
 
+  /** `data` as one chunk of HTTP/1.1 chunked coding, in one buffer (one write). Empty data is no chunk: it would end the body. */
+  static chunk (data: Buffer): Buffer {
+    if (data.length === 0) return data
+    const head = Buffer.from(`${data.length.toString(16)}\r\n`, 'latin1')
+    const out = Buffer.allocUnsafe(head.length + data.length + 2)
+    head.copy(out, 0)
+    data.copy(out, head.length)
+    out[out.length - 2] = 0x0d
+    out[out.length - 1] = 0x0a
+    return out
+  }
+
   /** True when part of a chunk was received and not yet its end. */
   get midChunk (): boolean { return this.pending !== null }
 

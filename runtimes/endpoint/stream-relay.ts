@@ -195,8 +195,8 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       upstream.pause()
       void drained.then(() => { if (!settled) upstream.resume() })
     }
-    // Whole chunks go to the client's socket as they are when its response is chunked too; otherwise (an
-    // HTTP/1.0 client) the data is unframed first.
+    // Whole chunks go to the client's socket as they are when its response is chunked too (renamed ones framed
+    // again); otherwise (an HTTP/1.0 client) the data is unframed first.
     const forward = (bytes: Buffer, framed: boolean): void => {
       if (bytes.length === 0) return
       if (!sentData) {
@@ -206,7 +206,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), (framed ? ChunkFraming.payload(bytes) : bytes).subarray(0, wanted)])
       if (client !== null) {
-        if (!client.write(bytes)) backOff(stream.drained(client))
+        // Renamed data is framed again here, as one chunk in one write (the response's own write takes four pieces).
+        const out = rewrite === undefined ? bytes : ChunkFraming.chunk(rewrite(ChunkFraming.payload(bytes)))
+        if (out.length > 0 && !client.write(out)) backOff(stream.drained(client))
       } else if (!stream.writeRaw(rewrite === undefined ? (framed ? ChunkFraming.payload(bytes) : bytes) : rewrite(framed ? ChunkFraming.payload(bytes) : bytes))) {
         backOff(stream.drained())
       }
@@ -238,7 +240,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           if (chunked) framing = new ChunkFraming(progress.tailBytes)
           if (status === 200) {
             stream.open()
-            client = chunked && rewrite === undefined ? stream.chunkedSocket() : null
+            client = chunked ? stream.chunkedSocket() : null
           } else {
             errorStatus = status
           }

@@ -59,3 +59,14 @@ t.test('bytes that are not chunked coding are refused, not forwarded', async (t)
     t.throws(() => new ChunkFraming(4).push(Buffer.from(bytes)), error, JSON.stringify(bytes))
   }
 })
+
+t.test('chunk(): data framed again as one chunk reads back whole; no data makes no chunk (it would end the body)', async (t) => {
+  const data = Buffer.from(events.join(''))
+  const framed = ChunkFraming.chunk(data)
+  t.equal(framed.toString(), chunk(events.join('')), 'size in hex, CRLF, the data, CRLF')
+  t.same(ChunkFraming.payload(framed), data)
+  const read = new ChunkFraming(8)
+  t.same(read.push(Buffer.concat([framed, Buffer.from('0\r\n\r\n')])), framed, 'a reader takes it as one whole chunk')
+  t.ok(read.finished)
+  t.equal(ChunkFraming.chunk(Buffer.alloc(0)).length, 0)
+})
