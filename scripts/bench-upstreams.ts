@@ -32,6 +32,11 @@ export interface UpstreamsOptions {
   reply: number
   /** Rounds of the time-to-first-token comparison, per level. */
   rounds: number
+  /**
+   * Untimed bursts of 8 streams each way before the comparison: a front serves for days, so its steady state is what
+   * it adds, not its first thousand requests, while V8 still compiles its code (CPU per request ~1.4x then).
+   */
+  warmup: number
   threads?: number
   say: (line: string) => void
 }
@@ -98,8 +103,11 @@ export async function benchUpstreams (o: UpstreamsOptions): Promise<Record<strin
     const body = { model: MODEL, messages: [{ role: 'user', content: prose(o.words, 424242) }], max_tokens: 4, temperature: 0, ignore_eos: true }
     const mapped = backPools[pickUpstream(['a', 'b'], 'prefix', { affinity: () => conversationAffinity(body) }, () => 0)]!
     const ttft: Record<string, Record<string, { direct_p50_ms: number, front_p50_ms: number, added_p50_ms: number }>> = {}
+    const frontCpu: Record<string, number> = {}
     const compare = async (layout: string): Promise<void> => {
       ttft[layout] = {}
+      const cpuBefore = cpuMs(fronts.prefix.child.pid!)
+      let streams = 0
       for (const level of LEVELS) {
         const direct: number[] = []
         const front: number[] = []
@@ -111,12 +119,21 @@ export async function benchUpstreams (o: UpstreamsOptions): Promise<Record<strin
             const model = which === 'direct' ? MODEL : ROUTED
             const results = await Promise.all(Array.from({ length: level }, () => must(chatStream(target, { ...body, model }), `${which} at ${level}`)))
             ;(which === 'direct' ? direct : front).push(...results.map((r) => r.ttftMs))
+            if (which === 'front') streams += level
           }
         }
         const d = percentile(direct, 50)
         const f = percentile(front, 50)
         ttft[layout][`streams_${level}`] = { direct_p50_ms: round3(d), front_p50_ms: round3(f), added_p50_ms: round3(f - d) }
         o.say(`  ${layout}: time to first token at ${level} stream(s), p50 of ${direct.length}: direct ${d.toFixed(2)} ms, through the front ${f.toFixed(2)} ms, added ${(f - d).toFixed(2)} ms`)
+      }
+      // What each relayed stream cost the front in CPU (user and system, /proc): the work its added time is made of.
+      frontCpu[layout] = round3((cpuMs(fronts.prefix.child.pid!) - cpuBefore) / streams)
+      o.say(`  ${layout}: the front's CPU per relayed stream ${frontCpu[layout]!.toFixed(2)} ms (${streams} streams)`)
+    }
+    for (let burst = 0; burst < o.warmup; burst++) {
+      for (const [target, model] of [[mapped, MODEL], [frontPools.prefix, ROUTED]] as const) {
+        await Promise.all(Array.from({ length: 8 }, () => must(chatStream(target, { ...body, model }), 'warm-up')))
       }
     }
     // Every process on every core, as they come: the front competes with the backs, their runtime and this client.
@@ -136,6 +153,7 @@ export async function benchUpstreams (o: UpstreamsOptions): Promise<Record<strin
     }
     return {
       model: 'tiny random-weight llama (64 x 2 layers), the same file on both backs',
+      ttft_warmup_bursts: o.warmup,
       conversations: o.conversations, turns: o.turns, words: o.words, reply: o.reply, parallel_per_back: shape.parallel,
       cached: Object.fromEntries(MODES.map((mode) => [mode, {
         prompt_tokens: cached[mode].prompt, cached_tokens: cached[mode].cached, cached_share: round3(share(mode)),
@@ -143,6 +161,7 @@ export async function benchUpstreams (o: UpstreamsOptions): Promise<Record<strin
       }])),
       cached_share_ratio: round3(share('prefix') / share('round_robin')),
       ttft,
+      front_cpu_ms_per_stream: frontCpu,
     }
   } finally {
     await Promise.all(pools.map((p) => p.close()))
@@ -160,6 +179,12 @@ function shuffled<T> (items: T[], seed: number): T[] {
     ;[out[i], out[j]] = [out[j]!, out[i]!]
   }
   return out
+}
+
+/** The CPU time `pid` has used, user and system (ms, at the kernel's 10 ms tick). */
+function cpuMs (pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+  return (Number(fields[11]) + Number(fields[12])) * 10
 }
 
 /** Every thread of `pid` on `cores` (taskset's list form); its children started later inherit it. */

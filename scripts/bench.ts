@@ -28,7 +28,8 @@ import { writeTinyGguf } from './tiny-model.js'
  *   on first use under ~/.llamagate/bench (bench-models.ts);
  * - upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
  *   cached prompt tokens over `--conversations` x `--upstream-turns N` (messages of a third of `--words`), and the
- *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`; bench-upstreams.ts).
+ *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`, after `--ttft-warmup N` untimed bursts of 8
+ *   each way; bench-upstreams.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
@@ -55,7 +56,7 @@ async function main (): Promise<void> {
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' },
-      'upstream-turns': { type: 'string', default: '10' }, 'ttft-rounds': { type: 'string', default: '40' },
+      'upstream-turns': { type: 'string', default: '10' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -145,7 +146,7 @@ async function main (): Promise<void> {
       const file = (await writeTinyGguf({ file: join(modelDir, 'tiny.gguf'), ...TINY.tiny, nHead: 4, nCtxTrain: 8192, name: 'tiny' })).file
       report.upstreams = await benchUpstreams({
         build, file, dir: modelDir, conversations: Number(values.conversations), turns: Number(values['upstream-turns']),
-        words: Number(values.words) / 3, reply: Number(values.reply), rounds: Number(values['ttft-rounds']), ...(threads !== undefined ? { threads } : {}), say,
+        words: Number(values.words) / 3, reply: Number(values.reply), rounds: Number(values['ttft-rounds']), warmup: Number(values['ttft-warmup']), ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const main = `${shape}-q4_k_m`
