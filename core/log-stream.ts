@@ -1,24 +1,28 @@
 import { destination } from 'pino'
 
-/** How long a log line may wait to be written with others. */
-const FLUSH_MS = 100
-
 /**
- * Standard output for the server's log, its lines gathered for up to FLUSH_MS (or 4 KiB) and written by libuv's
- * threads. pino's default writes each line on its own, through a thread: a round trip between threads for every
- * request's access-log line. pino writes what is left when the process exits, a crash included; only a kill -9
- * loses the lines gathered in its last FLUSH_MS.
+ * Standard output for the server's log, the lines of one turn of the event loop written together, by libuv's threads,
+ * once the turn is over. pino's default writes each line on its own through a thread: a round trip between threads
+ * for every request's access-log line, several per turn when streams end together. No line waits longer than the
+ * turn it was logged in; pino writes what is left when the process exits, a crash included.
  */
 export function batchedStdout (): { write(line: string): boolean, flush(): void } {
-  const out = destination({ dest: 1, sync: false, minLength: 4096 })
-  let gathered = false
-  setInterval(() => {
-    if (!gathered) return
-    gathered = false
+  // minLength: the lines stay in the buffer until the flush at the end of the turn (or 8 KiB of them; sonic-boom
+  // takes at most its 16 KiB maxWrite).
+  const out = destination({ dest: 1, sync: false, minLength: 8 << 10 })
+  let flushing = false
+  const flush = (): void => {
+    flushing = false
     out.flush()
-  }, FLUSH_MS).unref()
+  }
   return {
-    write: (line) => { gathered = true; return out.write(line) },
+    write: (line) => {
+      if (!flushing) {
+        flushing = true
+        setImmediate(flush)
+      }
+      return out.write(line)
+    },
     flush: () => { out.flush() },
   }
 }

@@ -85,7 +85,7 @@ export async function benchSwap (o: SwapOptions): Promise<Record<string, unknown
       switch_ms: switchMs[setup],
     }]))
     const ratio = summary.llamagate!.switch_ttft_sum_ms / summary.router!.switch_ttft_sum_ms
-    const phases = await switchPhases(join(o.dir, 'llamagate', 'llamagate.log'))
+    const phases = await switchPhases(join(o.dir, 'llamagate', 'llamagate.log'), switchMs.llamagate!.length)
     o.say(`\nmodel swap (${a.label} ⇄ ${b.label}, room for one; ${o.switches} switches each, in turns): time to first token, medians`)
     o.say(`setup       to ${a.label.padEnd(18)} to ${b.label.padEnd(18)} loaded, no switch`)
     for (const setup of SETUPS) {
@@ -102,9 +102,21 @@ export async function benchSwap (o: SwapOptions): Promise<Record<string, unknown
   }
 }
 
-/** Where llamagate's switches went, from its log: eviction decided → model unloaded → the next one loaded. */
-async function switchPhases (logFile: string): Promise<{ unload_p50_ms: number, load_p50_ms: number, unload_ms: number[], load_ms: number[] }> {
-  const lines = (await readFile(logFile, 'utf8')).split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { time: number, msg: string })
+/**
+ * Where llamagate's switches went, from its log: eviction decided → model unloaded → the next one loaded. The server
+ * writes its log in batches (core/log-stream.ts): read again until the `switches` are all there, for up to 5 s.
+ */
+async function switchPhases (logFile: string, switches: number): Promise<{ unload_p50_ms: number, load_p50_ms: number, unload_ms: number[], load_ms: number[] }> {
+  const deadline = Date.now() + 5000
+  for (;;) {
+    const phases = switchPhasesIn(await readFile(logFile, 'utf8'))
+    if ((phases.unload_ms.length >= switches && phases.load_ms.length >= switches) || Date.now() > deadline) return phases
+    await new Promise((resolve) => setTimeout(resolve, 20))
+  }
+}
+
+function switchPhasesIn (log: string): { unload_p50_ms: number, load_p50_ms: number, unload_ms: number[], load_ms: number[] } {
+  const lines = log.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { time: number, msg: string })
   const unload: number[] = []
   const load: number[] = []
   let evicting: number | null = null
