@@ -1,13 +1,6 @@
-import { isIP } from 'node:net'
+import { isLoopbackHost } from './host-port.js'
 
-/** Whether an address to listen on is reachable only from this machine (127.0.0.0/8, ::1, localhost). */
-export function isLoopbackHost (host: string): boolean {
-  const bare = host.replace(/^\[|\]$/g, '').toLowerCase()
-  if (bare === 'localhost' || bare === '::1' || bare === '0:0:0:0:0:0:0:1') return true
-  if (isIP(bare) === 4) return bare.startsWith('127.')
-  // An IPv4-mapped loopback (::ffff:127.0.0.1).
-  return /^::ffff:127\./.test(bare)
-}
+export { isLoopbackHost }
 
 /**
  * What binding `host` without API keys means, said at start: every route open to whoever reaches the address,

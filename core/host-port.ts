@@ -41,3 +41,13 @@ export function addressKind (host: string): AddressKind {
   if (PRIVATE.check(host, type)) return 'private'
   return 'public'
 }
+
+/**
+ * Whether a host (an address to listen on, a Host header's name) can only mean this machine: 127.0.0.0/8 and ::1 in
+ * any spelling (in brackets, IPv4-mapped), localhost and the names under .localhost (RFC 6761).
+ */
+export function isLoopbackHost (host: string): boolean {
+  const bare = host.replace(/^\[(.*)\]$/, '$1').toLowerCase()
+  if (bare === 'localhost' || bare.endsWith('.localhost')) return true
+  return isIP(bare) !== 0 && addressKind(bare) === 'loopback'
+}

@@ -1,13 +1,6 @@
-import { isIP } from 'node:net'
+import { isLoopbackHost } from '../../core/host-port.js'
 
-/** True for names and addresses that can only mean this machine. */
-export function isLoopbackHost (host: string): boolean {
-  const name = stripBrackets(host).toLowerCase()
-  if (name === 'localhost' || name.endsWith('.localhost')) return true
-  if (isIP(name) === 4) return name.startsWith('127.')
-  if (isIP(name) === 6) return name === '::1' || name === '0:0:0:0:0:0:0:1'
-  return false
-}
+export { isLoopbackHost }
 
 /** The host name of a `Host` header, without its port. */
 export function hostOfHeader (header: string): string {
@@ -32,10 +25,6 @@ export function matchesPattern (value: string, pattern: string): boolean {
   if (!pattern.includes('*')) return value.toLowerCase() === pattern.toLowerCase()
   const regex = new RegExp('^' + pattern.split('*').map(escapeRegExp).join('.*') + '$', 'i')
   return regex.test(value)
-}
-
-function stripBrackets (host: string): string {
-  return host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host
 }
 
 function escapeRegExp (text: string): string {

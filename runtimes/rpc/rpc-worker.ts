@@ -6,7 +6,6 @@ import { outputLines } from '../process/output-lines.js'
 import { SpareShell } from '../process/spare-shell.js'
 import type { RuntimeBuild } from '../types.js'
 import { WATCHDOG } from '../process/watchdog.js'
-import { addressKind } from '../../core/host-port.js'
 import { startMemoryCapRelay } from './rpc-memory-cap.js'
 
 export interface RpcWorkerOptions {
@@ -92,6 +91,4 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
 }
 
 /** Whether `host` keeps the worker to this machine (the default); anything else deserves the warning. */
-export function isLoopbackHost (host: string): boolean {
-  return addressKind(host) === 'loopback'
-}
+export { isLoopbackHost } from '../../core/host-port.js'

@@ -50,3 +50,8 @@ t.test('serve on every interface without keys: a WARNING at start; refused when 
   allowed.child.kill('SIGTERM')
   await allowed.exited
 })
+
+t.test('isLoopbackHost: the one rule for listen addresses, Host headers and RPC workers', async (t) => {
+  for (const host of ['LOCALHOST', 'app.localhost', '[::1]', '0:0:0:0:0:0:0:1', '[::ffff:127.0.0.1]', '127.255.0.1']) t.ok(isLoopbackHost(host), host)
+  for (const host of ['localhost.example', '::ffff:10.0.0.1', '[::]', '', 'fe80::1']) t.notOk(isLoopbackHost(host), host)
+})
