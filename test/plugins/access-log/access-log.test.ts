@@ -45,6 +45,21 @@ t.test('a line per request: id, surface, model, status, duration, first token an
   const probes = ['/readyz', '/api/hello', '/api/version', '/metrics']
   t.notOk(lines.some((l) => probes.includes(l.path!)), 'probes and scrapes are not logged')
 
+  // Each surface hands its request's record to the lease it takes (request.usage): its line has the lease's tokens.
+  const surfaces: Array<[string, Record<string, unknown>]> = [
+    ['/api/generate', { model: 'acme/tiny', prompt: 'hi', stream: false }],
+    ['/v1/completions', { model: 'acme/tiny', prompt: 'hi', max_tokens: 3 }],
+    ['/v1/responses', { model: 'acme/tiny', input: 'hi', max_output_tokens: 3 }],
+    ['/v1/messages', { model: 'acme/tiny', max_tokens: 3, messages: [{ role: 'user', content: 'hi' }] }],
+    ['/api/embed', { model: 'acme/tiny', input: 'hi' }],
+  ]
+  for (const [path, body] of surfaces) t.equal((await post(`${url}${path}`, body)).status, 200, path)
+  await until('a line for each surface', () => surfaces.every(([path]) => requests().some((l) => l.path === path)))
+  for (const [path] of surfaces) {
+    const line = requests().find((l) => l.path === path)!
+    t.ok(line.promptTokens! > 0, `${path}: ${line.promptTokens} prompt tokens, counted by its lease`)
+  }
+
   // A client that goes away mid-answer: a long answer, cut after its first event.
   const controller = new AbortController()
   const res = await post(`${url}/api/chat`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'long' }], options: { num_predict: 3000 } }, { accept: 'application/x-ndjson' }, controller.signal)
