@@ -203,13 +203,16 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
         sentData = true
         progress.firstData?.()
       }
+      // The data without its framing, unframed once and only if something needs it.
+      let unframed: Buffer | null = null
+      const data = (): Buffer => (unframed ??= framed ? ChunkFraming.payload(bytes) : bytes)
       const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
-      if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), (framed ? ChunkFraming.payload(bytes) : bytes).subarray(0, wanted)])
+      if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), data().subarray(0, wanted)])
       if (client !== null) {
         // Renamed data is framed again here, as one chunk in one write (the response's own write takes four pieces).
-        const out = rewrite === undefined ? bytes : ChunkFraming.chunk(rewrite(ChunkFraming.payload(bytes)))
+        const out = rewrite === undefined ? bytes : ChunkFraming.chunk(rewrite(data()))
         if (out.length > 0 && !client.write(out)) backOff(stream.drained(client))
-      } else if (!stream.writeRaw(rewrite === undefined ? (framed ? ChunkFraming.payload(bytes) : bytes) : rewrite(framed ? ChunkFraming.payload(bytes) : bytes))) {
+      } else if (!stream.writeRaw(rewrite === undefined ? data() : rewrite(data()))) {
         backOff(stream.drained())
       }
     }
