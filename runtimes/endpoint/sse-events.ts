@@ -1,28 +1,16 @@
 import type { Readable } from 'node:stream'
+import { delimitedText } from './delimited-text.js'
 
 const BOUNDARY = Buffer.from('\n\n')
 const DATA_PREFIX = 'data: '
 
 /**
- * Reads a Server-Sent Events body and yields the `data` of each event, as text. Events are split on the
- * blank line that ends them, in bytes, so that a multi-byte character split across network chunks is
- * decoded whole. Comment lines (`: ping`) and fields other than `data` are skipped.
+ * Reads a Server-Sent Events body and yields the `data` of each event, as text. Events end at a blank line (split
+ * in bytes: delimited-text.ts). Comment lines (`: ping`) and fields other than `data` are skipped.
  */
 export async function * sseData (body: Readable): AsyncGenerator<string> {
-  let pending: Buffer = Buffer.alloc(0)
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk])
-    let start = 0
-    for (let end = pending.indexOf(BOUNDARY, start); end !== -1; end = pending.indexOf(BOUNDARY, start)) {
-      const data = dataOf(pending.toString('utf8', start, end))
-      if (data !== null) yield data
-      start = end + 2
-    }
-    pending = start === 0 ? pending : pending.subarray(start)
-  }
-  const last = pending.toString('utf8').trim()
-  if (last !== '') {
-    const data = dataOf(last)
+  for await (const event of delimitedText(body, BOUNDARY)) {
+    const data = dataOf(event)
     if (data !== null) yield data
   }
 }
