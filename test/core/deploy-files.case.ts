@@ -2,8 +2,9 @@ import { existsSync, readFileSync } from 'node:fs'
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import t from 'tap'
+import t, { type Test } from 'tap'
 import { parseAllDocuments } from 'yaml'
+import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../core/app.js'
 import { allCommands, findCommand } from '../../core/commands/index.js'
 import { CONFIG_ENVIRONMENT, loadConfig, type Config } from '../../core/config.js'
@@ -71,14 +72,7 @@ t.test('Kubernetes replicas: the config loads; ports, probes and the drain agree
 
   // The probe paths and the scrape path, asked of the server built from this config (metrics on the main address
   // here: a test does not bind 0.0.0.0:9464).
-  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
-  t.teardown(() => app.close())
-  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
-    const { path, port } = container[probe].httpGet
-    t.equal(port, 'http', `${probe} on the http port`)
-    const res = await app.inject({ method: 'GET', url: path })
-    t.ok(res.statusCode === 200 || (probe === 'readinessProbe' && res.statusCode === 503), `${probe} ${path}: ${res.statusCode} ${res.body}`)
-  }
+  const app = await probedApp(t, config, container)
   t.equal((await app.inject({ method: 'GET', url: pod.metadata.annotations['prometheus.io/path'] })).statusCode, 200, 'the scrape path serves metrics')
   t.match((await app.inject({ method: 'GET', url: container.readinessProbe.httpGet.path })).json(), { status: /^(not )?ready$/, reasons: Array }, 'readiness answers with its reasons')
 })
@@ -109,14 +103,7 @@ t.test('Kubernetes front: one address, each replica an upstream by its stable na
 
   // Its probe paths, asked of the front built from this config (its upstreams' names resolve nowhere here: not ready
   // is an answer too).
-  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
-  t.teardown(() => app.close())
-  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
-    const { path, port } = frontContainer[probe].httpGet
-    t.equal(port, 'http', `${probe} on the http port`)
-    const res = await app.inject({ method: 'GET', url: path })
-    t.ok(res.statusCode === 200 || (probe === 'readinessProbe' && res.statusCode === 503), `${probe} ${path}: ${res.statusCode} ${res.body}`)
-  }
+  await probedApp(t, config, frontContainer)
 })
 
 t.test('RPC workers: the worker command, ports and the gateway\'s config agree', async (t) => {
@@ -165,3 +152,19 @@ t.test('Dockerfile: port, entry point, command and the build script are the real
   t.match(dockerfile, /node dist\/scripts\/build-runtime\.js --backend "\$\{BACKEND\}"/)
   t.ok(existsSync(join(PACKAGE_ROOT, 'dist/scripts/build-runtime.js')), 'the runtime build script it runs is built')
 })
+
+/**
+ * The server built from a pod's config (metrics on the main address: a test does not bind 0.0.0.0:9464), asked each
+ * probe path of `container` on its http port: 200, or 503 from a readiness that is not there yet.
+ */
+async function probedApp (t: Test, config: Config, container: { [probe: string]: { httpGet: { path: string, port: string } } }): Promise<FastifyInstance> {
+  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
+  t.teardown(() => app.close())
+  for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
+    const { path, port } = container[probe]!.httpGet
+    t.equal(port, 'http', `${probe} on the http port`)
+    const res = await app.inject({ method: 'GET', url: path })
+    t.ok(res.statusCode === 200 || (probe === 'readinessProbe' && res.statusCode === 503), `${probe} ${path}: ${res.statusCode} ${res.body}`)
+  }
+  return app
+}
