@@ -9,7 +9,11 @@ export interface AgentWiring {
   contextLength: number | null
 }
 
-/** How one coding agent is started against llamagate with only its own documented settings. */
+/**
+ * How one coding agent is started against llamagate with only its own documented settings. The key goes in `env`
+ * (or a file only its owner reads), never in `args`: any local user can read a command line (`ps`), not another
+ * user's environment.
+ */
 export interface AgentRecipe {
   /** The program on PATH. */
   command: string
@@ -28,7 +32,7 @@ function codexConfig (values: Record<string, string>): string[] {
  * The agents `llamagate launch` wires up, each as its own docs say: Claude Code through Anthropic's variables (every
  * model tier set, so its side requests stay here too), Codex through a model provider of Responses' wire API (the
  * only one it speaks), opencode through its inline config with an OpenAI-compatible provider, Qwen Code through its
- * OpenAI flags.
+ * OpenAI variables.
  */
 export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
   claude: {
@@ -86,7 +90,8 @@ export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
   qwen: {
     command: 'qwen',
     npmPackage: '@qwen-code/qwen-code',
-    env: () => ({}),
-    args: ({ url, key, model }) => ['--auth-type', 'openai', '--openai-base-url', `${url}/v1`, '--openai-api-key', key, '-m', model],
+    // Its --openai-api-key would show the key to anyone running `ps`; these are what that flag sets (its config/auth.ts).
+    env: ({ url, key, model }) => ({ OPENAI_API_KEY: key, OPENAI_BASE_URL: `${url}/v1`, OPENAI_MODEL: model }),
+    args: ({ model }) => ['--auth-type', 'openai', '-m', model],
   },
 }

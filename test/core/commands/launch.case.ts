@@ -27,7 +27,9 @@ t.test('launch: --print for each agent; the agent started with that environment 
   const opencode = await printed('opencode')
   const inline = JSON.parse(/^export OPENCODE_CONFIG_CONTENT='(.*)'$/m.exec(opencode)![1]!)
   t.match(inline, { model: 'llamagate/acme/long', provider: { llamagate: { npm: '@ai-sdk/openai-compatible', options: { baseURL: `${url}/v1` }, models: { 'acme/long': { limit: { context: 32_768 } } } } } }, 'opencode told the model\'s trained context')
-  t.match(await printed('qwen', '--', '-p', 'hi there'), `qwen --auth-type openai --openai-base-url ${url}/v1 --openai-api-key llamagate -m acme/long -p 'hi there'\n`, 'arguments after -- go to the agent')
+  const qwen = await printed('qwen', '--', '-p', 'hi there')
+  for (const line of ['export OPENAI_API_KEY=llamagate', `export OPENAI_BASE_URL=${url}/v1`, 'export OPENAI_MODEL=acme/long']) t.match(qwen, `${line}\n`)
+  t.match(qwen, `\nqwen --auth-type openai -m acme/long -p 'hi there'\n`, 'arguments after -- go to the agent')
   t.match(await runCli(['launch', 'claude', '--host', url, '--print']), { code: 0, stdout: /ANTHROPIC_MODEL=acme\/(long|tiny)\n/ }, 'without --model: the most recent model')
 
   // A stand-in agent on PATH: what it was started with, and its exit code.
@@ -41,6 +43,18 @@ t.test('launch: --print for each agent; the agent started with that environment 
   t.match(recorded, `ANTHROPIC_AUTH_TOKEN=sk-mine\n`, 'the client\'s key')
   t.match(recorded, `ANTHROPIC_BASE_URL=${url}\n`)
   t.match(recorded, 'args: -p hello\n')
+
+  // Every agent, started for real: the client's key reaches it through its environment, never its command line
+  // (which any local user reads with ps).
+  for (const agent of ['codex', 'opencode', 'qwen']) {
+    await writeFile(join(bin, agent), `#!/bin/sh\n{ env | grep -c sk-mine-secret; echo "args: $*"; } > '${seen}'\n`)
+    await chmod(join(bin, agent), 0o755)
+    const run = await runCli(['launch', agent, '--model', 'acme/tiny', '--host', url], { PATH: `${bin}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine-secret' })
+    t.equal(run.code, 0, run.stderr)
+    const [count, args] = (await readFile(seen, 'utf8')).split('\n') as [string, string]
+    t.ok(Number(count) >= 1, `${agent}: the key is in its environment`)
+    t.notMatch(args, 'sk-mine-secret', `${agent}: and not in its arguments (${args})`)
+  }
 
   const missing = await runCli(['launch', 'codex', '--model', 'acme/tiny', '--host', url], { PATH: bin })
   t.equal(missing.code, 127)

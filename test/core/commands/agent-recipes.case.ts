@@ -1,0 +1,18 @@
+import t from 'tap'
+import { AGENTS, type AgentWiring } from '../../../core/commands/agent-recipes.js'
+
+// Issue 51: any local user reads another's command line (`ps`, /proc/<pid>/cmdline), not its environment. Every
+// agent `llamagate launch` starts gets its key from the environment, never from its arguments.
+
+const wiring: AgentWiring = { url: 'http://127.0.0.1:11435', key: 'sk-launch-secret-0123456789', model: 'acme/tiny', contextLength: 4096 }
+
+t.test('every agent: the key is in its environment and nowhere in its arguments', async (t) => {
+  t.ok(Object.keys(AGENTS).length >= 4, Object.keys(AGENTS).join(', '))
+  for (const [name, recipe] of Object.entries(AGENTS)) {
+    const args = recipe.args(wiring)
+    t.notOk(args.some((arg) => arg.includes(wiring.key)), `${name}: no argument holds the key (${args.join(' ')})`)
+    // Not even a piece of it (a flag's value split, or a config value quoted into a TOML string).
+    t.notOk(args.join(' ').includes(wiring.key.slice(3, 20)), `${name}: nor a part of it`)
+    t.ok(Object.values(recipe.env(wiring)).some((value) => value.includes(wiring.key)), `${name}: its environment carries the key`)
+  }
+})
