@@ -1,3 +1,4 @@
+import { constants } from 'node:fs'
 import { open } from 'node:fs/promises'
 
 // llama.cpp's sequence state file (llama_state_seq_save_file): 'ggsq', its version, then the tokens the slot
@@ -9,16 +10,22 @@ const PACKED_MARKER = 0xffffffff
 const PACKED_VERSION = 1
 /** More tokens than any context llama.cpp takes: a header claiming more is damaged. */
 const MAX_TOKENS = 1 << 24
+const HEAD_BYTES = 12
+// The file may have been planted: a link is not followed out of its folder, and a FIFO must not hold the open.
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK
 
 /**
  * The tokens a saved slot holds, read from the file's head without loading its KV state: what the prompt cache
- * compares a new prompt with. @throws Error when the file is not a state file this reader knows (damaged, or
- * another llama.cpp's format)
+ * compares a new prompt with. Nothing is allocated past what the file holds, whatever its header claims.
+ * @throws Error when the file is not a state file this reader knows (damaged, or another llama.cpp's format), or is
+ * a link or not a regular file
  */
 export async function readSlotStateTokens (file: string): Promise<Uint32Array> {
-  const handle = await open(file, 'r')
+  const handle = await open(file, OPEN_FLAGS)
   try {
-    const head = Buffer.alloc(12)
+    const info = await handle.stat()
+    if (!info.isFile()) throw new Error('not a regular file')
+    const head = Buffer.alloc(HEAD_BYTES)
     await readExactly(handle, head, 0)
     const magic = head.readUInt32LE(0)
     const version = head.readUInt32LE(4)
@@ -26,8 +33,9 @@ export async function readSlotStateTokens (file: string): Promise<Uint32Array> {
     if (magic !== MAGIC) throw new Error('not a llama.cpp slot state file (bad magic)')
     if (version !== VERSION) throw new Error(`slot state version ${version}, not ${VERSION}`)
     if (words > MAX_TOKENS + 3) throw new Error(`implausible token count ${words}`)
+    if (words * 4 > info.size - HEAD_BYTES) throw new Error(`token count ${words} past the file's ${info.size} bytes`)
     const body = Buffer.alloc(words * 4)
-    await readExactly(handle, body, 12)
+    await readExactly(handle, body, HEAD_BYTES)
     const packed = new Uint32Array(body.buffer, body.byteOffset, words)
     if (words >= 3 && packed[0] === PACKED_MARKER) {
       if (packed[1] !== PACKED_VERSION) throw new Error(`packed tokens version ${packed[1]}, not ${PACKED_VERSION}`)
