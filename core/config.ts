@@ -22,8 +22,11 @@ export interface Config {
   keepAliveMs: number
   streamFormat: 'sse' | 'ndjson'
   defaultOptions: Options
-  /** Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. */
-  models: Record<string, ModelConfig>
+  /**
+   * Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. A Map,
+   * as every table keyed by a model name: a name such as `constructor` must find nothing, not Object's own.
+   */
+  models: ReadonlyMap<string, ModelConfig>
   limits: {
     bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number,
     /** The largest output schema or grammar a request may carry, in bytes; and the most enum values and consts in one. */
@@ -72,7 +75,7 @@ export interface Config {
   /** Where a request for a model several upstreams list goes (`upstream_routing`): by its conversation's prefix, or in turns. */
   upstreamRouting: 'prefix' | 'round_robin'
   /** Other names for models (`models.<name>.aliases`, `LLAMAGATE_ALIASES`), by their lower case, each with its model. */
-  aliases: Record<string, string>
+  aliases: ReadonlyMap<string, string>
   /** The config file that was read, or null when none was. */
   configFile: string | null
 }
@@ -248,11 +251,12 @@ function mergeInto (target: Record<string, unknown>, source: Record<string, unkn
   label: string, sources: Map<string, string>): void {
   for (const [key, value] of Object.entries(source)) {
     const here = [...path, key]
-    const current = target[key]
+    // Own keys only, written as data: a model named `__proto__` in config.yaml must not reach Object.prototype.
+    const current = Object.hasOwn(target, key) ? target[key] : undefined
     if (isPlainObject(value) && isPlainObject(current) && key !== '__extra_origins') {
       mergeInto(current, value, here, label, sources)
     } else {
-      target[key] = value
+      Object.defineProperty(target, key, { value, writable: true, enumerable: true, configurable: true })
       sources.set(here.join('.'), label === 'environment' ? envName(here) : label)
     }
   }
@@ -418,7 +422,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     if (ollamaPort !== 0 && ollamaPort === port) problems.push(`ollama_listen = ${JSON.stringify(raw.ollama_listen)} is not allowed: ${other} uses port ${port} already (Ollama's own port is 11434) (from ${sourceOf(['ollama_listen'], sources) ?? 'defaults'})`)
   }
   const workerNames = new Set(config.rpc.workers.map((w) => w.name))
-  for (const [name, model] of Object.entries(config.models)) {
+  for (const [name, model] of config.models) {
     const unknown = (model.rpc ?? []).filter((w) => !workerNames.has(w))
     if (unknown.length > 0) problems.push(`models.${name}.rpc names ${unknown.map((w) => JSON.stringify(w)).join(', ')}, not among rpc.workers (${[...workerNames].join(', ') || 'none'})`)
     if (model.tensorSplit && !model.tensorSplit.some((share) => share > 0)) problems.push(`models.${name}.tensor_split gives every device 0: at least one share must be more than 0`)
@@ -428,8 +432,8 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
 }
 
 /** `models.<name>`; its llama-server `args` are checked by the runtimes plugin (its config check), which knows the flags. */
-function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: unknown) => number): Record<string, ModelConfig> {
-  return Object.fromEntries(Object.entries(raw).map(([name, m]) => {
+function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: unknown) => number): Map<string, ModelConfig> {
+  return new Map(Object.entries(raw).map(([name, m]) => {
     const config: ModelConfig = {
       ...(m.options ? { options: m.options } : {}),
       ...(m.args?.length ? { args: m.args } : {}),
@@ -440,7 +444,7 @@ function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: 
       ...(m.priority !== undefined ? { priority: m.priority } : {}),
       ...(m.pinned ? { pinned: true } : {}),
     }
-    return [name, config]
+    return [name, config] as const
   }))
 }
 
@@ -448,15 +452,14 @@ function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: 
  * The aliases of config.yaml's models and of `LLAMAGATE_ALIASES` (`alias=owner/name`, comma-separated; the
  * environment's win), by their lower case. One alias naming two models is a mistake.
  */
-function modelAliases (models: RawConfig['models'], fromEnv: string[], problems: string[]): Record<string, string> {
-  const aliases: Record<string, string> = {}
-  const owner: Record<string, string> = {}
+function modelAliases (models: RawConfig['models'], fromEnv: string[], problems: string[]): Map<string, string> {
+  const aliases = new Map<string, string>()
   for (const [model, m] of Object.entries(models)) {
     for (const alias of m.aliases ?? []) {
       const key = alias.toLowerCase()
-      if (owner[key] !== undefined && owner[key] !== model) problems.push(`models.${model}.aliases: "${alias}" is already an alias of ${owner[key]}`)
-      owner[key] = model
-      aliases[key] = model
+      const owner = aliases.get(key)
+      if (owner !== undefined && owner !== model) problems.push(`models.${model}.aliases: "${alias}" is already an alias of ${owner}`)
+      aliases.set(key, model)
     }
   }
   for (const pair of fromEnv) {
@@ -464,7 +467,7 @@ function modelAliases (models: RawConfig['models'], fromEnv: string[], problems:
     const alias = pair.slice(0, eq).trim()
     const model = pair.slice(eq + 1).trim()
     if (eq < 1 || model === '' || /\s/.test(alias)) { problems.push(`LLAMAGATE_ALIASES: "${pair}" is not alias=owner/name`); continue }
-    aliases[alias.toLowerCase()] = model
+    aliases.set(alias.toLowerCase(), model)
   }
   return aliases
 }

@@ -110,7 +110,8 @@ export function checkKeysFile (file: string, raw: unknown): KeysFile {
     if (typeof limits !== 'object' || limits === null) problems.push(`${at} (${name}).limits: expected a mapping`)
     else {
       for (const [k, v] of Object.entries(limits)) {
-        const rule = LIMITS[k as keyof KeyLimits]
+        // Own keys only: `toString: 5` is no limit, whatever Object's prototype holds.
+        const rule = Object.hasOwn(LIMITS, k) ? LIMITS[k as keyof KeyLimits] : undefined
         if (rule === undefined) { problems.push(`${at} (${name}).limits.${k}: unknown (known: ${Object.keys(LIMITS).join(', ')})`); continue }
         if (typeof v !== 'number' || !(v > 0) || (rule.integer && !Number.isInteger(v)) || (rule.max !== undefined && v > rule.max)) {
           problems.push(`${at} (${name}).limits.${k}: ${rule.integer ? 'a whole number above 0' : `a number above 0, at most ${rule.max}`}`)

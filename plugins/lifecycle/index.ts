@@ -48,7 +48,7 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   const ends = new WeakMap<object, () => void>()
   let draining = false
   const cutter = new AbortController()
-  const preloads = Object.entries(config.models).filter(([, m]) => m.preload)
+  const preloads = [...config.models].filter(([, m]) => m.preload)
     .map(([name, m]) => ({ name, keepAliveMs: m.keepAliveMs === undefined || m.keepAliveMs < 0 ? Infinity : m.keepAliveMs }))
   const preloader = new Preloader(preloads, async (name, keepAliveMs) => {
     const kind = app.store.get(name).kind ?? 'chat'

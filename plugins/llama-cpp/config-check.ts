@@ -10,10 +10,10 @@ import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../runtimes/ext
  */
 export function checkModelArgs (config: Config, context: ConfigCheckContext): ConfigCheck {
   const problems: string[] = []
-  const models = Object.fromEntries(Object.entries(config.models).map(([name, model]) => {
-    if (!model.args) return [name, model]
+  const models = new Map([...config.models].map(([name, model]) => {
+    if (!model.args) return [name, model] as const
     for (const problem of ownedFlagProblems(model.args)) problems.push(`models.${name}.args: ${problem}`)
-    return [name, { ...model, args: mapModelFiles(model.args, (item) => isPathItem(item) ? resolvePath(item, context.base) : item) }]
+    return [name, { ...model, args: mapModelFiles(model.args, (item) => isPathItem(item) ? resolvePath(item, context.base) : item) }] as const
   }))
   return { problems, resolved: { models } }
 }

@@ -16,7 +16,7 @@ const show: FastifyPluginAsyncTypebox = async (app) => {
     const verbose = request.body.verbose === true
     // Null for a stored name: a stored model wins over an upstream's of its name.
     const remote = upstreams.find(name)
-    if (remote !== null) return remoteShow(remote, parametersText(modelOptions(null, app.config.models[remote.name]?.options)), verbose)
+    if (remote !== null) return remoteShow(remote, parametersText(modelOptions(null, app.config.models.get(remote.name)?.options)), verbose)
     // An invalid name is a 400 and an unknown one a 404 (ModelNotFoundError), both from the store.
     const record = store.get(name)
     return {
@@ -25,7 +25,7 @@ const show: FastifyPluginAsyncTypebox = async (app) => {
       model_info: await modelInfo(record, verbose),
       template: chatTemplate(record),
       // The model's own (from /api/create), under config.yaml's, as requests get them.
-      parameters: parametersText(modelOptions(record.parameters, app.config.models[record.name]?.options)),
+      parameters: parametersText(modelOptions(record.parameters, app.config.models.get(record.name)?.options)),
       ...(record.system !== null ? { system: record.system } : {}),
       capabilities: capabilities(record),
       ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, verbose) } : {}),

@@ -30,7 +30,7 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
   // The models, then each alias of a stored model under its own name (clients pick from this list by name).
   const listed = (): ModelRecord[] => [
     ...store.list(),
-    ...Object.keys(store.aliases).flatMap((alias) => {
+    ...[...store.aliases.keys()].flatMap((alias) => {
       const record = store.find(alias)
       return record === null || record.name.toLowerCase() === alias ? [] : [{ ...record, name: alias }]
     }),
@@ -53,7 +53,7 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
       return anthropic(request.headers) ? anthropicRemoteModel(found) : openAiRemoteModel(found)
     }
     // Asked by an alias, answered under it.
-    const named = { ...record, name: Object.hasOwn(store.aliases, id.toLowerCase()) && record.name.toLowerCase() !== id.toLowerCase() ? id : record.name }
+    const named = { ...record, name: store.aliases.has(id.toLowerCase()) && record.name.toLowerCase() !== id.toLowerCase() ? id : record.name }
     return anthropic(request.headers) ? anthropicModel(named) : openAiModel(named)
   })
 }

@@ -76,7 +76,7 @@ export interface SchedulerSettings {
    * config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths),
    * and its place when models do not fit together (`priority`, `pinned`: swap-policy.ts).
    */
-  modelOptions: Record<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[], priority?: number, pinned?: boolean }>
+  modelOptions: ReadonlyMap<string, { options?: Options, args?: string[], rpc?: string[], tensorSplit?: number[], priority?: number, pinned?: boolean }>
 }
 
 /** The RPC workers of config.yaml, as the scheduler needs them (runtimes/rpc knows how to reach them). */

@@ -131,7 +131,7 @@ export class Scheduler implements LeaseSource {
     const resolved = purposeOptions(model, purpose, resolveOptions({
       defaults: settings.defaultOptions,
       parameters: model.parameters,
-      configured: settings.modelOptions[model.name]?.options,
+      configured: settings.modelOptions.get(model.name)?.options,
       request: request.options,
       overrides: request.overrides,
     }))
@@ -174,7 +174,7 @@ export class Scheduler implements LeaseSource {
     const { settings } = this.deps
     const resolved = resolveOptions({
       defaults: settings.defaultOptions,
-      configured: settings.modelOptions[target.name]?.options,
+      configured: settings.modelOptions.get(target.name)?.options,
       request: request.options,
       overrides: request.overrides,
     })
@@ -259,7 +259,7 @@ export class Scheduler implements LeaseSource {
 
   /** The RPC workers a model is split across (config.yaml's models.<name>.rpc); empty for a local one. */
   workersOf (model: Pick<SchedulableModel, 'name'>): string[] {
-    return this.deps.settings.modelOptions[model.name]?.rpc ?? []
+    return this.deps.settings.modelOptions.get(model.name)?.rpc ?? []
   }
 
   /**
@@ -368,7 +368,7 @@ export class Scheduler implements LeaseSource {
     if (path === null) {
       throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
     }
-    const args = this.deps.settings.modelOptions[model.name]?.args
+    const args = this.deps.settings.modelOptions.get(model.name)?.args
     const caches = purpose === 'generate' ? this.deps.promptCaches : undefined
     await caches?.init()
     const process = this.deps.runtimes.create({
@@ -435,7 +435,7 @@ export class Scheduler implements LeaseSource {
     if (!rpcWorkers) throw new UnavailableError(`model "${instance.model.name}" is to be split across RPC workers, and this server has none configured`, 'rpc_worker_unavailable')
     const { endpoints, freeBytes } = await rpcWorkers.prepare(workers, instance.model.name)
     if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
-    const tensorSplit = settings.modelOptions[instance.model.name]?.tensorSplit
+    const tensorSplit = settings.modelOptions.get(instance.model.name)?.tensorSplit
     return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
   }
 

@@ -17,12 +17,12 @@ export class SwapPolicy {
 
   /** config.yaml's models.<name>.priority: a higher one is loaded first and unloaded last. */
   priority (model: string): number {
-    return this.settings.modelOptions[model]?.priority ?? 0
+    return this.settings.modelOptions.get(model)?.priority ?? 0
   }
 
   /** Never unloaded to make room for another model, nor by its keep-alive. */
   isPinned (model: string): boolean {
-    return this.settings.modelOptions[model]?.pinned === true
+    return this.settings.modelOptions.get(model)?.pinned === true
   }
 
   /**

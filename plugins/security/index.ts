@@ -119,7 +119,7 @@ export default fp(async (app) => {
     const grant = request.grant
     if (grant !== null && request.routeOptions.config.public !== true) {
       for (const name of modelsNamedIn(request.body, request.params)) {
-        if (!allowsModel(grant, name, app.config.aliases[name.toLowerCase()])) {
+        if (!allowsModel(grant, name, app.config.aliases.get(name.toLowerCase()))) {
           done(new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied'))
           return
         }
@@ -136,7 +136,7 @@ export default fp(async (app) => {
     if (!Array.isArray(items)) return payload
     const allowed = items.filter((item) => {
       const name = (item as Record<string, unknown>)[list.key]
-      return typeof name === 'string' && allowsModel(grant, name, app.config.aliases[name.toLowerCase()])
+      return typeof name === 'string' && allowsModel(grant, name, app.config.aliases.get(name.toLowerCase()))
     })
     // Anthropic's list names its first and last model apart from the list.
     const ends = 'first_id' in payload ? { first_id: (allowed[0] as { id?: string } | undefined)?.id ?? null, last_id: (allowed.at(-1) as { id?: string } | undefined)?.id ?? null } : {}

@@ -36,7 +36,7 @@ interface ModelStoreOptions {
    * Other names for stored models (config.yaml's `models.<name>.aliases`): the names agents ask for
    * (`claude-sonnet-4-5`), by their lower case, each with the model it reaches. A stored model's own name wins.
    */
-  aliases?: Readonly<Record<string, string>>
+  aliases?: ReadonlyMap<string, string>
 }
 
 /**
@@ -59,7 +59,7 @@ export class ModelStore {
   private draining: Promise<void> | null = null
   private readonly creation = new ModelCreation(this)
   /** Other names for stored models, by their lower case (see ModelStoreOptions). */
-  readonly aliases: Readonly<Record<string, string>>
+  readonly aliases: ReadonlyMap<string, string>
   /** Uploads for `/api/create`, by digest. */
   readonly blobs: BlobStore
 
@@ -67,7 +67,7 @@ export class ModelStore {
     this.lockStaleMs = Math.max(2000, options.lockStaleMs ?? 10_000)
     this.lockWaitMs = options.lockWaitMs ?? 600_000
     this.warn = options.onWarning ?? (() => {})
-    this.aliases = options.aliases ?? {}
+    this.aliases = options.aliases ?? new Map()
     this.feed = new ChangeFeed(join(modelsDir, STATE_DIR, 'changes'), options.changes)
     this.blobs = new BlobStore(join(modelsDir, STATE_DIR))
   }
@@ -142,8 +142,7 @@ export class ModelStore {
   }
 
   private aliasOf (name: string): string | undefined {
-    const key = name.toLowerCase()
-    return Object.hasOwn(this.aliases, key) ? this.aliases[key] : undefined
+    return this.aliases.get(name.toLowerCase())
   }
 
   /** The stored model of that name, undefined when the name is not a valid one or nothing is stored under it. */

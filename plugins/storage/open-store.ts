@@ -6,7 +6,7 @@ import { ModelStore } from './model-store.js'
  * (anything half-written found and dealt with), its warnings logged. The server also follows other
  * processes' changes (an import by the CLI shows up without a restart); a one-shot command does not need to.
  */
-export async function openStore (modelsDir: string, options: { log?: Pick<Logger, 'warn'>, followChanges?: boolean, aliases?: Readonly<Record<string, string>> } = {}): Promise<ModelStore> {
+export async function openStore (modelsDir: string, options: { log?: Pick<Logger, 'warn'>, followChanges?: boolean, aliases?: ReadonlyMap<string, string> } = {}): Promise<ModelStore> {
   const { log } = options
   const store = new ModelStore(modelsDir, { ...(log ? { onWarning: (message: string) => log.warn(message) } : {}), ...(options.aliases ? { aliases: options.aliases } : {}) })
   await store.init()

@@ -14,7 +14,7 @@ t.test('workers on loopback and private networks load; names and splits reach th
     models: { 'acme/big': { rpc: ['a', 'b'], tensor_split: [1, 3] } },
   })
   t.same(config.rpc.workers.map((w) => [w.name, w.endpoint.host, w.endpoint.port, w.allowPublic]), [['a', '127.0.0.1', 50052, false], ['b', '10.1.2.3', 50053, false], ['c', 'fd00::5', 50052, false], ['d', 'worker-0.rpc', 50052, false]])
-  t.same(config.models['acme/big'], { rpc: ['a', 'b'], tensorSplit: [1, 3] })
+  t.same(config.models.get('acme/big'), { rpc: ['a', 'b'], tensorSplit: [1, 3] })
   t.same(load({}).rpc.workers, [], 'none by default')
 })
 

@@ -127,7 +127,7 @@ t.test('RPC workers: the worker command, ports and the gateway\'s config agree',
   const set = of('StatefulSet').metadata.name
   t.same(config.rpc.workers.map((w) => `${w.endpoint.host}:${w.endpoint.port}`), [0, 1].map((i) => `${set}-${i}.${service}:${port}`), 'the workers by their stable names, on their port')
   t.equal(of('StatefulSet').spec.replicas, config.rpc.workers.length, 'one config entry per worker pod')
-  t.same(Object.values(config.models).map((m) => m.rpc), [config.rpc.workers.map((w) => w.name)], 'the model is split across them')
+  t.same([...config.models.values()].map((m) => m.rpc), [config.rpc.workers.map((w) => w.name)], 'the model is split across them')
 })
 
 t.test('every environment variable the files set is one the server reads', async (t) => {

@@ -57,7 +57,7 @@ function errorText (err: unknown): string {
 
 export function App () {
   const [models, setModels] = useState<ModelRecord[]>([])
-  const [capabilities, setCapabilities] = useState<Record<string, string[]>>({})
+  const [capabilities, setCapabilities] = useState<ReadonlyMap<string, string[]>>(new Map())
   const [loaded, setLoaded] = useState<LoadedModel[]>([])
   const [problem, setProblem] = useState<string | null>(null)
   const [conversations, setConversations] = useState<Conversation[]>(loadConversations)
@@ -94,10 +94,11 @@ export function App () {
           const show = await sendJson<{ capabilities?: string[] }>('POST', '/api/show', { model: m.name })
           return [m.name, show.capabilities ?? []] as const
         } catch {
-          return [m.name, []] as const
+          return [m.name, [] as string[]] as const
         }
       }))
-      setCapabilities(Object.fromEntries(entries))
+      // A Map: a model named `constructor` must find its own capabilities, not Object's.
+      setCapabilities(new Map(entries))
     } catch (err) {
       setProblem(`Could not list the models: ${errorText(err)}`)
     }
@@ -171,7 +172,7 @@ export function App () {
       stream: true,
       options: requestOptions(c.options),
       ...('tools' in tools && tools.tools.length > 0 ? { tools: tools.tools } : {}),
-      ...((capabilities[c.model] ?? []).includes('thinking') ? { think: c.think !== false } : {}),
+      ...((capabilities.get(c.model) ?? []).includes('thinking') ? { think: c.think !== false } : {}),
     }
     try {
       await stream<ChatEvent>('/api/chat', body, (event) => {
@@ -314,7 +315,7 @@ export function App () {
             {models.map((m) => <option key={m.name} value={m.name}>{m.name} ({formatBytes(m.size)})</option>)}
           </select>
           {selected
-            ? <span class="capabilities"><span class="visually-hidden">Capabilities: </span>{(capabilities[selected.name] ?? []).join(' · ')}</span>
+            ? <span class="capabilities"><span class="visually-hidden">Capabilities: </span>{(capabilities.get(selected.name) ?? []).join(' · ')}</span>
             : null}
         </div>
         <button type="button" class="theme-toggle" aria-pressed={theme === 'dark'} onClick={toggleTheme}>Dark theme</button>
@@ -353,7 +354,7 @@ export function App () {
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
           : view === 'usage' ? <UsageView />
           : current
-            ? <ChatView conversation={current} capabilities={capabilities[current.model] ?? []} streaming={streaming}
+            ? <ChatView conversation={current} capabilities={capabilities.get(current.model) ?? []} streaming={streaming}
                 elsewhere={running !== null && !streaming} hasModel={models.length > 0}
                 onSend={send} onToolResults={sendToolResults} onStop={() => running?.controller.abort()} onRegenerate={regenerate} onEdit={edit}
                 onChange={(change) => update(current.id, change)} />

@@ -43,7 +43,7 @@ function whereItRuns (m: LoadedModel): string {
 
 export interface ModelsViewProps {
   models: ModelRecord[]
-  capabilities: Record<string, string[]>
+  capabilities: ReadonlyMap<string, string[]>
   loaded: LoadedModel[]
   pulls: PullState[]
   onPull: (name: string) => void
@@ -112,7 +112,7 @@ export function ModelsView (props: ModelsViewProps) {
                   <tr key={m.name}>
                     <th scope="row">{m.name}</th>
                     <td>{formatBytes(m.size)}</td>
-                    <td>{(capabilities[m.name] ?? []).join(', ')}</td>
+                    <td>{(capabilities.get(m.name) ?? []).join(', ')}</td>
                     <td>{formatAgo(m.modified_at)}</td>
                     <td><div class="row-actions">
                       <button type="button" onClick={() => props.onChat(m.name)} aria-label={`Chat with ${m.name}`}>Chat</button>

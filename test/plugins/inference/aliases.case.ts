@@ -26,7 +26,7 @@ t.test('an alias reaches its model on every surface, and /v1/models lists it', a
 })
 
 t.test('LLAMAGATE_ALIASES, and the mistakes refused at start', async (t) => {
-  const env = (text: string): Record<string, string> => resolveConfig([{ source: 'environment', values: { __aliases: text.split(',') } }]).aliases
+  const env = (text: string): Record<string, string> => Object.fromEntries(resolveConfig([{ source: 'environment', values: { __aliases: text.split(',') } }]).aliases)
   t.same(env('claude-sonnet-4-5=acme/tiny, gpt-5=acme/other'), { 'claude-sonnet-4-5': 'acme/tiny', 'gpt-5': 'acme/other' })
   t.throws(() => env('nonsense'), /LLAMAGATE_ALIASES: "nonsense" is not alias=owner\/name/)
   t.throws(() => resolveConfig([{ source: 'config.yaml', values: { models: { 'acme/a': { aliases: ['x'] }, 'acme/b': { aliases: ['X'] } } } }]), ConfigError)

@@ -37,7 +37,7 @@ t.test('config.yaml models.<name>.args: owned flags refused at load, paths resol
   t.match(err.message, 'models.acme/chat.args: --host is set by the gateway')
   t.match(err.message, 'models.acme/chat.args: -np is set by the gateway: set options.num_parallel')
   const config = await load({ 'acme/chat': { args: ['--model-draft', 'acme/draft', '--lora', './adapters/style.gguf', '--draft-max', '8'], preload: true, keep_alive: '10m' } })
-  t.same(config.models['acme/chat'], {
+  t.same(config.models.get('acme/chat'), {
     args: ['--model-draft', 'acme/draft', '--lora', '/etc/llamagate/adapters/style.gguf', '--draft-max', '8'],
     preload: true,
     keepAliveMs: 600_000,
