@@ -1,9 +1,9 @@
-import { join } from 'node:path'
 import fp from 'fastify-plugin'
 import { MAX_TIMER_MS } from '../../core/keep-alive.js'
 import { upstreamEndpoint } from '../../runtimes/index.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
+import { promptCacheDir } from './prompt-cache-folder.js'
 import { PromptCaches } from './prompt-caches.js'
 import { Scheduler } from './scheduler.js'
 
@@ -29,7 +29,7 @@ export default fp(async (app) => {
   // Beside the models (a dot folder the store skips), so that replicas sharing the folder share the caches too.
   const promptCaches = config.promptCache.enabled
     ? new PromptCaches({
-      dir: join(config.modelsDir, '.prompt-cache'),
+      dir: promptCacheDir(config.modelsDir),
       sizeBytes: config.promptCache.sizeBytes,
       minTokens: config.promptCache.minTokens,
       log: app.log,

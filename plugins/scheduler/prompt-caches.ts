@@ -1,23 +1,11 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
 import type { Logger } from '../../core/logger.js'
 import { isAlive } from '../../core/process-alive.js'
-import { readSlotStateTokens, type RuntimeEndpoint } from '../../runtimes/index.js'
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import { PromptCacheFolder, saveName, stagingName, type CacheEntry } from './prompt-cache-folder.js'
 
 /** What ties a saved cache to a runtime that can take it: the model file and the KV cache's types. */
 export interface CacheShape { model: string, digest: string, dtype: string, cacheTypeK: string, cacheTypeV: string }
-
-/** One saved slot: `<key>-<id>.bin` (llama-server's state file) beside `<key>-<id>.json` (this). */
-interface Entry {
-  id: string
-  key: string
-  model: string
-  tokens: number
-  bytes: number
-  savedAt: number
-  lastUsed: number
-}
 
 export interface PromptCacheOptions {
   /** The folder: `--slot-save-path` of every runtime, so that llama-server reads and writes there itself. */
@@ -53,17 +41,30 @@ const ORPHAN_AGE_MS = 10 * 60_000
  * restore is deleted; the request runs as it would have without it.
  */
 export class PromptCaches {
-  private readonly entries = new Map<string, Entry>()
+  /** By file stem (`<key>-<id>`). */
+  private readonly entries = new Map<string, CacheEntry>()
+  /** The tokens of the saves this process made (their runtime wrote them), by stem. */
   private readonly tokens = new Map<string, Uint32Array>()
-  private ready: Promise<void> | null = null
+  private readonly folder: PromptCacheFolder
+  private ready: Promise<boolean> | null = null
 
-  constructor (private readonly options: PromptCacheOptions) {}
+  constructor (private readonly options: PromptCacheOptions) {
+    this.folder = new PromptCacheFolder(options.dir)
+  }
 
-  get dir (): string { return this.options.dir }
+  /** The folder, as runtimes are to be given it (`--slot-save-path`) once `init` said it is usable. */
+  get dir (): string { return this.folder.dir }
 
-  /** Creates the folder and reads what an earlier run left: half-written saves and files without their twin go. */
-  init (): Promise<void> {
-    this.ready ??= this.scan()
+  /**
+   * Creates the folder and reads what an earlier run left: half-written saves and damaged ones go, what the gateway
+   * did not write stays untouched. Never throws.
+   * @returns false when the folder cannot be used (not a folder, not writable): runtimes then run without saves
+   */
+  init (): Promise<boolean> {
+    this.ready ??= this.scan().then(() => true, (err: unknown) => {
+      this.options.log?.warn({ dir: this.options.dir, err: (err as Error).message }, 'the prompt cache folder cannot be used; runtimes run without saved prompt caches')
+      return false
+    })
     return this.ready
   }
 
@@ -74,7 +75,7 @@ export class PromptCaches {
 
   /** Saves the slots worth keeping of a runtime about to stop. Never throws: a failed save only logs. */
   async saveFrom (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
-    await this.init()
+    if (!await this.init()) return 0
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
     const key = this.keyOf(shape)
     let saved = 0
@@ -83,16 +84,17 @@ export class PromptCaches {
       for (const slot of slots) {
         const id = randomUUID()
         // The pid: replicas share the models folder, and a scan must not take another live process's save.
-        const staging = `tmp-${process.pid}-${id}.bin`
+        const staging = stagingName('bin')
         try {
           const done = await endpoint.saveSlot(slot.id, staging, signal)
-          await rename(join(this.dir, staging), this.binFile(key, id))
-          if (await this.adopt({ id, key, model: shape.model, tokens: done.tokens, bytes: done.bytes, savedAt: Date.now(), lastUsed: Date.now() })) {
+          await this.folder.settle(staging, key, id)
+          const entry: CacheEntry = { id, key, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: Date.now() }
+          if (await this.adopt(entry)) {
             saved++
-            this.options.onSaved?.(shape.model, done.tokens, done.bytes)
+            this.options.onSaved?.(shape.model, done.tokens, entry.bytes)
           }
         } finally {
-          await rm(join(this.dir, staging), { force: true })
+          await this.folder.remove(staging)
         }
       }
     } catch (err) {
@@ -107,7 +109,7 @@ export class PromptCaches {
    * Never throws: a cache that does not restore is deleted.
    */
   async restoreInto (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
-    await this.init()
+    if (!await this.init()) return 0
     const key = this.keyOf(shape)
     const mine = [...this.entries.values()].filter((e) => e.key === key).sort((a, b) => b.lastUsed - a.lastUsed)
     if (mine.length === 0) return 0
@@ -120,7 +122,9 @@ export class PromptCaches {
         if (entry === undefined) break
         mine.splice(mine.indexOf(entry), 1)
         try {
-          const done = await endpoint.restoreSlot(slot.id, this.fileName(entry), signal)
+          // Swapped for a link or removed since it was kept: llama-server would follow a link anywhere.
+          if (await this.folder.size(saveName(entry.key, entry.id, 'bin')) === null) throw new Error('no longer a regular file')
+          const done = await endpoint.restoreSlot(slot.id, saveName(entry.key, entry.id, 'bin'), signal)
           entry.lastUsed = Date.now()
           await this.writeEntry(entry)
           restored++
@@ -140,38 +144,28 @@ export class PromptCaches {
 
   /** Deletes every cache of a model (it is being deleted). */
   async dropModel (model: string): Promise<void> {
-    await this.init()
+    if (!await this.init()) return
     for (const entry of [...this.entries.values()].filter((e) => e.model === model)) await this.drop(entry)
   }
 
   /** The caches kept now, for tests and /metrics. */
-  list (): Array<Readonly<Entry>> {
+  list (): Array<Readonly<CacheEntry>> {
     return [...this.entries.values()].map((e) => ({ ...e }))
   }
 
   private async scan (): Promise<void> {
-    await mkdir(this.dir, { recursive: true })
-    const names = new Set(await readdir(this.dir))
-    const old = async (name: string): Promise<boolean> => Date.now() - (await stat(join(this.dir, name)).catch(() => null))?.mtimeMs! > ORPHAN_AGE_MS
-    for (const name of names) {
-      const pid = /^tmp-(\d+)-/.exec(name)?.[1]
-      if (pid !== undefined) {
-        if (!isAlive(Number(pid))) await rm(join(this.dir, name), { force: true })
-        continue
-      }
-      if (name.endsWith('.bin')) {
-        if (!names.has(name.replace(/\.bin$/, '.json')) && await old(name)) await rm(join(this.dir, name), { force: true })
-        continue
-      }
-      if (!name.endsWith('.json')) continue
-      try {
-        const entry = JSON.parse(await readFile(join(this.dir, name), 'utf8')) as Entry
-        if (!names.has(name.replace(/\.json$/, '.bin')) || typeof entry.id !== 'string' || typeof entry.key !== 'string') throw new Error('incomplete')
-        this.entries.set(entry.id, entry)
-      } catch {
-        await rm(join(this.dir, name), { force: true })
-      }
+    await this.folder.open()
+    const survey = await this.folder.survey()
+    if (survey === null) return
+    for (const { name, pid } of survey.staging) if (!isAlive(pid)) await this.folder.remove(name)
+    for (const { name, ageMs } of survey.unpaired) if (ageMs > ORPHAN_AGE_MS) await this.folder.remove(name)
+    for (const name of survey.damaged) await this.folder.remove(name)
+    for (const entry of survey.entries) this.entries.set(stem(entry), entry)
+    if (survey.foreign.length > 0 || survey.truncated) {
+      this.options.log?.warn({ dir: this.dir, files: survey.foreign.length, truncated: survey.truncated }, 'files the gateway did not write are in the prompt cache folder: left alone, not counted (llamagate doctor lists them)')
     }
+    // Found saves count by their size on disk, from the start: what an earlier run or a replica left may not fit.
+    await this.keepBudget()
   }
 
   /**
@@ -179,13 +173,14 @@ export class PromptCaches {
    * saves it covers, the earlier turns of its conversation.
    * @returns whether it was kept
    */
-  private async adopt (entry: Entry): Promise<boolean> {
+  private async adopt (entry: CacheEntry): Promise<boolean> {
     let tokens: Uint32Array
+    const bin = saveName(entry.key, entry.id, 'bin')
     try {
-      tokens = await readSlotStateTokens(this.binFile(entry.key, entry.id))
+      tokens = await this.folder.tokens(entry.key, entry.id)
     } catch (err) {
       this.options.log?.warn({ model: entry.model, err: (err as Error).message }, 'a saved prompt cache is unreadable; deleted')
-      await rm(this.binFile(entry.key, entry.id), { force: true })
+      await this.folder.remove(bin)
       return false
     }
     for (const other of [...this.entries.values()].filter((e) => e.key === entry.key)) {
@@ -197,24 +192,26 @@ export class PromptCaches {
       } else if (shared >= tokens.length - COVERED_TAIL) {
         other.lastUsed = Date.now()
         await this.writeEntry(other)
-        await rm(this.binFile(entry.key, entry.id), { force: true })
+        await this.folder.remove(bin)
         return false
       }
     }
-    this.tokens.set(entry.id, tokens)
-    entry.bytes = (await stat(this.binFile(entry.key, entry.id))).size
-    await this.writeEntry(entry)
-    this.entries.set(entry.id, entry)
+    // Its size on disk, not what llama-server said it wrote: the budget counts what the folder holds.
+    const bytes = await this.folder.size(bin)
+    if (bytes === null) return false
+    entry.bytes = bytes
+    this.tokens.set(stem(entry), tokens)
+    await this.folder.writeSidecar(entry)
+    this.entries.set(stem(entry), entry)
     return true
   }
 
-  private async tokensOf (entry: Entry): Promise<Uint32Array | null> {
-    const known = this.tokens.get(entry.id)
+  /** Saves found on disk are read again each time, not kept: a planted one may hold millions of tokens. */
+  private async tokensOf (entry: CacheEntry): Promise<Uint32Array | null> {
+    const known = this.tokens.get(stem(entry))
     if (known) return known
     try {
-      const tokens = await readSlotStateTokens(this.binFile(entry.key, entry.id))
-      this.tokens.set(entry.id, tokens)
-      return tokens
+      return await this.folder.tokens(entry.key, entry.id)
     } catch {
       await this.drop(entry)
       return null
@@ -231,24 +228,22 @@ export class PromptCaches {
     }
   }
 
-  private async drop (entry: Entry): Promise<void> {
-    this.entries.delete(entry.id)
-    this.tokens.delete(entry.id)
-    await rm(join(this.dir, `${entry.key}-${entry.id}.json`), { force: true })
-    await rm(this.binFile(entry.key, entry.id), { force: true })
+  private async drop (entry: CacheEntry): Promise<void> {
+    this.entries.delete(stem(entry))
+    this.tokens.delete(stem(entry))
+    await this.folder.remove(saveName(entry.key, entry.id, 'json'))
+    await this.folder.remove(saveName(entry.key, entry.id, 'bin'))
   }
 
-  /** The sidecar, written whole under a temporary name: one that is there is complete. */
-  private async writeEntry (entry: Entry): Promise<void> {
-    const file = join(this.dir, `${entry.key}-${entry.id}.json`)
-    const temporary = join(this.dir, `tmp-${process.pid}-${randomUUID()}.json`)
-    await writeFile(temporary, JSON.stringify(entry))
-    await rename(temporary, file)
+  /** A failed write loses only the entry's last use: the save stays as it was. */
+  private async writeEntry (entry: CacheEntry): Promise<void> {
+    await this.folder.writeSidecar(entry).catch((err: Error) => {
+      this.options.log?.warn({ model: entry.model, err: err.message }, 'a prompt cache\'s description could not be written')
+    })
   }
-
-  private fileName (entry: Pick<Entry, 'key' | 'id'>): string { return `${entry.key}-${entry.id}.bin` }
-  private binFile (key: string, id: string): string { return join(this.dir, this.fileName({ key, id })) }
 }
+
+const stem = (entry: Pick<CacheEntry, 'key' | 'id'>): string => `${entry.key}-${entry.id}`
 
 /** How many tokens `a` and `b` share from their start. */
 function commonPrefix (a: Uint32Array, b: Uint32Array): number {

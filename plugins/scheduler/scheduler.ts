@@ -370,7 +370,8 @@ export class Scheduler implements LeaseSource {
     }
     const args = this.deps.settings.modelOptions.get(model.name)?.args
     const caches = purpose === 'generate' ? this.deps.promptCaches : undefined
-    await caches?.init()
+    // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
+    const cacheDir = await caches?.init() === true ? caches!.dir : null
     const process = this.deps.runtimes.create({
       modelPath: path,
       alias: model.name,
@@ -384,7 +385,7 @@ export class Scheduler implements LeaseSource {
       ...purposeFlags(model, purpose, options.num_ctx, this.deps.store.projectorPath(model)),
       ...rpc,
       ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, this.deps.store) } : {}),
-      ...(caches ? { slotSavePath: caches.dir } : {}),
+      ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
     })
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.onCrash(instance, info.code, info.signal, info.logTail) })
