@@ -76,6 +76,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
   const conversion = line(out, 'conversion')
   if (status.ready && status.quantize !== null) t.match(conversion, /^✓ conversion: ready \(python \S+/, 'conversion ready, as the server says')
   else t.match(conversion, new RegExp(`^[✗!] conversion: .* — fix: ${status.fix!.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`), 'conversion not ready, as the server says, with its fix')
+  t.equal(line(out, 'prompt cache'), `✓ prompt cache: ${join(dir, 'models', '.prompt-cache')}: not made yet (serve makes it)`, 'no model loaded yet')
   t.match(line(out, 'models'), new RegExp(`^✓ models: ${join(dir, 'models')}: 1 model, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
   const { version: ollamaApi, llamagate_version: version } = await (await fetch(`${serve.address}/api/version`)).json() as { version: string, llamagate_version: string }
   t.equal(line(out, 'server'), `✓ server: llamagate ${version} (Ollama API ${ollamaApi}) answers at ${serve.address}`)
@@ -91,7 +92,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
     server: { url: string, version: string, ollamaApi: string }
   }
   t.equal(report.ok, true)
-  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'conversion', 'models', 'server'])
+  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'conversion', 'prompt cache', 'models', 'server'])
   // Free memory and room change between two runs; everything else is the same.
   const figures = (text: string): string => text.replace(/\d+(\.\d+)? ([KMGT]iB|bytes)/g, 'SIZE')
   t.same(report.checks.map((c) => figures(`${c.status === 'ok' ? '✓' : c.status === 'warn' ? '!' : '✗'} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}`)), lines(out).map(figures), 'the same checks as the lines')
