@@ -46,10 +46,11 @@ t.test('launch: --print for each agent; the agent started with that environment 
 
   // Every agent, started for real: the client's key reaches it through its environment, never its command line
   // (which any local user reads with ps).
+  const agents = await tempDir(t)
   for (const agent of ['codex', 'opencode', 'qwen']) {
-    await writeFile(join(bin, agent), `#!/bin/sh\n{ env | grep -c sk-mine-secret; echo "args: $*"; } > '${seen}'\n`)
-    await chmod(join(bin, agent), 0o755)
-    const run = await runCli(['launch', agent, '--model', 'acme/tiny', '--host', url], { PATH: `${bin}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine-secret' })
+    await writeFile(join(agents, agent), `#!/bin/sh\n{ env | grep -c sk-mine-secret; echo "args: $*"; } > '${seen}'\n`)
+    await chmod(join(agents, agent), 0o755)
+    const run = await runCli(['launch', agent, '--model', 'acme/tiny', '--host', url], { PATH: `${agents}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine-secret' })
     t.equal(run.code, 0, run.stderr)
     const [count, args] = (await readFile(seen, 'utf8')).split('\n') as [string, string]
     t.ok(Number(count) >= 1, `${agent}: the key is in its environment`)
