@@ -27,6 +27,8 @@ export interface ResponsesRun {
   chat: ChatRequest
   /** Where a response is kept unless the request says `store: false`. */
   store: ResponseStore
+  /** The key it is kept for (null: keys are off). */
+  owner: string | null
 }
 
 /**
@@ -72,7 +74,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
       const done = builder.finish()
       lease.countTokens(builder.tokens.input_tokens, builder.tokens.output_tokens, builder.tokens.input_tokens_details.cached_tokens)
       if (body.store !== false) {
-        run.store.put({ response: builder.response, model: body.model, conversation: [...run.history, ...run.input, ...builder.response.output] })
+        run.store.put({ response: builder.response, model: body.model, owner: run.owner, conversation: [...run.history, ...run.input, ...builder.response.output] })
       }
       if (stream === null) return builder.response
       await send(stream, done)

@@ -1,55 +1,74 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import type { FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/client-gone.js'
 import { BadRequestError, NotFoundError } from '../../core/errors.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
-import { ResponseStore, type ResponseItem } from './response-store.js'
+import { ResponseStore, type Reach, type ResponseItem } from './response-store.js'
 import { runResponses } from './responses-run.js'
 import { inputItems, responsesToChat } from './responses-to-chat.js'
-import { ResponseIdParams, ResponsesBody } from './schemas.js'
+import { ResponseIdParams, ResponseList, ResponsesBody } from './schemas.js'
 
 /**
  * OpenAI's Responses API (`client.responses.create`, Codex, the AI SDK's `openai.responses()`), served on
  * llama-server's chat completions, with OpenAI's stateful side kept here: stored responses,
- * `previous_response_id`, `item_reference`, `GET` and `DELETE /v1/responses/{id}`.
+ * `previous_response_id`, `item_reference`, `GET` and `DELETE /v1/responses/{id}`. Each stored response is its
+ * key's: another key finds it as absent as an unknown id; an admin key reads, lists and deletes any.
  */
 const responses: FastifyPluginAsyncTypebox = async (app) => {
   const store = new ResponseStore()
 
   app.post('/v1/responses', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
     const body = request.body
+    const owner = ownerOf(request)
     const record = requestRecord(app, body.model)
-    const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, body.model) : []
-    const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, body.model))
+    const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, owner, body.model) : []
+    const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, owner, body.model))
     const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
     const messages = withModelSystem(record, await app.images.inline(record, chat.messages, () => clientGone(reply)))
-    return runResponses(app.scheduler, request, reply, { body, history, input, chat: { ...chat, messages }, store })
+    return runResponses(app.scheduler, request, reply, { body, history, input, chat: { ...chat, messages }, store, owner })
   })
 
   app.get('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {
-    const stored = store.get(request.params.id)
+    const stored = store.get(request.params.id, reachOf(request))
     if (stored === null) throw notFound(request.params.id)
     return stored.response
   })
 
   app.delete('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {
-    if (!store.delete(request.params.id)) throw notFound(request.params.id)
+    if (!store.delete(request.params.id, reachOf(request))) throw notFound(request.params.id)
     return { id: request.params.id, object: 'response', deleted: true }
   })
+
+  // Not OpenAI's: what an admin needs to find a key's stored responses (to delete them) without reading them.
+  app.get('/v1/responses', { config: { scope: 'admin' }, schema: { response: { 200: ResponseList } } }, async () => ({ object: 'list' as const, data: store.list() }))
 }
 
-/** The conversation a response continues: only one the same model answered (nothing is shared across models). */
-function previousConversation (store: ResponseStore, id: string, model: string): readonly ResponseItem[] {
-  const previous = store.get(id, model)
+/** The key a response is stored for (keys off: null, the one owner of every response). */
+function ownerOf (request: FastifyRequest): string | null {
+  return request.grant?.name ?? null
+}
+
+/** Whose stored responses a request reaches: its key's own, or any for a key with the admin scope. */
+function reachOf (request: FastifyRequest): Reach {
+  return request.grant?.scopes.has('admin') === true ? 'any' : { owner: ownerOf(request) }
+}
+
+/**
+ * The conversation a response continues: only one the same model answered for the same key (nothing is shared
+ * across models or keys; an admin continues its own only, too).
+ */
+function previousConversation (store: ResponseStore, id: string, owner: string | null, model: string): readonly ResponseItem[] {
+  const previous = store.get(id, { owner }, model)
   // OpenAI's answer, status and code: a 400 naming the parameter.
   if (previous === null) throw new BadRequestError(`Previous response with id '${id}' not found.`, 'previous_response_not_found')
   return previous.conversation
 }
 
-/** An `item_reference` is the stored output item it names (the AI SDK sends them for its earlier answers). */
-function resolveReference (store: ResponseStore, item: ResponseItem, model: string): ResponseItem {
+/** An `item_reference` is the stored output item it names (the AI SDK sends them for its earlier answers), of the same key's. */
+function resolveReference (store: ResponseStore, item: ResponseItem, owner: string | null, model: string): ResponseItem {
   if (item.type !== 'item_reference') return item
-  const found = typeof item.id === 'string' ? store.item(item.id, model) : null
+  const found = typeof item.id === 'string' ? store.item(item.id, owner, model) : null
   if (found === null) throw new BadRequestError(`Item with id '${String(item.id)}' not found.`, 'item_not_found')
   return found
 }

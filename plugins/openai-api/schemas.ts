@@ -71,3 +71,16 @@ export const ResponsesBody = Type.Object({
 })
 
 export const ResponseIdParams = Type.Object({ id: Type.String({ minLength: 1 }) })
+
+/** GET /v1/responses (admins): each stored response, least recently used first, with the key it belongs to. */
+export const ResponseList = Type.Object({
+  object: Type.Literal('list'),
+  data: Type.Array(Type.Object({
+    id: Type.String(),
+    model: Type.String(),
+    /** The key's name; null: stored while keys were off. */
+    owner: Type.Union([Type.String(), Type.Null()]),
+    created_at: Type.Union([Type.Integer(), Type.Null()]),
+    status: Type.Union([Type.String(), Type.Null()]),
+  })),
+})

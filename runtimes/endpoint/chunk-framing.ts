@@ -8,26 +8,45 @@
  * whole relay otherwise does.
  */
 export class ChunkFraming {
-  /** Bytes received after the last whole chunk (a chunk cut by the network waits here for its rest). */
-  private pending: Buffer | null = null
+  /**
+   * Bytes received after the last whole chunk (a chunk cut by the network waits here for its rest), joined once the
+   * chunk is whole: joining them on every read made a long chunk quadratic.
+   */
+  private pending: Buffer[] = []
+  private pendingBytes = 0
+  /** The bytes the pending chunk takes, framing included, once its size line was read; 0 until then. */
+  private pendingNeeds = 0
   /** The last bytes of chunk data seen (at most `tailBytes`), to check how the stream ended. */
   tail: Buffer = Buffer.alloc(0)
   /** True once the zero-size chunk was read: the body is complete. */
   finished = false
 
-  constructor (private readonly tailBytes: number) {}
+  /** `maxChunkBytes`: the largest chunk held while it arrives; a larger one is an error. @default 16 MiB */
+  constructor (private readonly tailBytes: number, private readonly maxChunkBytes = MAX_PENDING) {}
 
   /**
    * Takes the next bytes from the wire; returns the part made of whole chunks, ready to forward as is
    * (possibly empty), without the terminating chunk. @throws on bytes that are not chunked coding
    */
   push (bytes: Buffer): Buffer {
-    const data = this.pending === null ? bytes : Buffer.concat([this.pending, bytes])
-    this.pending = null
+    let data = bytes
+    if (this.pendingBytes > 0) {
+      this.pending.push(bytes)
+      this.pendingBytes += bytes.length
+      if (this.pendingBytes > this.maxChunkBytes) throw new OversizedChunkError(this.maxChunkBytes)
+      if (this.pendingBytes < this.pendingNeeds) return EMPTY
+      data = Buffer.concat(this.pending, this.pendingBytes)
+      this.pending = []
+      this.pendingBytes = 0
+    }
+    this.pendingNeeds = 0
     let at = 0
     while (at < data.length && !this.finished) {
       const lineEnd = data.indexOf(CRLF, at)
-      if (lineEnd < 0) break
+      if (lineEnd < 0) {
+        if (data.length - at > MAX_SIZE_LINE) throw new Error('malformed chunked body: no chunk size line')
+        break
+      }
       const size = parseChunkSize(data, at, lineEnd)
       if (size === 0) {
         // The last chunk; trailers (llama-server sends none) and the final CRLF are not forwarded: the
@@ -36,14 +55,18 @@ export class ChunkFraming {
         return data.subarray(0, at)
       }
       const end = lineEnd + 2 + size + 2
-      if (end > data.length) break
+      if (end > data.length) {
+        this.pendingNeeds = end - at
+        break
+      }
       if (data[end - 2] !== 0x0d || data[end - 1] !== 0x0a) throw new Error('malformed chunked body: no CRLF after a chunk')
       this.keepTail(data.subarray(lineEnd + 2, end - 2))
       at = end
     }
     if (at < data.length && !this.finished) {
-      if (data.length - at > MAX_PENDING) throw new Error('malformed chunked body: a chunk over 16 MiB')
-      this.pending = data.subarray(at)
+      if (data.length - at > this.maxChunkBytes || this.pendingNeeds > this.maxChunkBytes) throw new OversizedChunkError(this.maxChunkBytes)
+      this.pending = [data.subarray(at)]
+      this.pendingBytes = data.length - at
     }
     return data.subarray(0, at)
   }
@@ -76,7 +99,7 @@ export class ChunkFraming {
   }
 
   /** True when part of a chunk was received and not yet its end. */
-  get midChunk (): boolean { return this.pending !== null }
+  get midChunk (): boolean { return this.pendingBytes > 0 }
 
   private keepTail (chunkData: Buffer): void {
     this.tail = chunkData.length >= this.tailBytes
@@ -85,9 +108,17 @@ export class ChunkFraming {
   }
 }
 
+/** A chunk larger than the framing holds. */
+export class OversizedChunkError extends Error {
+  constructor (maxBytes: number) { super(`malformed chunked body: a chunk over ${maxBytes} bytes`) }
+}
+
 const CRLF = Buffer.from('\r\n')
+const EMPTY = Buffer.alloc(0)
 // llama-server's events are a few hundred bytes; anything this large is not a stream of events.
 const MAX_PENDING = 16 << 20
+// A size line is hex digits and perhaps extensions (llama-server sends none).
+const MAX_SIZE_LINE = 4096
 
 function parseChunkSize (data: Buffer, start: number, end: number): number {
   let size = 0

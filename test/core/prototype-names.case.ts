@@ -29,7 +29,7 @@ const MODEL_ROUTES = new Set([
 const NO_MODEL = new Set([
   'GET /', 'GET /api/health', 'GET /api/hello', 'GET /api/version', 'GET /livez', 'GET /readyz', 'GET /ui', 'GET /ui/',
   'GET /ui/:file', 'GET /api/tags', 'GET /v1/models', 'GET /api/ps', 'GET /api/usage', 'GET /metrics', 'GET /api/runtimes',
-  'GET /api/rpc-workers', 'GET /api/convert/status', 'GET /v1/responses/:id', 'DELETE /v1/responses/:id',
+  'GET /api/rpc-workers', 'GET /api/convert/status', 'GET /v1/responses', 'GET /v1/responses/:id', 'DELETE /v1/responses/:id',
   'POST /api/blobs/:digest', 'DELETE /api/blobs/:digest',
 ])
 

@@ -25,7 +25,7 @@ const SCOPES: Record<string, RouteScope> = {
   'POST /api/pull': 'manage', 'POST /api/create': 'manage', 'DELETE /api/delete': 'manage', 'POST /api/copy': 'manage',
   'POST /api/import': 'manage', 'POST /api/stop': 'manage', 'HEAD /api/blobs/:digest': 'manage',
   'POST /api/blobs/:digest': 'manage', 'DELETE /api/blobs/:digest': 'manage', 'GET /api/convert/status': 'manage',
-  'GET /metrics': 'admin', 'GET /api/runtimes': 'admin', 'GET /api/rpc-workers': 'admin',
+  'GET /metrics': 'admin', 'GET /api/runtimes': 'admin', 'GET /api/rpc-workers': 'admin', 'GET /v1/responses': 'admin',
   'GET /api/tags': 'any', 'GET /v1/models': 'any', 'GET /v1/models/*': 'any', 'POST /api/show': 'any', 'GET /api/ps': 'any',
   'GET /api/usage': 'any',
 }
