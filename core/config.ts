@@ -45,6 +45,8 @@ export interface Config {
     connectionsPerClient: number, unauthenticatedConnections: number,
     /** How long requests for a loaded model go before a swap away from it; how long a model just loaded stays at least. */
     swapWaitMs: number, minResidencyMs: number,
+    /** What is read of an upstream's answers (`limits.upstream_*`); each upstream's config carries them too. */
+    upstream: UpstreamLimits,
   }
   runtime: 'auto' | Backend
   /** Build the runtime for a GPU found without one, in the background at start (its toolkit must be there). */
@@ -98,6 +100,21 @@ export interface ModelConfig {
   pinned?: boolean
 }
 
+/**
+ * How much of an upstream's answers the gateway reads (config.yaml's `limits.upstream_*`): an upstream is another
+ * party, and nothing it sends may cost this server more than these.
+ */
+export interface UpstreamLimits {
+  /** Bytes of one answer, whole or streamed. */
+  answerBytes: number
+  /** Bytes of one error answer. */
+  errorBytes: number
+  /** The longest line, event or chunk of a stream that is held whole. */
+  lineBytes: number
+  /** Models in one model list. */
+  models: number
+}
+
 /** One of config.yaml's `upstreams`: another server whose models are served here, reached with its own key. */
 export interface UpstreamConfig {
   name: string
@@ -120,6 +137,8 @@ export interface UpstreamConfig {
    * @default 'auto'
    */
   messages?: 'auto' | 'native' | 'convert'
+  /** What is read of its answers: `limits.upstream_*`, the same for every upstream. */
+  limits: UpstreamLimits
 }
 
 export { ConfigError }
@@ -357,6 +376,12 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     return bytes ?? 0
   }
   const bodySize = size('limits.body_size', raw.limits.body_size)
+  const upstreamLimits: UpstreamLimits = {
+    answerBytes: size('limits.upstream_answer_size', raw.limits.upstream_answer_size),
+    errorBytes: size('limits.upstream_error_size', raw.limits.upstream_error_size),
+    lineBytes: size('limits.upstream_line_size', raw.limits.upstream_line_size),
+    models: raw.limits.upstream_models,
+  }
   const dataDir = resolvePath(raw.data_dir, base)
   const config: Config = {
     host: raw.host,
@@ -386,6 +411,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
       unauthenticatedConnections: raw.limits.unauthenticated_connections,
       swapWaitMs: duration('limits.swap_wait', raw.limits.swap_wait),
       minResidencyMs: duration('limits.min_residency', raw.limits.min_residency),
+      upstream: upstreamLimits,
     },
     runtime: raw.runtime,
     buildGpuRuntime: raw.build_gpu_runtime,
@@ -411,7 +437,7 @@ function toConfig (raw: RawConfig, configFile: string | null, sources: Map<strin
     })),
     shutdown: { drainTimeoutMs: duration('shutdown.drain_timeout', raw.shutdown.drain_timeout) },
     rpc: { workers: rpcWorkers(raw.rpc.workers, problems) },
-    upstreams: upstreamConfigs(raw.upstreams, problems),
+    upstreams: upstreamConfigs(raw.upstreams, upstreamLimits, problems),
     upstreamRouting: raw.upstream_routing,
     aliases: modelAliases(raw.models, envAliases, problems),
     configFile,
@@ -502,7 +528,7 @@ const UPSTREAM_KEY = /^[\x21-\x7e]+$/
  * `upstreams`: names unique and plain, URLs http(s) with no query, fragment or credentials (the key has its own
  * field). Messages never quote a key: config errors are printed and logged.
  */
-function upstreamConfigs (raw: RawConfig['upstreams'], problems: string[]): UpstreamConfig[] {
+function upstreamConfigs (raw: RawConfig['upstreams'], limits: UpstreamLimits, problems: string[]): UpstreamConfig[] {
   const seen = new Set<string>()
   return raw.flatMap((u, at) => {
     const key = `upstreams[${at}] (${u.name})`
@@ -517,7 +543,7 @@ function upstreamConfigs (raw: RawConfig['upstreams'], problems: string[]): Upst
     if (problems.length > count || typeof url !== 'string') return []
     return [{
       name: u.name, url, kind: u.kind, key: secret, models: u.models ?? [], prefix: u.prefix ?? '', maxConcurrent: u.max_concurrent ?? 16,
-      ...(u.messages !== undefined ? { messages: u.messages } : {}),
+      ...(u.messages !== undefined ? { messages: u.messages } : {}), limits,
     }]
   })
 }

@@ -1,5 +1,10 @@
 import type { Readable } from 'node:stream'
 import { Pool } from 'undici'
+import { GatewayError } from '../../core/errors.js'
+import { pastLimit, readAtMost, UNLIMITED, type AnswerLimits } from './answer-limits.js'
+import { replaceBytes, type DataRewrite } from './data-rewrite.js'
+import type { SplitLimits } from './delimited-text.js'
+import { Redaction } from './redaction.js'
 import { sseData } from './sse-events.js'
 import { RelaySockets } from './relay-sockets.js'
 import { relayStream, type RelayProgress, type RelaySink } from './stream-relay.js'
@@ -16,10 +21,12 @@ interface SlotState {
   n_prompt_tokens?: number
   n_prompt_tokens_processed?: number
   next_token?: Array<{ n_decoded?: number }>
+  /** The `cache_salt` its cache was computed with (a build with llamagate's patch set; absent otherwise). */
+  cache_salt?: string
 }
 
-/** A slot as `slotCaches` tells it. */
-export interface SlotCache { id: number, nCtx: number, tokens: number, busy: boolean }
+/** A slot as `slotCaches` tells it; `salt`: the `cache_salt` its cache was computed with ('' for none). */
+export interface SlotCache { id: number, nCtx: number, tokens: number, busy: boolean, salt: string }
 /** What a slot save or restore moved. */
 export interface SlotTransfer { tokens: number, bytes: number, ms: number }
 
@@ -43,6 +50,11 @@ export interface RuntimeEndpointOptions {
    * `model`, and are given this name back. @default unset: answers go as the runtime gave them
    */
   servedAs?: string
+  /**
+   * The most bytes read of one answer, of an error answer, and of one line or event held whole (an upstream's,
+   * config.yaml's limits): past one the request fails saying which, and its connection is dropped. @default none
+   */
+  limits?: AnswerLimits
 }
 
 /**
@@ -63,7 +75,12 @@ export class RuntimeEndpoint {
   /** Connections kept between streamed answers, when the runtime keeps them alive. */
   private readonly streams: RelaySockets | null
   /** Puts the client's name for the model back into what the runtime answered, or null when the names are the same. */
-  private readonly renamed: ((data: Buffer) => Buffer) | null
+  private readonly renamed: DataRewrite | null
+  /** Cuts the headers' secrets (an upstream's key) out of everything read from the runtime; null without headers. */
+  protected readonly redaction: Redaction | null
+  private readonly limits: AnswerLimits
+  /** What a stream's lines and events may hold (`limits`). */
+  protected readonly splitLimits: SplitLimits
   private closed = false
 
   constructor (options: RuntimeEndpointOptions) {
@@ -75,12 +92,15 @@ export class RuntimeEndpoint {
     this.prefix = addressTarget(options.address).prefix
     this.streams = options.keepStreams === true ? new RelaySockets() : null
     this.renamed = options.model !== undefined && options.servedAs !== undefined && options.servedAs !== options.model ? modelRenaming(options.model, options.servedAs) : null
+    this.redaction = options.headers === undefined ? null : Redaction.of(Object.values(options.headers))
+    this.limits = options.limits ?? UNLIMITED
+    this.splitLimits = { ...this.limits, tooLarge: (limit) => pastLimit(this.name, limit, this.limits) }
   }
 
   /** The runtime's whole answer to a POST, as text. @throws the runtime's own error, as a gateway error */
   async post (path: string, body: unknown, signal: AbortSignal): Promise<string> {
-    const text = await readText(await this.request(path, body, signal))
-    return this.renamed === null ? text : this.renamed(Buffer.from(text)).toString('utf8')
+    const text = await this.readAnswer(await this.request(path, body, signal), 'answerBytes')
+    return this.renamed === null ? text : (this.renamed.push(Buffer.from(text))?.toString('utf8') ?? text)
   }
 
   /** The runtime's whole answer to a POST, parsed. */
@@ -94,7 +114,7 @@ export class RuntimeEndpoint {
    * refusal is still thrown before the caller opens its own stream.
    */
   async events (path: string, body: unknown, signal: AbortSignal): Promise<AsyncGenerator<unknown>> {
-    return parsedEvents(await this.request(path, body, signal))
+    return this.parsedEvents(await this.request(path, body, signal))
   }
 
   /**
@@ -105,6 +125,26 @@ export class RuntimeEndpoint {
     // The hot path: a local runtime's stream, sent as given.
     if (this.model === undefined && this.headers === undefined && this.streams === null) return relayStream({ name: this.name, address: this.address, path, payload, sink, progress, signal })
     return this.relayAdapted(path, payload, sink, progress, signal)
+  }
+
+  /**
+   * This endpoint with `fields` added to every JSON body sent through it (a request's `cache_salt`): what a lease
+   * hands its surface, so that no request body can go out without them. They win over the body's own.
+   */
+  withFields (fields: Readonly<Record<string, unknown>>): RuntimeEndpoint {
+    const view = Object.create(this) as RuntimeEndpoint
+    const added = (body: unknown): unknown => typeof body === 'object' && body !== null && !Array.isArray(body) ? { ...body, ...fields } : body
+    // A serialized object gets them as its last members: a JSON parser takes the last of a repeated name.
+    const members = JSON.stringify(fields).slice(1, -1)
+    const appended = (payload: string): string => {
+      const end = payload.lastIndexOf('}')
+      if (members === '' || !payload.startsWith('{') || end === -1) return payload
+      return `${payload.slice(0, end)}${/^\{\s*$/.test(payload.slice(0, end)) ? '' : ','}${members}${payload.slice(end)}`
+    }
+    view.post = (path, body, signal) => this.post(path, added(body), signal)
+    view.events = (path, body, signal) => this.events(path, added(body), signal)
+    view.relay = (path, payload, sink, progress, signal) => this.relay(path, appended(payload), sink, progress, signal)
+    return view
   }
 
   /**
@@ -142,7 +182,7 @@ export class RuntimeEndpoint {
   /** Each slot's id, context, and how many tokens its cache holds (0 for one never used, or cleared). */
   async slotCaches (signal: AbortSignal): Promise<SlotCache[]> {
     const slots = JSON.parse(await this.get('/slots', signal)) as SlotState[]
-    return slots.map((slot) => ({ id: slot.id ?? 0, nCtx: slot.n_ctx ?? 0, tokens: slot.n_prompt_tokens ?? 0, busy: slot.is_processing === true }))
+    return slots.map((slot) => ({ id: slot.id ?? 0, nCtx: slot.n_ctx ?? 0, tokens: slot.n_prompt_tokens ?? 0, busy: slot.is_processing === true, salt: typeof slot.cache_salt === 'string' ? slot.cache_salt : '' }))
   }
 
   /**
@@ -154,9 +194,12 @@ export class RuntimeEndpoint {
     return { tokens: answer.n_saved ?? 0, bytes: answer.n_written ?? 0, ms: answer.timings?.save_ms ?? 0 }
   }
 
-  /** Loads a saved cache into a slot (an idle one: llama-server waits otherwise). @throws as `post`: another build's or a damaged file is refused */
-  async restoreSlot (id: number, filename: string, signal: AbortSignal): Promise<SlotTransfer> {
-    const answer = await this.postJson<{ n_restored?: number, n_read?: number, timings?: { restore_ms?: number } }>(`/slots/${id}?action=restore`, { filename }, signal)
+  /**
+   * Loads a saved cache into a slot (an idle one: llama-server waits otherwise), as computed with `salt` (the state
+   * file does not hold it). @throws as `post`: another build's or a damaged file is refused
+   */
+  async restoreSlot (id: number, filename: string, signal: AbortSignal, salt = ''): Promise<SlotTransfer> {
+    const answer = await this.postJson<{ n_restored?: number, n_read?: number, timings?: { restore_ms?: number } }>(`/slots/${id}?action=restore`, { filename, ...(salt !== '' ? { cache_salt: salt } : {}) }, signal)
     return { tokens: answer.n_restored ?? 0, bytes: answer.n_read ?? 0, ms: answer.timings?.restore_ms ?? 0 }
   }
 
@@ -182,7 +225,12 @@ export class RuntimeEndpoint {
           method: 'POST', path: this.prefix + path, body: payload, signal,
           headers: { ...this.headers, 'content-type': 'application/json' },
         })
-        if (response.statusCode >= 400) throw runtimeErrorFrom(response.statusCode, await readText(response.body).catch(() => ''))
+        if (response.statusCode >= 400) throw await this.refusal(response)
+        // A whole answer is read within limits.answerBytes (readAnswer); a stream, line by line (parsedEvents).
+        if (Number(response.headers['content-length']) > this.limits.answerBytes) {
+          response.body.destroy()
+          throw pastLimit(this.name, 'answerBytes', this.limits)
+        }
         return response.body
       } catch (err) {
         if (signal.aborted) throw signal.reason
@@ -197,9 +245,8 @@ export class RuntimeEndpoint {
     for (let attempt = 1; ; attempt++) {
       try {
         const response = await this.pool.request({ method: 'GET', path: this.prefix + path, signal, ...(this.headers ? { headers: this.headers } : {}) })
-        const text = await readText(response.body)
-        if (response.statusCode !== 200) throw runtimeErrorFrom(response.statusCode, text)
-        return text
+        if (response.statusCode !== 200) throw await this.refusal(response)
+        return await this.readAnswer(response.body, 'answerBytes', response.headers['content-length'])
       } catch (err) {
         if (signal.aborted) throw signal.reason
         if (attempt === 1 && isStaleConnection(err)) continue
@@ -208,13 +255,44 @@ export class RuntimeEndpoint {
     }
   }
 
-  /** `relay` to a runtime that takes headers or its own model name: the body rewritten, errors redacted. */
+  /** `relay` to a runtime that takes headers or its own model name: the body rewritten, its key cut out, errors redacted. */
   private async relayAdapted (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
     const body = this.model === undefined ? payload : JSON.stringify(this.withModel(JSON.parse(payload)))
+    const rewrite = chained(this.redaction?.stream() ?? null, this.renamed)
     try {
-      await relayStream({ name: this.name, address: this.address, path, payload: body, sink, progress, signal, ...(this.headers ? { headers: this.headers } : {}), ...(this.streams !== null && !this.closed ? { sockets: this.streams } : {}), ...(this.renamed !== null ? { rewrite: this.renamed } : {}) })
+      await relayStream({
+        name: this.name, address: this.address, path, payload: body, sink, progress, signal,
+        ...(this.headers ? { headers: this.headers } : {}), ...(this.streams !== null && !this.closed ? { sockets: this.streams } : {}),
+        ...(rewrite !== null ? { rewrite } : {}), ...(this.limits !== UNLIMITED ? { limits: this.limits } : {}),
+      })
     } catch (err) {
       throw this.redacted(err)
+    }
+  }
+
+  /** A whole body's text within its limit, the secrets cut out. @throws past the limit (the connection dropped) */
+  private async readAnswer (body: Readable, limit: 'answerBytes' | 'errorBytes', declared?: unknown): Promise<string> {
+    const text = (await readAtMost(body, this.limits[limit], () => pastLimit(this.name, limit, this.limits), declared)).toString('utf8')
+    return this.redaction === null ? text : this.redaction.text(text)
+  }
+
+  /** The gateway error for an error answer, its body read within limits.errorBytes (past them, that is the error). */
+  private async refusal (response: { statusCode: number, headers: Record<string, unknown>, body: Readable }): Promise<Error> {
+    let text = ''
+    try {
+      text = await this.readAnswer(response.body, 'errorBytes', response.headers['content-length'])
+    } catch (err) {
+      // A body cut off short: the status alone says it.
+      if (err instanceof GatewayError) return err
+    }
+    return runtimeErrorFrom(response.statusCode, text)
+  }
+
+  /** The events of a streamed answer, each parsed, within the limits and with the secrets cut out. */
+  private async * parsedEvents (body: Readable): AsyncGenerator<unknown> {
+    for await (const data of sseData(body, this.splitLimits)) {
+      if (data === '[DONE]') return
+      yield JSON.parse(this.redaction === null ? data : this.redaction.text(data))
     }
   }
 
@@ -254,17 +332,19 @@ function isStaleConnection (err: unknown): boolean {
   return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'
 }
 
-async function * parsedEvents (body: Readable): AsyncGenerator<unknown> {
-  for await (const data of sseData(body)) {
-    if (data === '[DONE]') return
-    yield JSON.parse(data)
+/** Two rewrites one after the other (either may be absent), or null for none. */
+function chained (first: DataRewrite | null, then: DataRewrite | null): DataRewrite | null {
+  if (first === null || then === null) return first ?? then
+  return {
+    push: (data) => {
+      const once = first.push(data)
+      return then.push(once ?? data) ?? once
+    },
+    end: () => {
+      const rest = first.end()
+      return Buffer.concat([then.push(rest) ?? rest, then.end()])
+    },
   }
-}
-
-async function readText (body: Readable): Promise<string> {
-  const chunks: Buffer[] = []
-  for await (const chunk of body as AsyncIterable<Buffer>) chunks.push(chunk)
-  return Buffer.concat(chunks).toString('utf8')
 }
 
 /**
@@ -272,24 +352,16 @@ async function readText (body: Readable): Promise<string> {
  * llama-server and Node write JSON, or `"model": "<name>"`, as Python's json module does (vLLM, SGLang). Only that
  * key with exactly that value: a message's text holding the words is escaped JSON and never matches.
  */
-function modelRenaming (runtimeName: string, clientName: string): (data: Buffer) => Buffer {
+function modelRenaming (runtimeName: string, clientName: string): DataRewrite {
   const value = JSON.stringify(runtimeName)
   const replacement = JSON.stringify(clientName)
   const pairs = [`"model":`, `"model": `].map((key) => ({ from: Buffer.from(key + value), to: Buffer.from(key + replacement) }))
-  // Bytes, not text: every chunk of a stream names its model, and decoding and encoding each one cost more than the rest.
-  return (data) => {
-    for (const { from, to } of pairs) {
-      let at = data.indexOf(from)
-      if (at === -1) continue
-      const pieces: Buffer[] = []
-      let start = 0
-      for (; at !== -1; at = data.indexOf(from, start)) {
-        pieces.push(data.subarray(start, at), to)
-        start = at + from.length
-      }
-      pieces.push(data.subarray(start))
-      data = Buffer.concat(pieces)
-    }
-    return data
+  return {
+    push: (data) => {
+      let out = data
+      for (const { from, to } of pairs) out = replaceBytes(out, from, to)
+      return out === data ? null : out
+    },
+    end: () => Buffer.alloc(0),
   }
 }

@@ -1,4 +1,5 @@
 import { ContextExceededError, GatewayError, RuntimeError } from '../../core/errors.js'
+import { Redaction } from './redaction.js'
 
 interface RuntimeErrorBody { error?: string | { message?: string, type?: string, n_prompt_tokens?: number, n_ctx?: number } }
 
@@ -27,11 +28,9 @@ export function runtimeErrorFrom (status: number, text: string): GatewayError {
  * a runtime may come back in its error, and messages reach clients and logs.
  */
 export function withoutSecrets (err: unknown, secrets: string[]): unknown {
-  if (!(err instanceof Error)) return err
-  const tokens = secrets.flatMap((s) => [s, /^\S+ (\S{4,})$/.exec(s)?.[1] ?? '']).filter((s) => s.length >= 4)
-  for (const token of tokens) {
-    err.message = err.message.replaceAll(token, '<redacted>')
-    if (err.stack !== undefined) err.stack = err.stack.replaceAll(token, '<redacted>')
-  }
+  const redaction = Redaction.of(secrets)
+  if (!(err instanceof Error) || redaction === null) return err
+  err.message = redaction.text(err.message)
+  if (err.stack !== undefined) err.stack = redaction.text(err.stack)
   return err
 }

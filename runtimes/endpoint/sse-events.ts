@@ -1,15 +1,16 @@
 import type { Readable } from 'node:stream'
-import { delimitedText } from './delimited-text.js'
+import { delimitedText, type SplitLimits } from './delimited-text.js'
 
 const BOUNDARY = Buffer.from('\n\n')
 const DATA_PREFIX = 'data: '
 
 /**
  * Reads a Server-Sent Events body and yields the `data` of each event, as text. Events end at a blank line (split
- * in bytes: delimited-text.ts). Comment lines (`: ping`) and fields other than `data` are skipped.
+ * in bytes: delimited-text.ts, within `limits` where given). Comment lines (`: ping`) and fields other than `data`
+ * are skipped.
  */
-export async function * sseData (body: Readable): AsyncGenerator<string> {
-  for await (const event of delimitedText(body, BOUNDARY)) {
+export async function * sseData (body: Readable, limits?: SplitLimits): AsyncGenerator<string> {
+  for await (const event of delimitedText(body, BOUNDARY, limits)) {
     const data = dataOf(event)
     if (data !== null) yield data
   }

@@ -1,7 +1,9 @@
 import { connect, isIP, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
-import { ChunkFraming } from './chunk-framing.js'
+import { pastLimit, type AnswerLimits } from './answer-limits.js'
+import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
+import type { DataRewrite } from './data-rewrite.js'
 import { ReadSlab } from './read-slab.js'
 import type { RelaySockets } from './relay-sockets.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
@@ -66,10 +68,15 @@ export interface RelayRequest {
    */
   sockets?: RelaySockets
   /**
-   * Rewrites each forwarded piece of the body (whole chunks' data: an upstream's model name put back to the one the
-   * client asked for). The data then goes unframed to the sink, which frames it again. @default none: bytes as they came
+   * Rewrites each forwarded piece of the body (whole chunks' data). A piece it changed goes to the client framed
+   * again, as one chunk; the others as they came. @default none: bytes as they came
    */
-  rewrite?: (data: Buffer) => Buffer
+  rewrite?: DataRewrite
+  /**
+   * The most bytes read of the answer, of an error answer, and of one chunk held whole (an upstream's): past one the
+   * relay fails with an error saying which, and the connection is dropped. @default none past the framing's own 16 MiB chunk
+   */
+  limits?: AnswerLimits
 }
 
 /** A kept connection the upstream had closed as the request went out: nothing was answered, so it is sent again. */
@@ -86,6 +93,17 @@ export interface RelayProgress {
   readonly headBytes?: number
   /** The first bytes of the body, up to `headBytes`. */
   head?: Buffer
+  /** Told how many events (SSE's blank-line ends) each forwarded piece held, as it goes to the client. @default none */
+  onEvents?: (count: number) => void
+}
+
+const EVENT_END = Buffer.from('\n\n')
+
+/** The SSE events that end in `bytes` (chunk framing's CRLFs never make a blank line of their own). */
+function eventsIn (bytes: Buffer): number {
+  let count = 0
+  for (let at = bytes.indexOf(EVENT_END); at !== -1; at = bytes.indexOf(EVENT_END, at + 2)) count++
+  return count
 }
 
 /**
@@ -108,7 +126,7 @@ export function relayStream (request: RelayRequest): Promise<void> {
 }
 
 /** One relay on `kept` (a connection kept from an earlier stream) or on a new connection. */
-function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets, rewrite }: RelayRequest, kept: Socket | null): Promise<void> {
+function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets, rewrite, limits }: RelayRequest, kept: Socket | null): Promise<void> {
   const { socketPath } = address
   const target = addressTarget(address)
   let extraHead = ''
@@ -146,7 +164,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       if (errorStatus !== 0) {
         refused()
       } else if (head === null && framing === null) {
-        finish(null) // an identity body ends with the connection
+        complete() // an identity body ends with the connection
       } else {
         finish(new Error('the runtime ended the stream early'))
       }
@@ -188,6 +206,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
     let remaining = Infinity
     let errorStatus = 0
     let errorBody: Buffer[] = []
+    let errorBytes = 0
+    // Bytes of the body read so far (counted against limits.answerBytes).
+    let bodyBytes = 0
     let client: Socket | null = null
     let sentData = false
 
@@ -203,19 +224,31 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
         sentData = true
         progress.firstData?.()
       }
+      if (progress.onEvents !== undefined) progress.onEvents(eventsIn(bytes))
       // The data without its framing, unframed once and only if something needs it.
       let unframed: Buffer | null = null
       const data = (): Buffer => (unframed ??= framed ? ChunkFraming.payload(bytes) : bytes)
       const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), data().subarray(0, wanted)])
+      const rewritten = rewrite === undefined ? null : rewrite.push(data())
+      send(rewritten ?? (client !== null ? bytes : data()), rewritten !== null)
+    }
+    // To the client: whole chunks as they are, or data (`unframed`) framed here when its response is chunked.
+    const send = (bytes: Buffer, unframed: boolean): void => {
+      if (bytes.length === 0) return
       if (client !== null) {
-        // Renamed data is framed again here, as one chunk in one write (the response's own write takes four pieces).
-        const out = rewrite === undefined ? bytes : ChunkFraming.chunk(rewrite(data()))
-        if (out.length > 0 && !client.write(out)) backOff(stream.drained(client))
-      } else if (!stream.writeRaw(rewrite === undefined ? data() : rewrite(data()))) {
+        // Rewritten data is framed again here, as one chunk in one write (the response's own write takes four pieces).
+        if (!client.write(unframed ? ChunkFraming.chunk(bytes) : bytes)) backOff(stream.drained(client))
+      } else if (!stream.writeRaw(bytes)) {
         backOff(stream.drained())
       }
     }
+    // The answer ended whole: what the rewrite kept back goes last.
+    const complete = (): void => {
+      if (rewrite !== undefined) send(rewrite.end(), true)
+      finish(null)
+    }
+    const tooLarge = (limit: keyof AnswerLimits): void => finish(pastLimit(name, limit, limits!))
 
     // Whether the upstream said it closes the connection after this answer.
     let closes = false
@@ -240,7 +273,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           closes = /\r\nconnection:[^\r]*close/i.test(text)
           const length = /\r\ncontent-length:\s*(\d+)/i.exec(text)
           if (!chunked && length !== null) remaining = Number(length[1])
-          if (chunked) framing = new ChunkFraming(progress.tailBytes)
+          if (chunked) framing = new ChunkFraming(progress.tailBytes, limits?.lineBytes)
           if (status === 200) {
             stream.open()
             client = chunked ? stream.chunkedSocket() : null
@@ -251,6 +284,8 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
         }
         // A kept-alive connection is not closed after an answer: its end is where its framing or length says.
         if (errorStatus !== 0) {
+          errorBytes += bytes.length
+          if (limits !== undefined && errorBytes > limits.errorBytes) return tooLarge('errorBytes')
           if (framing !== null) {
             errorBody.push(framing.push(bytes))
             if (framing.finished) { reusable = endsCleanly(bytes); refused() }
@@ -261,6 +296,8 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           }
           return
         }
+        bodyBytes += bytes.length
+        if (limits !== undefined && bodyBytes > limits.answerBytes) return tooLarge('answerBytes')
         if (framing !== null) {
           const data = framing.push(bytes)
           if (framing.finished) stream.closing?.()
@@ -268,16 +305,16 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           progress.tail = framing.tail
           if (framing.finished) {
             reusable = endsCleanly(bytes)
-            finish(null)
+            complete()
           }
         } else {
           forward(bytes, false)
           remaining -= bytes.length
-          if (remaining <= 0) finish(null)
           progress.tail = Buffer.concat([progress.tail, bytes]).subarray(-progress.tailBytes)
+          if (remaining <= 0) complete()
         }
       } catch (err) {
-        finish(err)
+        finish(err instanceof OversizedChunkError && limits !== undefined ? pastLimit(name, 'lineBytes', limits) : err)
       }
     }
   })

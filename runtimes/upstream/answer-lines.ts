@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
-import { delimitedText } from '../endpoint/delimited-text.js'
+import { delimitedText, type SplitLimits } from '../endpoint/delimited-text.js'
+import type { Redaction } from '../endpoint/redaction.js'
 
 const NEWLINE = Buffer.from('\n')
 const DATA_PREFIX = 'data:'
@@ -7,14 +8,14 @@ const DATA_PREFIX = 'data:'
 /**
  * The events of a streamed answer, each parsed, whether it came as Server-Sent Events (`data: {...}` lines: an
  * OpenAI-compatible engine, a llamagate) or as NDJSON (`{...}` lines: Ollama's own API), up to `[DONE]` or the end
- * of the body. Split on newlines in bytes (delimited-text.ts); blank lines, comments (`: ping`) and other SSE fields
- * (`event:`) are skipped.
+ * of the body. Split on newlines in bytes (delimited-text.ts, within `limits`); blank lines, comments (`: ping`) and
+ * other SSE fields (`event:`) are skipped; `redaction`'s secrets are cut out of each line before it is parsed.
  */
-export async function * answerLines (body: Readable): AsyncGenerator<unknown> {
-  for await (const line of delimitedText(body, NEWLINE)) {
+export async function * answerLines (body: Readable, limits?: SplitLimits, redaction: Redaction | null = null): AsyncGenerator<unknown> {
+  for await (const line of delimitedText(body, NEWLINE, limits)) {
     const data = dataOf(line)
     if (data === '[DONE]') return
-    if (data !== null) yield JSON.parse(data)
+    if (data !== null) yield JSON.parse(redaction === null ? data : redaction.text(data))
   }
 }
 

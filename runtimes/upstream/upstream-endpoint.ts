@@ -39,11 +39,13 @@ export class UpstreamEndpoint extends RuntimeEndpoint {
       keepStreams: true,
       // Answers say the name the client asked for (the prefix's), as a local model's do.
       servedAs: upstream.prefix + remoteModel,
+      // Another server's answers are read within config.yaml's limits, and its key is cut out of all of them.
+      limits: upstream.limits,
     })
     this.calls = {
       // The base class's calls as they are: never back through this class's detours.
       json: async (path, body, signal) => JSON.parse(await super.post(path, body, signal)) as unknown,
-      events: async (path, body, signal) => answerLines(await this.request(path, body, signal)),
+      events: async (path, body, signal) => answerLines(await this.request(path, body, signal), this.splitLimits, this.redaction),
     }
     this.messages = MessagesSupport.of(upstream)
   }

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Test } from 'tap'
-import type { UpstreamConfig } from '../../../core/config.js'
+import { resolveConfig, type UpstreamConfig } from '../../../core/config.js'
 
 /** One request a stand-in upstream received. */
 export interface Received { method: string, url: string, authorization: string | null, body: string }
@@ -47,7 +47,10 @@ export function json (res: ServerResponse, status: number, body: unknown): void 
   res.end(JSON.stringify(body))
 }
 
+/** What is read of an upstream's answers by default (config.yaml's limits.upstream_*). */
+export const UPSTREAM_LIMITS = resolveConfig([]).limits.upstream
+
 /** An upstream's config with the defaults config.ts gives. */
 export function upstream (fields: Pick<UpstreamConfig, 'url' | 'kind'> & Partial<UpstreamConfig>): UpstreamConfig {
-  return { name: 'box', key: null, models: [], prefix: '', maxConcurrent: 4, ...fields }
+  return { name: 'box', key: null, models: [], prefix: '', maxConcurrent: 4, limits: UPSTREAM_LIMITS, ...fields }
 }

@@ -12,11 +12,16 @@ t.test('entries load with their defaults; the URL loses its trailing slash', asy
     { name: 'vllm.1', url: 'https://vllm.example.com/v1-proxy//', kind: 'openai', key: 'sk-abc', models: ['Qwen/Qwen3-32B'], prefix: 'vllm/', max_concurrent: 4 },
     { name: 'o_l-l', url: 'http://[::1]:11434', kind: 'ollama', key: null },
   ])
+  // Every upstream's answers are read within limits.upstream_*.
+  const limits = { answerBytes: 64 << 20, errorBytes: 64 << 10, lineBytes: 8 << 20, models: 10_000 }
   t.same(config.upstreams, [
-    { name: 'gpu-box', url: 'http://10.0.0.7:11435', kind: 'llamagate', key: null, models: [], prefix: '', maxConcurrent: 16 },
-    { name: 'vllm.1', url: 'https://vllm.example.com/v1-proxy', kind: 'openai', key: 'sk-abc', models: ['Qwen/Qwen3-32B'], prefix: 'vllm/', maxConcurrent: 4 },
-    { name: 'o_l-l', url: 'http://[::1]:11434', kind: 'ollama', key: null, models: [], prefix: '', maxConcurrent: 16 },
+    { name: 'gpu-box', url: 'http://10.0.0.7:11435', kind: 'llamagate', key: null, models: [], prefix: '', maxConcurrent: 16, limits },
+    { name: 'vllm.1', url: 'https://vllm.example.com/v1-proxy', kind: 'openai', key: 'sk-abc', models: ['Qwen/Qwen3-32B'], prefix: 'vllm/', maxConcurrent: 4, limits },
+    { name: 'o_l-l', url: 'http://[::1]:11434', kind: 'ollama', key: null, models: [], prefix: '', maxConcurrent: 16, limits },
   ])
+  const set = resolveConfig([{ source: 'config.yaml', values: { upstreams: [{ name: 'a', url: 'http://h:1', kind: 'openai' }], limits: { upstream_answer_size: '1MiB', upstream_error_size: 1000, upstream_line_size: '64KiB', upstream_models: 50 } } }])
+  t.same(set.upstreams[0]!.limits, { answerBytes: 1 << 20, errorBytes: 1000, lineBytes: 64 << 10, models: 50 }, 'as config.yaml sets them')
+  t.throws(() => resolveConfig([{ source: 'config.yaml', values: { limits: { upstream_line_size: 'big' } } }]), /limits\.upstream_line_size = "big" is not allowed: must be a size/)
 })
 
 // Each mistake: the message names the entry and the key, and says what is allowed.

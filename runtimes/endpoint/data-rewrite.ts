@@ -1,0 +1,28 @@
+/**
+ * Rewrites the data of one relayed body as it passes (an upstream's model name put back, its key cut): made for one
+ * relay, since it may keep bytes back from one piece for the next (stream-relay.ts applies it).
+ */
+export interface DataRewrite {
+  /** The piece as it goes to the client, or null when it goes as it came. */
+  push(data: Buffer): Buffer | null
+  /** What it kept back, once the body ended (empty for none). */
+  end(): Buffer
+}
+
+/**
+ * `data` with every `from` replaced by `to`, or `data` itself when it holds none. Bytes, not text: relayed chunks are
+ * rewritten as they pass (an upstream's model name put back, its key cut), and decoding and encoding each one cost
+ * more than the rest of the relay.
+ */
+export function replaceBytes (data: Buffer, from: Buffer, to: Buffer): Buffer {
+  let at = data.indexOf(from)
+  if (at === -1) return data
+  const pieces: Buffer[] = []
+  let start = 0
+  for (; at !== -1; at = data.indexOf(from, start)) {
+    pieces.push(data.subarray(start, at), to)
+    start = at + from.length
+  }
+  pieces.push(data.subarray(start))
+  return Buffer.concat(pieces)
+}
