@@ -1,4 +1,5 @@
 import { BadRequestError } from '../../core/errors.js'
+import { tokenCount } from '../../runtimes/index.js'
 import type { Lease } from '../scheduler/lease.js'
 import { checkFinite } from './vectors.js'
 
@@ -48,7 +49,7 @@ export async function embedInputs (lease: Lease, inputs: EmbedInput[], settings:
   }, lease.signal)
   const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
   checkFinite(vectors, lease.model.name)
-  const promptTokens = answer.usage?.prompt_tokens ?? tokens.reduce((sum, ids) => sum + ids.length, 0)
+  const promptTokens = tokenCount(answer.usage?.prompt_tokens, 'usage.prompt_tokens') ?? tokens.reduce((sum, ids) => sum + ids.length, 0)
   lease.countTokens(promptTokens, 0)
   return { vectors, promptTokens }
 }
@@ -67,7 +68,7 @@ async function embedRemote (lease: Lease, inputs: EmbedInput[], settings: EmbedS
   }, lease.signal)
   const vectors = [...answer.data].sort((a, b) => a.index - b.index).map((d) => d.embedding)
   checkFinite(vectors, lease.model.name)
-  const promptTokens = answer.usage?.prompt_tokens ?? 0
+  const promptTokens = tokenCount(answer.usage?.prompt_tokens, 'usage.prompt_tokens') ?? 0
   lease.countTokens(promptTokens, 0)
   return { vectors, promptTokens }
 }

@@ -1,4 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { tokenCount } from '../../runtimes/index.js'
 import { runWhole } from '../inference/whole-run.js'
 import { RerankBody } from './schemas.js'
 
@@ -17,7 +18,7 @@ const rerank: FastifyPluginAsyncTypebox = async (app) => {
         const answer = await lease.endpoint.postJson<RuntimeRerank>('/v1/rerank', {
           query: body.query, documents, top_n: body.top_n ?? documents.length,
         }, lease.signal)
-        const tokens = answer.usage?.prompt_tokens ?? 0
+        const tokens = tokenCount(answer.usage?.prompt_tokens, 'usage.prompt_tokens') ?? 0
         lease.countTokens(tokens, 0)
         return {
           object: 'list',

@@ -7,7 +7,7 @@ import { conversationAffinity } from '../inference/conversation-affinity.js'
 import { runLeased } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
-import { doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
+import { cachedTokens, doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
@@ -136,7 +136,7 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
 /** Ollama's statistics of a finished answer, its token counts also told to the lease. */
 function countedStats (lease: Lease, startedNs: bigint, timings: RuntimeTimings | undefined): OllamaStats {
   const stats = ollamaStats(startedNs, lease.loadDurationMs, timings)
-  lease.countTokens(stats.prompt_eval_count, stats.eval_count, timings?.cache_n ?? 0)
+  lease.countTokens(stats.prompt_eval_count, stats.eval_count, cachedTokens(timings))
   return stats
 }
 

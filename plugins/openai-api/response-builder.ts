@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { tokenCount, toolCallIndex } from '../../runtimes/index.js'
 import type { ResponseItem } from './response-store.js'
 
 type Json = Record<string, unknown>
@@ -126,7 +127,7 @@ export class ResponseBuilder {
   }
 
   private appendCall (events: ResponseEvent[], call: ChatToolCallDelta): void {
-    const toolIndex = call.index ?? 0
+    const toolIndex = toolCallIndex(call.index, 0)
     let item = this.open
     if (item?.kind !== 'function_call' || item.toolIndex !== toolIndex) {
       item = this.openItem(events, 'function_call', { toolIndex, name: call.function?.name ?? '', callId: call.id ? `call_${call.id}` : responseId('call') })
@@ -184,11 +185,14 @@ export class ResponseBuilder {
     return item.kind === 'message' ? { type: 'output_text', text, annotations: [], logprobs: [] } : { type: 'reasoning_text', text }
   }
 
-  // The run asks for `stream_options.include_usage`: llama-server's last chunk holds the usage (no choices).
+  // The run asks for `stream_options.include_usage`: llama-server's last chunk holds the usage (no choices). A count
+  // that cannot be is an error of the answer (tokenCount), never booked.
   private readUsage (chunk: ChatChunk): void {
     const { usage } = chunk
-    if (usage?.prompt_tokens !== undefined) {
-      this.usage = usageOf(usage.prompt_tokens, usage.prompt_tokens_details?.cached_tokens ?? 0, usage.completion_tokens ?? 0)
+    const prompt = tokenCount(usage?.prompt_tokens, 'usage.prompt_tokens')
+    if (prompt !== null) {
+      const cached = tokenCount(usage?.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens') ?? 0
+      this.usage = usageOf(prompt, cached, tokenCount(usage?.completion_tokens, 'usage.completion_tokens') ?? 0)
     }
   }
 

@@ -1,3 +1,5 @@
+import { tokenCount } from './answer-numbers.js'
+
 /** Tokens one answer read (its whole prompt, cached tokens included) and generated; null where it did not say. */
 export interface AnswerUsage { prompt: number | null, generated: number | null }
 
@@ -10,19 +12,23 @@ export const USAGE_TAIL_BYTES = 2048
  * (chat and text completions, whole or streamed) or else `usage` (Anthropic Messages; a streamed Messages answer
  * says only its output tokens at the end, its input in message_start). A key in generated text is JSON-escaped
  * inside a string, so the last `"timings":{` unescaped is llama-server's own. Null when neither is there.
+ * @throws an error of the answer for a count that cannot be (answer-numbers.ts): it is never booked
  */
 export function answerUsage (text: string): AnswerUsage | null {
   const timings = lastObject(text, '"timings":')
   if (timings !== null) {
-    const prompt = count(timings.prompt_n)
-    return { prompt: prompt === null ? null : prompt + (count(timings.cache_n) ?? 0), generated: count(timings.predicted_n) }
+    const prompt = tokenCount(timings.prompt_n, 'timings.prompt_n')
+    const cached = tokenCount(timings.cache_n, 'timings.cache_n')
+    return { prompt: prompt === null ? null : prompt + (cached ?? 0), generated: tokenCount(timings.predicted_n, 'timings.predicted_n') }
   }
   const usage = lastObject(text, '"usage":')
   if (usage === null) return null
   // OpenAI's prompt_tokens counts cached tokens; Anthropic's input_tokens does not.
-  const input = count(usage.prompt_tokens) ?? count(usage.input_tokens)
-  const cached = count(usage.prompt_tokens) === null ? count(usage.cache_read_input_tokens) ?? 0 : 0
-  return { prompt: input === null ? null : input + cached, generated: count(usage.completion_tokens) ?? count(usage.output_tokens) }
+  const prompt = tokenCount(usage.prompt_tokens, 'usage.prompt_tokens')
+  const input = prompt ?? tokenCount(usage.input_tokens, 'usage.input_tokens')
+  const cached = prompt === null ? tokenCount(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens') ?? 0 : 0
+  const generated = tokenCount(usage.completion_tokens, 'usage.completion_tokens') ?? tokenCount(usage.output_tokens, 'usage.output_tokens')
+  return { prompt: input === null ? null : input + cached, generated }
 }
 
 /**
@@ -32,12 +38,12 @@ export function answerUsage (text: string): AnswerUsage | null {
  */
 export function answerCachedTokens (text: string): number {
   const timings = lastObject(text, '"timings":')
-  if (timings !== null) return count(timings.cache_n) ?? 0
+  if (timings !== null) return tokenCount(timings.cache_n, 'timings.cache_n') ?? 0
   const usage = lastObject(text, '"usage":')
   if (usage === null) return 0
   const details = usage.prompt_tokens_details
-  const openai = typeof details === 'object' && details !== null ? count((details as Record<string, unknown>).cached_tokens) : null
-  return openai ?? count(usage.cache_read_input_tokens) ?? 0
+  const openai = typeof details === 'object' && details !== null ? tokenCount((details as Record<string, unknown>).cached_tokens, 'usage.prompt_tokens_details.cached_tokens') : null
+  return openai ?? tokenCount(usage.cache_read_input_tokens, 'usage.cache_read_input_tokens') ?? 0
 }
 
 function lastObject (text: string, key: string): Record<string, unknown> | null {
@@ -59,8 +65,4 @@ function lastObject (text: string, key: string): Record<string, unknown> | null 
     }
   }
   return null
-}
-
-function count (value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null
 }

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { UpstreamConfig } from '../../core/config.js'
-import { count, endedEarly, timingsOf, type Detour, type Timings, type UpstreamCalls } from './detour.js'
+import { duration, tokenCount } from '../endpoint/answer-numbers.js'
+import { endedEarly, timingsOf, type Detour, type Timings, type UpstreamCalls } from './detour.js'
 
 // llama-server's native /completion (a raw prompt, no chat template: /api/generate with `raw`) is llama-server's alone.
 // An OpenAI-compatible engine and another llamagate take the same raw prompt at /v1/completions; Ollama's /v1/completions
@@ -96,8 +97,13 @@ function generateBody (body: Body): Body {
 }
 
 function generateTimings (answer: GenerateAnswer): Timings {
-  const ms = (ns: number | undefined): number => (count(ns) ?? 0) / 1e6
-  return { prompt_n: count(answer.prompt_eval_count) ?? 0, prompt_ms: ms(answer.prompt_eval_duration), predicted_n: count(answer.eval_count) ?? 0, predicted_ms: ms(answer.eval_duration) }
+  const { prompt, generated } = generateCounts(answer)
+  return { prompt_n: prompt, prompt_ms: duration(answer.prompt_eval_duration) / 1e6, predicted_n: generated, predicted_ms: duration(answer.eval_duration) / 1e6 }
+}
+
+/** Ollama's token counts of an answer, 0 where it gives none. @throws an error of the answer for a count that cannot be */
+function generateCounts (answer: GenerateAnswer): { prompt: number, generated: number } {
+  return { prompt: tokenCount(answer.prompt_eval_count, 'prompt_eval_count') ?? 0, generated: tokenCount(answer.eval_count, 'eval_count') ?? 0 }
 }
 
 /** `/completion` at Ollama's `/api/generate` with `raw: true`. */
@@ -168,9 +174,8 @@ function finishReasonOf (answer: GenerateAnswer): string {
 }
 
 function usageOf (answer: GenerateAnswer): Body {
-  const prompt = count(answer.prompt_eval_count) ?? 0
-  const completion = count(answer.eval_count) ?? 0
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion }
+  const { prompt, generated } = generateCounts(answer)
+  return { prompt_tokens: prompt, completion_tokens: generated, total_tokens: prompt + generated }
 }
 
 /** OpenAI's SSE framing: each chunk a `data:` event, then `[DONE]`; an error event ends it as llama-server's would. */

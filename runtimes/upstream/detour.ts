@@ -1,3 +1,5 @@
+import { tokenCount } from '../endpoint/answer-numbers.js'
+
 /** What a detour asks of an upstream, in the upstream's own paths: a whole JSON answer, or a streamed one's events. */
 export interface UpstreamCalls {
   /** The whole answer to a POST, parsed. @throws as RuntimeEndpoint's postJson */
@@ -25,21 +27,23 @@ export interface Timings { prompt_n: number, predicted_n: number, cache_n?: numb
 /**
  * An answer's (or event's) token counts as llama-server's `timings`: its own where it has them (llama-server, a
  * llamagate), else from OpenAI's `usage` (vLLM, Ollama's /v1: prompt_tokens counts cached tokens too), else null.
+ * @throws an error of the answer for a count that cannot be (answer-numbers.ts)
  */
 export function timingsOf (answer: unknown): Timings | null {
   const { timings, usage } = (answer ?? {}) as { timings?: unknown, usage?: Record<string, unknown> | null }
-  if (typeof timings === 'object' && timings !== null) return timings as Timings
+  if (typeof timings === 'object' && timings !== null) {
+    const own = timings as Record<string, unknown>
+    // Checked here, where an upstream's counts enter; the durations go on as they came (surfaces only show them).
+    for (const field of ['prompt_n', 'predicted_n', 'cache_n']) tokenCount(own[field], `timings.${field}`)
+    return timings as Timings
+  }
   if (typeof usage !== 'object' || usage === null) return null
-  const prompt = count(usage.prompt_tokens)
-  const generated = count(usage.completion_tokens)
+  const prompt = tokenCount(usage.prompt_tokens, 'usage.prompt_tokens')
+  const generated = tokenCount(usage.completion_tokens, 'usage.completion_tokens')
   if (prompt === null && generated === null) return null
   const details = usage.prompt_tokens_details as { cached_tokens?: unknown } | undefined
-  const cached = Math.min(count(details?.cached_tokens) ?? 0, prompt ?? 0)
+  const cached = Math.min(tokenCount(details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens') ?? 0, prompt ?? 0)
   return { prompt_n: (prompt ?? 0) - cached, predicted_n: generated ?? 0, ...(cached > 0 ? { cache_n: cached } : {}) }
-}
-
-export function count (value: unknown): number | null {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : null
 }
 
 /** The events of a stream that ended without saying why it stopped: it was cut. */

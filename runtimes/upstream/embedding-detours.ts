@@ -1,4 +1,5 @@
-import { count, type Detour, type UpstreamCalls } from './detour.js'
+import { tokenCount } from '../endpoint/answer-numbers.js'
+import type { Detour, UpstreamCalls } from './detour.js'
 
 type Body = Record<string, unknown>
 
@@ -25,7 +26,7 @@ export function embeddingsViaNative (calls: UpstreamCalls, body: Body, signal: A
       return { data: vectors.map((embedding, index) => ({ index, embedding })) }
     }
     const answer = await calls.json('/api/embed', { model: body.model, input: texts, ...(typeof body.truncate === 'boolean' ? { truncate: body.truncate } : {}) }, signal) as { embeddings?: number[][], prompt_eval_count?: number }
-    const tokens = count(answer.prompt_eval_count)
+    const tokens = tokenCount(answer.prompt_eval_count, 'prompt_eval_count')
     return { data: (answer.embeddings ?? []).map((embedding, index) => ({ index, embedding })), ...(tokens !== null ? { usage: { prompt_tokens: tokens } } : {}) }
   }
   return { whole }

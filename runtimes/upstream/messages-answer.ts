@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto'
+import { tokenCount } from '../endpoint/answer-numbers.js'
 
 /** The part of a chat completion (or of one chunk of a stream) read here. */
 export interface ChatAnswer {
@@ -51,11 +52,11 @@ export function toolUseId (given: unknown): string {
   return typeof given === 'string' && given !== '' ? given : `toolu_${randomBytes(12).toString('hex')}`
 }
 
-/** The answer's usage in Anthropic's terms; zeros where the upstream said nothing. */
+/** The answer's usage in Anthropic's terms; zeros where the upstream said nothing. @throws for a count that cannot be */
 export function messagesUsage (usage: ChatUsage | null | undefined): MessagesUsage {
-  const prompt = count(usage?.prompt_tokens)
-  const cached = Math.min(count(usage?.prompt_tokens_details?.cached_tokens), prompt)
-  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: count(usage?.completion_tokens) }
+  const prompt = tokenCount(usage?.prompt_tokens, 'usage.prompt_tokens') ?? 0
+  const cached = Math.min(tokenCount(usage?.prompt_tokens_details?.cached_tokens, 'usage.prompt_tokens_details.cached_tokens') ?? 0, prompt)
+  return { input_tokens: prompt - cached, cache_creation_input_tokens: 0, cache_read_input_tokens: cached, output_tokens: tokenCount(usage?.completion_tokens, 'usage.completion_tokens') ?? 0 }
 }
 
 /**
@@ -107,8 +108,4 @@ export function messageOf (chat: ChatAnswer, model: string, stopSequences: reado
     ...stopReasonOf(choice?.finish_reason, choice?.stop_reason ?? choice?.matched_stop, stopSequences, calls.length > 0),
     usage: messagesUsage(chat.usage),
   }
-}
-
-function count (value: unknown): number {
-  return typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0
 }

@@ -1,3 +1,4 @@
+import { toolCallIndex } from '../endpoint/answer-numbers.js'
 import { messageId, messagesUsage, stopReasonOf, toolUseId, type ChatAnswer, type ChatUsage } from './messages-answer.js'
 
 type BlockKind = 'thinking' | 'text' | 'tool_use'
@@ -49,7 +50,7 @@ export class MessagesEvents {
       out += this.delta(this.open!.index, { type: 'text_delta', text: delta.content })
     }
     for (const [at, call] of (delta.tool_calls ?? []).entries()) {
-      const key = call.index ?? at
+      const key = toolCallIndex(call.index, at)
       let index = this.calls.get(key)
       if (index === undefined) {
         out += this.start('tool_use', { type: 'tool_use', id: toolUseId(call.id), name: call.function?.name ?? '', input: {} })

@@ -1,5 +1,6 @@
 import type { UpstreamConfig } from '../../core/config.js'
 import { GatewayError, RuntimeError } from '../../core/errors.js'
+import { tokenCount } from '../endpoint/answer-numbers.js'
 import type { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
 import { watchedSink, type RelayProgress, type RelaySink } from '../endpoint/stream-relay.js'
 import { messageOf, type ChatAnswer } from './messages-answer.js'
@@ -145,8 +146,8 @@ export async function postMessagesViaChat (endpoint: ChatEndpoint, path: string,
  */
 async function countTokensViaChat (endpoint: ChatEndpoint, body: Record<string, unknown>, signal: AbortSignal): Promise<number> {
   const chat = await endpoint.postJson<ChatAnswer>(CHAT_PATH, { ...chatRequestOf({ ...body, stream: false }), max_tokens: 1 }, signal)
-  const prompt = chat.usage?.prompt_tokens
-  if (typeof prompt !== 'number') throw new RuntimeError('the upstream counted no prompt tokens (its chat completion has no usage.prompt_tokens), so they cannot be counted')
+  const prompt = tokenCount(chat.usage?.prompt_tokens, 'usage.prompt_tokens')
+  if (prompt === null) throw new RuntimeError('the upstream counted no prompt tokens (its chat completion has no usage.prompt_tokens), so they cannot be counted')
   return prompt
 }
 

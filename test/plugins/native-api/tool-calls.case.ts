@@ -28,3 +28,16 @@ t.test('a whole answer\'s calls (no index), no arguments, and arguments that are
     { function: { index: 1, name: 'broken', arguments: '{"a":' } },
   ], 'a call without arguments has an empty object; text that is not JSON is kept as the model wrote it')
 })
+
+t.test('a call numbered past the 128 an answer may make is an error of the answer: no array is made of it', async (t) => {
+  for (const index of [128, 1e7, 1e8, -1, 1.5, '3']) {
+    const calls: ToolCall[] = []
+    t.throws(() => collectToolCalls(calls, [{ index: index as number, function: { name: 'f', arguments: '{}' } }]), { statusCode: 502, code: 'invalid_runtime_answer', message: /tool call numbered .*: an answer's calls are numbered 0 to 127/ }, String(index))
+    t.equal(calls.length, 0)
+  }
+  const calls: ToolCall[] = []
+  t.throws(() => collectToolCalls(calls, Array.from({ length: 129 }, () => ({ function: { name: 'f' } }))), /numbered 128/, 'nor 129 calls without numbers')
+  const skipped: ToolCall[] = []
+  collectToolCalls(skipped, [{ index: 127, function: { name: 'last' } }])
+  t.same(ollamaToolCalls(skipped), [{ function: { index: 0, name: 'last', arguments: {} } }], 'numbers skipped leave no empty calls')
+})

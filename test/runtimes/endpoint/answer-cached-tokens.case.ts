@@ -7,6 +7,6 @@ t.test('the cached part of an answer\'s prompt, from wherever it says it', async
   t.equal(answerCachedTokens('{"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":2}}}'), 2, 'OpenAI\'s usage')
   t.equal(answerCachedTokens('event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":5,"cache_read_input_tokens":4}}}'), 4, 'Anthropic\'s first event')
   t.equal(answerCachedTokens('{"usage":{"prompt_tokens":7}}'), 0, 'not said: none')
-  t.equal(answerCachedTokens('{"timings":{"cache_n":-1}}'), 0, 'not a count: none')
+  t.throws(() => answerCachedTokens('{"timings":{"cache_n":-1}}'), /impossible token count, timings\.cache_n = -1/, 'not a count: an error of the answer')
   t.equal(answerCachedTokens('nothing here'), 0)
 })

@@ -23,5 +23,9 @@ t.test('generated text cannot pass for the counts; nothing to read is null', asy
   t.equal(answerUsage('{"usage":{"prompt_tokens":3'), null, 'cut off')
   t.equal(answerUsage('{"usage":{"prompt_tokens":3,}}'), null, 'not JSON')
   t.equal(answerUsage('{"usage":null}'), null, 'not an object')
-  t.same(answerUsage('{"usage":{"prompt_tokens":-1,"completion_tokens":"2"}}'), { prompt: null, generated: null }, 'numbers only')
+  // A count that cannot be is an error of the answer, never booked (a negative one took a key's day below zero).
+  for (const usage of ['{"prompt_tokens":-1}', '{"completion_tokens":"2"}', '{"prompt_tokens":1.5}', '{"prompt_tokens":1e12}', '{"output_tokens":-2000000}']) {
+    t.throws(() => answerUsage(`{"usage":${usage}}`), /impossible token count, usage\.\w+ = .*: a count is a whole number from 0 to 1000000000/, usage)
+  }
+  t.throws(() => answerUsage('{"timings":{"prompt_n":3,"predicted_n":-5}}'), { code: 'invalid_runtime_answer', statusCode: 502 }, 'timings too')
 })
