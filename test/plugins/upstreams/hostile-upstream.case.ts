@@ -3,10 +3,10 @@ import { monitorEventLoopDelay } from 'node:perf_hooks'
 import t, { type Test } from 'tap'
 import type { FastifyInstance } from 'fastify'
 import { buildTestApp, testConfig } from '../../helpers/app.js'
-import { post } from '../../helpers/inference.js'
+import { post, sharedServer } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
-import { hostileUpstream, type Attack } from './hostile-upstream.js'
+import { hostileUpstream, type Attack, type HostileUpstream } from './hostile-upstream.js'
 
 // An upstream is another party: what it sends may not cost this server more than config.yaml's limits.upstream_*
 // allow, its numbers are checked before anything is made or booked from them, and its own key never reaches a
@@ -16,23 +16,32 @@ import { hostileUpstream, type Attack } from './hostile-upstream.js'
 const KEY = 'sk-hostile-upstream-0123456789abcdef'
 const MiB = 1 << 20
 
-const evil = await hostileUpstream(t)
-const good = await hostileUpstream(t)
-const lister = await hostileUpstream(t)
+// Made by the first test (this file's tests run after those of the files before it in its group).
+let evil: HostileUpstream
+let lister: HostileUpstream
+let app: FastifyInstance
+let url: string
+let usual: number
 const logs: string[] = []
-const app: FastifyInstance = await buildTestApp(await testConfig(t, {
-  upstreams: [
-    // Anthropic's Messages converted to chat completions, so that the conversion reads the attacks too.
-    { name: 'evil', url: evil.origin, kind: 'openai', key: KEY, prefix: 'evil/', messages: 'convert' },
-    { name: 'oll', url: evil.origin, kind: 'ollama', key: KEY, prefix: 'oll/' },
-    { name: 'good', url: good.origin, kind: 'openai', prefix: 'good/' },
-    { name: 'lister', url: lister.origin, kind: 'openai', key: KEY, prefix: 'lister/' },
-  ],
-}), { logger: { level: 'info', stream: new Writable({ write (line, _encoding, done) { logs.push(String(line)); done() } }) } })
-t.teardown(() => app.close())
-const url = await app.listen({ host: '127.0.0.1', port: 0 })
+const ready = sharedServer(async () => {
+  evil = await hostileUpstream(t)
+  lister = await hostileUpstream(t)
+  const good = await hostileUpstream(t)
+  app = await buildTestApp(await testConfig(t, {
+    upstreams: [
+      // Anthropic's Messages converted to chat completions, so that the conversion reads the attacks too.
+      { name: 'evil', url: evil.origin, kind: 'openai', key: KEY, prefix: 'evil/', messages: 'convert' },
+      { name: 'oll', url: evil.origin, kind: 'ollama', key: KEY, prefix: 'oll/' },
+      { name: 'good', url: good.origin, kind: 'openai', prefix: 'good/' },
+      { name: 'lister', url: lister.origin, kind: 'openai', key: KEY, prefix: 'lister/' },
+    ],
+  }), { logger: { level: 'info', stream: new Writable({ write (line, _encoding, done) { logs.push(String(line)); done() } }) } })
+  t.teardown(() => app.close())
+  url = await app.listen({ host: '127.0.0.1', port: 0 })
+  await until('every upstream listed', async () => (await listed()).length === 4)
+  usual = await usualMs(polite, 5)
+})
 const listed = async (): Promise<string[]> => ((await (await fetch(`${url}/api/tags`)).json()) as { models: Array<{ name: string }> }).models.map((m) => m.name)
-await until('every upstream listed', async () => (await listed()).length === 4)
 
 // Everything a client was sent, to look for the key in at the end.
 const seen: string[] = []
@@ -46,7 +55,6 @@ const ask = async (path: string, body: Record<string, unknown>): Promise<{ statu
 const chat = (model: string, attack: Attack, stream: boolean): Record<string, unknown> => ({ model, stream, messages: [{ role: 'user', content: attack }], max_tokens: 8 })
 // The polite upstream's client, whose time is measured during each attack.
 const polite = (): Promise<unknown> => ask('/v1/chat/completions', chat('good/m', 'polite', false))
-const usual = await usualMs(polite, 5)
 
 /** Runs `attack` while a polite client asks once: that client's time, the loop's longest delay, the peak RSS growth. */
 async function during<T> (t: Test, what: string, attack: () => Promise<T>): Promise<T> {
@@ -76,6 +84,7 @@ async function cutOff (attack: Attack): Promise<string> {
 }
 
 t.test('a tool call numbered 10^7 or 10^8 is an error of that answer: nothing is made of it', async (t) => {
+  await ready()
   for (const attack of ['tool-index-1e7', 'tool-index-1e8'] as const) {
     const number = attack === 'tool-index-1e7' ? '10000000' : '100000000'
     const whole = await during(t, `${attack} (/api/chat)`, () => ask('/api/chat', chat('evil/m', attack, false)))
@@ -97,6 +106,7 @@ t.test('a tool call numbered 10^7 or 10^8 is an error of that answer: nothing is
 })
 
 t.test('an answer of 200 MiB is read to limits.upstream_answer_size (64 MiB) and no further; its connection is dropped', async (t) => {
+  await ready()
   const whole = await during(t, 'a 200 MiB answer', () => ask('/v1/chat/completions', chat('evil/m', 'answer-200MiB', false)))
   t.equal(whole.status, 502)
   t.match(whole.text, 'sent an answer over 64.0 MiB (limits.upstream_answer_size): the rest was not read, and the connection was dropped')
@@ -118,6 +128,7 @@ t.test('an answer of 200 MiB is read to limits.upstream_answer_size (64 MiB) and
 })
 
 t.test('an error body without end is read to limits.upstream_error_size (64 KiB)', async (t) => {
+  await ready()
   for (const [path, body] of [
     ['/v1/chat/completions', chat('evil/m', 'endless-error', false)],
     ['/v1/chat/completions', chat('evil/m', 'endless-error', true)],
@@ -131,6 +142,7 @@ t.test('an error body without end is read to limits.upstream_error_size (64 KiB)
 })
 
 t.test('a line of 48 MB without a newline is cut at limits.upstream_line_size (8 MiB), in linear time', async (t) => {
+  await ready()
   for (const path of ['/api/chat', '/v1/messages']) {
     const cpu = process.cpuUsage()
     const cut = await during(t, `a 48 MB line (${path})`, () => ask(path, chat('evil/m', 'line-48MB', true)))
@@ -142,6 +154,7 @@ t.test('a line of 48 MB without a newline is cut at limits.upstream_line_size (8
 })
 
 t.test('a list of 500,000 models fails its probe: the upstream is down, and the lists stay quick', async (t) => {
+  await ready()
   const upstream = app.config.upstreams.find((u) => u.name === 'lister')!
   const tags = async (): Promise<number> => { const started = performance.now(); await listed(); return performance.now() - started }
   const usualTags = await usualMs(tags, 5)
@@ -160,6 +173,7 @@ t.test('a list of 500,000 models fails its probe: the upstream is down, and the 
 })
 
 t.test('negative or huge token counts are an error of the answer, never booked', async (t) => {
+  await ready()
   for (const attack of ['negative-counts', 'huge-counts'] as const) {
     const said = attack === 'negative-counts' ? /impossible token count, timings\.predicted_n = -2000000/ : /impossible token count, timings\.prompt_n = 1000000000000000/
     for (const [path, stream] of [['/v1/chat/completions', false], ['/v1/chat/completions', true], ['/api/chat', false], ['/api/chat', true], ['/v1/messages', false]] as const) {
@@ -176,6 +190,7 @@ t.test('negative or huge token counts are an error of the answer, never booked',
 })
 
 t.test('the upstream\'s key reaches no client and no log: answers, streams cut anywhere, SSE errors, NDJSON, /api/show', async (t) => {
+  await ready()
   const asked: Array<[string, Record<string, unknown>]> = [
     ['/v1/chat/completions', chat('evil/m', 'echo-key', false)],
     ['/v1/chat/completions', chat('evil/m', 'echo-key', true)],
