@@ -1,7 +1,7 @@
 import { rename } from 'node:fs/promises'
 import type { Logger } from '../../core/logger.js'
 import type { UsageBook, UsageTotals } from './usage-book.js'
-import { readUsageFile, UsageFileError, writeUsageFile, type UsageState } from './usage-file.js'
+import { isUsageCount, readUsageFile, UsageFileError, writeUsageFile, type ReadUsage, type UsageState } from './usage-file.js'
 
 /** What one finished request used of a model, as its lease counted it (core/request-usage.ts). */
 export interface UsedModel {
@@ -18,7 +18,7 @@ export interface UsageRow { key: string, model: string, totals: UsageTotals }
 export interface UsageLedgerOptions {
   /** Where the usage is kept across restarts (`<data_dir>/usage.json`). */
   file: string
-  log: Pick<Logger, 'info' | 'error'>
+  log: Pick<Logger, 'info' | 'warn' | 'error'>
   /** The clock that says which UTC day it is. @default Date.now */
   now?: () => number
 }
@@ -49,9 +49,9 @@ export class UsageLedger implements UsageBook {
    */
   async load (): Promise<void> {
     const { file, log } = this.options
-    let state: UsageState | null
+    let read: ReadUsage | null
     try {
-      state = await readUsageFile(file)
+      read = await readUsageFile(file)
     } catch (err) {
       if (!(err instanceof UsageFileError)) throw err
       const aside = `${file}.bad`
@@ -65,7 +65,10 @@ export class UsageLedger implements UsageBook {
       log.error({ err: err.message, setAside: aside }, 'the usage file could not be read: it was set aside and usage is counted afresh')
       return
     }
-    if (state === null) return
+    if (read === null) return
+    const { state, dropped } = read
+    // Entries that cannot be counts are left out, each named; the rest of the file is kept.
+    if (dropped.length > 0) log.error({ file, dropped: dropped.slice(0, 20), count: dropped.length }, 'the usage file held entries that are not counts: they were left out')
     for (const [key, models] of Object.entries(state.keys)) {
       this.totals.set(key, new Map(Object.entries(models).map(([model, t]) => [model, { ...t }])))
     }
@@ -73,8 +76,17 @@ export class UsageLedger implements UsageBook {
     this.forgetOldDays()
   }
 
-  /** Counts one finished request of `key` (a key's name, `anonymous` without keys) on `model`. */
-  record (key: string, model: string, used: UsedModel): void {
+  /**
+   * Counts one finished request of `key` (a key's name, `anonymous` without keys) on `model`. An entry no request can
+   * have used (a negative, fractional or absurd count: a broken or lying upstream's) is refused whole, said in the
+   * log, and counts nothing. @returns whether it was counted
+   */
+  record (key: string, model: string, used: UsedModel): boolean {
+    const tokens = [used.promptTokens, used.cachedTokens, used.generatedTokens]
+    if (!tokens.every((n) => isUsageCount(n, true)) || used.cachedTokens > used.promptTokens || !isUsageCount(used.queueMs) || !isUsageCount(used.runtimeMs)) {
+      this.options.log.warn({ key, model, used }, 'a request\'s usage is not possible counts: not booked')
+      return false
+    }
     let models = this.totals.get(key)
     if (models === undefined) this.totals.set(key, models = new Map())
     const t = models.get(model) ?? { requests: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0, queue_ms: 0, runtime_ms: 0 }
@@ -93,6 +105,7 @@ export class UsageLedger implements UsageBook {
     }
     day.set(key, (day.get(key) ?? 0) + used.promptTokens + used.generatedTokens)
     this.dirty = true
+    return true
   }
 
   tokensToday (key: string): number {

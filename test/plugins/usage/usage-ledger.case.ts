@@ -11,9 +11,9 @@ const DAY = 24 * 3600_000
 const used = (prompt: number, generated: number, more: Partial<UsedModel> = {}): UsedModel =>
   ({ promptTokens: prompt, cachedTokens: 0, generatedTokens: generated, queueMs: 0, runtimeMs: 0, ...more })
 
-function quietLog (): { lines: Array<{ o: unknown, m?: string }>, info: (o: unknown, m?: string) => void, error: (o: unknown, m?: string) => void } {
+function quietLog (): { lines: Array<{ o: unknown, m?: string }>, info: (o: unknown, m?: string) => void, warn: (o: unknown, m?: string) => void, error: (o: unknown, m?: string) => void } {
   const lines: Array<{ o: unknown, m?: string }> = []
-  return { lines, info: () => {}, error: (o, m) => { lines.push({ o, m }) } }
+  return { lines, info: () => {}, warn: (o, m) => { lines.push({ o, m }) }, error: (o, m) => { lines.push({ o, m }) } }
 }
 
 t.test('totals per key and model; today\'s tokens per key start again at 00:00 UTC; the file keeps two days', async (t) => {
@@ -62,9 +62,8 @@ t.test('a file that is not usage is set aside as .bad, said in the log, and coun
   const dir = await tempDir(t)
   const damaged = {
     'cut short': '{"version":1,"keys":{"alice":{"acme/a":{"requests":',
-    'a count that is not a number': JSON.stringify({ version: 1, keys: { alice: { 'acme/a': { requests: 'many', prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0, queue_ms: 0, runtime_ms: 0 } } }, days: {} }),
     'another version': JSON.stringify({ version: 2, keys: {}, days: {} }),
-    'a negative count': JSON.stringify({ version: 1, keys: {}, days: { '2025-03-01': { alice: -5 } } }),
+    'not a mapping of keys': JSON.stringify({ version: 1, keys: [], days: {} }),
   }
   for (const [what, text] of Object.entries(damaged)) {
     const file = join(dir, 'usage.json')
@@ -100,4 +99,44 @@ t.test('a write that fails is said in the log and made at a later flush; nothing
   await ledger.flush()
   const kept = JSON.parse(await readFile(file, 'utf8')) as { keys: Record<string, Record<string, { requests: number }>> }
   t.equal(kept.keys.alice!['acme/a']!.requests, 1, 'written once the folder could be made')
+})
+
+t.test('entries that cannot be counts are left out one by one, named in the log; the rest of the file is kept', async (t) => {
+  const file = join(await tempDir(t), 'usage.json')
+  const now = Date.parse('2025-03-01T12:00:00Z')
+  const good = { requests: 2, prompt_tokens: 10, cached_tokens: 4, generated_tokens: 6, queue_ms: 1.5, runtime_ms: 20 }
+  await writeFile(file, JSON.stringify({
+    version: 1,
+    keys: {
+      alice: { 'acme/a': good, 'acme/b': { ...good, requests: 'many' }, 'acme/c': { ...good, generated_tokens: -2000000 } },
+      bob: { 'acme/a': { ...good, prompt_tokens: 1.5 } },
+      carol: 'everything',
+      dave: { 'acme/a': { ...good, prompt_tokens: 1e300 } },
+    },
+    days: { '2025-03-01': { alice: 16, bob: -5, dave: 'lots' }, 'not a date': { alice: 1 } },
+  }))
+  const log = quietLog()
+  const ledger = new UsageLedger({ file, log, now: () => now })
+  await ledger.load()
+  t.ok(existsSync(file), 'the file is not set aside')
+  t.same(ledger.modelsOf('alice'), [{ model: 'acme/a', totals: good }], 'alice\'s good entry kept, her bad ones left out')
+  t.same(ledger.modelsOf('bob'), [], 'a fractional token count is not a count')
+  t.same(ledger.modelsOf('dave'), [], 'nor an absurd one')
+  t.equal(ledger.tokensToday('alice'), 16)
+  t.equal(ledger.tokensToday('bob'), 0)
+  t.match(log.lines, [{ m: /entries that are not counts: they were left out/, o: { count: 8 } }])
+  t.match(JSON.stringify(log.lines), /keys\.alice\.acme\/c: generated_tokens is not a count/)
+})
+
+t.test('a request\'s impossible usage is refused whole and said in the log: nothing of it is counted', async (t) => {
+  const log = quietLog()
+  const ledger = new UsageLedger({ file: join(await tempDir(t), 'usage.json'), log })
+  await ledger.load()
+  t.equal(ledger.record('alice', 'acme/a', used(10, 5)), true)
+  for (const bad of [used(-2_000_000, 5), used(10, 1.5), used(Number.NaN, 0), used(10, 2e12), used(10, 5, { cachedTokens: 11 }), used(1, 1, { queueMs: -1 }), used(1, 1, { runtimeMs: Infinity })]) {
+    t.equal(ledger.record('alice', 'acme/a', bad), false, `refused: ${JSON.stringify(bad)}`)
+  }
+  t.equal(ledger.tokensToday('alice'), 15, 'only the possible one counts')
+  t.equal(ledger.modelsOf('alice')[0]!.totals.requests, 1)
+  t.equal(log.lines.filter((l) => /not possible counts/.test(l.m ?? '')).length, 7)
 })
