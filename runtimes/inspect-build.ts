@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { stat } from 'node:fs/promises'
+import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import type { Backend, RuntimeBuild } from './types.js'
@@ -19,7 +19,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
   const run = (args: string[]) => execa(serverPath, args, { env, timeout: 10_000, reject: false, stdin: 'ignore', all: true, forceKillAfterDelay: 500 })
   const described = await describeBinary(serverPath, run, env.LD_LIBRARY_PATH)
   if ('error' in described) return described
-  const { version, commit, help } = described
+  const { version, commit, help, cacheSalt } = described
   let detected = backend
   if (detected === null) {
     const devices = (await run(['--list-devices'])).all ?? ''
@@ -45,6 +45,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
       noWarmup: hasFlag(help, '--no-warmup'),
       // Only a build with the RPC backend lists it (llama_supports_rpc()).
       rpc: hasFlag(help, '--rpc'),
+      cacheSalt,
     },
   }
 }
@@ -53,8 +54,12 @@ function hasFlag (help: string, flag: string): boolean {
   return new RegExp(`(^|[\\s,])${flag}(?![\\w-])`, 'm').test(help)
 }
 
-/** What a binary says of itself: its version and commit (--version), its flags (--help). */
-interface Description { version: string, commit: string | null, help: string }
+/**
+ * What a binary says of itself: its version and commit (--version), its flags (--help), and whether it reads a
+ * request's `cache_salt` (runtimes/build/patches): a request field, not a flag, so the name is looked for in the
+ * binary itself, where the server's request parser keeps it.
+ */
+interface Description { version: string, commit: string | null, help: string, cacheSalt: boolean }
 
 type Run = (args: string[]) => Promise<{ all?: string, exitCode?: number, signal?: string, shortMessage?: string }>
 
@@ -84,5 +89,5 @@ async function readDescription (serverPath: string, run: Run): Promise<Descripti
   if (result.exitCode !== 0 || !match) {
     return { error: `${serverPath} --version failed (exit ${result.exitCode ?? result.signal}): ${text.trim().split('\n').slice(-2).join(' | ') || result.shortMessage}` }
   }
-  return { version: match[1]!, commit: match[2] ?? null, help: (await run(['--help'])).all ?? '' }
+  return { version: match[1]!, commit: match[2] ?? null, help: (await run(['--help'])).all ?? '', cacheSalt: (await readFile(serverPath)).includes('cache_salt') }
 }

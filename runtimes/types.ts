@@ -24,6 +24,9 @@ export interface RuntimeBuild {
   version: string
   commit: string | null
   source: 'config' | 'path' | 'built'
-  /** Read from `--help`, not assumed from a release. */
-  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean }
+  /**
+   * Read from `--help`, not assumed from a release; `cacheSalt`: it keeps the prompt caches of requests with different
+   * `cache_salt`s apart (llamagate's patch set), so that API keys in different cache groups may share it.
+   */
+  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean, cacheSalt: boolean }
 }

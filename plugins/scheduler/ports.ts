@@ -48,6 +48,8 @@ export interface RuntimeProcess {
   readonly pid: number | undefined
   /** The backend of the build it runs (`cpu`, `cuda`): a model loaded before a GPU build was chosen keeps its own. */
   readonly backend: string
+  /** Its build takes a request's `cache_salt` (runtimes/build/patches): cache groups can share it. */
+  readonly separatesCaches: boolean
 }
 
 export interface SchedulerRuntimes {

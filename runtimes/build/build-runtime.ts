@@ -8,6 +8,7 @@ import { outputLines } from '../process/output-lines.js'
 import { killGroup } from '../process/kill-group.js'
 import { runProbe } from '../probe.js'
 import { builtRuntimesDir } from '../registry.js'
+import { applyPatches, patchFiles } from './llama-cpp-patches.js'
 import { findOrFetchSource, type Say } from './llama-cpp-source.js'
 
 /** llama.cpp's RPC worker (`rpc-server` in older releases) is built and installed beside llama-server. */
@@ -17,9 +18,10 @@ const TARGETS = ['llama-server', 'llama-quantize', RPC_SERVER]
 /**
  * The version of the build recipe (the flags below). A built runtime with an older recipe is rebuilt by
  * ensure-runtime: 3 builds for AVX2 instead of -march=native, after quantized models crashed in VMs (AMX);
- * 4 adds the RPC backend (`--rpc` in llama-server, and the worker binary).
+ * 4 adds the RPC backend (`--rpc` in llama-server, and the worker binary); 5 applies llamagate's patch set
+ * (runtimes/build/patches: the per-request cache_salt). A changed patch set needs a new recipe.
  */
-export const BUILD_RECIPE = 4
+export const BUILD_RECIPE = 5
 
 /**
  * x86-64: not `-march=native`. A native build on a CPU that advertises Intel AMX compiles AMX kernels for
@@ -91,6 +93,8 @@ export interface BuildRuntimeOptions {
   signal?: AbortSignal
   /** The environment cmake, the compilers and nvidia-smi run with (PATH finds them). @default process.env */
   env?: NodeJS.ProcessEnv
+  /** The patches applied to the pinned source (not to a `source` of the user's). @default llamagate's patch set */
+  patches?: string[]
 }
 
 /**
@@ -106,6 +110,9 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
   const say = opts.say ?? ((line: string) => process.stdout.write(`[runtime:build] ${line}\n`))
   const env = opts.env ?? process.env
   const { dir: src, tag } = await findOrFetchSource(opts.dataDir, opts.source, say)
+  // A source the user named is built as it is; the gateway reads what it supports from the binary.
+  const patches = opts.source === null ? await applyPatches(src, opts.patches ?? await patchFiles()) : []
+  if (patches.length > 0) say(`patched llama.cpp with ${patches.join(', ')}`)
   const install = join(builtRuntimesDir(opts.dataDir), `llama.cpp-${tag}`, opts.backend)
   const buildDir = join(opts.dataDir, 'build', `${tag}-${opts.backend}`)
   const generator = (await execa('ninja', ['--version'], { reject: false, env, extendEnv: false })).exitCode === 0 ? ['-G', 'Ninja'] : []
@@ -126,7 +133,7 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
     await mkdir(join(staging, 'bin'), { recursive: true })
     for (const target of TARGETS) await copyFile(join(buildDir, 'bin', target), join(staging, 'bin', target))
     const commit = await execa('git', ['-C', src, 'rev-parse', 'HEAD'], { reject: false })
-    await writeFile(join(staging, 'build-info.json'), JSON.stringify({ recipe: BUILD_RECIPE, tag, backend: opts.backend, commit: commit.stdout.trim() || null, source: src, flags: configure, built_at: new Date().toISOString() }, null, 2))
+    await writeFile(join(staging, 'build-info.json'), JSON.stringify({ recipe: BUILD_RECIPE, tag, backend: opts.backend, commit: commit.stdout.trim() || null, source: src, patches, flags: configure, built_at: new Date().toISOString() }, null, 2))
     opts.signal?.throwIfAborted()
   } catch (err) {
     // A stopped or failed install leaves nothing half-made beside the builds.

@@ -96,6 +96,8 @@ export class LlamaServer {
   /** llama-server's own pid (the watchdog shell execs it in place). */
   get pid (): number | undefined { return this.child?.pid }
   get backend (): string { return this.options.build.backend }
+  /** Its build keeps the prompt caches of requests with different `cache_salt`s apart (llamagate's patch set). */
+  get separatesCaches (): boolean { return this.options.build.features.cacheSalt }
 
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }

@@ -1,8 +1,9 @@
-import { chmod, mkdir, utimes, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, readFile, utimes, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { inspectBuild } from '../../runtimes/inspect-build.js'
 import { tempDir } from '../helpers/app.js'
+import { cpuRuntime } from '../helpers/runtime.js'
 import { spawnsDuring } from '../helpers/spawns.js'
 
 // A build's --version and --help are read once per binary in a process: a test file, or a server that checks its
@@ -46,4 +47,15 @@ t.test('a binary that does not run is not remembered as such: fixed, it is read'
   await fakeServer(dir, '3.0')
   await utimes(join(bin, 'llama-server'), new Date(), new Date(Date.now() + 5000))
   t.match(await inspectBuild(bin, 'config', 'cpu'), { version: '3.0' })
+})
+
+t.test('cacheSalt: whether the binary reads a request\'s cache_salt (llamagate\'s patch set), looked for in the binary itself', async (t) => {
+  const dir = await tempDir(t)
+  const plain = await fakeServer(join(dir, 'plain'), '1.0')
+  t.match(await inspectBuild(plain, 'config', 'cpu'), { features: { cacheSalt: false } }, 'a build that never names the field')
+  const salted = await fakeServer(join(dir, 'salted'), '1.0')
+  // The field's name where the server's request parser keeps it: in the binary's text.
+  await writeFile(join(salted, 'llama-server'), `${await readFile(join(salted, 'llama-server'), 'utf8')}# add(new field_str("cache_salt"))\n`)
+  t.match(await inspectBuild(salted, 'config', 'cpu'), { features: { cacheSalt: true } })
+  t.match(await cpuRuntime(), { features: { cacheSalt: true } }, 'the runtime the tests run is built with the patch set')
 })

@@ -118,7 +118,7 @@ t.test('ROCm is preferred over Vulkan, Vulkan over CPU; software Vulkan is no GP
     { backend: 'vulkan' as const, index: 0, name: 'AMD Radeon', totalBytes: 0, freeBytes: 0 },
     { backend: 'rocm' as const, index: 0, name: 'AMD Radeon', totalBytes: 8, freeBytes: 8 },
   ]
-  const build = (backend: Backend): RuntimeBuild => ({ backend, binDir: `/x/${backend}`, serverPath: `/x/${backend}/llama-server`, quantizePath: null, rpcServerPath: null, version: '1', commit: null, source: 'built', features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false } })
+  const build = (backend: Backend): RuntimeBuild => ({ backend, binDir: `/x/${backend}`, serverPath: `/x/${backend}/llama-server`, quantizePath: null, rpcServerPath: null, version: '1', commit: null, source: 'built', features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: false } })
   t.equal(choose('auto', devices, [build('cpu'), build('vulkan'), build('rocm')]).chosen?.backend, 'rocm')
   const noRocm = choose('auto', devices, [build('cpu'), build('vulkan')])
   t.equal(noRocm.chosen?.backend, 'vulkan')
