@@ -64,6 +64,9 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
         reply.type('application/json; charset=utf-8')
         return text
       }
+      // What a client that leaves early was sent is what it pays for (plugins/usage): counted from 0 as events go.
+      lease.countSent(0)
+      progress.onEvents = lease.countSent
       // The runtime's bytes go to the client as they come (runtimes/endpoint/stream-relay.ts); only the end is
       // looked at, to tell a finished stream from one the runtime cut.
       await lease.endpoint.relay(route.path, JSON.stringify(runtimeBody), stream, progress, lease.signal)

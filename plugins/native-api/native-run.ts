@@ -94,12 +94,15 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
   const events = await lease.endpoint.events(runtimePath(run), runtimeBody(lease, run), lease.signal)
   const calls: ToolCall[] = []
   stream.open()
+  // A token an event, counted as they go: what a client that leaves early pays for (plugins/usage).
+  lease.countSent(0)
   let last: Fragment = { text: EMPTY }
   for await (const event of events) {
     const fragment = fragmentOf(run.endpoint, event)
     if (fragment.error) throw runtimeFailure(fragment.error)
     // llama-server's first event carries the first token.
     lease.firstToken()
+    lease.countSent(1)
     collectToolCalls(calls, fragment.toolCalls)
     if (fragment.thinking !== undefined) {
       // Ollama's shape: reasoning in its own field, beside an empty answer fragment.

@@ -87,9 +87,12 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
 
 async function translate (lease: Lease, chunks: AsyncGenerator<unknown>, builder: ResponseBuilder, stream: EventStream | null): Promise<void> {
   let finished = false
+  // The runtime streams either way: a token a chunk, counted as made, which a request cut short is booked with.
+  lease.countSent(0)
   for await (const chunk of chunks as AsyncGenerator<ChatChunk & { error?: unknown }>) {
     if (chunk.error !== undefined) throw runtimeFailure(chunk.error)
     lease.firstToken()
+    lease.countSent(1)
     const events = builder.add(chunk)
     if (chunk.choices?.[0]?.finish_reason) finished = true
     if (stream !== null && events.length > 0) await send(stream, events)

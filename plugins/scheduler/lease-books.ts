@@ -9,7 +9,7 @@ import type { Lease } from './lease.js'
 export function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
-}): Pick<Lease, 'firstToken' | 'countTokens'> & { granted: number, held: () => number } {
+}): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: number, held: () => number } {
   if (usage) usage.model = name
   const granted = performance.now()
   if (usage) usage.queueMs = (usage.queueMs ?? 0) + (granted - started)
@@ -30,8 +30,11 @@ export function leaseBooks (name: string, started: number, usage: RequestUsage |
       events.firstToken(name, ms / 1000)
     },
     countTokens: (prompt, generated, cached = 0) => {
-      if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated; usage.cachedTokens = (usage.cachedTokens ?? 0) + cached }
+      if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated; usage.cachedTokens = (usage.cachedTokens ?? 0) + cached; usage.counted = true }
       events.tokens(name, prompt, generated)
+    },
+    countSent: (tokens) => {
+      if (usage) usage.sentTokens = (usage.sentTokens ?? 0) + tokens
     },
   }
 }

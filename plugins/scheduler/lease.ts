@@ -38,6 +38,11 @@ export interface Lease {
    * prompt's tokens, those it took from its cache (llama-server's `cache_n`). @default cached 0
    */
   countTokens(prompt: number, generated: number, cached?: number): void
+  /**
+   * Says `tokens` more of the answer went to the client (a streamed event each, as they go): what a request that ends
+   * before its answer reports its counts is booked with (plugins/usage).
+   */
+  countSent(tokens: number): void
 }
 
 export interface AcquireRequest {

@@ -18,6 +18,7 @@ import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRun
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapPolicy } from './swap-policy.js'
 import { leaseBooks } from './lease-books.js'
+import { reserveTokens } from './token-reservation.js'
 import { UpstreamLeases, type SchedulerUpstreams, type UpstreamTarget } from './upstream-lease.js'
 import { WaitEstimate } from './wait-estimate.js'
 import { estimateKey, reportWait } from './wait-report.js'
@@ -128,7 +129,7 @@ export class Scheduler implements LeaseSource {
     if (shared !== null) return await this.acquireUpstream(shared, request)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
-    const resolved = purposeOptions(model, purpose, resolveOptions({
+    let resolved = purposeOptions(model, purpose, resolveOptions({
       defaults: settings.defaultOptions,
       parameters: model.parameters,
       configured: settings.modelOptions.get(model.name)?.options,
@@ -136,6 +137,7 @@ export class Scheduler implements LeaseSource {
       overrides: request.overrides,
     }))
     if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
+    resolved = reserveTokens(resolved, request.usage, purpose === 'generate')
     const floor = purpose === 'generate' ? this.contextFloor(model.name, resolved) : undefined
     if (floor) resolved.load = { ...resolved.load, num_ctx: floor.numCtx, num_parallel: floor.numParallel }
     // A pinned model stays: no request's keep_alive unloads it (an explicit unload, expire or stop, still does).
@@ -179,7 +181,7 @@ export class Scheduler implements LeaseSource {
       overrides: request.overrides,
     })
     if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
-    return this.upstreamLeases.acquire(target, resolved, request)
+    return this.upstreamLeases.acquire(target, reserveTokens(resolved, request.usage, request.purpose === undefined || request.purpose === 'generate'), request)
   }
 
   /** Loads a model without taking a slot (Ollama's empty-prompt load). */
@@ -630,6 +632,7 @@ export class Scheduler implements LeaseSource {
       },
       firstToken: books.firstToken,
       countTokens: books.countTokens,
+      countSent: books.countSent,
     }
   }
 

@@ -223,6 +223,7 @@ export class UpstreamLeases {
       },
       firstToken: books.firstToken,
       countTokens: books.countTokens,
+      countSent: books.countSent,
     }
   }
 }
@@ -283,3 +284,4 @@ function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: 
     },
   })
 }
+

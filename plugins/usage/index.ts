@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import fp from 'fastify-plugin'
+import { bookedUsage } from './booked-usage.js'
 import { UsageLedger } from './usage-ledger.js'
 import usageRoute, { ANONYMOUS } from './usage-route.js'
 
@@ -29,13 +30,7 @@ export default fp(async (app) => {
     if (usage !== undefined) {
       reply.raw.once('close', () => {
         if (usage.model === undefined) return
-        ledger.record(usage.key ?? ANONYMOUS, usage.model, {
-          promptTokens: usage.promptTokens,
-          cachedTokens: usage.cachedTokens ?? 0,
-          generatedTokens: usage.generatedTokens,
-          queueMs: usage.queueMs ?? 0,
-          runtimeMs: usage.runtimeMs ?? 0,
-        })
+        ledger.record(usage.key ?? ANONYMOUS, usage.model, bookedUsage(usage))
       })
     }
     done()
@@ -48,5 +43,11 @@ export default fp(async (app) => {
     await ledger.flush()
   })
 
-  await app.register(usageRoute, { ledger, keyExists: (name) => app.keyRing.has(name), keyLimits: (name) => { const limits = app.keyRing.limitsOf(name); return limits === null ? null : { ...limits } } })
+  await app.register(usageRoute, {
+    ledger,
+    keyExists: (name) => app.keyRing.has(name),
+    keyLimits: (name) => { const limits = app.keyRing.limitsOf(name); return limits === null ? null : { ...limits } },
+    // The quotas plugin comes after this one (it reads this book): asked when a request comes, it is there.
+    reservedBy: (name) => app.hasDecorator('quotas') ? app.quotas.reservedBy(name) : 0,
+  })
 }, { name: 'usage', dependencies: ['access-log', 'security', 'scheduler'] })

@@ -33,8 +33,11 @@ const KeyLimits = Type.Object({
 export const KeyUsage = Type.Object({
   /** The key's name; `anonymous` when keys are off. */
   key: Type.String(),
-  /** Prompt plus generated tokens of the requests finished today (UTC), the figure `limits.tokens_per_day` caps. */
-  today: Type.Object({ date: Type.String(), tokens: Type.Integer() }),
+  /**
+   * Prompt plus generated tokens of the requests finished today (UTC), and those its running requests hold reserved
+   * (their prompts and the most they may generate): together, the figure `limits.tokens_per_day` caps.
+   */
+  today: Type.Object({ date: Type.String(), tokens: Type.Integer(), reserved: Type.Integer() }),
   /** The key's limits from the keys file (`{}`: none); null where they are not known here (another key's). */
   limits: Type.Union([KeyLimits, Type.Null()]),
   models: Type.Array(Type.Object({ model: Type.String(), ...TOTALS })),

@@ -1,30 +1,14 @@
 // Per-key limits (issue 40) on a real llama-server: each limit reached answers 429 with Retry-After and a message
 // naming the key and the limit, in the shape of each surface (native, OpenAI, Anthropic), while another key goes on.
-import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { hashSecret, writeKeysFile, type KeyLimits } from '../../../core/keys-file.js'
 import { nextUtcMidnight } from '../../../plugins/quotas/key-quotas.js'
-import { buildTestApp, tempDir } from '../../helpers/app.js'
-import { firstEvent, importLongContextModel, post, serveTinyModels, sharedServer, type InferenceServer } from '../../helpers/inference.js'
+import { buildTestApp } from '../../helpers/app.js'
+import { firstEvent, post, sharedServer } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
+import { secretOf, serveWithKeys } from './keyed-server.js'
 
 const SURFACES = ['native', 'openai', 'anthropic'] as const
 type Surface = typeof SURFACES[number]
-
-const secretOf = (name: string): string => `lg-test-${name}-0123456789abcdef`
-
-/** The gateway with the tiny models and a keys file holding one key per entry of `limits` (its name: the key). */
-async function serveWithKeys (t: Test, limits: Record<string, KeyLimits>, values: Record<string, unknown> = {}): Promise<InferenceServer> {
-  const keysFile = join(await tempDir(t), 'keys.yaml')
-  await writeKeysFile(keysFile, {
-    keys: Object.entries(limits).map(([name, l]) => ({ name, hash: hashSecret(secretOf(name)), scopes: ['infer' as const], models: ['*'], limits: l, created: new Date().toISOString() })),
-  })
-  // acme/long's answers run until their client goes (a trained context of 32k tokens, and a context that size: with
-  // the 4,096 of the defaults an answer ends when it fills, a few seconds in): a request that holds its slot.
-  const server = await serveTinyModels(t, ['acme/tiny'], { auth: { keys_file: keysFile }, models: { 'acme/long': { options: { num_ctx: 32_768 } } }, ...values })
-  await importLongContextModel(t, server.app, 'acme/long')
-  return server
-}
 
 interface Answer { status: number, retryAfter: string | null, body: any }
 
@@ -111,15 +95,16 @@ t.test('queue_share: a key may fill only its part of a model\'s queue; another k
   t.same((await Promise.all(waiting)).map((a) => a.status), [200, 200, 200], 'those in line were served once the slot freed')
 })
 
-t.test('tokens_per_day: refused until 00:00 UTC once the day\'s tokens reach the limit, after a restart too', async (t) => {
-  const { app, url } = await serveWithKeys(t, { tokens: { tokens_per_day: 10 }, free: {} })
+t.test('tokens_per_day: refused until 00:00 UTC once a request no longer fits in the day\'s tokens, after a restart too', async (t) => {
+  // 40: room for one short request's reservation (its prompt's estimate, ~37 tokens, and what it generates).
+  const { app, url } = await serveWithKeys(t, { tokens: { tokens_per_day: 40 }, free: {} })
   t.equal((await ask(url, 'native', 'tokens')).status, 200, 'below the limit: served')
-  // Counted when a request's reply is over: the prompt and two tokens reach ten.
-  await until('the day\'s tokens to be counted', () => app.usage.tokensToday('tokens') >= 10)
+  // Counted when a request's reply is over: the next one's prompt no longer fits in what is left.
+  await until('the day\'s tokens to be counted', () => app.usage.tokensToday('tokens') > 0)
   const checkRefused = async (url: string, when: string): Promise<void> => {
     for (const surface of SURFACES) {
       const seconds = rateLimited(t, surface, await ask(url, surface, 'tokens'),
-        /^the API key "tokens" used \d+ tokens today \(UTC\), reaching its limit of 10 \(limits\.tokens_per_day in the keys file\); retry after 00:00 UTC$/, 'tokens')
+        /^the API key "tokens" used \d+ tokens today \(UTC\) of its limit of 40 \(limits\.tokens_per_day in the keys file\): this request's prompt, about \d+ tokens, does not fit in the \d+ left; retry after 00:00 UTC$/, 'tokens')
       const toMidnight = (nextUtcMidnight(Date.now()) - Date.now()) / 1000
       t.ok(Math.abs(seconds - toMidnight) <= 5, `${surface} ${when}: Retry-After is the time to 00:00 UTC (${seconds} s, ${Math.round(toMidnight)} s)`)
     }
