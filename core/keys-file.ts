@@ -31,6 +31,11 @@ export interface KeyEntry {
   /** Model names, `*` patterns or aliases it may use; `['*']`: every model. */
   models: string[]
   limits: KeyLimits
+  /**
+   * The keys whose prompts may share computed prompt caches (a team): keys in different groups never reuse each
+   * other's, in memory or on disk. @default the key's own name: a group of one
+   */
+  cache_group?: string
   created: string
   /** When it was revoked (ISO time): it stays listed, refused. */
   revoked?: string
@@ -118,12 +123,15 @@ export function checkKeysFile (file: string, raw: unknown): KeysFile {
         }
       }
     }
+    const group = e.cache_group
+    if (group !== undefined && (typeof group !== 'string' || !NAME.test(group))) problems.push(`${at} (${name}).cache_group: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`)
     keys.push({
       name,
       hash: String(e.hash),
       scopes: [...new Set(scopes as Scope[])],
       models: models as string[],
       limits: limits as KeyLimits,
+      ...(typeof group === 'string' ? { cache_group: group } : {}),
       created: typeof e.created === 'string' ? e.created : '',
       ...(typeof e.revoked === 'string' ? { revoked: e.revoked } : {}),
     })

@@ -38,5 +38,10 @@ export interface RequestUsage {
   key?: string
   /** The key's `limits.queue_share` (plugins/quotas): the part of a model's queue its waiting requests may fill. */
   queueShare?: number
+  /**
+   * The prompt-cache group the request computes and reuses prompts in (plugins/security: its key's group, and the
+   * request's own `cache_salt` within it); absent: the one group of a server without keys.
+   */
+  cacheGroup?: string
 }
 

@@ -11,6 +11,8 @@ import { readSlotStateTokens } from '../../runtimes/index.js'
 export interface CacheEntry {
   id: string
   key: string
+  /** The `cache_salt` its slot was computed with ('' for none): part of its key, restored with it. */
+  salt: string
   model: string
   tokens: number
   bytes: number
@@ -39,6 +41,8 @@ const KEY = '[0-9a-f]{16}'
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 const SAVE_NAME = new RegExp(`^(${KEY})-(${UUID})\\.(bin|json)$`)
 const STAGING_NAME = new RegExp(`^tmp-([1-9][0-9]{0,9})-${UUID}\\.(bin|json)$`)
+/** The salts the gateway gives (plugins/scheduler/cache-group-fields.ts: a digest in hex); none is ''. */
+const SALT = /^[0-9a-f]{0,64}$/
 /** A sidecar is a hundred bytes and a model name: one larger was not written by the gateway. */
 const MAX_SIDECAR_BYTES = 64 * 1024
 /** Names a survey looks at: a folder stuffed with millions must not hold a start up. */
@@ -116,10 +120,10 @@ export class PromptCacheFolder {
 
   /** The sidecar, written whole under a staging name that must not exist yet: one that is there is complete. */
   async writeSidecar (entry: CacheEntry): Promise<void> {
-    const { id, key, model, tokens, bytes, savedAt, lastUsed } = entry
+    const { id, key, salt, model, tokens, bytes, savedAt, lastUsed } = entry
     const temporary = this.path(stagingName('json'))
     try {
-      await writeFile(temporary, JSON.stringify({ id, key, model, tokens, bytes, savedAt, lastUsed }), { flag: 'wx' })
+      await writeFile(temporary, JSON.stringify({ id, key, salt, model, tokens, bytes, savedAt, lastUsed }), { flag: 'wx' })
       await rename(temporary, this.path(saveName(key, id, 'json')))
     } finally {
       await rm(temporary, { force: true })
@@ -178,10 +182,10 @@ export class PromptCacheFolder {
       return null
     }
     if (typeof raw !== 'object' || raw === null) return null
-    const { id: claimedId, key: claimedKey, model, tokens, savedAt, lastUsed } = raw as Record<string, unknown>
-    if (claimedId !== id || claimedKey !== key || typeof model !== 'string' || !isCount(tokens) || !isCount(savedAt) || !isCount(lastUsed)) return null
+    const { id: claimedId, key: claimedKey, salt = '', model, tokens, savedAt, lastUsed } = raw as Record<string, unknown>
+    if (claimedId !== id || claimedKey !== key || typeof salt !== 'string' || !SALT.test(salt) || typeof model !== 'string' || !isCount(tokens) || !isCount(savedAt) || !isCount(lastUsed)) return null
     // A use in the future would keep a planted save first in line for ever.
-    return { id, key, model, tokens, bytes, savedAt, lastUsed: Math.min(lastUsed, now) }
+    return { id, key, salt, model, tokens, bytes, savedAt, lastUsed: Math.min(lastUsed, now) }
   }
 }
 

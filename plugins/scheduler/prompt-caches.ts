@@ -68,27 +68,32 @@ export class PromptCaches {
     return this.ready
   }
 
-  /** The key of a shape: a model file and cache types whose state files are interchangeable. */
-  keyOf (shape: CacheShape): string {
-    return createHash('sha256').update(JSON.stringify([shape.model, shape.digest, shape.dtype, shape.cacheTypeK, shape.cacheTypeV])).digest('hex').slice(0, 16)
+  /**
+   * The key of a shape and a salt: a model file and cache types whose state files are interchangeable, computed with
+   * one `cache_salt` (a cache group's: saves of two groups never share a key, nor a slot when restored).
+   */
+  keyOf (shape: CacheShape, salt = ''): string {
+    const parts = [shape.model, shape.digest, shape.dtype, shape.cacheTypeK, shape.cacheTypeV, ...(salt !== '' ? [salt] : [])]
+    return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16)
   }
 
   /** Saves the slots worth keeping of a runtime about to stop. Never throws: a failed save only logs. */
   async saveFrom (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
     if (!await this.init()) return 0
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
-    const key = this.keyOf(shape)
     let saved = 0
     try {
       const slots = (await endpoint.slotCaches(AbortSignal.timeout(LIST_LIMIT_MS))).filter((s) => s.tokens >= this.options.minTokens)
       for (const slot of slots) {
+        // Its group's, as llama-server says the slot was computed: restored later into a slot of that salt only.
+        const key = this.keyOf(shape, slot.salt)
         const id = randomUUID()
         // The pid: replicas share the models folder, and a scan must not take another live process's save.
         const staging = stagingName('bin')
         try {
           const done = await endpoint.saveSlot(slot.id, staging, signal)
           await this.folder.settle(staging, key, id)
-          const entry: CacheEntry = { id, key, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: Date.now() }
+          const entry: CacheEntry = { id, key, salt: slot.salt, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: Date.now() }
           if (await this.adopt(entry)) {
             saved++
             this.options.onSaved?.(shape.model, done.tokens, entry.bytes)
@@ -110,8 +115,8 @@ export class PromptCaches {
    */
   async restoreInto (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
     if (!await this.init()) return 0
-    const key = this.keyOf(shape)
-    const mine = [...this.entries.values()].filter((e) => e.key === key).sort((a, b) => b.lastUsed - a.lastUsed)
+    // Each save's salt is checked against its name's key: a sidecar cannot move a save into another group.
+    const mine = [...this.entries.values()].filter((e) => e.key === this.keyOf(shape, e.salt)).sort((a, b) => b.lastUsed - a.lastUsed)
     if (mine.length === 0) return 0
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
     let restored = 0
@@ -124,7 +129,7 @@ export class PromptCaches {
         try {
           // Swapped for a link or removed since it was kept: llama-server would follow a link anywhere.
           if (await this.folder.size(saveName(entry.key, entry.id, 'bin')) === null) throw new Error('no longer a regular file')
-          const done = await endpoint.restoreSlot(slot.id, saveName(entry.key, entry.id, 'bin'), signal)
+          const done = await endpoint.restoreSlot(slot.id, saveName(entry.key, entry.id, 'bin'), signal, entry.salt)
           entry.lastUsed = Date.now()
           await this.writeEntry(entry)
           restored++

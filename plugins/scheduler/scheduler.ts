@@ -17,6 +17,7 @@ import { checkPurpose, purposeFlags, purposeOptions } from './purpose.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapPolicy } from './swap-policy.js'
+import { cacheGroupFields } from './cache-group-fields.js'
 import { leaseBooks } from './lease-books.js'
 import { reserveTokens } from './token-reservation.js'
 import { UpstreamLeases, type SchedulerUpstreams, type UpstreamTarget } from './upstream-lease.js'
@@ -615,9 +616,12 @@ export class Scheduler implements LeaseSource {
     // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
     // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
     const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
+    const process = instance.process!
+    // A request of a cache group reuses only its group's prompts on the runtime (plugins/security, cache_group).
+    const cacheFields = cacheGroupFields(usage?.cacheGroup, process.separatesCaches)
     return {
       model: instance.model,
-      endpoint: instance.process!.endpoint,
+      endpoint: cacheFields === null ? process.endpoint : process.endpoint.withFields(cacheFields),
       signal: linked?.signal ?? instance.signal,
       loadDurationMs: books.granted - started,
       contextLength: instance.options.num_ctx,

@@ -4,6 +4,7 @@ import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import { watchedSink, type RuntimeEndpoint } from '../../runtimes/index.js'
 import type { AcquireRequest, Lease } from './lease.js'
+import { cacheSalt } from './cache-group-fields.js'
 import { leaseBooks } from './lease-books.js'
 import type { SchedulableModel } from './ports.js'
 
@@ -207,7 +208,7 @@ export class UpstreamLeases {
     }
     return {
       model: upstreamModel(name),
-      endpoint: guarded(() => this.endpointOf(current.upstream, current.remoteModel), fail, failOver),
+      endpoint: guarded(() => saltedFor(current.upstream, this.endpointOf(current.upstream, current.remoteModel), request.usage?.cacheGroup), fail, failOver),
       signal: linked.signal,
       loadDurationMs: books.granted - started,
       contextLength: UNKNOWN_CONTEXT,
@@ -285,3 +286,11 @@ function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: 
   })
 }
 
+/**
+ * An upstream's endpoint as a request of a cache group reaches it: a llamagate keeps the salt within the front's key's
+ * group, vLLM and SGLang honour it as their own; Ollama has no such field, and is sent none.
+ */
+function saltedFor (upstream: UpstreamConfig, endpoint: RuntimeEndpoint, group: string | undefined): RuntimeEndpoint {
+  if (group === undefined || upstream.kind === 'ollama') return endpoint
+  return endpoint.withFields({ cache_salt: cacheSalt(group) })
+}

@@ -4,6 +4,7 @@ import fp from 'fastify-plugin'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import type { Scope } from '../../core/keys-file.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
+import { cacheGroupOf } from './cache-group.js'
 import { allowsModel, KeyRing, type Grant } from './key-ring.js'
 import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
 
@@ -123,6 +124,17 @@ export default fp(async (app) => {
           done(new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied'))
           return
         }
+      }
+    }
+    // The prompt caches it may reuse: its key's group's (the scheduler keeps groups apart on the runtime).
+    const usage = request.usage
+    if (usage !== undefined && request.routeOptions.config.scope === 'infer') {
+      try {
+        const group = cacheGroupOf(grant?.cacheGroup, request.body)
+        if (group !== undefined) usage.cacheGroup = group
+      } catch (err) {
+        done(err as Error)
+        return
       }
     }
     done()

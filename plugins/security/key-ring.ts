@@ -13,6 +13,11 @@ export interface Grant {
   /** Names, aliases and `*` patterns; `*` alone: every model. */
   readonly models: readonly string[]
   readonly limits: Readonly<KeyLimits>
+  /**
+   * The prompt-cache group its requests compute and reuse prompts in (the keys file's `cache_group`, else the key's
+   * own name); null while every key is in one group, which then shares its caches as a server without keys does.
+   */
+  readonly cacheGroup: string | null
 }
 
 /** What a secret is: a grant, a key that was revoked, or nothing known. */
@@ -113,12 +118,13 @@ export class KeyRing {
       return
     }
     this.seen = identity
-    const full: Grant = { name: '', scopes: new Set(SCOPES), models: ['*'], limits: {} }
+    const groups = cacheGroups(this.configKeys.length, entries)
+    const full: Grant = { name: '', scopes: new Set(SCOPES), models: ['*'], limits: {}, cacheGroup: null }
     this.known = [
-      ...this.configKeys.map((key, i) => ({ digest: sha256(key), grant: { ...full, name: `config-${i + 1}` } })),
+      ...this.configKeys.map((key, i) => ({ digest: sha256(key), grant: { ...full, name: `config-${i + 1}`, cacheGroup: groups.of(`config-${i + 1}`) } })),
       ...entries.map((e) => ({
         digest: Buffer.from(e.hash.slice('sha256:'.length), 'hex'),
-        grant: e.revoked === undefined ? { name: e.name, scopes: new Set(e.scopes), models: e.models, limits: e.limits } : null,
+        grant: e.revoked === undefined ? { name: e.name, scopes: new Set(e.scopes), models: e.models, limits: e.limits, cacheGroup: groups.of(e.name, e.cache_group) } : null,
         ...(e.revoked !== undefined ? { revokedName: e.name } : {}),
       })),
     ]
@@ -139,6 +145,16 @@ export function allowsModel (grant: Grant, requested: string, reaches?: string):
   if (grant.models.includes('*')) return true
   const names = [requested, requested.replace(/:latest$/i, ''), ...(reaches !== undefined ? [reaches] : [])]
   return grant.models.some((pattern) => names.some((n) => matchesPattern(n, pattern)))
+}
+
+/**
+ * Each key's prompt-cache group: the keys file's `cache_group`, else its own name (auth.api_keys' keys each their own).
+ * With one group in all (keys that all name one team, or a single key) there is nothing to keep apart: null.
+ */
+function cacheGroups (configKeys: number, entries: readonly KeyEntry[]): { of: (name: string, group?: string) => string | null } {
+  const active = entries.filter((e) => e.revoked === undefined)
+  const all = new Set([...Array.from({ length: configKeys }, (_, i) => `config-${i + 1}`), ...active.map((e) => e.cache_group ?? e.name)])
+  return { of: (name, group) => all.size <= 1 ? null : group ?? name }
 }
 
 function sha256 (text: string): Buffer {

@@ -9,7 +9,7 @@ type Action = 'add' | 'list' | 'revoke'
 
 /** The flags each action takes besides --config; any other is refused rather than silently ignored. */
 const ACTION_FLAGS: Record<Action, readonly string[]> = {
-  add: ['scope', 'models', 'concurrent', 'rpm', 'tokens-per-day', 'queue-share'],
+  add: ['scope', 'models', 'concurrent', 'rpm', 'tokens-per-day', 'queue-share', 'cache-group'],
   list: ['json'],
   revoke: [],
 }
@@ -27,7 +27,7 @@ export const keysCommand: Command = {
   name: 'keys',
   summary: 'hand out API keys with scopes, models and limits; list and revoke them',
   usage: [
-    'llamagate keys add <name> [--scope LIST] [--models LIST] [--concurrent N] [--rpm N] [--tokens-per-day N] [--queue-share F]',
+    'llamagate keys add <name> [--scope LIST] [--models LIST] [--concurrent N] [--rpm N] [--tokens-per-day N] [--queue-share F] [--cache-group NAME]',
     'llamagate keys list [--json]',
     'llamagate keys revoke <name>',
   ],
@@ -42,6 +42,8 @@ export const keysCommand: Command = {
     '--rpm N               add: its requests per minute',
     '--tokens-per-day N    add: prompt plus generated tokens per UTC day',
     '--queue-share F       add: the part (0-1] of a model\'s queue its waiting requests may fill',
+    '--cache-group NAME    add: the team whose keys may reuse each other\'s prompt caches (default: the',
+    '                      key\'s own name: it shares with no other key)',
     '--json                list: the entries as JSON (never the hashes)',
     '--config FILE         config file naming the keys file, auth.keys_file (default: $LLAMAGATE_CONFIG, else the shipped one)',
     'add prints the new secret alone on stdout, once (KEY=$(llamagate keys add bob)); only its hash is kept.',
@@ -56,6 +58,7 @@ export const keysCommand: Command = {
     rpm: { type: 'string' },
     'tokens-per-day': { type: 'string' },
     'queue-share': { type: 'string' },
+    'cache-group': { type: 'string' },
     json: { type: 'boolean' },
   },
   positionals: { min: 1, max: 2 },
@@ -142,7 +145,9 @@ function newEntry (keysFile: KeysFileModule, name: string, values: OptionValues)
     if (!valid) throw new UsageError(`--${flag} ${JSON.stringify(text)}: expected ${share ? 'a number above 0, at most 1 (0.25: a quarter of the queue)' : 'a whole number above 0'}`)
     limits[key] = value
   }
-  return { name, scopes: [...new Set(scopes as Scope[])], models: listFlag(values, 'models') ?? ['*'], limits, created: new Date().toISOString() }
+  const group = values['cache-group'] as string | undefined
+  if (group !== undefined && !keysFile.validName(group)) throw new UsageError(`--cache-group "${group}": 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`)
+  return { name, scopes: [...new Set(scopes as Scope[])], models: listFlag(values, 'models') ?? ['*'], limits, ...(group !== undefined ? { cache_group: group } : {}), created: new Date().toISOString() }
 }
 
 /** A comma-separated flag's items; undefined when it was not given. */
@@ -165,8 +170,8 @@ function list (contents: KeysFile, file: string, json: boolean, stdout: NodeJS.W
     stdout.write(`no API keys in ${file} yet (llamagate keys add <name> makes one)\n`)
     return 0
   }
-  stdout.write(table(['NAME', 'SCOPES', 'MODELS', 'LIMITS', 'CREATED', 'REVOKED'], entries.map((e) => [
-    e.name, e.scopes.join(','), e.models.join(','), describeLimits(e.limits), e.created ? relativeTime(e.created) : '-', e.revoked ? relativeTime(e.revoked) : '-',
+  stdout.write(table(['NAME', 'SCOPES', 'MODELS', 'LIMITS', 'CACHE GROUP', 'CREATED', 'REVOKED'], entries.map((e) => [
+    e.name, e.scopes.join(','), e.models.join(','), describeLimits(e.limits), e.cache_group ?? e.name, e.created ? relativeTime(e.created) : '-', e.revoked ? relativeTime(e.revoked) : '-',
   ])))
   return 0
 }

@@ -32,20 +32,20 @@ t.test('add prints the secret alone, once; list never shows it; revoke keeps the
   t.equal((await stat(keys)).mode & 0o777, 0o600, 'the file is for its owner only')
 
   const carol = await runCli(['keys', 'add', 'carol', '--config', config, '--scope', 'infer, manage,admin', '--models', 'acme/*,coder',
-    '--concurrent', '2', '--rpm', '60', '--tokens-per-day', '100000', '--queue-share', '0.25'])
+    '--concurrent', '2', '--rpm', '60', '--tokens-per-day', '100000', '--queue-share', '0.25', '--cache-group', 'red-team'])
   t.equal(carol.code, 0, carol.stderr)
   t.not(carol.stdout.trim(), secret, 'each key has its own secret')
   t.same(readKeysFile(keys).keys[1], {
     name: 'carol', hash: hashSecret(carol.stdout.trim()), scopes: ['infer', 'manage', 'admin'], models: ['acme/*', 'coder'],
-    limits: { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 }, created: readKeysFile(keys).keys[1]!.created,
+    limits: { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 }, cache_group: 'red-team', created: readKeysFile(keys).keys[1]!.created,
   })
 
   const table = await runCli(['keys', 'list', '--config', config])
   t.equal(table.code, 0)
   const lines = table.stdout.trimEnd().split('\n')
-  t.match(lines[0], /^NAME +SCOPES +MODELS +LIMITS +CREATED +REVOKED$/)
-  t.match(lines[1], /^bob +infer +\* +none +(now|\d+ seconds? ago) +-$/)
-  t.match(lines[2], /^carol +infer,manage,admin +acme\/\*,coder +2 at once, 60\/min, 100000 tokens\/day, 0\.25 of queue +/)
+  t.match(lines[0], /^NAME +SCOPES +MODELS +LIMITS +CACHE GROUP +CREATED +REVOKED$/)
+  t.match(lines[1], /^bob +infer +\* +none +bob +(now|\d+ seconds? ago) +-$/, 'a key\'s cache group is its own name unless given')
+  t.match(lines[2], /^carol +infer,manage,admin +acme\/\*,coder +2 at once, 60\/min, 100000 tokens\/day, 0\.25 of queue +red-team +/)
   const listed = (await runCli(['keys', 'list', '--json', '--config', config])).stdout
   for (const shown of [table.stdout, listed]) {
     t.notMatch(shown, secret, 'no secret in a listing')
@@ -96,6 +96,7 @@ t.test('refused flags and names: exit 2 with the reason, and no file written', a
     [['add', 'bob', '--tokens-per-day=-3'], /--tokens-per-day "-3": expected a whole number above 0/],
     [['add', 'bob', '--tokens-per-day', 'lots'], /--tokens-per-day "lots"/],
     [['add', 'bob', '--queue-share', '1.5'], /--queue-share "1\.5": expected a number above 0, at most 1/],
+    [['add', 'bob', '--cache-group', 'red team'], /--cache-group "red team": 1-64 characters of A-Z a-z 0-9 \. _ -/],
     [['add'], /keys add needs the key's name/],
     [['revoke'], /keys revoke needs the key's name/],
     [['list', 'bob'], /keys list takes no name/],

@@ -132,3 +132,33 @@ t.test('streams on an endpoint that keeps them: one connection, nothing of a str
   await new Promise((resolve) => setImmediate(resolve))
   t.same(warnings.map((w) => w.name), [], 'no listener piled up on the kept connection')
 })
+
+t.test('withFields: every body sent through the view carries the fields, over the body\'s own; the endpoint itself does not', async (t) => {
+  const bodies: unknown[] = []
+  const up = await upstream(t, (req, res) => {
+    let text = ''
+    req.on('data', (c: Buffer) => { text += c.toString() })
+    req.on('end', () => {
+      bodies.push(JSON.parse(text))
+      if (req.url === '/stream') { res.writeHead(200, { 'content-type': 'text/event-stream' }); res.end('data: {"n":1}\n\ndata: [DONE]\n\n'); return }
+      res.end('{"ok":true}')
+    })
+  })
+  const view = up.endpoint.withFields({ cache_salt: 'abc', cache_prompt: false })
+  await view.post('/x', { prompt: 'hi', cache_prompt: true }, never)
+  await view.postJson('/x', { prompt: 'again' }, never)
+  for await (const _event of await view.events('/stream', { stream: true }, never));
+  const sink: RelaySink = { open: () => {}, chunkedSocket: () => null, writeRaw: () => true, drained: async () => {} }
+  await view.relay('/stream', JSON.stringify({ messages: [], cache_prompt: true }), sink, { tailBytes: 64, tail: Buffer.alloc(0) }, never)
+  await view.relay('/stream', '{}', sink, { tailBytes: 64, tail: Buffer.alloc(0) }, never)
+  await up.endpoint.post('/x', { prompt: 'plain' }, never)
+  t.same(bodies, [
+    { prompt: 'hi', cache_prompt: false, cache_salt: 'abc' },
+    { prompt: 'again', cache_salt: 'abc', cache_prompt: false },
+    { stream: true, cache_salt: 'abc', cache_prompt: false },
+    // A serialized body gets them appended: JSON's last member of a name wins, as llama-server's parser reads it.
+    { messages: [], cache_prompt: false, cache_salt: 'abc' },
+    { cache_salt: 'abc', cache_prompt: false },
+    { prompt: 'plain' },
+  ])
+})
