@@ -9,6 +9,7 @@ import { PACKAGE_ROOT } from '../core/paths.js'
 import { runtimeProcesses } from '../runtimes/process/runtime-processes.js'
 import { RuntimeRegistry } from '../runtimes/registry.js'
 import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } from './bench-models.js'
+import { benchCacheGroups } from './bench-cache-groups.js'
 import { benchLongPrompt } from './bench-long-prompt.js'
 import { benchMultiTurn } from './bench-multi-turn.js'
 import { benchSwap } from './bench-swap.js'
@@ -29,7 +30,10 @@ import { writeTinyGguf } from './tiny-model.js'
  * - upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
  *   cached prompt tokens over `--conversations` x `--upstream-turns N` (messages of a third of `--words`), and the
  *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`, after `--ttft-warmup N` untimed bursts of 8
- *   each way; bench-upstreams.ts).
+ *   each way; bench-upstreams.ts);
+ * - cache-groups: what keys kept apart in the prompt caches cost a key's cached share, on the tiny model: `--conversations`
+ *   x `--upstream-turns` with a shared system prompt (`--system-words`), keys off, one key, two keys in two groups and
+ *   in one (bench-cache-groups.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
@@ -38,7 +42,7 @@ import { writeTinyGguf } from './tiny-model.js'
  * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
  */
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -56,7 +60,7 @@ async function main (): Promise<void> {
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' },
-      'upstream-turns': { type: 'string', default: '10' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
+      'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -147,6 +151,16 @@ async function main (): Promise<void> {
       report.upstreams = await benchUpstreams({
         build, file, dir: modelDir, conversations: Number(values.conversations), turns: Number(values['upstream-turns']),
         words: Number(values.words) / 3, reply: Number(values.reply), rounds: Number(values['ttft-rounds']), warmup: Number(values['ttft-warmup']), ...(threads !== undefined ? { threads } : {}), say,
+      })
+    }
+    if (scenarios.includes('cache-groups')) {
+      say('\n== cache groups: a key\'s cached share with keys kept apart, tiny model')
+      const modelDir = join(dir, 'cache-groups')
+      await mkdir(modelDir, { recursive: true })
+      const file = (await writeTinyGguf({ file: join(modelDir, 'tiny.gguf'), ...TINY.tiny, nHead: 4, nCtxTrain: 16384, name: 'tiny' })).file
+      report.cache_groups = await benchCacheGroups({
+        build, file, dir: modelDir, conversations: Number(values.conversations), turns: Number(values['upstream-turns']), words: Number(values.words) / 3,
+        systemWords: Number(values['system-words']), reply: Number(values.reply), ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const main = `${shape}-q4_k_m`
