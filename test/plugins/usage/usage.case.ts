@@ -26,7 +26,7 @@ const KEYS: KeyEntry[] = [
 ]
 
 interface Totals { requests: number, prompt_tokens: number, cached_tokens: number, generated_tokens: number, queue_ms: number, runtime_ms: number }
-interface KeyUsage { key: string, today: { date: string, tokens: number }, limits: Record<string, number> | null, models: Array<Totals & { model: string }>, totals: Totals }
+interface KeyUsage { key: string, today: { date: string, tokens: number, reserved: number }, limits: Record<string, number> | null, models: Array<Totals & { model: string }>, totals: Totals }
 
 // Each app is closed once, by the test that means to or when the file ends.
 const open = new Set<FastifyInstance>()
@@ -216,7 +216,7 @@ t.test('a damaged usage file is set aside with a log line; the server starts and
   t.equal(res.statusCode, 200, 'started and answering')
   t.same(res.json().keys, [{
     key: 'anonymous',
-    today: { date: new Date().toISOString().slice(0, 10), tokens: 0 },
+    today: { date: new Date().toISOString().slice(0, 10), tokens: 0, reserved: 0 },
     limits: {},
     models: [],
     totals: { requests: 0, prompt_tokens: 0, cached_tokens: 0, generated_tokens: 0, queue_ms: 0, runtime_ms: 0 },
