@@ -47,8 +47,14 @@ export async function hostileUpstream (t: Test): Promise<HostileUpstream> {
     res.on('close', () => { if (!res.writableFinished) record.cutOff = true })
     res.write(head)
     record.bytes += head.length
+    // Each wait takes its listeners off again: an answer backs up thousands of times (the soak pours many).
+    const backedUp = (): Promise<void> => new Promise((resolve) => {
+      const done = (): void => { res.off('drain', done); res.off('close', done); resolve() }
+      res.once('drain', done)
+      res.once('close', done)
+    })
     while (record.bytes < total && !res.destroyed) {
-      if (!res.write(piece)) await new Promise((resolve) => { res.once('drain', resolve); res.once('close', resolve) })
+      if (!res.write(piece)) await backedUp()
       record.bytes += piece.length
     }
     if (!res.destroyed) res.end()
