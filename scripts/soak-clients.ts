@@ -220,6 +220,21 @@ export async function runRequest (base: string, spec: RequestSpec, seed: number,
   }
 }
 
+/** The lines of a streamed body (SSE or NDJSON) as they arrive; the last one without its newline too. */
+export async function * lines (body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
+  const decoder = new TextDecoder()
+  let buffer = ''
+  for await (const chunk of body) {
+    buffer += decoder.decode(chunk, { stream: true })
+    let at: number
+    while ((at = buffer.indexOf('\n')) !== -1) {
+      yield buffer.slice(0, at)
+      buffer = buffer.slice(at + 1)
+    }
+  }
+  if (buffer !== '') yield buffer
+}
+
 /** A small seeded generator (mulberry32): the same --seed, the same mix of requests and faults. */
 export function random (seed: number): () => number {
   let a = seed >>> 0

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { FakeHub } from '../test/helpers/fake-hub.js'
-import { ACCOUNTED, type RequestResult, type RequestSpec } from './soak-clients.js'
+import { ACCOUNTED, lines, type RequestResult, type RequestSpec } from './soak-clients.js'
 import { http, MARK_VAR, partialFiles, ps, tags } from './soak-probes.js'
 
 // The faults the soak injects, one at a time, while the clients run: each does its harm, then checks that the
@@ -66,19 +66,11 @@ async function pull (base: string, model: string, signal?: AbortSignal, onEvent?
   const res = await http(`${base}/api/pull`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/x-ndjson' }, body: JSON.stringify({ model }), signal: signal ?? AbortSignal.timeout(300_000) })
   if (res.status !== 200) return { status: res.status, events: [], error: await res.text(), success: false }
   const events: Array<Record<string, unknown>> = []
-  let buffer = ''
-  const decoder = new TextDecoder()
-  for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
-    buffer += decoder.decode(chunk, { stream: true })
-    let at: number
-    while ((at = buffer.indexOf('\n')) !== -1) {
-      const line = buffer.slice(0, at)
-      buffer = buffer.slice(at + 1)
-      if (line.trim() === '') continue
-      const event = JSON.parse(line) as Record<string, unknown>
-      events.push(event)
-      onEvent?.(event)
-    }
+  for await (const line of lines(res.body as AsyncIterable<Uint8Array>)) {
+    if (line.trim() === '') continue
+    const event = JSON.parse(line) as Record<string, unknown>
+    events.push(event)
+    onEvent?.(event)
   }
   const last = events.at(-1)
   return { status: 200, events, error: typeof last?.error === 'string' ? last.error : null, success: last?.status === 'success' }
