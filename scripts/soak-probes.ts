@@ -89,7 +89,8 @@ export async function ps (base: string): Promise<PsEntry[]> {
   return ((await res.json()) as { models: PsEntry[] }).models
 }
 
-export interface TagEntry { name: string, size: number, format: string }
+/** `remote_host`: a model one of config.yaml's upstreams lists, not one on this disk. */
+export interface TagEntry { name: string, size: number, format: string, remote_host?: string }
 
 export async function tags (base: string): Promise<TagEntry[]> {
   const res = await http(`${base}/api/tags`, { signal: AbortSignal.timeout(15_000) })
@@ -110,6 +111,7 @@ const sha256Of = async (file: string): Promise<string> => createHash('sha256').u
 export async function partialModels (base: string, modelsDir: string): Promise<string[]> {
   const problems: string[] = []
   for (const tag of await tags(base)) {
+    if (tag.remote_host !== undefined) continue
     const problem = await wholeOnDisk(tag, modelsDir)
     if (problem === null) continue
     // Deleted (or replaced) while we looked: only a model still listed, and still not whole, counts.
