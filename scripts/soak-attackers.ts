@@ -1,17 +1,28 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { CacheWriter } from './soak-cache-writer.js'
+import { upstreamAttacker } from './soak-hostile-upstream.js'
 import { RawConnection } from './soak-raw-connection.js'
 import { gatewaySideState, http } from './soak-probes.js'
+import { quotaDodger } from './soak-quota-dodger.js'
 
 // The hostile soak's attackers (issue 37): each attempt does its harm once and says what the gateway answered,
 // and whether that was the refusal docs/operations.md ("Limits against hostile and careless clients") promises.
+// Issue 51's three, each in a file of its own: a hostile upstream, a quota dodger and a cache-folder writer.
 
-export const ATTACK_KINDS = ['slow_body', 'non_reader', 'schema_bomb', 'refused_field', 'blob_flood', 'idle_connections'] as const
+export const ATTACK_KINDS = ['slow_body', 'non_reader', 'schema_bomb', 'refused_field', 'blob_flood', 'idle_connections', 'hostile_upstream', 'quota_dodger', 'cache_writer'] as const
 export type AttackKind = (typeof ATTACK_KINDS)[number]
 
 export interface AttackContext {
   base: string
   port: number
+  /** The soak's own key (ops: every scope, every model, no limits). */
   key: string
+  /** The key that may use the hostile upstream's models only, and the upstream's own key, which it must never see. */
+  relay: { key: string, upstreamKey: string }
+  /** The key with a day of tokens, on the long model. */
+  dodgerKey: string
+  /** The cache-folder writer, whose first round was planted before the gateway started. */
+  cacheWriter: CacheWriter
   /** The models the normal clients chat with (the refusals name one, so that only the refusal stops them). */
   chatModels: readonly string[]
   /** A long-context model: the normal ones' 256 tokens a slot cannot fill a socket's buffers. */
@@ -62,6 +73,9 @@ export function attackWorkers (ctx: AttackContext): AttackWorker[] {
     { kind: 'refused_field', attempt: () => refusedField(ctx), pauseMs: 100 },
     { kind: 'blob_flood', attempt: () => flood.round(), pauseMs: 500, finish: () => flood.deleteKept() },
     { kind: 'idle_connections', attempt: () => idleConnections(ctx), pauseMs: 0 },
+    upstreamAttacker(ctx.base, ctx.relay.key, ctx.relay.upstreamKey),
+    quotaDodger(ctx.base, ctx.dodgerKey, ctx.longModel, ctx.rand),
+    ctx.cacheWriter.worker(ctx.rand),
   ]
 }
 

@@ -6,7 +6,8 @@ import type { ResourceSample } from './soak-probes.js'
 // The hostile section of the soak's report: the attackers' answers, the normal clients against their baseline,
 // whether memory and descriptors stayed flat under the attack, and what the blob flood left on disk.
 
-export interface NormalRequest { startS: number, outcome: Outcome, ms: number, reason: string | null }
+/** `answered`: finished, left by design, or the refusal its key expects (chat's 403, batch's 429). */
+export interface NormalRequest { startS: number, outcome: Outcome, ms: number, reason: string | null, answered: boolean }
 export interface BlobSample { t: number, files: number, partials: number, bytes: number }
 /** CPU seconds used so far by the gateway and by the soak's own process, at `t` s into the load. */
 export interface CpuMark { t: number, gateway: number, soak: number }
@@ -24,7 +25,10 @@ export interface HostileInput {
   blobBound: number
   /** `.partial` files under the models folder at the end (no pull runs in a hostile soak: there should be none). */
   partialFilesAtEnd: string[]
-  settings: { body_timeout_s: number, stream_stall_timeout_s: number, idle_connections: number, long_model: string, api_keys: true }
+  settings: {
+    body_timeout_s: number, stream_stall_timeout_s: number, idle_connections: number, long_model: string, api_keys: true
+    upstream: { model_prefix: string, limits: Record<string, string> }, dodger_tokens_per_day: number, prompt_cache: { min_tokens: number, size: string }
+  }
 }
 
 const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits
@@ -95,7 +99,7 @@ function cpuPercent (marks: CpuMark[], who: 'gateway' | 'soak'): number | null {
 export function buildHostileSection (input: HostileInput) {
   const { ledger, normal, attack } = input
   const problems: string[] = []
-  const failed = normal.filter((r) => r.outcome !== 'finished' && r.outcome !== 'client_aborted')
+  const failed = normal.filter((r) => !r.answered)
   const failures: Record<string, number> = {}
   for (const r of failed) failures[`${r.outcome}: ${r.reason ?? ''}`] = (failures[`${r.outcome}: ${r.reason ?? ''}`] ?? 0) + 1
   if (failed.length > 0) problems.push(`${failed.length} normal request(s) failed: ${Object.entries(failures).map(([k, n]) => `${n} × ${k}`).join('; ')}`)
@@ -137,6 +141,8 @@ export function buildHostileSection (input: HostileInput) {
       left_by_design: normal.filter((r) => r.outcome === 'client_aborted').length,
       failed: failed.length,
       failures,
+      // When the first of them were sent (seconds into the load), to be found in the gateway's log.
+      failed_at_s: failed.slice(0, 20).map((r) => round(r.startS)),
       baseline: { requests: baseline.length, ...before },
       under_attack: { requests: underAttack.length, ...during },
       p50_ratio: ratio(before.p50_ms, during.p50_ms),
@@ -153,6 +159,7 @@ export type HostileSection = ReturnType<typeof buildHostileSection>
 export function printHostile (h: HostileSection, say: (line?: string) => void): void {
   const s = h.settings
   say(`\n== hostile clients: attack ${h.attack.start_s}-${h.attack.end_s} s (deadline ${h.attack.deadline_s} s); body_timeout ${s.body_timeout_s} s, stream_stall_timeout ${s.stream_stall_timeout_s} s, ${s.idle_connections} idle connections a round, API keys on`)
+  say(`  upstream ${s.upstream.model_prefix}m: ${Object.entries(s.upstream.limits).map(([k, v]) => `${k} ${v}`).join(', ')}; the dodger's tokens_per_day ${s.dodger_tokens_per_day}; prompt_cache min_tokens ${s.prompt_cache.min_tokens}, size ${s.prompt_cache.size}`)
   say(`  ${'attacker'.padEnd(18)} ${'attempts'.padStart(8)} ${'unexpected'.padStart(10)}  answers (fastest-slowest)`)
   for (const [kind, e] of Object.entries(h.attackers)) {
     const answers = Object.entries(e.answers).sort((a, b) => b[1] - a[1]).map(([a, n]) => `${n} × ${a} (${seconds(e.ms[a]!.min)}-${seconds(e.ms[a]!.max)} s)`)
@@ -162,6 +169,7 @@ export function printHostile (h: HostileSection, say: (line?: string) => void): 
   const n = h.normal
   say(`normal clients: ${n.requests} requests, ${n.answered} answered (${n.left_by_design} left by design), ${n.failed} failed`)
   for (const [reason, count] of Object.entries(n.failures)) say(`    ${String(count).padStart(6)}  ${reason}`)
+  if (n.failed > 0) say(`    sent at ${n.failed_at_s.join(', ')} s`)
   say(`  finished answers, baseline (warm-up): ${n.baseline.finished}, p50 ${n.baseline.p50_ms} ms, p99 ${n.baseline.p99_ms} ms; under attack: ${n.under_attack.finished}, p50 ${n.under_attack.p50_ms} ms, p99 ${n.under_attack.p99_ms} ms (×${n.p50_ratio} / ×${n.p99_ratio})`)
   const c = h.cpu_percent_of_a_core
   say(`  CPU (% of one of the machine's cores): gateway ${c.gateway.baseline} before, ${c.gateway.under_attack} under attack; the soak's own clients ${c.soak.baseline} before, ${c.soak.under_attack} under attack`)

@@ -2,8 +2,9 @@ import { hashSecret, newSecret, writeKeysFile, type KeyLimits, type Scope } from
 import { OUTCOMES, type Outcome, type RequestResult, type RequestSpec } from './soak-clients.js'
 import { http } from './soak-probes.js'
 
-// The plain soak's three API keys (a keys file in its data folder), which key each request shows, and the audit
-// at the end: what GET /api/usage counted for each key against what the key's clients were told by the answers.
+// The soak's three API keys (a keys file in its data folder), which key each request shows, and the audit at the
+// end: what GET /api/usage counted for each key against what the key's clients were told by the answers. The
+// hostile soak adds two attackers' keys (issue 51), outside the audit: each attacker checks its own usage.
 
 export const KEY_NAMES = ['ops', 'chat', 'batch'] as const
 export type KeyName = (typeof KEY_NAMES)[number]
@@ -31,9 +32,21 @@ export function soakKeys (): SoakKeys {
   }
 }
 
-export async function writeSoakKeys (file: string, keys: SoakKeys): Promise<void> {
+/** The hostile soak's attackers' keys: `relay` may use the hostile upstream's models only, `dodger` has a day of tokens. */
+export interface AttackerKey { name: 'relay' | 'dodger', secret: string, scopes: Scope[], models: string[], limits: KeyLimits }
+export type AttackerKeys = Record<AttackerKey['name'], AttackerKey>
+
+export function attackerKeys (upstreamModels: string, dodgerModel: string, tokensPerDay: number): AttackerKeys {
+  return {
+    relay: { name: 'relay', secret: newSecret(), scopes: ['infer'], models: [upstreamModels], limits: {} },
+    dodger: { name: 'dodger', secret: newSecret(), scopes: ['infer'], models: [dodgerModel], limits: { tokens_per_day: tokensPerDay } },
+  }
+}
+
+export async function writeSoakKeys (file: string, keys: SoakKeys, attackers: AttackerKeys | null): Promise<void> {
   const created = new Date().toISOString()
-  await writeKeysFile(file, { keys: KEY_NAMES.map((n) => ({ name: n, hash: hashSecret(keys[n].secret), scopes: keys[n].scopes, models: keys[n].models, limits: keys[n].limits, created })) })
+  const all: Array<SoakKey | AttackerKey> = [...KEY_NAMES.map((n) => keys[n]), ...(attackers === null ? [] : [attackers.relay, attackers.dodger])]
+  await writeKeysFile(file, { keys: all.map((k) => ({ name: k.name, hash: hashSecret(k.secret), scopes: k.scopes, models: k.models, limits: k.limits, created })) })
 }
 
 /**
@@ -91,7 +104,7 @@ export class KeyTally {
 }
 
 interface UsageModel extends Counts { model: string, cached_tokens: number, queue_ms: number, runtime_ms: number }
-interface UsageKey { key: string, models: UsageModel[], totals: Omit<UsageModel, 'model'> }
+interface UsageKey { key: string, today: { tokens: number, reserved: number }, models: UsageModel[], totals: Omit<UsageModel, 'model'> }
 
 /**
  * After every client is done: GET /api/usage?all=true (the soak's own key, ops, is an admin) and, for chat and
@@ -136,6 +149,8 @@ export async function auditUsage (base: string, keys: SoakKeys, tally: KeyTally,
       usage: usage.find((u) => u.key === k) ?? null,
     }])) as Record<KeyName, { scopes: Scope[], models: string[], limits: KeyLimits, clients: number, outcomes: Partial<Record<Outcome, number>>, told: Record<string, Counts>, usage: UsageKey | null }>,
     compared,
+    // The attackers' keys (the hostile soak's), for information: each attacker checks its own usage (soak-attackers.ts).
+    others: usage.filter((u) => !(KEY_NAMES as readonly string[]).includes(u.key)),
     refused,
     limited,
     limited_by: tally.limitedBy,
@@ -147,17 +162,18 @@ export type KeysSection = Awaited<ReturnType<typeof auditUsage>>
 const show = (c: Counts): string => `${c.requests} / ${c.prompt_tokens} / ${c.generated_tokens}`
 
 export function printKeys (section: KeysSection, say: (line?: string) => void): void {
-  say('\nkeys (a keys file of three):')
+  say(`\nkeys (a keys file of ${3 + section.others.length}):`)
   for (const k of KEY_NAMES) {
     const key = section.keys[k]
     const limits = Object.entries(key.limits).map(([l, v]) => `${l} ${v}`).join(', ') || 'no limits'
     const outcomes = Object.entries(key.outcomes).map(([o, n]) => `${o} ${n}`).join(', ')
-    say(`  ${k.padEnd(6)} ${key.scopes.join('+')} on ${key.models.join(', ')}, ${limits}; ${k === 'ops' ? 'faults, probes, leavers and soak/gamma' : `${key.clients} client(s)`}: ${outcomes || 'no request'}`)
+    say(`  ${k.padEnd(6)} ${key.scopes.join('+')} on ${key.models.join(', ')}, ${limits}; ${k === 'ops' ? 'faults (the hostile soak: the first attackers), probes, leavers and soak/gamma' : `${key.clients} client(s)`}: ${outcomes || 'no request'}`)
   }
   say(`  refused (403, a model outside the key's list): ${section.refused}; limited (429 with Retry-After): ${section.limited}${section.limited > 0 ? ` (${Object.entries(section.limited_by).map(([l, n]) => `${l} ${n}`).join(', ')})` : ''}`)
   say('  usage (GET /api/usage?all=true), requests / prompt / generated tokens:')
   for (const c of section.compared) say(`    ${c.key.padEnd(6)} ${c.model.padEnd(12)} gateway ${show(c.gateway).padEnd(20)} clients ${show(c.clients).padEnd(20)} ${c.equal ? 'equal' : 'DIFFERENT'}`)
   for (const m of section.keys.ops.usage?.models ?? []) say(`    ops    ${m.model.padEnd(12)} gateway ${show(m).padEnd(20)} (for information: leavers and faults' requests)`)
+  for (const u of section.others) for (const m of u.models) say(`    ${u.key.padEnd(6)} ${m.model.padEnd(12)} gateway ${show(m).padEnd(20)} (an attacker's: checked in its ledger; today ${u.today.tokens} tokens)`)
   for (const note of section.notes) say(`  note: ${note}`)
   say(`  usage audit: ${section.ok ? 'passed, chat and batch counted exactly as their clients were told' : 'FAILED'}`)
 }

@@ -15,7 +15,10 @@ import { attackWorkers, BLOBS_KEPT, type AttackContext } from './soak-attackers.
 import { HostileLedger, runAttackers } from './soak-hostile.js'
 import { buildHostileSection, printHostile, type BlobSample, type CpuMark, type HostileSection, type NormalRequest } from './soak-hostile-report.js'
 import { blobFolder, closeConnections, cpuSeconds, countByComm, describeFds, http, MARK_VAR, markedProcesses, partialFiles, partialModels, ps, resources, useApiKey, type ResourceSample } from './soak-probes.js'
-import { auditUsage, clientKey, keyedRequest, KeyTally, OPS_ONLY_MODEL, printKeys, RETRY_CAP_MS, soakKeys, writeSoakKeys, type KeyName, type KeysSection } from './soak-keys.js'
+import { attackerKeys, auditUsage, clientKey, keyedRequest, KeyTally, OPS_ONLY_MODEL, printKeys, RETRY_CAP_MS, soakKeys, writeSoakKeys, type KeyName, type KeysSection } from './soak-keys.js'
+import { CacheWriter } from './soak-cache-writer.js'
+import { startHostileUpstream, UPSTREAM_LIMITS, UPSTREAM_PREFIX, upstreamConfig, type RunningUpstream } from './soak-hostile-upstream.js'
+import { DODGER_TOKENS_PER_DAY } from './soak-quota-dodger.js'
 import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
 
 /**
@@ -33,8 +36,9 @@ import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
  * and no client connected each time, so that the figures compare). Prints the ledger, writes it as JSON
  * (`--out`), and exits 1 if anything did not hold.
  *
- * Keys (scripts/soak-keys.ts): the gateway reads a keys file of three. `ops` (every scope, every model, no limits)
- * runs the faults, the soak's probes, the leavers and soak/gamma; the clients take turns between `chat` (infer on
+ * Keys (scripts/soak-keys.ts): the gateway reads a keys file of three (five with `--hostile`, below). `ops` (every
+ * scope, every model, no limits) runs the faults (or issue 37's attackers), the soak's probes, the leavers and
+ * soak/gamma; the clients take turns between `chat` (infer on
  * alpha and beta, 2 at once) and `batch` (the same, 1 at once and 12 a minute), whose requests must stay whole: a
  * chat client now and then asks for soak/gamma, which must be refused (403), and batch is told to wait (429 with
  * Retry-After). At the end the gateway's GET /api/usage must count chat's and batch's requests and tokens exactly
@@ -42,9 +46,12 @@ import { writeTinyGguf, writeTinySafetensors } from './tiny-model.js'
  *
  * `--hostile` puts hostile clients in the faults' place once the warm-up is over (scripts/soak-attackers.ts):
  * slow bodies, streams nobody reads, schema bombs, refused llama-server fields, blob floods and idle
- * connections, each in a loop, with API keys on and short limits.body_timeout and stream_stall_timeout, and a
- * fourth, long-context model for the streams (with a room of its own: max_loaded_models 3). The normal clients
- * must all be answered, every attacker get its refusal, and RSS and descriptors stay flat under the attack.
+ * connections, each in a loop, with short limits.body_timeout and stream_stall_timeout, and a fourth, long-context
+ * model for the streams (with a room of its own: max_loaded_models 3); and issue 51's: a hostile upstream (a loopback
+ * fake, `hostile/m`) under a key of its own, a key with tokens_per_day leaving its streams early, and a writer into
+ * the prompt-cache folder (small limits.upstream_* and prompt_cache budget, so that each is cheap and met often).
+ * The same keys file, with the attackers' two keys added. The normal clients must all be answered, every attacker
+ * get its refusal, RSS and descriptors stay flat under the attack, and chat's and batch's usage be exact.
  *
  * Flags: `--minutes N`, `--seconds N` (added; default 10 minutes), `--out FILE`, `--concurrency N` (5),
  * `--request-timeout S` (90: a request not ended by then is hung), `--seed N` (1), `--max-requests N`
@@ -69,6 +76,8 @@ function rssToleranceMiB (durationMs: number, hostile: boolean): number {
   return durationMs >= 8 * 60_000 && !hostile ? 24 : 64
 }
 const FD_TOLERANCE = 3
+/** The hostile soak's prompt caches: every chat slot worth saving, a budget of a few saves (tiny models' are ~100 KB). */
+const PROMPT_CACHE = { min_tokens: 16, size: '2MiB' }
 /** A llama-server alive but missing from /api/ps this long is an orphan (starts and stops take well under). */
 const ORPHAN_AFTER_MS = 15_000
 
@@ -159,8 +168,8 @@ async function main (): Promise<number> {
   const maxLoaded = hostile ? MAX_LOADED + 1 : MAX_LOADED
   // Short enough that the slow bodies' and non-readers' cycles turn over many times in a run: 5 s for 10 minutes.
   const hostileLimitMs = Math.min(5, Math.max(2, Math.round(durationMs / 120_000))) * 1000
-  const apiKey = `sk-soak-${randomUUID()}`
-  const keys = hostile ? null : soakKeys()
+  const keys = soakKeys()
+  const hostileKeys = hostile ? attackerKeys(`${UPSTREAM_PREFIX}*`, LONG_MODEL, DODGER_TOKENS_PER_DAY) : null
   const idleConnections = Number(values['idle-connections'])
 
   const runtime = await cpuRuntime()
@@ -172,6 +181,7 @@ async function main (): Promise<number> {
   const mark = randomUUID()
   const env = { ...process.env, [MARK_VAR]: mark }
   let hub: FakeHub | null = null
+  let upstream: RunningUpstream | null = null
   let gateway: ChildProcess | null = null
   let failed = true
 
@@ -205,20 +215,25 @@ async function main (): Promise<number> {
       files: await Promise.all((await readdir(checkpoint)).map(async (f) => ({ path: f, content: await readFile(join(checkpoint, f)), lfs: f.endsWith('.safetensors') || f === 'tokenizer.model' }))),
     })
 
+    // Hostile: the upstream that misbehaves, in this process; and the files the cache writer plants before the start.
+    if (hostile) upstream = await startHostileUpstream()
+    const cacheWriter = hostile ? new CacheWriter(modelsDir, dataDir) : null
     const config = join(dir, 'llamagate.yaml')
     await writeFile(config, [
       `data_dir: ${dataDir}`, 'host: 127.0.0.1', 'port: 0', 'log_level: info', 'keep_alive: 5m',
       `runtimes:\n  cpu: { bin: ${runtime.binDir} }`, 'runtime: cpu',
       // 2 cores: one thread per llama-server, or the instances and the clients fight over them.
       `default_options: { num_ctx: ${NUM_CTX}, num_parallel: ${NUM_PARALLEL}, num_thread: 1, max_tokens: 32 }`,
-      `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s, header_timeout: ${hostileLimitMs / 1000}s` : ''} }`,
+      `limits: { max_loaded_models: ${maxLoaded}, queue_length: 64, load_timeout: 30s${hostile ? `, body_timeout: ${hostileLimitMs / 1000}s, stream_stall_timeout: ${hostileLimitMs / 1000}s, header_timeout: ${hostileLimitMs / 1000}s, ${Object.entries(UPSTREAM_LIMITS).map(([k, v]) => `${k}: ${v}`).join(', ')}` : ''} }`,
       `hub: { endpoint: "${hub.url}" }`,
       'conversion: { timeout: 5m }',
-      // Hostile: one flat key. Plain: the keys file of three, the soak's own requests under ops.
-      ...(hostile ? [`auth: { api_keys: ["${apiKey}"] }`, `models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`] : [`auth: { keys_file: ${keysFile} }`]),
+      // The keys file (the hostile soak's with its attackers' two), the soak's own requests under ops.
+      `auth: { keys_file: ${keysFile} }`,
+      // Hostile: saves of the chat models' short slots, in a budget of a few, so that every swap saves and sweeps.
+      ...(hostile ? [`models:\n  "${LONG_MODEL}": { options: { num_ctx: 8192, num_parallel: 2 } }`, upstreamConfig(upstream!), `prompt_cache: { min_tokens: ${PROMPT_CACHE.min_tokens}, size: ${PROMPT_CACHE.size} }`] : []),
     ].join('\n') + '\n')
-    if (keys !== null) await writeSoakKeys(keysFile, keys)
-    useApiKey(keys?.ops.secret ?? apiKey)
+    await writeSoakKeys(keysFile, keys, hostileKeys)
+    useApiKey(keys.ops.secret)
     const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
     for (const [name, file] of [['soak/beta', 'beta.gguf'], ...(hostile ? [[LONG_MODEL, 'long.gguf']] : [])] as const) {
       const imported = spawn(...plainNode([cli, 'import', name, join(files, file), '--config', config]), { env, stdio: ['ignore', 'ignore', 'inherit'] })
@@ -226,6 +241,8 @@ async function main (): Promise<number> {
       if (importCode !== 0) throw new Error(`llamagate import of ${name} exited with ${importCode}`)
     }
 
+    // The gateway reads the prompt-cache folder whole once, at its first load: the first round is there before it.
+    await cacheWriter?.plantBeforeStart()
     const started = await startGateway(config, logFile, env)
     gateway = started.child
     const base = started.url
@@ -240,7 +257,7 @@ async function main (): Promise<number> {
     // The fake hub's second server, the CDN: its address is the hub's own business, read here to name sockets.
     const cdnUrl = (hub as unknown as { cdnUrl: string }).cdnUrl
     const ledger = new Ledger()
-    const tally = keys === null ? null : new KeyTally()
+    const tally = new KeyTally()
     const hostileLedger = new HostileLedger()
     const faults: FaultRecord[] = []
     const samples: ResourceSample[] = []
@@ -259,8 +276,10 @@ async function main (): Promise<number> {
       const startS = since()
       const result = await runRequest(base, spec, Math.floor(rand() * 2 ** 31), timeoutMs)
       ledger.add(spec, result, by)
-      tally?.add(spec, result)
-      if (hostile && by === 'client') normal.push({ startS, outcome: result.outcome, ms: result.ms, reason: result.reason })
+      tally.add(spec, result)
+      // Answered: a whole answer, a leaver's leaving, or the refusal its key expects (chat's 403, batch's 429).
+      const answered = result.outcome === 'finished' || result.outcome === 'client_aborted' || (spec.expect?.includes(result.outcome) ?? false)
+      if (hostile && by === 'client') normal.push({ startS, outcome: result.outcome, ms: result.ms, reason: result.reason, answered })
       return result
     }
 
@@ -294,7 +313,7 @@ async function main (): Promise<number> {
       // No client connection open (the soak's pool closed), and the gateway's own to the hub allowed to lapse
       // (the hub's keep-alive ends them within 5 s): up to 10 s for the sockets to go.
       await closeConnections()
-      const ports = { [Number(new URL(hub!.url).port)]: 'the hub', [Number(new URL(cdnUrl).port)]: 'the CDN' }
+      const ports = { [Number(new URL(hub!.url).port)]: 'the hub', [Number(new URL(cdnUrl).port)]: 'the CDN', ...(upstream !== null ? { [upstream.port]: 'the hostile upstream' } : {}) }
       let fdKinds: Record<string, number> = {}
       for (let i = 0; i < 20; i++) {
         await sleep(500)
@@ -366,15 +385,15 @@ async function main (): Promise<number> {
     const cpuMark = async (): Promise<CpuMark> => ({ t: since(), gateway: await cpuSeconds(gatewayPid), soak: process.cpuUsage().user / 1e6 + process.cpuUsage().system / 1e6 })
     const cpu: { baseline: CpuMark[], attack: CpuMark[] } = { baseline: [await cpuMark()], attack: [] }
     const clients = Array.from({ length: concurrency }, async (_, index) => {
-      const key: KeyName | null = keys === null ? null : clientKey(index, keys)
-      if (key !== null) tally!.clients[key]++
+      const key: KeyName = clientKey(index, keys)
+      tally.clients[key]++
       try {
         for (let n = 0; ; n++) {
           await gate.pass()
           if (!clientsGo()) break
           sent++
           const spec = pickRequest(rand, CHAT_MODELS)
-          const result = await record(key === null ? spec : keyedRequest(spec, key, n, keys!), 'client')
+          const result = await record(keyedRequest(spec, key, n, keys), 'client')
           // Told to come back later: it does, though no later than RETRY_CAP_MS, so that the limits keep being met.
           if (result.outcome === 'limited') await sleep(Math.min(RETRY_CAP_MS, (result.retryAfterS ?? 1) * 1000))
         }
@@ -434,7 +453,8 @@ async function main (): Promise<number> {
     if (hostile) {
       attacking = true
       const attackCtx: AttackContext = {
-        base, port: Number(new URL(base).port), key: apiKey, chatModels: CHAT_MODELS, longModel: LONG_MODEL,
+        base, port: Number(new URL(base).port), key: keys.ops.secret, chatModels: CHAT_MODELS, longModel: LONG_MODEL,
+        relay: { key: hostileKeys!.relay.secret, upstreamKey: upstream!.key }, dodgerKey: hostileKeys!.dodger.secret, cacheWriter: cacheWriter!,
         bodyTimeoutMs: hostileLimitMs, stallTimeoutMs: hostileLimitMs, idleConnections, deadline, rand,
       }
       cpu.attack.push(await cpuMark())
@@ -460,14 +480,9 @@ async function main (): Promise<number> {
     monitoring = false
     await monitor
     // Every client is done and every answer over: the gateway's usage against what the clients were told.
-    const keysSection = keys === null ? null : await auditUsage(base, keys, tally!, loadSeconds)
-    const hostileSection = hostile
-      ? buildHostileSection({
-        ledger: hostileLedger, normal, attack, samples, cpu, blobSamples, blobsAtEnd: { t: since(), ...await blobFolder(modelsDir) }, blobBound: BLOBS_KEPT + 1,
-        partialFilesAtEnd: await partialFiles(modelsDir),
-        settings: { body_timeout_s: hostileLimitMs / 1000, stream_stall_timeout_s: hostileLimitMs / 1000, idle_connections: idleConnections, long_model: LONG_MODEL, api_keys: true },
-      })
-      : null
+    const keysSection = await auditUsage(base, keys, tally, loadSeconds)
+    const blobsAtEnd = { t: since(), ...await blobFolder(modelsDir) }
+    const partialFilesAtEnd = await partialFiles(modelsDir)
 
     // Stop the gateway as a user would, then look for anything it left.
     gateway.kill('SIGTERM')
@@ -484,6 +499,17 @@ async function main (): Promise<number> {
       left = await markedProcesses(mark)
     }
     gateway = null
+    // The cache writer's victims once more: the gateway's last saves and sweeps are at its exit.
+    if (cacheWriter !== null) hostileLedger.add(await cacheWriter.afterExit(), since())
+    const hostileSection = hostile
+      ? buildHostileSection({
+        ledger: hostileLedger, normal, attack, samples, cpu, blobSamples, blobsAtEnd, blobBound: BLOBS_KEPT + 1, partialFilesAtEnd,
+        settings: {
+          body_timeout_s: hostileLimitMs / 1000, stream_stall_timeout_s: hostileLimitMs / 1000, idle_connections: idleConnections, long_model: LONG_MODEL, api_keys: true,
+          upstream: { model_prefix: UPSTREAM_PREFIX, limits: UPSTREAM_LIMITS }, dodger_tokens_per_day: DODGER_TOKENS_PER_DAY, prompt_cache: PROMPT_CACHE,
+        },
+      })
+      : null
 
     const log = await gatewayLog(logFile)
     const report = buildReport({
@@ -502,6 +528,7 @@ async function main (): Promise<number> {
   } finally {
     if (gateway !== null) { try { gateway.kill('SIGKILL') } catch { /* gone */ } }
     await hub?.close()
+    await upstream?.close()
     if (failed || values.keep) say(`kept ${dir} (gateway log: ${logFile})`)
     else await rm(dir, { recursive: true, force: true })
   }
