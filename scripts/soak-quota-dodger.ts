@@ -28,8 +28,23 @@ function dayRefusal (text: string): string | null {
   return null
 }
 
-/** One long streamed answer asked for, left after `leaveAfter` tokens (content events). */
+/**
+ * One long streamed answer asked for, left after `leaveAfter` tokens; sent once more when the request failed before
+ * any answer on a kept connection the gateway had just closed (HTTP/1.1's keep-alive race: a careful client sends
+ * again, as undici does by itself only for idempotent requests).
+ */
 async function leaveEarly (base: string, key: string, model: string, leaveAfter: number): Promise<Read> {
+  const first = await leaveEarlyOnce(base, key, model, leaveAfter)
+  return first.answer.startsWith('failed:') && first.raced ? leaveEarlyOnce(base, key, model, leaveAfter) : first
+}
+
+/** A request that failed with the socket closed under it before any byte of an answer: nothing was asked yet. */
+function closedUnder (err: unknown): boolean {
+  const cause = (err as { cause?: { code?: string, message?: string } }).cause
+  return cause?.code === 'UND_ERR_SOCKET' || cause?.code === 'ECONNRESET' || /other side closed/.test(cause?.message ?? '')
+}
+
+async function leaveEarlyOnce (base: string, key: string, model: string, leaveAfter: number): Promise<Read & { raced?: boolean }> {
   const t0 = performance.now()
   const controller = new AbortController()
   const timeout = setTimeout(() => controller.abort(new Error('no end within 120 s')), 120_000)
@@ -67,7 +82,8 @@ async function leaveEarly (base: string, key: string, model: string, leaveAfter:
       : read(`200, ended before it was left (finish_reason ${finish})`, false, true, true)
   } catch (err) {
     if (controller.signal.aborted && (controller.signal.reason as Error).message === 'left') return read('200, left after 50-100 tokens', true, true)
-    return read(`failed: ${(err as Error).message}`, false, false)
+    const cause = (err as { cause?: { message?: string } }).cause?.message
+    return { ...read(`failed: ${(err as Error).message}${cause !== undefined ? ` (${cause})` : ''}`, false, false), raced: contentEvents === 0 && closedUnder(err) }
   } finally {
     clearTimeout(timeout)
   }
