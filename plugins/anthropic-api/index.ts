@@ -30,10 +30,10 @@ const anthropic: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/messages', { config: { scope: 'infer' }, schema: { body: MessagesBody } }, async (request, reply) => {
     const body = shapeMessages(request.body)
     const messages = await app.images.inline(requestRecord(app, body.model), body.messages, () => clientGone(reply))
-    return runPassthrough(app.scheduler, request, reply, MESSAGES, { ...body, messages })
+    return runPassthrough(app.leases, request, reply, MESSAGES, { ...body, messages })
   })
   app.post('/v1/messages/count_tokens', { config: { scope: 'infer' }, schema: { body: CountTokensBody } }, (request, reply) =>
-    runPassthrough(app.scheduler, request, reply, COUNT_TOKENS, { ...shapeMessages(request.body), stream: false }))
+    runPassthrough(app.leases, request, reply, COUNT_TOKENS, { ...shapeMessages(request.body), stream: false }))
 }
 
-export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'scheduler', 'inference'] })
+export default fp(anthropic, { name: 'anthropic-api', dependencies: ['storage', 'upstreams', 'inference'] })

@@ -13,4 +13,4 @@ export default fp(async (app) => {
   await app.register(nativeEmbed)
   await app.register(openAiEmbeddings)
   await app.register(rerank)
-}, { name: 'embeddings-api', dependencies: ['storage', 'scheduler', 'inference'] })
+}, { name: 'embeddings-api', dependencies: ['storage', 'upstreams', 'inference'] })

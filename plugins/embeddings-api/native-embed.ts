@@ -13,7 +13,7 @@ const MS_TO_NS = 1e6
 const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
   // Ollama's load form: nothing to embed loads the model (or, with keep_alive 0, lets it go).
   async function loadOnly (body: LeasedBody): Promise<string> {
-    return (await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
+    return (await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
   }
 
   app.post('/api/embed', { config: { scope: 'infer' }, schema: { body: EmbedBody } }, async (request, reply) => {
@@ -24,7 +24,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
     checkDimensions(body.dimensions, requestRecord(app, body.model).gguf?.embedding_length)
     const empty = inputs.indexOf('')
     if (empty !== -1) throw new BadRequestError(`input ${empty} is an empty string: there is nothing to embed`, 'empty_input')
-    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
+    return runWhole(app.leases, request, reply, body, 'embed', async (lease) => {
       const { vectors, promptTokens } = await embedInputs(lease, inputs, { truncate: body.truncate ?? true, normalize: true })
       return {
         model: lease.model.name,
@@ -43,7 +43,7 @@ const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
       return { embedding: [] }
     }
     const prompt = body.prompt
-    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
+    return runWhole(app.leases, request, reply, body, 'embed', async (lease) => {
       const { vectors } = await embedInputs(lease, [prompt], { truncate: true, normalize: false })
       return { embedding: vectors[0]! }
     })

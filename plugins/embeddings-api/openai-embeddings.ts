@@ -13,7 +13,7 @@ const openAiEmbeddings: FastifyPluginAsyncTypebox = async (app) => {
     // One text, a list of texts, one list of token ids, or a list of those.
     checkDimensions(body.dimensions, requestRecord(app, body.model).gguf?.embedding_length)
     const inputs: EmbedInput[] = typeof input === 'string' ? [input] : typeof input[0] === 'number' ? [input as number[]] : input as EmbedInput[]
-    return runWhole(app.scheduler, request, reply, body, 'embed', async (lease) => {
+    return runWhole(app.leases, request, reply, body, 'embed', async (lease) => {
       const { vectors, promptTokens } = await embedInputs(lease, inputs, { truncate: body.truncate ?? true, normalize: true })
       const base64 = body.encoding_format === 'base64'
       return {

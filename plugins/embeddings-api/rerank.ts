@@ -14,7 +14,7 @@ const rerank: FastifyPluginAsyncTypebox = async (app) => {
     app.post(path, { config: { scope: 'infer' }, schema: { body: RerankBody } }, async (request, reply) => {
       const { body } = request
       const documents = body.documents.map((d) => typeof d === 'string' ? d : d.text)
-      return runWhole(app.scheduler, request, reply, body, 'rerank', async (lease) => {
+      return runWhole(app.leases, request, reply, body, 'rerank', async (lease) => {
         const answer = await lease.endpoint.postJson<RuntimeRerank>('/v1/rerank', {
           query: body.query, documents, top_n: body.top_n ?? documents.length,
         }, lease.signal)

@@ -30,7 +30,7 @@ export default fp(async (app) => {
   const modelNames = (): string[] => store.list().map((r) => r.name)
   const metrics = new GatewayMetrics({
     modelNames,
-    requestCounts: () => scheduler.requestCounts(),
+    requestCounts: () => app.leases.requestCounts(),
     loadedCounts: () => {
       const counts = new Map<string, number>()
       for (const { model } of scheduler.loadedRuntimes()) counts.set(model, (counts.get(model) ?? 0) + 1)

@@ -16,7 +16,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
     const messages = body.messages ?? []
     if (messages.length === 0) {
       // Ollama's forms: no messages loads the model; with keep_alive 0 it unloads it.
-      const { model, doneReason } = await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
+      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: doneReason }
     }
     const record = requestRecord(app, body.model)
@@ -28,7 +28,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       ...(m.tool_call_id ? { tool_call_id: m.tool_call_id } : {}),
       ...(m.tool_name ? { name: m.tool_name } : {}),
     })))
-    return runNative(app.scheduler, request, reply, {
+    return runNative(app.leases, request, reply, {
       kind: 'chat',
       model: body.model,
       endpoint: 'chat',

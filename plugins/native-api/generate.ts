@@ -15,7 +15,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
     const prompt = body.prompt ?? ''
     if (prompt === '') {
       // Ollama's forms: an empty prompt loads the model; with keep_alive 0 it unloads it.
-      const { model, doneReason } = await loadForm(app.scheduler, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
+      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: doneReason }
     }
     const record = requestRecord(app, body.model)
@@ -25,7 +25,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
     const images = app.images.parts(record, body.images, 'the request')
     // A raw prompt would need the runtime's own media markers where each image goes: not a form clients use.
     if (!templated && images.length > 0) throw new BadRequestError('images need the chat template: send them without "raw": true', 'images_not_supported')
-    return runNative(app.scheduler, request, reply, {
+    return runNative(app.leases, request, reply, {
       kind: 'generate',
       model: body.model,
       endpoint: templated ? 'chat' : 'completion',

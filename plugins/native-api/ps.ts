@@ -37,7 +37,7 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       rpc_workers: m.rpcWorkers,
       where: 'local' as const,
     }))
-    return { models: [...local, ...upstreamsInUse(app.scheduler.requestCounts(), app.upstreams.list())] }
+    return { models: [...local, ...upstreamsInUse(app.leases.requestCounts(), app.upstreams.list())] }
   })
 
   app.post('/api/stop', { config: { scope: 'manage' }, schema: { body: ModelBody } }, async (request) => {

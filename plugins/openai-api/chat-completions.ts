@@ -18,7 +18,7 @@ const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {
     // system prompt gets it first when the conversation brings none.
     const withRoles = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)
     const messages = withModelSystem(record, await app.images.inline(record, withRoles, () => clientGone(reply)))
-    return runPassthrough(app.scheduler, request, reply, CHAT, { ...body, messages })
+    return runPassthrough(app.leases, request, reply, CHAT, { ...body, messages })
   })
 }
 

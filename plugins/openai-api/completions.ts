@@ -9,7 +9,7 @@ const COMPLETIONS: PassthroughRoute = { path: '/v1/completions', topLevelOptions
 /** OpenAI's legacy text completions: a raw prompt, no chat template. */
 const completions: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/completions', { config: { scope: 'infer' }, schema: { body: CompletionBody } }, (request, reply) =>
-    runPassthrough(app.scheduler, request, reply, COMPLETIONS, request.body))
+    runPassthrough(app.leases, request, reply, COMPLETIONS, request.body))
 }
 
 export default completions

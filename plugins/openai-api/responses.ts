@@ -26,7 +26,7 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
     const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, owner, body.model))
     const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
     const messages = withModelSystem(record, await app.images.inline(record, chat.messages, () => clientGone(reply)))
-    return runResponses(app.scheduler, request, reply, { body, history, input, chat: { ...chat, messages }, store, owner })
+    return runResponses(app.leases, request, reply, { body, history, input, chat: { ...chat, messages }, store, owner })
   })
 
   app.get('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {

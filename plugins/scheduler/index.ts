@@ -1,6 +1,5 @@
 import fp from 'fastify-plugin'
 import { MAX_TIMER_MS } from '../../core/keep-alive.js'
-import { upstreamEndpoint } from '../../runtimes/index.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
 import { promptCacheDir } from './prompt-cache-folder.js'
@@ -54,13 +53,6 @@ export default fp(async (app) => {
     // A request for a dtype a SafeTensors model has no GGUF of waits for its conversion.
     ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     rpcWorkers: app.rpcWorkers,
-    // config.yaml's upstreams: models no stored one has, and stored ones they list too (shared).
-    upstreams: {
-      find: (name, route) => app.upstreams.find(name, route),
-      share: (name, route, localLoad) => app.upstreams.share(name, route, localLoad),
-      recheck: (upstream) => app.upstreams.recheck(upstream),
-      endpoint: upstreamEndpoint,
-    },
     ...(promptCaches ? { promptCaches } : {}),
     log: app.log,
   })
@@ -72,4 +64,4 @@ export default fp(async (app) => {
   })
   // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert', 'upstreams'] })
+}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert'] })

@@ -1,4 +1,4 @@
-import { GatewayError, ModelNotFoundError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
+import { GatewayError, RuntimeError, UnavailableError, QueueFullError, TooManyRequestsError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
 import { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
@@ -20,7 +20,6 @@ import { SwapPolicy } from './swap-policy.js'
 import { cacheGroupFields } from './cache-group-fields.js'
 import { leaseBooks } from './lease-books.js'
 import { reserveTokens } from './token-reservation.js'
-import { UpstreamLeases, type SchedulerUpstreams, type UpstreamTarget } from './upstream-lease.js'
 import { WaitEstimate } from './wait-estimate.js'
 import { estimateKey, reportWait } from './wait-report.js'
 
@@ -57,8 +56,6 @@ export class Scheduler implements LeaseSource {
   readonly events: EventHub<SchedulerEvents>
   /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
   private readonly estimate = new WaitEstimate()
-  /** Leases on config.yaml's upstreams' models: no load, only a turn among the requests sent to the upstream. */
-  private readonly upstreamLeases: UpstreamLeases | null
 
   constructor (private readonly deps: {
     store: SchedulerStore
@@ -69,65 +66,35 @@ export class Scheduler implements LeaseSource {
     rpcWorkers?: SchedulerRpcWorkers
     /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
     promptCaches?: PromptCaches
-    /** Models served by config.yaml's upstreams: a name no stored model has may be one of theirs. */
-    upstreams?: SchedulerUpstreams
     log: Pick<Logger, 'info' | 'warn' | 'error'>
   }) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
     this.swaps = new SwapPolicy(deps.settings)
     this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
-    this.upstreamLeases = deps.upstreams
-      ? new UpstreamLeases({
-        upstreams: deps.upstreams,
-        queueLength: deps.settings.queueLength,
-        onFirstToken: (model, seconds) => this.events.emit('firstToken', model, seconds),
-        onTokens: (model, prompt, generated) => this.events.emit('tokens', model, prompt, generated),
-      })
-      : null
   }
 
+  /** The stored name a request's model reaches (an alias's model). @throws InvalidModelNameError, ModelNotFoundError */
   modelName (name: string): string {
-    return (this.deps.store.lookup(name) ?? this.upstreamFor(name)).name
-  }
-
-  /**
-   * The upstream model a name no stored model has reaches (a stored model wins over an upstream's of its name).
-   * @throws the store's ModelNotFoundError or InvalidModelNameError when no upstream offers it either
-   */
-  private upstreamFor (name: string, request?: AcquireRequest): UpstreamTarget {
-    // Routed only for a request about to be sent: a name looked up picks nothing.
-    const found = this.deps.upstreams?.find(name, request && this.upstreamLeases ? this.upstreamLeases.route(request) : undefined) ?? null
-    if (found !== null) return found
-    this.deps.store.get(name)
-    throw new ModelNotFoundError(name)
-  }
-
-  /**
-   * The upstream that takes this request for a stored model it lists too (replicas), routed with this gateway as one
-   * more candidate: by conversation, around a full one. Null: served here.
-   */
-  private sharedUpstream (name: string, request: AcquireRequest): UpstreamTarget | null {
-    if (this.deps.upstreams === undefined || this.upstreamLeases === null) return null
-    return this.deps.upstreams.share(name, this.upstreamLeases.route(request), () => {
-      const instances = this.instances.filter((i) => i.model.name === name)
-      // Not loaded: room for the request (it loads the model).
-      if (instances.length === 0) return { active: 0, limit: 1 }
-      return { active: instances.reduce((n, i) => n + i.active + i.queued, 0), limit: instances.reduce((n, i) => n + i.options.num_parallel, 0) }
-    })
+    return this.deps.store.get(name).name
   }
 
   storedHere (name: string): boolean {
     return this.deps.store.lookup(name) !== null
   }
 
+  /** Requests in flight on a stored model here, and its slots: what a router weighs against upstreams listing it too. */
+  localLoad (name: string): { active: number, limit: number } {
+    const instances = this.instances.filter((i) => i.model.name === name)
+    // Not loaded: room for the request (it loads the model).
+    if (instances.length === 0) return { active: 0, limit: 1 }
+    return { active: instances.reduce((n, i) => n + i.active + i.queued, 0), limit: instances.reduce((n, i) => n + i.options.num_parallel, 0) }
+  }
+
   /** Loads the model if needed and waits for a slot. @throws ModelNotFoundError, QueueFullError, RuntimeError */
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const { store, settings } = this.deps
-    const model = store.lookup(name)
-    if (model === null) return await this.acquireUpstream(this.upstreamFor(name, request), request)
-    const shared = request.here === true ? null : this.sharedUpstream(model.name, request)
-    if (shared !== null) return await this.acquireUpstream(shared, request)
+    const model = store.get(name)
     const purpose = request.purpose ?? 'generate'
     checkPurpose(model, purpose)
     let resolved = purposeOptions(model, purpose, resolveOptions({
@@ -168,23 +135,6 @@ export class Scheduler implements LeaseSource {
     }
   }
 
-  /**
-   * A turn on an upstream's model: the options resolve as a local model's would (config.yaml's per-model options
-   * under the served name), and go to the upstream as sampling; what would load a model means nothing there.
-   */
-  private async acquireUpstream (target: UpstreamTarget, request: AcquireRequest): Promise<Lease> {
-    if (this.closing || this.upstreamLeases === null) throw new UnavailableError('the server is shutting down')
-    const { settings } = this.deps
-    const resolved = resolveOptions({
-      defaults: settings.defaultOptions,
-      configured: settings.modelOptions.get(target.name)?.options,
-      request: request.options,
-      overrides: request.overrides,
-    })
-    if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
-    return this.upstreamLeases.acquire(target, reserveTokens(resolved, request.usage, request.purpose === undefined || request.purpose === 'generate'), request)
-  }
-
   /** Loads a model without taking a slot (Ollama's empty-prompt load). */
   async load (name: string, request: AcquireRequest = {}): Promise<void> {
     const lease = await this.acquire(name, request)
@@ -204,9 +154,7 @@ export class Scheduler implements LeaseSource {
    * instances go now). Unlike stop, nothing in flight is cut.
    */
   async expire (name: string): Promise<void> {
-    const model = this.deps.store.lookup(name)
-    // An upstream's model: nothing of it is loaded here.
-    if (model === null) { this.upstreamFor(name); return }
+    const model = this.deps.store.get(name)
     const instances = this.instances.filter((i) => i.model.name === model.name)
     for (const instance of instances) instance.expireWhenIdle()
     await Promise.all(instances.filter((i) => i.idle && i.state === 'loaded').map((i) => this.unload(i, new UnavailableError('keep_alive expired'))))
@@ -216,7 +164,6 @@ export class Scheduler implements LeaseSource {
   async unloadAll (): Promise<void> {
     this.closing = true
     await Promise.all([...this.instances].map((i) => this.unload(i, new UnavailableError('the server is shutting down'))))
-    await this.upstreamLeases?.close()
   }
 
   /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
@@ -277,8 +224,6 @@ export class Scheduler implements LeaseSource {
       count.queued += i.queued + i.awaitingLoad
       counts.set(i.model.name, count)
     }
-    // An upstream's model is named apart from every stored one: its requests are its own line.
-    for (const [name, count] of this.upstreamLeases?.requestCounts() ?? []) counts.set(name, count)
     return counts
   }
 

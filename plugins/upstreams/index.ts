@@ -1,11 +1,15 @@
 import fp from 'fastify-plugin'
-import { UpstreamProbe } from '../../runtimes/index.js'
+import { upstreamEndpoint, UpstreamProbe } from '../../runtimes/index.js'
+import { LeaseRouter } from './lease-router.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
+import { UpstreamLeases } from './upstream-leases.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The models of config.yaml's upstreams, as their probes see them: listed and served as if they were local. */
     upstreams: UpstreamCatalog
+    /** Where every request's lease comes from: the scheduler for the models stored here, else an upstream's turn. */
+    leases: LeaseRouter
   }
 }
 
@@ -22,6 +26,26 @@ export default fp(async (app) => {
     isLocal: (name) => store.lookup(name) !== null,
   })
   app.decorate('upstreams', catalog)
+  const { scheduler, config } = app
+  const leases = new UpstreamLeases({
+    upstreams: {
+      find: (name, route) => catalog.find(name, route),
+      share: (name, route, localLoad) => catalog.share(name, route, localLoad),
+      recheck: (upstream) => catalog.recheck(upstream),
+      endpoint: upstreamEndpoint,
+    },
+    queueLength: config.limits.queueLength,
+    defaultOptions: config.defaultOptions,
+    modelOptions: (name) => config.models.get(name)?.options,
+    // Counted as a local lease's: the first token's time and each request's tokens (metrics observe the scheduler).
+    onFirstToken: (model, seconds) => scheduler.events.emit('firstToken', model, seconds),
+    onTokens: (model, prompt, generated) => scheduler.events.emit('tokens', model, prompt, generated),
+  })
+  app.decorate('leases', new LeaseRouter({ local: scheduler, upstreams: catalog, leases }))
   app.addHook('onReady', async () => { catalog.start() })
-  app.addHook('onClose', async () => { catalog.stop() })
-}, { name: 'upstreams', dependencies: ['storage'] })
+  // What is in flight to an upstream ends, and its connections close.
+  app.addHook('onClose', async () => {
+    catalog.stop()
+    await leases.close()
+  })
+}, { name: 'upstreams', dependencies: ['storage', 'scheduler'] })

@@ -1,12 +1,14 @@
 import type { UpstreamConfig } from '../../core/config.js'
 import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import { linkedSignal } from '../../core/linked-signal.js'
-import type { ResolvedOptions } from '../../core/request-options.js'
+import type { Options } from '../../core/options-schema.js'
+import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { watchedSink, type RuntimeEndpoint } from '../../runtimes/index.js'
-import type { AcquireRequest, Lease } from './lease.js'
-import { cacheSalt } from './cache-group-fields.js'
-import { leaseBooks } from './lease-books.js'
-import type { SchedulableModel } from './ports.js'
+import { cacheSalt } from '../scheduler/cache-group-fields.js'
+import type { AcquireRequest, Lease } from '../scheduler/lease.js'
+import { leaseBooks } from '../scheduler/lease-books.js'
+import type { SchedulableModel } from '../scheduler/ports.js'
+import { reserveTokens } from '../scheduler/token-reservation.js'
 
 // What a lease says of a context it cannot know: the upstream's own refusal tells the real one.
 const UNKNOWN_CONTEXT = 1 << 20
@@ -32,8 +34,8 @@ export interface UpstreamRouteHints {
   exclude?: ReadonlySet<string>
 }
 
-/** What the scheduler needs to serve upstream models. */
-export interface SchedulerUpstreams {
+/** What the leases need of the upstreams' catalog (upstream-catalog.ts) to serve their models. */
+export interface UpstreamDirectory {
   /** Where a request for `name` goes (`route`: a request about to be sent), or null when no upstream offers it. */
   find(name: string, route?: UpstreamRouteHints): UpstreamTarget | null
   /**
@@ -57,7 +59,10 @@ class Gate {
 }
 
 export interface UpstreamLeasesOptions {
-  upstreams: SchedulerUpstreams
+  upstreams: UpstreamDirectory
+  /** config.yaml's `default_options` and `models.<name>.options`: an upstream's model takes options as a local one. */
+  defaultOptions: Options
+  modelOptions(name: string): Options | undefined
   /** limits.queue_length: requests waiting per upstream past its max_concurrent. */
   queueLength: number
   /** As a local lease tells them: the first token's time and each request's tokens (metrics). */
@@ -82,10 +87,22 @@ export class UpstreamLeases {
 
   constructor (private readonly options: UpstreamLeasesOptions) {}
 
-  /** Waits for a turn on the upstream. @throws QueueFullError, RuntimeError ('upstream_unavailable'), the signal's reason */
-  async acquire (target: UpstreamTarget, resolved: ResolvedOptions, request: AcquireRequest): Promise<Lease> {
+  /**
+   * Waits for a turn on the upstream. The options resolve as a local model's would (config.yaml's per-model options
+   * under the served name), and go to the upstream as sampling; what would load a model means nothing there.
+   * @throws QueueFullError, RuntimeError ('upstream_unavailable'), the signal's reason
+   */
+  async acquire (target: UpstreamTarget, request: AcquireRequest): Promise<Lease> {
     const started = performance.now()
     const { upstream, name } = target
+    const resolved = resolveOptions({
+      defaults: this.options.defaultOptions,
+      configured: this.options.modelOptions(name),
+      request: request.options,
+      overrides: request.overrides,
+    })
+    if (resolved.unknown.length > 0) request.log?.warn({ unknown: resolved.unknown }, 'ignoring unknown options')
+    const sampled = reserveTokens(resolved, request.usage, request.purpose === undefined || request.purpose === 'generate')
     if (this.closing.signal.aborted) throw this.closing.signal.reason
     // Its probe found it down: no need to reach for it to say so.
     if (!target.healthy) throw unavailable(upstream, name, target.error ?? 'it did not answer its last probe')
@@ -97,7 +114,7 @@ export class UpstreamLeases {
       counts.queued--
     }
     counts.inFlight++
-    return this.lease(target, resolved, started, request)
+    return this.lease(target, sampled, started, request)
   }
 
   /** What the catalog needs to route `request`: its conversation, and each upstream's load as counted here. */
