@@ -4,6 +4,32 @@ import type { RuntimeProcess, SchedulableModel } from './ports.js'
 
 type InstanceState = LoadedModel['state']
 
+/**
+ * Where an instance is in its life. waiting_for_room: made for a request, no runtime yet (room is being made);
+ * starting: its llama-server is starting; ready: it serves; draining: it takes no new requests and goes once idle
+ * (replaced by an instance with other options); stopping: it is ending (its requests cut, its caches being saved,
+ * its runtime stopping); gone: out of the scheduler's list. Only the moves in PHASE_MOVES happen; any other is a bug.
+ */
+export type InstancePhase = 'waiting_for_room' | 'starting' | 'ready' | 'draining' | 'stopping' | 'gone'
+
+const PHASE_MOVES: Readonly<Record<InstancePhase, readonly InstancePhase[]>> = {
+  // A load may fail or be stopped before its runtime exists; one replaced by another load drains from any live phase.
+  waiting_for_room: ['starting', 'draining', 'stopping'],
+  starting: ['ready', 'draining', 'stopping'],
+  ready: ['draining', 'stopping'],
+  draining: ['stopping'],
+  stopping: ['gone'],
+  gone: [],
+}
+
+/** An instance asked to move where its phase does not lead: a bug in the scheduler, never a request's fault. */
+export class IllegalTransitionError extends Error {
+  constructor (model: string, from: InstancePhase, to: InstancePhase) {
+    super(`instance of model "${model}": no move from ${from} to ${to}`)
+    this.name = 'IllegalTransitionError'
+  }
+}
+
 /** A queued request: resolved with true when a slot is handed to it, false when the instance went away. */
 interface Waiter { grant: (granted: boolean) => void, ticket?: object, key: string, arrived: number }
 
@@ -20,7 +46,7 @@ const NO_KEY = ''
  * Without keys every request is in one line: first come, first served.
  */
 export class Instance {
-  private currentState: InstanceState = 'loading'
+  private currentPhase: InstancePhase = 'waiting_for_room'
   private wasContended = false
   private inFlight = 0
   /** Waiting requests, one line per key (in arrival order), and how many in all. */
@@ -31,7 +57,6 @@ export class Instance {
   private grants = 0
   private arrivals = 0
   private waitingForLoad = 0
-  private isDraining = false
   private lastUse = Date.now()
   private keepAliveMs: number
   /** Scheduled unload time (ms since epoch) while idle; null while busy or kept forever. */
@@ -55,7 +80,25 @@ export class Instance {
     this.keepAliveMs = keepAliveMs
   }
 
-  get state (): InstanceState { return this.currentState }
+  get phase (): InstancePhase { return this.currentPhase }
+  /**
+   * What /api/ps says: loading until it first serves (a drained one that never served too), loaded while it serves
+   * or drains, unloading from the moment it began to end.
+   */
+  get state (): InstanceState {
+    switch (this.currentPhase) {
+      case 'waiting_for_room': case 'starting': return 'loading'
+      case 'ready': return 'loaded'
+      case 'draining': return this.servingSince > 0 ? 'loaded' : 'loading'
+      case 'stopping': case 'gone': return 'unloading'
+    }
+  }
+
+  /** Moves to `to`. @throws IllegalTransitionError when its phase does not lead there */
+  private moveTo (to: InstancePhase): void {
+    if (!PHASE_MOVES[this.currentPhase].includes(to)) throw new IllegalTransitionError(this.model.name, this.currentPhase, to)
+    this.currentPhase = to
+  }
   /** Requests holding a slot. */
   get active (): number { return this.inFlight }
   /** Requests waiting in line for a slot. */
@@ -67,9 +110,11 @@ export class Instance {
   /** When a request last gave its slot back (ms since epoch): eviction takes the least recently used. */
   get lastUsed (): number { return this.lastUse }
   get idle (): boolean { return this.inFlight === 0 && this.waiting === 0 }
-  get accepting (): boolean { return !this.isDraining && this.currentState !== 'unloading' }
+  get accepting (): boolean { return this.currentPhase === 'waiting_for_room' || this.currentPhase === 'starting' || this.currentPhase === 'ready' }
+  /** Ending, or gone: nothing may be started on it any more. */
+  get ending (): boolean { return this.currentPhase === 'stopping' || this.currentPhase === 'gone' }
   /** Draining (replaced by an instance with other options) or keep_alive 0: it goes as soon as it is idle. */
-  get unloadsWhenIdle (): boolean { return this.isDraining || this.keepAliveMs === 0 }
+  get unloadsWhenIdle (): boolean { return this.currentPhase === 'draining' || this.keepAliveMs === 0 }
   /** Aborted with the reason when the instance goes away. */
   get signal (): AbortSignal { return this.controller.signal }
   /** Its llama-server, once one was made for it (null while it waits for room). */
@@ -102,8 +147,9 @@ export class Instance {
     }
   }
 
-  /** The llama-server made for it, before its start. */
+  /** The llama-server made for it, before its start: room was made, it starts (a drained one still loads). */
   attach (process: RuntimeProcess): void {
+    if (this.currentPhase !== 'draining') this.moveTo('starting')
     this.runtime = process
     this.attachedAt = Date.now()
   }
@@ -111,10 +157,9 @@ export class Instance {
   /** When its llama-server was made, about when its load began (ms since epoch; 0 while it waits for room). */
   get loadStartedAt (): number { return this.attachedAt }
 
-  /** Its runtime serves. */
+  /** Its runtime serves (a drained one serves only those already in its line). */
   markLoaded (): void {
-    if (this.currentState !== 'loading') return
-    this.currentState = 'loaded'
+    if (this.currentPhase !== 'draining') this.moveTo('ready')
     this.servingSince = Date.now()
   }
 
@@ -132,7 +177,7 @@ export class Instance {
   }
 
   /** Replaced by an instance with other load-time options: no new requests; it goes once idle. */
-  drain (): void { this.isDraining = true }
+  drain (): void { this.moveTo('draining') }
 
   /** Ollama's keep_alive 0 with nothing to generate: it goes once the requests on it are done. */
   expireWhenIdle (): void { this.keepAliveMs = 0 }
@@ -153,23 +198,25 @@ export class Instance {
   }
 
   /**
-   * Stops taking requests and its keep-alive clock. With a reason, the requests in flight end with it and those
-   * in line are sent away at once; without, that waits for `end()`. False when it was already unloading.
+   * Begins its end: it takes no more requests, its keep-alive clock and watchdog stop. False when it was already
+   * ending (the one end path runs once).
    */
-  beginUnload (reason?: Error): boolean {
-    if (this.currentState === 'unloading') return false
-    this.currentState = 'unloading'
+  beginEnd (): boolean {
+    if (this.ending) return false
+    this.moveTo('stopping')
     this.clearTimer()
     this.watchdog?.stop()
-    if (reason !== undefined) this.end(reason)
     return true
   }
 
   /** The requests in flight end with `reason`; those in line are sent away (they hear the same reason). */
-  end (reason: Error): void {
+  cut (reason: Error): void {
     this.controller.abort(reason)
     this.dismissWaiters()
   }
+
+  /** Out of the scheduler's list: the end path is over. */
+  markGone (): void { this.moveTo('gone') }
 
   /** Takes a slot at once if one is free and nobody is ahead in the queue. */
   tryTake (): boolean {

@@ -4,11 +4,10 @@ import { linkedSignal } from '../../core/linked-signal.js'
 import type { Options } from '../../core/options-schema.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { watchedSink, type RuntimeEndpoint } from '../../runtimes/index.js'
-import { cacheSalt } from '../scheduler/cache-group-fields.js'
 import type { AcquireRequest, Lease } from '../scheduler/lease.js'
-import { leaseBooks } from '../scheduler/lease-books.js'
+import { cacheSalt, leaseBooks } from '../scheduler/leases.js'
 import type { SchedulableModel } from '../scheduler/ports.js'
-import { reserveTokens } from '../scheduler/token-reservation.js'
+import { reserveTokens } from '../scheduler/request-plan.js'
 
 // What a lease says of a context it cannot know: the upstream's own refusal tells the real one.
 const UNKNOWN_CONTEXT = 1 << 20

@@ -44,6 +44,12 @@ const TRANSITIONS: Readonly<Record<ServerState, readonly ServerState[]>> = {
   stopping: ['stopped'],
 }
 
+/** `to`, when the table leads there from `from`. @throws Error for any other move: a bug in the supervisor */
+export function nextServerState (from: ServerState, to: ServerState): ServerState {
+  if (!TRANSITIONS[from].includes(to)) throw new Error(`llama-server: no move from ${from} to ${to}`)
+  return to
+}
+
 const LOG_LINES = 50
 // Small models load in tens of milliseconds: a coarse first poll would dominate the cold start. Later polls back
 // off (a connection attempt every 5 ms costs more CPU than the load), as READY_HINT's lines wake the wait at once.
@@ -177,14 +183,16 @@ export class LlamaServer {
       await this.stop()
       throw err
     }
+    // A stop during the start wins over its readiness: the start then ends as the stop says.
+    if (this.currentState !== 'starting') throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
     this.transition('ready')
     // Debug: the scheduler says "model loaded" with the same facts, and each line costs a cold start time.
     log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
   }
 
-  /** Moves to `to` when the table allows it from the current state, and refuses (stays) otherwise. */
+  /** Moves to `to`. @throws Error when the table does not lead there (nextServerState) */
   private transition (to: ServerState): void {
-    if (TRANSITIONS[this.currentState].includes(to)) this.currentState = to
+    this.currentState = nextServerState(this.currentState, to)
   }
 
   private keepLine (line: string): void {
@@ -243,7 +251,9 @@ export class LlamaServer {
     const child = this.child
     if (!child || !this.exited) return
     this.stopRequested = true
-    this.transition('stopping')
+    // Gone already: its exit is all there is to wait for. Stopping already: asked again, maybe sooner (a grace of 0).
+    if (this.currentState === 'stopped') { await this.exited; return }
+    if (this.currentState !== 'stopping') this.transition('stopping')
     killGroup(child.pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL')
     const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), Math.max(graceMs, 0))
     await this.exited

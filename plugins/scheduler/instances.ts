@@ -1,0 +1,263 @@
+import type { EventHub } from '../../core/event-hub.js'
+import { GatewayError, RuntimeError, UnavailableError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
+import type { ResolvedOptions } from '../../core/request-options.js'
+import { estimateInstanceBytes } from './memory-estimate.js'
+import { Instance } from './instance.js'
+import type { Purpose } from './lease.js'
+import { modelArgs } from './model-args.js'
+import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+import { ProgressWatchdog } from './progress-watchdog.js'
+import type { CacheShape, PromptCaches } from './prompt-caches.js'
+import { purposeFlags } from './purpose.js'
+import type { Room } from './room.js'
+import type { SchedulerEvents } from './scheduler-events.js'
+import { StartBackoff } from './start-backoff.js'
+
+const BUSY_STOP_GRACE_MS = 500
+
+export interface InstancesDeps {
+  store: SchedulerStore
+  runtimes: SchedulerRuntimes
+  settings: SchedulerSettings
+  ensureVariant?: EnsureVariant
+  rpcWorkers?: SchedulerRpcWorkers
+  promptCaches?: PromptCaches
+  room: () => Room
+  events: EventHub<SchedulerEvents>
+  log: Pick<Logger, 'info' | 'warn' | 'error'>
+}
+
+/** How an instance ends: why (told to its requests), and what may be done on the way. */
+export interface Ending {
+  /** Told to the requests in flight and in line; a promise for a reason still being found (which RPC worker went). */
+  reason: Error | Promise<Error>
+  /** Its slots are saved first (not for a runtime that cannot answer, or one already dead). @default true */
+  save?: boolean
+  /** How long llama-server may take to exit on SIGTERM before it is killed (0: at once). @default its default, or 500 ms when busy */
+  graceMs?: number
+  /** Its process is already gone (a crash): nothing to stop. @default false */
+  exited?: boolean
+}
+
+/**
+ * The instances the scheduler holds, each from its start to its end: find one that serves a request, start one
+ * (back-off, room, workers, GGUF, runtime, restored caches, watchdog), and the one path every end takes (stopped,
+ * unloaded, expired, evicted, replaced, crashed, stuck, failed to start, shutdown).
+ */
+export class Instances {
+  private readonly list: Instance[] = []
+  private readonly backoff = new StartBackoff()
+  private readonly endings = new Map<Instance, Promise<void>>()
+
+  constructor (private readonly deps: InstancesDeps) {}
+
+  all (): readonly Instance[] { return this.list }
+
+  /** The RPC workers (config names) a model's layers are split across; empty when it runs here alone. */
+  workersOf (model: Pick<SchedulableModel, 'name'>): string[] {
+    return this.deps.settings.modelOptions.get(model.name)?.rpc ?? []
+  }
+
+  /** `minContext`: a context grown for an earlier prompt, which a smaller instance no longer serves. */
+  find (model: SchedulableModel, resolved: ResolvedOptions, purpose: Purpose, minContext: number): Instance | undefined {
+    const room = this.deps.room()
+    // One swapped out for another model takes no new requests: they wait for its next load (swap-policy.ts).
+    const candidates = this.list.filter((i) => i.model.name === model.name && i.purpose === purpose && i.accepting && !room.isSwappedOut(i) &&
+      i.options.num_ctx >= minContext && i.fits(resolved.loadRequested, model.format === 'gguf'))
+    // A loaded one before one still loading (whose load, asked for with other options, may fail), then the one
+    // with the shortest line, so that requests spread over equivalent instances.
+    const loading = (i: Instance): number => i.state === 'loaded' ? 0 : 1
+    return candidates.sort((a, b) => loading(a) - loading(b) || (a.active + a.queued) - (b.active + b.queued))[0]
+  }
+
+  /** A new instance, its load under way (waiting for room first). */
+  start (model: SchedulableModel, resolved: ResolvedOptions, keepAliveMs: number | undefined, purpose: Purpose): Instance {
+    const load = resolved.load
+    const ctxSize = load.num_ctx * load.num_parallel
+    const instance = new Instance(model, load, estimateInstanceBytes(model, ctxSize, load.cache_type_k, load.cache_type_v),
+      keepAliveMs ?? this.deps.settings.keepAliveMs, purpose)
+    this.list.push(instance)
+    this.deps.room().enter(instance)
+    instance.startLoading(this.bringUp(instance, ctxSize).catch(async (err) => {
+      if ((err as { code?: string }).code === 'no_room') this.deps.room().noRoomFor(model.name, purpose)
+      // A start that failed left no runtime to stop.
+      await this.end(instance, { reason: err as Error, save: false, exited: true })
+      throw err
+    }))
+    return instance
+  }
+
+  /**
+   * The one end path: the instance takes no more requests; those in flight end with the reason and those in line are
+   * sent away (after a crash or a stuck runtime they look for a fresh instance); its slots are saved; its runtime
+   * stops; it leaves the list and the room it held. Runs once: a second end waits for the first.
+   */
+  end (instance: Instance, ending: Ending): Promise<void> {
+    const running = this.endings.get(instance)
+    if (running !== undefined) return running
+    const done = this.runEnd(instance, ending).finally(() => this.endings.delete(instance))
+    this.endings.set(instance, done)
+    return done
+  }
+
+  private async runEnd (instance: Instance, { reason, save = true, graceMs, exited = false }: Ending): Promise<void> {
+    // Saved only from a runtime that served, that can answer, and whose model generates.
+    const served = save && !exited && instance.state === 'loaded' && instance.purpose === 'generate' && instance.process !== null
+    // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we are
+    // cutting anyway need not be waited for.
+    const grace = graceMs ?? (instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined)
+    if (!instance.beginEnd()) return
+    try {
+      // At once when the reason is known: a request in flight hears it in the same turn as the end began.
+      instance.cut(reason instanceof Error ? reason : await reason)
+      // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
+      if (served && this.deps.promptCaches) await this.deps.promptCaches.saveFrom(instance.process!.endpoint, cacheShape(instance))
+      if (!exited) await instance.process?.stop(grace)
+    } finally {
+      const at = this.list.indexOf(instance)
+      if (at !== -1) this.list.splice(at, 1)
+      instance.markGone()
+      this.deps.room().forget(instance, instance.process !== null)
+      // A crash says so itself ('runtime died'), and a failed start in its error.
+      if (!exited) this.deps.log.info({ model: instance.model.name, reason: (reason instanceof Error ? reason : await reason).message }, 'model unloaded')
+    }
+  }
+
+  /** Waits for every ending under way (the app closing). */
+  async ended (): Promise<void> {
+    await Promise.all([...this.endings.values()])
+  }
+
+  private async bringUp (instance: Instance, ctxSize: number): Promise<void> {
+    const { model, options, purpose } = instance
+    const { store, events, log, promptCaches } = this.deps
+    const failureKey = StartBackoff.keyOf(instance)
+    this.backoff.check(failureKey, model.name)
+    const workers = this.workersOf(model)
+    if (workers.length === 0) await this.deps.room().refuseWhatCannotFit(instance)
+    await this.deps.room().make(instance)
+    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
+    const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
+    let path = store.ggufPath(model, options.dtype)
+    if (path === null && this.deps.ensureVariant) {
+      await this.deps.ensureVariant(model, options.dtype)
+      path = store.ggufPath(store.get(model.name), options.dtype)
+    }
+    if (path === null) {
+      throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
+    }
+    const args = this.deps.settings.modelOptions.get(model.name)?.args
+    const caches = purpose === 'generate' ? promptCaches : undefined
+    // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
+    const cacheDir = await caches?.init() === true ? caches!.dir : null
+    // Stopped while it waited for a worker, a conversion or the cache folder: nothing may be started for it now.
+    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
+    const process = this.deps.runtimes.create({
+      modelPath: path,
+      alias: model.name,
+      ctxSize,
+      parallel: options.num_parallel,
+      nGpuLayers: options.n_gpu_layers,
+      threads: options.num_thread,
+      cacheTypeK: options.cache_type_k,
+      cacheTypeV: options.cache_type_v,
+      ...(model.template ? { chatTemplate: model.template } : {}),
+      ...purposeFlags(model, purpose, options.num_ctx, store.projectorPath(model)),
+      ...rpc,
+      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, store) } : {}),
+      ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
+    })
+    instance.attach(process)
+    process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
+    const spawned = performance.now()
+    try {
+      await process.start()
+    } catch (err) {
+      // A start cut short by a stop is not the model's failure: no backoff for it.
+      if ((err as { code?: string }).code !== 'runtime_stopped') {
+        this.backoff.failed(failureKey, err)
+        events.emit('loadFailed', model.name, purpose, err)
+      }
+      throw err
+    }
+    // Stopped as its runtime came up (the end found it starting and stopped it, or found no runtime yet).
+    if (instance.ending) { await process.stop(0); return }
+    this.backoff.succeeded(failureKey)
+    // Before the first request: llama-server then sends each request to the slot holding its conversation.
+    if (caches) await caches.restoreInto(process.endpoint, cacheShape(instance))
+    instance.markLoaded()
+    const { progressTimeoutMs } = this.deps.settings
+    if (progressTimeoutMs !== undefined) {
+      instance.watch(new ProgressWatchdog({ source: process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
+    }
+    events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000)
+    this.replaceOthers(instance)
+    log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+  }
+
+  /**
+   * Only once a new instance serves do the model's instances with other options finish what they have and go: a load
+   * that fails (one client's impossible options) leaves everyone else's instance serving.
+   */
+  private replaceOthers (instance: Instance): void {
+    for (const old of this.list) {
+      if (old !== instance && old.model.name === instance.model.name && old.purpose === instance.purpose && old.accepting) {
+        old.drain()
+        if (old.idle && old.state === 'loaded') void this.end(old, { reason: new UnavailableError('replaced') })
+      }
+    }
+  }
+
+  /**
+   * A model split across RPC workers: each must answer now (a load on a worker that does not would hang or abort),
+   * and its memory is theirs: weights and cache go to their devices, not this machine's.
+   * @throws UnavailableError naming the worker that does not answer
+   */
+  private async prepareWorkers (instance: Instance, workers: string[]): Promise<{ rpcEndpoints: string[], tensorSplit?: number[] }> {
+    const { rpcWorkers, settings, log } = this.deps
+    if (!rpcWorkers) throw new UnavailableError(`model "${instance.model.name}" is to be split across RPC workers, and this server has none configured`, 'rpc_worker_unavailable')
+    const { endpoints, freeBytes } = await rpcWorkers.prepare(workers, instance.model.name)
+    if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
+    const tensorSplit = settings.modelOptions.get(instance.model.name)?.tensorSplit
+    return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
+  }
+
+  /** Its runtime died while it served: its requests hear why, those in line load the model afresh. */
+  private crashed (instance: Instance, code: number | null, signal: string | null, logTail: string[]): void {
+    if (instance.state !== 'loaded') return // a failed start is reported by start() itself
+    const name = instance.model.name
+    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
+    const last = logTail.filter((l) => l.trim() !== '').slice(-3).join(' | ')
+    const error = new RuntimeError(`the runtime of model "${name}" ${how}${last ? `: ${last}` : ''}`, logTail, 'runtime_died')
+    this.deps.log.error({ model: name, code, signal, logTail: logTail.slice(-10) }, 'runtime died')
+    this.deps.events.emit('crashed', name)
+    const workers = this.workersOf(instance.model)
+    // Split across RPC workers, llama-server aborts when one goes: the requests on it are told which one (a refused
+    // connection answers in a millisecond; the wait is bounded for a host that went silent).
+    const reason = workers.length === 0 || !this.deps.rpcWorkers
+      ? error
+      : this.deps.rpcWorkers.explainLoss(workers).catch(() => null)
+        .then((lost) => lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${name}" ${how}`, logTail, 'rpc_worker_lost'))
+    void this.end(instance, { reason, save: false, exited: true })
+  }
+
+  /**
+   * A busy runtime that stopped moving (progress-watchdog.ts): its requests end with the reason, it is killed, and
+   * those in line load the model afresh, as after a crash.
+   */
+  private stuck (instance: Instance, why: string): void {
+    if (instance.state !== 'loaded') return
+    const name = instance.model.name
+    this.deps.log.error({ model: name, pid: instance.process?.pid, why }, 'runtime stuck: stopping it')
+    this.deps.events.emit('crashed', name)
+    const reason = new RuntimeError(`the runtime of model "${name}" was stuck (${why}), so it was stopped; the model loads again for the next request`, [], 'runtime_stuck')
+    void this.end(instance, { reason, graceMs: 0, save: false })
+  }
+}
+
+/** What ties an instance's slot caches to the runtimes that can take them back. */
+export function cacheShape (instance: Instance): CacheShape {
+  const { model, options } = instance
+  return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v }
+}

@@ -1,0 +1,67 @@
+import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { Instance } from './instance.js'
+import type { LoadedModel, Purpose } from './lease.js'
+import type { WaitEstimate } from './wait-estimate.js'
+import { estimateKey } from './wait-report.js'
+
+/** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
+export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[]): LoadedModel[] {
+  const now = Date.now()
+  // An instance still waiting for room has started nothing: it is not a loaded (or loading) model yet.
+  return instances.filter((i) => i.process !== null).map((i) => ({
+    model: i.model,
+    purpose: i.purpose,
+    state: i.state,
+    estimatedBytes: i.estimatedBytes,
+    contextLength: i.options.num_ctx,
+    parallel: i.options.num_parallel,
+    // While busy, a model is due to unload its keep-alive after the current requests end.
+    expiresAt: i.expiresAtFrom(now),
+    pid: i.process?.pid ?? null,
+    backend: i.process?.backend ?? null,
+    activeRequests: i.active,
+    // Those waiting for the load are in its queue too: they take a slot, in order, once it serves.
+    queuedRequests: i.queued + i.awaitingLoad,
+    ...waitFigures(i, estimate, now),
+    rpcWorkers: workersOf(i.model),
+  }))
+}
+
+/**
+ * /api/ps's loading progress and expected wait of an instance: a request arriving now waits for the rest of the load
+ * (its earlier loads' median), then behind those queued, unless a slot is free. Null where nothing was measured yet.
+ */
+function waitFigures (i: Instance, estimate: WaitEstimate, now: number): Pick<LoadedModel, 'loading' | 'expectedWaitMs'> {
+  const key = estimateKey(i.model.name, i.purpose)
+  const line = i.queued + i.awaitingLoad
+  if (i.state === 'loading') {
+    const elapsedMs = now - i.loadStartedAt
+    const loadMs = estimate.loadMs(key)
+    const queueMs = line >= i.options.num_parallel ? estimate.queueMs(key, line + 1 - i.options.num_parallel, i.options.num_parallel) : 0
+    const expectedWaitMs = loadMs === null || queueMs === null ? null : Math.max(loadMs - elapsedMs, 0) + queueMs
+    return { loading: { elapsedMs, expectedMs: loadMs }, expectedWaitMs }
+  }
+  const free = i.active < i.options.num_parallel && line === 0
+  return { loading: null, expectedWaitMs: free ? 0 : estimate.queueMs(key, line + 1, i.options.num_parallel) }
+}
+
+/**
+ * Requests in flight (holding a slot) and queued (waiting for a slot, a load or room to load), by model, over every
+ * instance, those still waiting for room included: what a load balancer reads as each model's load.
+ */
+export function requestCounts (instances: readonly Instance[]): Map<string, { inFlight: number, queued: number }> {
+  const counts = new Map<string, { inFlight: number, queued: number }>()
+  for (const i of instances) {
+    const count = counts.get(i.model.name) ?? { inFlight: 0, queued: 0 }
+    count.inFlight += i.active
+    count.queued += i.queued + i.awaitingLoad
+    counts.set(i.model.name, count)
+  }
+  return counts
+}
+
+/** The runtimes of the loaded instances, to ask for their own statistics (metrics, slots). */
+export function loadedRuntimes (instances: readonly Instance[]): Array<{ model: string, purpose: Purpose, endpoint: RuntimeEndpoint }> {
+  return instances.filter((i) => i.state === 'loaded' && i.process !== null)
+    .map((i) => ({ model: i.model.name, purpose: i.purpose, endpoint: i.process!.endpoint }))
+}

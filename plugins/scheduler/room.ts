@@ -1,0 +1,238 @@
+import type { EventHub } from '../../core/event-hub.js'
+import { GatewayError, UnavailableError } from '../../core/errors.js'
+import type { Logger } from '../../core/logger.js'
+import { formatBytes } from '../../core/units.js'
+import type { Instance } from './instance.js'
+import type { Purpose } from './lease.js'
+import type { SchedulerRuntimes, SchedulerSettings } from './ports.js'
+import type { SchedulerEvents } from './scheduler-events.js'
+import type { SwapPolicy } from './swap-policy.js'
+
+// KV caches below this load without asking whether they fit (llama-server decides, as for any small load).
+const CACHE_CHECK_BYTES = 2 ** 30
+
+export interface RoomDeps {
+  /** Every instance the scheduler holds, loading, loaded or ending. */
+  instances(): readonly Instance[]
+  settings: SchedulerSettings
+  runtimes: Pick<SchedulerRuntimes, 'freeMemory'>
+  swaps: SwapPolicy
+  /** The RPC workers a model's layers are split across (config names). */
+  workersOf(model: Instance['model']): string[]
+  /** Ends an idle instance to make room, at once (the one end path). */
+  evict(victim: Instance): Promise<void>
+  /** Loads a pinned model again (a load without a slot). */
+  reload(name: string, purpose: Purpose): Promise<void>
+  /** The scheduler is closing: nothing is loaded again. */
+  closing(): boolean
+  events: EventHub<SchedulerEvents>
+  log: Pick<Logger, 'info' | 'warn'>
+}
+
+/**
+ * Room for a load: at most max_loaded_models, within the free memory. Loads take room by priority, then in order of
+ * arrival; idle instances are unloaded in swap-policy.ts's order (pinned and just loaded ones stay); a busy one in the
+ * way stops taking new requests once its swap wait is over; pinned models that found none load again when room comes.
+ */
+export class Room {
+  /** Woken whenever room may have appeared (an unload, an instance going idle). */
+  private waiters: Array<() => void> = []
+  /** Loads not yet given room: they take it by priority, then in order of arrival. */
+  private readonly awaiting = new Set<Instance>()
+  /** Loaded instances whose swap-in waited long enough: they take no new requests, and go once idle (by the swap-in). */
+  private readonly swapOuts = new Map<Instance, Instance>()
+  /** Pinned models whose load found no room: loaded again when another model unloads. */
+  private readonly pinnedToReload = new Map<string, Purpose>()
+
+  constructor (private readonly deps: RoomDeps) {}
+
+  /** A new instance waits for room until `make` gives it. */
+  enter (instance: Instance): void { this.awaiting.add(instance) }
+
+  /** Closed to new requests for a swap-in (they wait for its next load). */
+  isSwappedOut (instance: Instance): boolean { return this.swapOuts.has(instance) }
+
+  /** The bytes a KV cache may take: unbounded below the size worth asking about, else free memory plus every other model's. */
+  async memoryBudget (instance: Instance): Promise<number> {
+    const free = await this.deps.runtimes.freeMemory()
+    return Math.max(free + this.othersBytes(instance) + instance.estimatedBytes - instance.model.size, CACHE_CHECK_BYTES)
+  }
+
+  /**
+   * Refuses, before anything starts, a load whose KV cache alone is larger than the memory it could ever have:
+   * what is free now plus what unloading every other model would free. The weights are left out (llama.cpp maps
+   * them, and a model larger than memory can still run from the page cache); the cache is allocated whole.
+   * @throws GatewayError 400 naming the options, what they need and what is free
+   */
+  async refuseWhatCannotFit (instance: Instance): Promise<void> {
+    const cache = instance.estimatedBytes - instance.model.size
+    // Asking for free memory costs a cold start an nvidia-smi run on a GPU: only a cache that could matter asks.
+    if (cache < CACHE_CHECK_BYTES) return
+    const free = await this.deps.runtimes.freeMemory()
+    const others = this.othersBytes(instance)
+    if (cache <= free + others) return
+    const { num_ctx: ctx, num_parallel: parallel, cache_type_k: k, cache_type_v: v } = instance.options
+    const trained = instance.model.gguf?.context_length
+    throw new GatewayError(400, `options num_ctx ${ctx} × num_parallel ${parallel} need a KV cache of ${formatBytes(cache)} (cache types ${k}/${v}), more than the ${formatBytes(free + others)} of memory this model could have (${formatBytes(free)} free${others > 0 ? `, ${formatBytes(others)} more with every other model unloaded` : ''}); lower num_ctx${trained ? ` (the model was trained with ${trained})` : ''} or num_parallel`, { code: 'insufficient_memory' })
+  }
+
+  /**
+   * Waits until the instance may load: fewer than max_loaded_models others, and its estimated size within the free
+   * memory. When nothing else is loaded, the load goes ahead and llama-server decides.
+   * @throws UnavailableError ('no_room') past the load timeout, or at once when only pinned models are in the way
+   */
+  async make (instance: Instance): Promise<void> {
+    const { settings, runtimes, log, swaps } = this.deps
+    const turn = { arrived: Date.now(), deadline: Date.now() + settings.loadTimeoutMs, announced: false }
+    const waited = `waited ${Math.round(settings.loadTimeoutMs / 1000)} s`
+    try {
+      for (;;) {
+        // Ended while it waited (stopped, shutdown): its start gives up at once, not at the deadline.
+        if (instance.ending) return
+        // A load behind this one in line does not count against it.
+        const all = this.deps.instances()
+        const others = all.filter((i) => i !== instance && (!this.awaiting.has(i) || swaps.isAhead(i, instance, all)))
+        // An RPC worker serves one llama-server at a time: a model sharing one with this one must go first.
+        const mineWorkers = new Set(this.deps.workersOf(instance.model))
+        const sharing = others.filter((i) => this.deps.workersOf(i.model).some((w) => mineWorkers.has(w)))
+        if (sharing.length > 0) {
+          if (await this.evictIdle(sharing, instance, 'unloading a model from the RPC workers another one needs', turn.deadline)) continue
+          if (Date.now() >= turn.deadline) throw new UnavailableError(`no room to load "${instance.model.name}": its RPC workers (${[...mineWorkers].join(', ')}) serve "${sharing[0]!.model.name}", which is busy${this.pinnedNote(sharing)}; ${waited}`, 'no_room')
+          await this.wait(turn.deadline - Date.now())
+          continue
+        }
+        if (mineWorkers.size > 0 && others.length < settings.maxLoadedModels) return // its memory is the workers'
+        if (others.length === 0) {
+          // Alone, it loads whatever the free memory: llama-server decides. The memory is only asked for the
+          // warning, once the start is under way (on a GPU the probe is an nvidia-smi run, tens of milliseconds).
+          setImmediate(() => {
+            runtimes.freeMemory().then((free) => {
+              if (instance.estimatedBytes > free) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free }, 'model may not fit in free memory; loading anyway')
+            }, () => {})
+          })
+          return
+        }
+        // At max_loaded_models, one must go whatever the memory: a switch does not wait for a probe (an
+        // nvidia-smi run on a GPU) whose answer changes nothing.
+        if (others.length < settings.maxLoadedModels && instance.estimatedBytes <= await runtimes.freeMemory()) return
+        // Pinned models never leave for another: waiting for them would only end in the same answer.
+        if (others.every((i) => swaps.isPinned(i.model.name) && !this.awaiting.has(i) && i.state !== 'unloading')) {
+          throw new UnavailableError(`no room to load "${instance.model.name}": ${others.map((i) => `"${i.model.name}"`).join(', ')} ${others.length > 1 ? 'are' : 'is'} pinned (config.yaml models.<name>.pinned) and never unloaded for another model (limits.max_loaded_models is ${settings.maxLoadedModels})`, 'no_room')
+        }
+        // A load ahead in line makes its own room first: this one unloads nothing meanwhile.
+        const ahead = others.some((i) => this.awaiting.has(i))
+        const lookAgainAt = ahead ? turn.deadline : await this.swapOut(others, instance, turn)
+        if (lookAgainAt === 'evicted') continue
+        if (Date.now() >= turn.deadline) {
+          throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) ${ahead ? 'loading or waiting to, ahead of it,' : 'loaded and busy'}${this.pinnedNote(others)} (limits.max_loaded_models is ${settings.maxLoadedModels}); ${waited}`, 'no_room')
+        }
+        await this.wait(Math.min(turn.deadline, lookAgainAt) - Date.now())
+      }
+    } finally {
+      this.awaiting.delete(instance)
+      // What this load closed for its swap serves again if the load went without it (failed, or room came otherwise).
+      for (const [out, into] of this.swapOuts) if (into === instance) this.swapOuts.delete(out)
+      // The next load in line may go now.
+      this.wake()
+    }
+  }
+
+  /** Wakes the loads waiting for room: an unload, or an instance gone idle, may have made some. */
+  wake (): void {
+    for (const wake of this.waiters.splice(0)) wake()
+  }
+
+  /** A model stopped on purpose: it is not loaded again by itself. */
+  notAgain (name: string): void { this.pinnedToReload.delete(name) }
+
+  /** A load that found no room: a pinned model loads again once another model leaves. */
+  noRoomFor (name: string, purpose: Purpose): void {
+    if (this.deps.swaps.isPinned(name) && !this.deps.closing()) this.pinnedToReload.set(name, purpose)
+  }
+
+  /** An instance left the scheduler: its places go, and the room it held may let a waiting load, or a pinned one, in. */
+  forget (instance: Instance, hadRuntime: boolean): void {
+    this.awaiting.delete(instance)
+    this.swapOuts.delete(instance)
+    this.wake()
+    if (hadRuntime) setImmediate(() => this.reloadPinned())
+  }
+
+  /**
+   * Makes room as swap-policy.ts says: unloads an idle model that may go, else, once the swap-in's wait is over, closes
+   * the busy model in its way to new requests so that its line ends. @returns 'evicted', or when to look again
+   */
+  private async swapOut (others: Instance[], instance: Instance, turn: { arrived: number, deadline: number, announced: boolean }): Promise<'evicted' | number> {
+    const { swaps, log, events } = this.deps
+    // A model with requests while this load waits for room is wanted by two clients at once: min_residency holds for it.
+    for (const other of others) if (other.active + other.queued + other.awaitingLoad > 0) other.markContended()
+    if (await this.evictIdle(others, instance, 'unloading an idle model to make room', turn.deadline)) return 'evicted'
+    const name = instance.model.name
+    const movable = swaps.evictionOrder(others.filter((i) => i.state === 'loaded' && !swaps.isPinned(i.model.name)))
+    // The idle one next to go was loaded too recently: it goes when its min_residency is over.
+    const resident = movable.find((i) => i.idle)
+    const lookAgainAt = resident ? Math.min(turn.deadline, swaps.residentUntil(resident, name)) : turn.deadline
+    const busy = movable.find((i) => !i.idle && i.model.name !== name)
+    if (!busy || this.swapOuts.has(busy)) return lookAgainAt
+    const swapAt = swaps.swapAt(instance, busy, turn.arrived)
+    if (Date.now() >= swapAt) {
+      log.info({ model: busy.model.name, for: name, active: busy.active, queued: busy.queued }, `${busy.model.name} takes no new requests: it is swapped out for ${name} once those it has are done`)
+      this.swapOuts.set(busy, instance)
+      events.emit('swapOut', busy.model.name, name)
+      return lookAgainAt
+    }
+    if (!turn.announced) {
+      turn.announced = true
+      log.info({ model: busy.model.name, for: name }, `waiting up to ${Math.ceil((swapAt - Date.now()) / 1000)} s for ${busy.model.name}'s requests before swapping it out for ${name}`)
+    }
+    return Math.min(lookAgainAt, swapAt)
+  }
+
+  /**
+   * Unloads the idle instance among `candidates` that goes first for `instance` (swap-policy.ts: never a pinned one);
+   * false when none is idle, or that one is within its min_residency (which gives way at `deadline`: the load does
+   * not fail for it). Residency says when the next one goes, not which.
+   */
+  private async evictIdle (candidates: Instance[], instance: Instance, why: string, deadline: number): Promise<boolean> {
+    const { swaps, log, events } = this.deps
+    const now = Date.now()
+    const victim = swaps.evictionOrder(candidates.filter((i) => i.state === 'loaded' && i.idle && !swaps.isPinned(i.model.name)))[0]
+    if (!victim || (now < deadline && now < swaps.residentUntil(victim, instance.model.name))) return false
+    log.info({ model: victim.model.name, for: instance.model.name }, why)
+    events.emit('evicted', victim.model.name, instance.model.name)
+    await this.deps.evict(victim)
+    return true
+  }
+
+  /** ", pinned: ..." when some of `instances` are pinned (they never leave for another model). */
+  private pinnedNote (instances: Instance[]): string {
+    const pinned = [...new Set(instances.filter((i) => this.deps.swaps.isPinned(i.model.name)).map((i) => `"${i.model.name}"`))]
+    return pinned.length > 0 ? `, pinned: ${pinned.join(', ')}` : ''
+  }
+
+  private wait (timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs)
+      function done (): void { clearTimeout(timer); resolve() }
+      this.waiters.push(done)
+    })
+  }
+
+  private othersBytes (instance: Instance): number {
+    return this.deps.instances().filter((i) => i !== instance && i.process !== null).reduce((sum, i) => sum + i.estimatedBytes, 0)
+  }
+
+  /**
+   * Loads again the pinned models whose load found no room, once no other load waits for it (those asked for by a
+   * request go first). One that finds none again waits for the next model to leave.
+   */
+  private reloadPinned (): void {
+    if (this.deps.closing() || this.awaiting.size > 0) return
+    for (const [name, purpose] of this.pinnedToReload) {
+      this.pinnedToReload.delete(name)
+      if (this.deps.instances().some((i) => i.model.name === name && i.purpose === purpose)) continue
+      this.deps.log.info({ model: name }, 'loading a pinned model again: room came back')
+      this.deps.reload(name, purpose).catch((err: unknown) => this.deps.log.warn({ model: name, err }, 'a pinned model did not load again'))
+    }
+  }
+}
