@@ -1,4 +1,4 @@
-import { ATTACK_KINDS } from './soak-attackers.js'
+import { ATTACK_KINDS } from './soak-attack-kinds.js'
 import type { Outcome } from './soak-clients.js'
 import type { HostileLedger } from './soak-hostile.js'
 import type { ResourceSample } from './soak-probes.js'
