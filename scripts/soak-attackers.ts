@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto'
+import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 import type { CacheWriter } from './soak-cache-writer.js'
 import { upstreamAttacker } from './soak-hostile-upstream.js'
 import { RawConnection } from './soak-raw-connection.js'
@@ -8,9 +9,6 @@ import { quotaDodger } from './soak-quota-dodger.js'
 // The hostile soak's attackers (issue 37): each attempt does its harm once and says what the gateway answered,
 // and whether that was the refusal docs/operations.md ("Limits against hostile and careless clients") promises.
 // Issue 51's three, each in a file of its own: a hostile upstream, a quota dodger and a cache-folder writer.
-
-export const ATTACK_KINDS = ['slow_body', 'non_reader', 'schema_bomb', 'refused_field', 'blob_flood', 'idle_connections', 'hostile_upstream', 'quota_dodger', 'cache_writer'] as const
-export type AttackKind = (typeof ATTACK_KINDS)[number]
 
 export interface AttackContext {
   base: string
@@ -33,23 +31,6 @@ export interface AttackContext {
   /** The attack's end: idle connections are let go at it. */
   deadline: number
   rand: () => number
-}
-
-export interface AttackResult {
-  kind: AttackKind
-  variant: string
-  /** What the gateway did, in words that count alike ("400 schema_too_large", "cut at body_timeout"). */
-  answer: string
-  expected: boolean
-  ms: number
-}
-
-/** One attacker: what it does once, the pause before it does it again, and what it tidies at the end. */
-export interface AttackWorker {
-  kind: AttackKind
-  attempt: () => Promise<AttackResult[]>
-  pauseMs: number
-  finish?: () => Promise<AttackResult[]>
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms))

@@ -3,7 +3,7 @@ import { createHash, randomUUID } from 'node:crypto'
 import { copyFile, lstat, mkdir, readdir, readFile, readlink, rename, rm, symlink, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
-import type { AttackResult, AttackWorker } from './soak-attackers.js'
+import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 
 // The hostile soak's cache-folder writer (issue 51): whoever can write into the models folder plants files in its
 // prompt-cache folder (plugins/scheduler/prompt-cache-folder.ts): sidecars naming paths outside it, a save lying

@@ -1,7 +1,8 @@
-import { ATTACK_KINDS } from './soak-attackers.js'
+import { ATTACK_KINDS } from './soak-attack-kinds.js'
 import type { Outcome } from './soak-clients.js'
 import type { HostileLedger } from './soak-hostile.js'
 import type { ResourceSample } from './soak-probes.js'
+import { round } from './stats.js'
 
 // The hostile section of the soak's report: the attackers' answers, the normal clients against their baseline,
 // whether memory and descriptors stayed flat under the attack, and what the blob flood left on disk.
@@ -31,7 +32,6 @@ export interface HostileInput {
   }
 }
 
-const round = (n: number, digits = 1): number => Math.round(n * 10 ** digits) / 10 ** digits
 const seconds = (ms: number): number => round(ms / 1000, ms < 1000 ? 2 : 1)
 
 function percentile (sorted: number[], p: number): number | null {

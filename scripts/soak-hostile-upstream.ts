@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Test } from 'tap'
 import { hostileUpstream, type Attack } from '../test/plugins/upstreams/hostile-upstream.js'
-import type { AttackResult, AttackWorker } from './soak-attackers.js'
+import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 import { http } from './soak-probes.js'
 
 // The hostile soak's upstream (issue 51): a loopback fake in the soak's own process, configured as an upstream of

@@ -1,4 +1,4 @@
-import { ATTACK_KINDS, type AttackKind, type AttackResult, type AttackWorker } from './soak-attackers.js'
+import { ATTACK_KINDS, type AttackKind, type AttackResult, type AttackWorker } from './soak-attack-kinds.js'
 
 // The hostile soak's ledger: every attacker's answers by kind and variant, and the loops that run them until
 // the attack's end (an attempt under way then is finished; a kind's first attempt always is).

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
 import { readdir, readFile, readlink, stat } from 'node:fs/promises'
 import { join } from 'node:path'
+import { setTimeout as sleep } from 'node:timers/promises'
 import { Agent, fetch as undiciFetch } from 'undici'
 
 // What the soak reads from outside the gateway: /proc (its memory, its descriptors, the processes it left)
@@ -226,4 +227,15 @@ export async function blobFolder (modelsDir: string): Promise<{ files: number, p
     found.bytes += size
   }
   return found
+}
+
+/** The slots and queue places /api/ps shows held, given up to 10 s to come back (0 as soon as none is). */
+export async function heldSlots (base: string): Promise<number> {
+  let held = 0
+  for (let i = 0; i < 100; i++) {
+    held = (await ps(base)).reduce((sum, e) => sum + e.active_requests + e.queued_requests, 0)
+    if (held === 0) break
+    await sleep(100)
+  }
+  return held
 }

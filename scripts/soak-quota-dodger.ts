@@ -1,4 +1,4 @@
-import type { AttackResult, AttackWorker } from './soak-attackers.js'
+import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 import { lines } from './soak-clients.js'
 import { http } from './soak-probes.js'
 

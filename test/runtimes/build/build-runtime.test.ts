@@ -4,13 +4,13 @@ import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { execa } from 'execa'
 import t, { type Test } from 'tap'
-import { RuntimeRegistry } from '../../runtimes/registry.js'
-import { buildRuntime, cudaArchitectures } from '../../scripts/build-runtime.js'
-import { testConfig, tempDir } from '../helpers/app.js'
-import { childEnv } from '../helpers/child-env.js'
+import { RuntimeRegistry } from '../../../runtimes/registry.js'
+import { buildRuntime, cudaArchitectures } from '../../../scripts/build-runtime.js'
+import { testConfig, tempDir } from '../../helpers/app.js'
+import { childEnv } from '../../helpers/child-env.js'
 
-const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
-const SCRIPT = fileURLToPath(new URL('../../scripts/build-runtime.ts', import.meta.url))
+const PROBES = fileURLToPath(new URL('../../fixtures/probes/', import.meta.url))
+const SCRIPT = fileURLToPath(new URL('../../../scripts/build-runtime.ts', import.meta.url))
 
 /** A llama.cpp-like checkout (a git repository tagged b9999) and a fake cmake first on PATH. */
 async function setUp (t: Test): Promise<{ src: string, log: string }> {
@@ -127,7 +127,7 @@ t.test('the command line: usage, and bad arguments refused before anything is bu
 
 t.test('the patch set: applied to the pinned source as released, once per build; one that does not fit is named', async (t) => {
   const { src } = await setUp(t)
-  const { applyPatches, patchFiles, PATCHES_DIR } = await import('../../runtimes/build/llama-cpp-patches.js')
+  const { applyPatches, patchFiles, PATCHES_DIR } = await import('../../../runtimes/build/llama-cpp-patches.js')
   await writeFile(join(src, 'server.cpp'), 'int salt = 0;\n')
   const git = (...args: string[]) => execa('git', ['-C', src, '-c', 'user.email=t@example.com', '-c', 'user.name=t', ...args])
   await git('add', '.')

@@ -4,15 +4,15 @@ import { dirname, join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { isAlive } from '../../core/process-alive.js'
-import { manifest } from '../../plugins/llama-cpp/plugin-manifest.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
-import { buildTestApp, testConfig, tempDir } from '../helpers/app.js'
-import { cpuRuntime } from '../helpers/runtime.js'
-import { until } from '../helpers/until.js'
+import { isAlive } from '../../../core/process-alive.js'
+import { manifest } from '../../../plugins/llama-cpp/plugin-manifest.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { buildTestApp, testConfig, tempDir } from '../../helpers/app.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+import { until } from '../../helpers/until.js'
 
 // A process of its own: the gateway finds nvidia-smi, nvcc and cmake on the process's PATH, which these tests set.
-const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
+const PROBES = fileURLToPath(new URL('../../fixtures/probes/', import.meta.url))
 const H100 = 'NVIDIA H100 80GB HBM3'
 
 interface Fakes { pids: string, hold: string, bin: string }

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process'
 import { connect, createServer, type Socket } from 'node:net'
 import t, { type Test } from 'tap'
-import { freePort } from '../../runtimes/process/free-port.js'
-import { probeRpcWorker } from '../../runtimes/rpc/rpc-probe.js'
-import { startMemoryCapRelay } from '../../runtimes/rpc/rpc-memory-cap.js'
-import { startRpcWorker } from '../../runtimes/rpc/rpc-worker.js'
-import { cpuRuntime } from '../helpers/runtime.js'
-import { until } from '../helpers/until.js'
+import { freePort } from '../../../runtimes/process/free-port.js'
+import { probeRpcWorker } from '../../../runtimes/rpc/rpc-probe.js'
+import { startMemoryCapRelay } from '../../../runtimes/rpc/rpc-memory-cap.js'
+import { startRpcWorker } from '../../../runtimes/rpc/rpc-worker.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+import { until } from '../../helpers/until.js'
 
 // The RPC probe against llama.cpp's real worker: ready with its memory, busy while another client holds it,
 // unreachable, and a worker of another protocol version; the memory-cap relay in front of it.

@@ -2,13 +2,13 @@ import { copyFile, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { BUILD_RECIPE } from '../../runtimes/build/build-runtime.js'
-import { buildStatusPath, parseProgress, readBuildRecord, writeBuildRecord, type GpuBuildRecord } from '../../runtimes/build/build-status.js'
-import { planGpuBuild } from '../../runtimes/build/gpu-build-plan.js'
-import { RuntimeRegistry } from '../../runtimes/registry.js'
-import { testConfig, tempDir } from '../helpers/app.js'
+import { BUILD_RECIPE } from '../../../runtimes/build/build-runtime.js'
+import { buildStatusPath, parseProgress, readBuildRecord, writeBuildRecord, type GpuBuildRecord } from '../../../runtimes/build/build-status.js'
+import { planGpuBuild } from '../../../runtimes/build/gpu-build-plan.js'
+import { RuntimeRegistry } from '../../../runtimes/registry.js'
+import { testConfig, tempDir } from '../../helpers/app.js'
 
-const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
+const PROBES = fileURLToPath(new URL('../../fixtures/probes/', import.meta.url))
 const H100 = 'NVIDIA H100 80GB HBM3'
 
 /**
