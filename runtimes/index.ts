@@ -10,4 +10,3 @@ export { RpcWorkers, type RpcWorkerConfig, type RpcWorkerStatus } from './rpc/rp
 export { GpuRuntimeBuilder, type GpuRuntimeBuilderOptions } from './build/gpu-runtime-builder.js'
 export { planGpuBuild, type GpuBuildPlan } from './build/gpu-build-plan.js'
 export type { GpuBuildStatus, GpuBuildState } from './build/build-status.js'
-export { UpstreamProbe, listUpstreamModels, upstreamEndpoint, type UpstreamProbeLog, type UpstreamProbeOptions, type UpstreamState } from './upstream/index.js'

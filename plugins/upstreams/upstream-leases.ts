@@ -45,7 +45,7 @@ export interface UpstreamDirectory {
   share(name: string, route: UpstreamRouteHints, localLoad: () => { active: number, limit: number }): UpstreamTarget | null
   /** A request to it failed: ask it again now, so that the listings follow. */
   recheck(upstream: UpstreamConfig): Promise<void>
-  /** How requests reach one of its models (runtimes' upstreamEndpoint). */
+  /** How requests reach one of its models (upstream-endpoint.ts). */
   endpoint(upstream: UpstreamConfig, remoteModel: string): RuntimeEndpoint
 }
 

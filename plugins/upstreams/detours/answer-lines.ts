@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
-import { delimitedText, type SplitLimits } from '../endpoint/delimited-text.js'
-import type { Redaction } from '../endpoint/redaction.js'
+import { delimitedText, type SplitLimits } from '../../../runtimes/endpoint/delimited-text.js'
+import type { Redaction } from '../../../runtimes/endpoint/redaction.js'
 
 const NEWLINE = Buffer.from('\n')
 const DATA_PREFIX = 'data:'

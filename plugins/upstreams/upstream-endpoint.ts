@@ -1,13 +1,13 @@
 import type { UpstreamConfig } from '../../core/config.js'
-import { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
-import type { RelayProgress, RelaySink } from '../endpoint/stream-relay.js'
-import { answerLines } from './answer-lines.js'
-import { chatWithTimings } from './chat-detours.js'
-import { completionViaGenerate, completionViaText, isPlainCompletion, textCompletionViaGenerate } from './completion-detours.js'
-import type { Detour, UpstreamCalls } from './detour.js'
-import { embeddingsViaNative, isTextEmbedding } from './embedding-detours.js'
-import { isMessagesPath, MESSAGES_PATH, MessagesSupport } from './messages-via-chat.js'
-import { sinkWriter } from './sink-writer.js'
+import { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { RelayProgress, RelaySink } from '../../runtimes/index.js'
+import { answerLines } from './detours/answer-lines.js'
+import { chatWithTimings } from './detours/chat-detours.js'
+import { completionViaGenerate, completionViaText, isPlainCompletion, textCompletionViaGenerate } from './detours/completion-detours.js'
+import type { Detour, UpstreamCalls } from './detours/detour.js'
+import { embeddingsViaNative, isTextEmbedding } from './detours/embedding-detours.js'
+import { isMessagesPath, MESSAGES_PATH, MessagesSupport } from './detours/messages-via-chat.js'
+import { sinkWriter } from './detours/sink-writer.js'
 
 type Body = Record<string, unknown>
 

@@ -1,14 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { GatewayError, RuntimeError } from '../../../core/errors.js'
-import { answerCachedTokens, answerUsage } from '../../../runtimes/endpoint/answer-usage.js'
-import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
-import type { RelayProgress, RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
-import { messageOf, type ChatAnswer } from '../../../runtimes/upstream/messages-answer.js'
-import { chatRequestOf } from '../../../runtimes/upstream/messages-request.js'
-import { MessagesEvents } from '../../../runtimes/upstream/messages-stream.js'
-import { isMessagesPath, isMissingSurface, MessagesSupport, postMessagesViaChat, relayMessagesViaChat } from '../../../runtimes/upstream/messages-via-chat.js'
-import { fakeUpstream, json, upstream, type Received } from './fake-upstream.js'
+import { GatewayError, RuntimeError } from '../../../../core/errors.js'
+import { answerCachedTokens, answerUsage } from '../../../../runtimes/endpoint/answer-usage.js'
+import { RuntimeEndpoint } from '../../../../runtimes/endpoint/runtime-endpoint.js'
+import type { RelayProgress, RelaySink } from '../../../../runtimes/endpoint/stream-relay.js'
+import { messageOf, type ChatAnswer } from '../../../../plugins/upstreams/detours/messages-answer.js'
+import { chatRequestOf } from '../../../../plugins/upstreams/detours/messages-request.js'
+import { MessagesEvents } from '../../../../plugins/upstreams/detours/messages-stream.js'
+import { isMessagesPath, isMissingSurface, MessagesSupport, postMessagesViaChat, relayMessagesViaChat } from '../../../../plugins/upstreams/detours/messages-via-chat.js'
+import { fakeUpstream, json, upstream, type Received } from '../fake-upstream.js'
 
 // Anthropic Messages for an upstream that has only chat completions: the request converted, the answer (whole
 // and streamed) converted back and read by the official SDK, the relay's contract with the surface, and when

@@ -4,7 +4,7 @@ import { GatewayError, RuntimeError } from '../../../core/errors.js'
 import type { RelayProgress, RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
 import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
 import { addressTarget } from '../../../runtimes/endpoint/runtime-address.js'
-import { upstreamEndpoint } from '../../../runtimes/upstream/upstream-endpoint.js'
+import { upstreamEndpoint } from '../../../plugins/upstreams/upstream-endpoint.js'
 import { fakeUpstream, json, upstream } from './fake-upstream.js'
 
 // An upstream's model through the endpoint local runtimes use: the URL's path, the upstream's key and its own
