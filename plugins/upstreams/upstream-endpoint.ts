@@ -1,13 +1,12 @@
 import type { UpstreamConfig } from '../../core/config.js'
-import { RuntimeEndpoint } from '../../runtimes/index.js'
-import type { RelayProgress, RelaySink } from '../../runtimes/index.js'
-import { answerLines } from './detours/answer-lines.js'
+import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
 import { chatWithTimings } from './detours/chat-detours.js'
 import { completionViaGenerate, completionViaText, isPlainCompletion, textCompletionViaGenerate } from './detours/completion-detours.js'
 import type { Detour, UpstreamCalls } from './detours/detour.js'
 import { embeddingsViaNative, isTextEmbedding } from './detours/embedding-detours.js'
 import { isMessagesPath, MESSAGES_PATH, MessagesSupport } from './detours/messages-via-chat.js'
 import { sinkWriter } from './detours/sink-writer.js'
+import { UpstreamModelClient } from './upstream-model-client.js'
 
 type Body = Record<string, unknown>
 
@@ -15,65 +14,60 @@ type Body = Record<string, unknown>
 const RELAYED_AS_ASKED = new Set(['/v1/chat/completions'])
 
 /**
- * The endpoint that speaks to one model of an upstream as to a local runtime: its URL (and path), its own key as
- * a Bearer token, the model's own name in every body, and as many kept connections as it may take requests.
- * Its errors are the gateway's runtime errors, with the key cut out of any message. The surfaces speak to it in
- * llama-server's paths; where an upstream lacks one of them, the call is made in a path it has and its answer
- * reshaped here (`detour`, one case per path).
+ * One model of an upstream as a lease hands it to a surface: spoken to in llama-server's paths, as a local runtime
+ * is (a ModelEndpoint). Its client (upstream-model-client.ts) makes the calls in the upstream's own paths; where an
+ * upstream lacks one of llama-server's, the call is made in a path it has and its answer reshaped here (`detour`,
+ * one case per path; Anthropic Messages through chat completions, `MessagesSupport`). Its errors are the gateway's
+ * runtime errors, with the key cut out of any message.
  */
-export class UpstreamEndpoint extends RuntimeEndpoint {
-  /** The upstream's own paths, for the detours. */
+export class UpstreamEndpoint implements ModelEndpoint {
+  /** For messages: "<model> (upstream <name>)". */
+  readonly name: string
+  private readonly client: UpstreamModelClient
+  /** The upstream's own paths, for the detours: never back through this class's detours. */
   private readonly calls: UpstreamCalls
   /** Whether Anthropic Messages go to it as they are or as chat completions (config's `upstreams[].messages`). */
   private readonly messages: MessagesSupport
 
   constructor (readonly upstream: UpstreamConfig, readonly remoteModel: string) {
-    super({
-      name: `${remoteModel} (upstream ${upstream.name})`,
-      address: { baseUrl: upstream.url, socketPath: null },
-      slots: upstream.maxConcurrent,
-      ...(upstream.key !== null ? { headers: { authorization: `Bearer ${upstream.key}` } } : {}),
-      model: remoteModel,
-      // Unlike llama-server, engines keep a connection after a streamed answer: the next stream skips the connect
-      // (and an https upstream's handshake).
-      keepStreams: true,
-      // Answers say the name the client asked for (the prefix's), as a local model's do.
-      servedAs: upstream.prefix + remoteModel,
-      // Another server's answers are read within config.yaml's limits, and its key is cut out of all of them.
-      limits: upstream.limits,
-    })
+    const client = this.client = new UpstreamModelClient(upstream, remoteModel)
+    this.name = client.name
     this.calls = {
-      // The base class's calls as they are: never back through this class's detours.
-      json: async (path, body, signal) => JSON.parse(await super.post(path, body, signal)) as unknown,
-      events: async (path, body, signal) => answerLines(await this.request(path, body, signal), this.splitLimits, this.redaction),
+      json: (path, body, signal) => client.postJson(path, body, signal),
+      events: (path, body, signal) => client.lines(path, body, signal),
     }
     this.messages = MessagesSupport.of(upstream)
   }
 
-  override async post (path: string, body: unknown, signal: AbortSignal): Promise<string> {
-    if (isMessagesPath(path)) return this.messages.post(this, path, body, signal, () => super.post(path, body, signal))
+  async post (path: string, body: unknown, signal: AbortSignal): Promise<string> {
+    if (isMessagesPath(path)) return this.messages.post(this, path, body, signal, () => this.client.post(path, body, signal))
     const detour = this.detour(path, body, signal)
-    return detour === null ? super.post(path, body, signal) : JSON.stringify(await detour.whole())
+    return detour === null ? this.client.post(path, body, signal) : JSON.stringify(await detour.whole())
   }
 
-  override async postJson<T = unknown> (path: string, body: unknown, signal: AbortSignal): Promise<T> {
+  async postJson<T = unknown> (path: string, body: unknown, signal: AbortSignal): Promise<T> {
     const detour = this.detour(path, body, signal)
-    return detour === null ? super.postJson<T>(path, body, signal) : await detour.whole() as T
+    return detour === null ? this.client.postJson<T>(path, body, signal) : await detour.whole() as T
   }
 
-  override async events (path: string, body: unknown, signal: AbortSignal): Promise<AsyncGenerator<unknown>> {
+  async events (path: string, body: unknown, signal: AbortSignal): Promise<AsyncGenerator<unknown>> {
     const detour = this.detour(path, body, signal)
-    return detour?.events === undefined ? super.events(path, body, signal) : detour.events()
+    return detour?.events === undefined ? this.client.events(path, body, signal) : detour.events()
   }
 
-  override async relay (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
-    if (path === MESSAGES_PATH) return this.messages.relay(this, payload, sink, progress, signal, (watched) => super.relay(path, payload, watched, progress, signal))
+  async relay (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
+    if (path === MESSAGES_PATH) return this.messages.relay(this, payload, sink, progress, signal, (watched) => this.client.relay(path, payload, watched, progress, signal))
     // The hot path, chat completions, goes as asked without its payload parsed here.
     const detour = RELAYED_AS_ASKED.has(path) ? null : this.detour(path, JSON.parse(payload), signal)
-    if (detour?.sse === undefined) return super.relay(path, payload, sink, progress, signal)
+    if (detour?.sse === undefined) return this.client.relay(path, payload, sink, progress, signal)
     const out = sinkWriter(sink, progress)
     for await (const event of await detour.sse()) await out.write(event)
     out.end()
+  }
+
+  /** Closes its client's connections. */
+  close (): Promise<void> {
+    return this.client.close()
   }
 
   /**
@@ -102,6 +96,6 @@ export class UpstreamEndpoint extends RuntimeEndpoint {
   }
 }
 
-export function upstreamEndpoint (u: UpstreamConfig, remoteModel: string): RuntimeEndpoint {
+export function upstreamEndpoint (u: UpstreamConfig, remoteModel: string): UpstreamEndpoint {
   return new UpstreamEndpoint(u, remoteModel)
 }

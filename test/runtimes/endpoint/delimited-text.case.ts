@@ -2,14 +2,9 @@ import { Readable } from 'node:stream'
 import t from 'tap'
 import { delimitedText } from '../../../runtimes/endpoint/delimited-text.js'
 import { sseData } from '../../../runtimes/endpoint/sse-events.js'
+import { all, cutBody as body } from '../../helpers/cut-body.js'
 
-// Bytes as the network cuts them: a 2-byte character and the 2-byte delimiter each split across chunks.
-const body = (text: string, cuts: number[]): Readable => {
-  const bytes = Buffer.from(text)
-  const at = [0, ...cuts, bytes.length]
-  return Readable.from(at.slice(1).map((end, i) => bytes.subarray(at[i], end)))
-}
-const all = async <T>(items: AsyncGenerator<T>): Promise<T[]> => { const out: T[] = []; for await (const item of items) out.push(item); return out }
+// Bytes as the network cuts them (body): a 2-byte character and the 2-byte delimiter each split across chunks.
 
 t.test('delimitedText: pieces whole across chunk cuts, the rest after the last delimiter too', async (t) => {
   const text = 'data: {"a":"ü"}\n\ndata: {"b":2}\n\ntail'
