@@ -1,7 +1,7 @@
 import type { Static } from 'typebox'
 import type { UpstreamConfig } from '../../core/config.js'
 import { RuntimeError } from '../../core/errors.js'
-import { showUpstreamModel } from '../../runtimes/upstream/index.js'
+import { showUpstreamModel } from '../upstreams/upstream-client.js'
 import type { ShowReply } from './schemas.js'
 import { ollamaDetails } from './tag-shape.js'
 

@@ -1,7 +1,7 @@
 import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RequestUsage } from '../../core/request-usage.js'
-import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { ModelEndpoint } from '../../runtimes/index.js'
 import type { SchedulableModel } from './ports.js'
 
 /**
@@ -21,8 +21,8 @@ export interface Lease {
   readonly loadDurationMs: number
   /** Tokens one request may hold on this instance (its context per slot). */
   readonly contextLength: number
-  /** The model's running llama-server. */
-  readonly endpoint: RuntimeEndpoint
+  /** The model's server, spoken to in llama-server's paths: its running llama-server, or an upstream's model. */
+  readonly endpoint: ModelEndpoint
   /**
    * After the runtime refused the prompt as longer than `contextLength`: makes the model's later loads hold it (a
    * larger context, up to its trained one and the memory), unless the request fixed num_ctx. Release this lease and

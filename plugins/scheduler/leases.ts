@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
+import { withBodyFields } from '../../runtimes/index.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { Instance } from './instance.js'
 import type { FitResult, Lease } from './lease.js'
@@ -93,7 +94,7 @@ export function localLease (instance: Instance, resolved: ResolvedOptions, start
   const cacheFields = cacheGroupFields(usage?.cacheGroup, process.separatesCaches)
   return {
     model: instance.model,
-    endpoint: cacheFields === null ? process.endpoint : process.endpoint.withFields(cacheFields),
+    endpoint: cacheFields === null ? process.endpoint : withBodyFields(process.endpoint, cacheFields),
     signal: linked?.signal ?? instance.signal,
     loadDurationMs: books.granted - started,
     contextLength: instance.options.num_ctx,

@@ -1,8 +1,9 @@
 import fp from 'fastify-plugin'
-import { upstreamEndpoint, UpstreamProbe } from '../../runtimes/index.js'
 import { LeaseRouter } from './lease-router.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
+import { upstreamEndpoint } from './upstream-endpoint.js'
 import { UpstreamLeases } from './upstream-leases.js'
+import { UpstreamProbe } from './upstream-probe.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

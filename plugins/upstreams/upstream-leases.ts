@@ -3,7 +3,7 @@ import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, Unava
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Options } from '../../core/options-schema.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
-import { watchedSink, type RuntimeEndpoint } from '../../runtimes/index.js'
+import { watchedSink, withBodyFields, type ModelEndpoint } from '../../runtimes/index.js'
 import type { AcquireRequest, Lease } from '../scheduler/lease.js'
 import { cacheSalt, leaseBooks } from '../scheduler/leases.js'
 import type { SchedulableModel } from '../scheduler/ports.js'
@@ -44,9 +44,12 @@ export interface UpstreamDirectory {
   share(name: string, route: UpstreamRouteHints, localLoad: () => { active: number, limit: number }): UpstreamTarget | null
   /** A request to it failed: ask it again now, so that the listings follow. */
   recheck(upstream: UpstreamConfig): Promise<void>
-  /** How requests reach one of its models (runtimes' upstreamEndpoint). */
-  endpoint(upstream: UpstreamConfig, remoteModel: string): RuntimeEndpoint
+  /** How requests reach one of its models (upstream-endpoint.ts). */
+  endpoint(upstream: UpstreamConfig, remoteModel: string): UpstreamModelEndpoint
 }
+
+/** One model of an upstream, as surfaces speak to it, with connections of its own to close. */
+export type UpstreamModelEndpoint = ModelEndpoint & { close(): Promise<void> }
 
 interface Waiter { grant(): void, fail(err: unknown): void }
 
@@ -79,7 +82,7 @@ export interface UpstreamLeasesOptions {
 export class UpstreamLeases {
   private readonly gates = new Map<string, Gate>()
   /** One per upstream and model: each keeps its own pooled connections. */
-  private readonly endpoints = new Map<string, RuntimeEndpoint>()
+  private readonly endpoints = new Map<string, UpstreamModelEndpoint>()
   /** Aborted when the app closes: what is in flight ends with the reason. */
   private readonly closing = new AbortController()
   private readonly inFlight = new Map<string, { inFlight: number, queued: number }>()
@@ -176,7 +179,7 @@ export class UpstreamLeases {
     if (next) next.grant(); else gate.active--
   }
 
-  private endpointOf (upstream: UpstreamConfig, remoteModel: string): RuntimeEndpoint {
+  private endpointOf (upstream: UpstreamConfig, remoteModel: string): UpstreamModelEndpoint {
     const key = `${upstream.name}\0${remoteModel}`
     let endpoint = this.endpoints.get(key)
     if (!endpoint) this.endpoints.set(key, endpoint = this.options.upstreams.endpoint(upstream, remoteModel))
@@ -259,17 +262,17 @@ function unavailable (upstream: UpstreamConfig, model: string, why: string): Run
 /**
  * The endpoint as a lease hands it out: the current upstream's (`endpoint()`), with failures turned into what the
  * client is told (`fail`). A call that failed before any byte went to the client is handed to `failOver`, which
- * moves the lease to another upstream or throws, and is made again there; a stream already open is not moved. A
- * proxy, not a copy: the endpoint's own state (its pool) stays the one object's.
+ * moves the lease to another upstream or throws, and is made again there; a stream already open is not moved. Each
+ * call asks `endpoint()` anew: the endpoint's own state (its pool) stays the one object's.
  */
-function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: AbortSignal) => unknown, failOver: (err: unknown, signal: AbortSignal) => Promise<void>): RuntimeEndpoint {
+function guarded (endpoint: () => ModelEndpoint, fail: (err: unknown, signal: AbortSignal) => unknown, failOver: (err: unknown, signal: AbortSignal) => Promise<void>): ModelEndpoint {
   // A whole answer went nowhere until it was whole: failing anywhere, it may be asked again elsewhere.
   const moving = async <T>(call: () => Promise<T>, signal: AbortSignal): Promise<T> => {
     for (;;) {
       try { return await call() } catch (err) { await failOver(err, signal) }
     }
   }
-  const overrides: Partial<RuntimeEndpoint> = {
+  return {
     post: (path, body, signal) => moving(() => endpoint().post(path, body, signal), signal),
     postJson: <T>(path: string, body: unknown, signal: AbortSignal) => moving(() => endpoint().postJson<T>(path, body, signal), signal),
     events: async (path, body, signal) => {
@@ -292,21 +295,13 @@ function guarded (endpoint: () => RuntimeEndpoint, fail: (err: unknown, signal: 
       }
     },
   }
-  return new Proxy(endpoint(), {
-    get (_target, property) {
-      if (Object.hasOwn(overrides, property)) return overrides[property as keyof RuntimeEndpoint]
-      const target = endpoint()
-      const value: unknown = Reflect.get(target, property, target)
-      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value
-    },
-  })
 }
 
 /**
  * An upstream's endpoint as a request of a cache group reaches it: a llamagate keeps the salt within the front's key's
  * group, vLLM and SGLang honour it as their own; Ollama has no such field, and is sent none.
  */
-function saltedFor (upstream: UpstreamConfig, endpoint: RuntimeEndpoint, group: string | undefined): RuntimeEndpoint {
+function saltedFor (upstream: UpstreamConfig, endpoint: ModelEndpoint, group: string | undefined): ModelEndpoint {
   if (group === undefined || upstream.kind === 'ollama') return endpoint
-  return endpoint.withFields({ cache_salt: cacheSalt(group) })
+  return withBodyFields(endpoint, { cache_salt: cacheSalt(group) })
 }

@@ -1,10 +1,8 @@
 import type { Readable } from 'node:stream'
-import { RuntimeError } from '../../core/errors.js'
-import { formatBytes } from '../../core/units.js'
 
 /**
- * The most bytes of a runtime's answers that are read: an upstream's come from config.yaml (`limits.upstream_*`),
- * since another server may send anything; a local llama-server is the gateway's own and is read whole (Infinity).
+ * The most bytes of an answer that are read. A local llama-server is the gateway's own and is read whole; another
+ * server may send anything, so its client bounds what it reads (plugins/upstreams: config.yaml's limits.upstream_*).
  */
 export interface AnswerLimits {
   /** One answer, whole or streamed. */
@@ -15,14 +13,9 @@ export interface AnswerLimits {
   lineBytes: number
 }
 
-export const UNLIMITED: AnswerLimits = { answerBytes: Infinity, errorBytes: Infinity, lineBytes: Infinity }
-
-const SETTING: Record<keyof AnswerLimits, string> = { answerBytes: 'upstream_answer_size', errorBytes: 'upstream_error_size', lineBytes: 'upstream_line_size' }
-const WHAT: Record<keyof AnswerLimits, string> = { answerBytes: 'an answer', errorBytes: 'an error answer', lineBytes: 'a line (an event, a chunk)' }
-
-/** The error of an answer cut at one of its limits: the request ends with it, and its connection is dropped. */
-export function pastLimit (runtime: string, limit: keyof AnswerLimits, limits: AnswerLimits): RuntimeError {
-  return new RuntimeError(`the runtime of model "${runtime}" sent ${WHAT[limit]} over ${formatBytes(limits[limit])} (limits.${SETTING[limit]}): the rest was not read, and the connection was dropped`, [], 'answer_too_large')
+/** Limits and the error to end a request with past one: the reader says which limit, the limits' owner names it. */
+export interface ReadLimits extends AnswerLimits {
+  tooLarge(limit: keyof AnswerLimits): Error
 }
 
 /**

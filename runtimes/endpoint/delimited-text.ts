@@ -1,12 +1,8 @@
 import type { Readable } from 'node:stream'
-import type { AnswerLimits } from './answer-limits.js'
+import type { ReadLimits } from './answer-limits.js'
 
 /** What one split body may hold: its longest piece and all its bytes; past either, `tooLarge` says which and is thrown. */
-export interface SplitLimits {
-  lineBytes: number
-  answerBytes: number
-  tooLarge(limit: keyof AnswerLimits): Error
-}
+export type SplitLimits = Pick<ReadLimits, 'lineBytes' | 'answerBytes' | 'tooLarge'>
 
 // A held piece's buffer shrinks back once it holds less than a quarter of this much.
 const KEPT_BYTES = 64 << 10

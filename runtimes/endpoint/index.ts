@@ -5,3 +5,12 @@ export { watchedSink, type RelayProgress, type RelaySink } from './stream-relay.
 export { runtimeSampling } from './sampling-params.js'
 export { answerUsage, USAGE_TAIL_BYTES, type AnswerUsage } from './answer-usage.js'
 export { duration, tokenCount, toolCallIndex } from './answer-numbers.js'
+// The transport an upstream's client (plugins/upstreams) shares with the llama-server client.
+export { withBodyFields, type ModelEndpoint } from './model-endpoint.js'
+export { HttpPool, type HttpPoolOptions } from './http-pool.js'
+export { relayStream } from './stream-relay.js'
+export { RelaySockets } from './relay-sockets.js'
+export { readAtMost, type AnswerLimits, type ReadLimits } from './answer-limits.js'
+export { delimitedText, type SplitLimits } from './delimited-text.js'
+export { sseData } from './sse-events.js'
+export { replaceBytes, type DataRewrite } from './data-rewrite.js'

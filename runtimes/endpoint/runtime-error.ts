@@ -1,5 +1,4 @@
 import { ContextExceededError, GatewayError, RuntimeError } from '../../core/errors.js'
-import { Redaction } from './redaction.js'
 
 interface RuntimeErrorBody { error?: string | { message?: string, type?: string, n_prompt_tokens?: number, n_ctx?: number } }
 
@@ -23,14 +22,3 @@ export function runtimeErrorFrom (status: number, text: string): GatewayError {
   return status < 500 ? new GatewayError(400, message, { code: 'runtime_rejected' }) : new RuntimeError(message)
 }
 
-/**
- * `err` with each of `secrets` (and the token of a `Bearer <token>` one) cut out of its message: what was sent to
- * a runtime may come back in its error, and messages reach clients and logs.
- */
-export function withoutSecrets (err: unknown, secrets: string[]): unknown {
-  const redaction = Redaction.of(secrets)
-  if (!(err instanceof Error) || redaction === null) return err
-  err.message = redaction.text(err.message)
-  if (err.stack !== undefined) err.stack = redaction.text(err.stack)
-  return err
-}

@@ -1,7 +1,7 @@
 import { connect, isIP, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
-import { pastLimit, type AnswerLimits } from './answer-limits.js'
+import type { AnswerLimits, ReadLimits } from './answer-limits.js'
 import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
 import type { DataRewrite } from './data-rewrite.js'
 import { ReadSlab } from './read-slab.js'
@@ -74,9 +74,9 @@ export interface RelayRequest {
   rewrite?: DataRewrite
   /**
    * The most bytes read of the answer, of an error answer, and of one chunk held whole (an upstream's): past one the
-   * relay fails with an error saying which, and the connection is dropped. @default none past the framing's own 16 MiB chunk
+   * relay fails with the limits' own error, and the connection is dropped. @default none past the framing's own 16 MiB chunk
    */
-  limits?: AnswerLimits
+  limits?: ReadLimits
 }
 
 /** A kept connection the upstream had closed as the request went out: nothing was answered, so it is sent again. */
@@ -248,7 +248,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       if (rewrite !== undefined) send(rewrite.end(), true)
       finish(null)
     }
-    const tooLarge = (limit: keyof AnswerLimits): void => finish(pastLimit(name, limit, limits!))
+    const tooLarge = (limit: keyof AnswerLimits): void => finish(limits!.tooLarge(limit))
 
     // Whether the upstream said it closes the connection after this answer.
     let closes = false
@@ -314,7 +314,7 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
           if (remaining <= 0) complete()
         }
       } catch (err) {
-        finish(err instanceof OversizedChunkError && limits !== undefined ? pastLimit(name, 'lineBytes', limits) : err)
+        finish(err instanceof OversizedChunkError && limits !== undefined ? limits.tooLarge('lineBytes') : err)
       }
     }
   })

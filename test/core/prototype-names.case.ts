@@ -13,7 +13,7 @@ import { writeTinyGguf } from '../../scripts/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../helpers/app.js'
 import { routesOf, sampleUrl } from '../helpers/routes.js'
 import { until } from '../helpers/until.js'
-import { fakeUpstream, json } from '../runtimes/upstream/fake-upstream.js'
+import { fakeUpstream, json } from '../plugins/upstreams/fake-upstream.js'
 
 const NAMES = Object.getOwnPropertyNames(Object.prototype)
 

@@ -38,7 +38,7 @@ class FakeProcess implements RuntimeProcess {
     this.started.catch(() => {})
   }
 
-  get endpoint (): RuntimeEndpoint { return { withFields: () => this.endpoint } as unknown as RuntimeEndpoint }
+  get endpoint (): RuntimeEndpoint { return {} as RuntimeEndpoint }
   start (): Promise<void> { this.alive = true; return this.started }
   ready (): void { this.go() }
   failStart (message: string): void { this.alive = false; this.fail(new RuntimeError(message, [], 'runtime_start_failed')) }

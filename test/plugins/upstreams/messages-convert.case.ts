@@ -5,7 +5,7 @@ import { serveTinyModels } from '../../helpers/inference.js'
 import { realisticModel } from '../../helpers/realistic-models.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { until } from '../../helpers/until.js'
-import { fakeUpstream, json } from '../../runtimes/upstream/fake-upstream.js'
+import { fakeUpstream, json } from './fake-upstream.js'
 
 // Anthropic's Messages API to an upstream model converted to chat completions and back (`messages: convert`),
 // asked by the official SDK through a front llamagate: bare llama-servers behind it (they have /v1/messages of their

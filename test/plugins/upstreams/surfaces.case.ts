@@ -3,14 +3,14 @@ import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { hashSecret, writeKeysFile } from '../../../core/keys-file.js'
 import { LlamaServer } from '../../../runtimes/process/llama-server.js'
-import { UpstreamEndpoint } from '../../../runtimes/upstream/upstream-endpoint.js'
+import { UpstreamEndpoint } from '../../../plugins/upstreams/upstream-endpoint.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { ndjsonEvents, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { realisticModel } from '../../helpers/realistic-models.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { until } from '../../helpers/until.js'
-import { fakeUpstream, json, upstream } from '../../runtimes/upstream/fake-upstream.js'
+import { fakeUpstream, json, upstream } from './fake-upstream.js'
 
 // Each surface of a front llamagate answered through each kind of upstream: another llamagate (kind llamagate, keys
 // on), a bare llama-server (kind openai; a second one serving embeddings) and an Ollama (kind ollama). There is no

@@ -3,6 +3,7 @@ import type { Socket } from 'node:net'
 import t from 'tap'
 import { RuntimeError } from '../../../core/errors.js'
 import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
+import { withBodyFields } from '../../../runtimes/endpoint/model-endpoint.js'
 import type { RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
 import type { tempDir } from '../../helpers/app.js'
 
@@ -95,45 +96,7 @@ t.test('a request whose signal is aborted ends with the signal\'s reason, not a 
   await t.rejects(pending, reason)
 })
 
-/** A sink that collects what a relay writes (no chunked client socket: the data comes unframed). */
-function collectingSink (): { sink: RelaySink, text: () => string } {
-  const chunks: Buffer[] = []
-  return {
-    sink: { open: () => {}, chunkedSocket: () => null, writeRaw: (chunk) => { chunks.push(Buffer.from(chunk)); return true }, drained: async () => {} },
-    text: () => Buffer.concat(chunks).toString('utf8'),
-  }
-}
-
-t.test('streams on an endpoint that keeps them: one connection, nothing of a stream left on it, a stale one replaced', async (t) => {
-  const up = await upstream(t, (req, res, n) => {
-    // The twelfth arrives on the kept connection: dropped unanswered, as an upstream whose idle timer fired then.
-    if (n === 12) { req.socket.destroy(); return }
-    res.writeHead(200, { 'content-type': 'text/event-stream' })
-    res.write(`data: {"n":${n}}\n\n`)
-    res.end('data: [DONE]\n\n')
-  })
-  const endpoint = new RuntimeEndpoint({ name: 'acme/tiny', slots: 2, address: up.endpoint.address, keepStreams: true })
-  t.teardown(() => endpoint.close())
-  const relay = async (): Promise<string> => {
-    const { sink, text } = collectingSink()
-    await endpoint.relay('/v1/chat/completions', '{}', sink, { tailBytes: 64, tail: Buffer.alloc(0) }, never)
-    return text()
-  }
-  // Node warns when an emitter has more than 10 listeners of one event: a stream's left on the kept connection would pile up.
-  const warnings: Error[] = []
-  const onWarning = (w: Error): void => { warnings.push(w) }
-  process.on('warning', onWarning)
-  t.teardown(() => { process.removeListener('warning', onWarning) })
-  for (let n = 1; n <= 11; n++) t.equal(await relay(), `data: {"n":${n}}\n\ndata: [DONE]\n\n`, `stream ${n} whole`)
-  t.equal(up.connections(), 1, 'eleven streams, one connection')
-  t.equal(await relay(), 'data: {"n":13}\n\ndata: [DONE]\n\n', 'the stream whose kept connection was dropped is sent again, on a new one')
-  t.equal(up.connections(), 2)
-  t.equal(up.requests(), 13)
-  await new Promise((resolve) => setImmediate(resolve))
-  t.same(warnings.map((w) => w.name), [], 'no listener piled up on the kept connection')
-})
-
-t.test('withFields: every body sent through the view carries the fields, over the body\'s own; the endpoint itself does not', async (t) => {
+t.test('withBodyFields: every body sent through the view carries the fields, over the body\'s own; the endpoint itself does not', async (t) => {
   const bodies: unknown[] = []
   const up = await upstream(t, (req, res) => {
     let text = ''
@@ -144,7 +107,7 @@ t.test('withFields: every body sent through the view carries the fields, over th
       res.end('{"ok":true}')
     })
   })
-  const view = up.endpoint.withFields({ cache_salt: 'abc', cache_prompt: false })
+  const view = withBodyFields(up.endpoint, { cache_salt: 'abc', cache_prompt: false })
   await view.post('/x', { prompt: 'hi', cache_prompt: true }, never)
   await view.postJson('/x', { prompt: 'again' }, never)
   for await (const _event of await view.events('/stream', { stream: true }, never));

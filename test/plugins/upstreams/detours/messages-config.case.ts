@@ -1,6 +1,6 @@
 import t from 'tap'
-import { ConfigError, resolveConfig } from '../../../core/config.js'
-import { MessagesSupport } from '../../../runtimes/upstream/messages-via-chat.js'
+import { ConfigError, resolveConfig } from '../../../../core/config.js'
+import { MessagesSupport } from '../../../../plugins/upstreams/detours/messages-via-chat.js'
 
 // config.yaml's `upstreams[].messages`: how Anthropic Messages requests reach an upstream.
 

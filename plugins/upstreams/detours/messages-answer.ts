@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto'
-import { tokenCount } from '../endpoint/answer-numbers.js'
+import { tokenCount } from '../../../runtimes/index.js'
 
 /** The part of a chat completion (or of one chunk of a stream) read here. */
 export interface ChatAnswer {

@@ -1,4 +1,4 @@
-import { replaceBytes, type DataRewrite } from './data-rewrite.js'
+import { replaceBytes, type DataRewrite } from '../../runtimes/index.js'
 
 const REDACTED = '<redacted>'
 const REDACTED_BYTES = Buffer.from(REDACTED)
@@ -64,6 +64,18 @@ export class Redaction {
       },
     }
   }
+}
+
+/**
+ * `err` with each of `secrets` (and the token of a `Bearer <token>` one) cut out of its message: what was sent to
+ * an upstream may come back in its error, and messages reach clients and logs.
+ */
+export function withoutSecrets (err: unknown, secrets: string[]): unknown {
+  const redaction = Redaction.of(secrets)
+  if (!(err instanceof Error) || redaction === null) return err
+  err.message = redaction.text(err.message)
+  if (err.stack !== undefined) err.stack = redaction.text(err.stack)
+  return err
 }
 
 /** How many of the last bytes of `data` are the start of one of `secrets` (the longest such start; 0: none). */

@@ -1,4 +1,4 @@
-import type { RelayProgress, RelaySink } from '../endpoint/stream-relay.js'
+import type { RelayProgress, RelaySink } from '../../../runtimes/index.js'
 
 /** Writes text made here (a reshaped stream's events) into a relay's sink, as stream-relay.ts writes a runtime's bytes. */
 export interface SinkWriter {

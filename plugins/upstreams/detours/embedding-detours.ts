@@ -1,4 +1,4 @@
-import { tokenCount } from '../endpoint/answer-numbers.js'
+import { tokenCount } from '../../../runtimes/index.js'
 import type { Detour, UpstreamCalls } from './detour.js'
 
 type Body = Record<string, unknown>

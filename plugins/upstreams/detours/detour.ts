@@ -1,4 +1,4 @@
-import { tokenCount } from '../endpoint/answer-numbers.js'
+import { tokenCount } from '../../../runtimes/index.js'
 
 /** What a detour asks of an upstream, in the upstream's own paths: a whole JSON answer, or a streamed one's events. */
 export interface UpstreamCalls {

@@ -1,14 +1,12 @@
 import { createServer as createHttpsServer } from 'node:https'
 import t from 'tap'
 import { GatewayError, RuntimeError } from '../../../core/errors.js'
+import { upstreamEndpoint } from '../../../plugins/upstreams/upstream-endpoint.js'
 import type { RelayProgress, RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
-import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
-import { addressTarget } from '../../../runtimes/endpoint/runtime-address.js'
-import { upstreamEndpoint } from '../../../runtimes/upstream/upstream-endpoint.js'
 import { fakeUpstream, json, upstream } from './fake-upstream.js'
 
-// An upstream's model through the endpoint local runtimes use: the URL's path, the upstream's key and its own
-// model name go with every request, and nothing the endpoint throws quotes the key.
+// An upstream's model through its endpoint, whose client shares the local runtimes' transport: the URL's path, the
+// upstream's key and its own model name go with every request, and nothing the endpoint throws quotes the key.
 
 const never = new AbortController().signal
 const KEY = 'sk-upstream-secret-0123'
@@ -70,13 +68,13 @@ t.test('post, postJson, events, relay: the path under the URL\'s, the Bearer key
   }
 })
 
-t.test('with no key no Authorization goes; GETs (metrics) go under the URL\'s path too', async (t) => {
-  const fake = await fakeUpstream(t, (req, res) => { res.end(req.url === '/o/metrics' ? 'up 1\n' : '{}') })
+// GETs go under the URL's path too: test/runtimes/endpoint/http-pool.case.ts (an upstream's model makes none).
+t.test('with no key no Authorization goes', async (t) => {
+  const fake = await fakeUpstream(t, (_req, res) => { res.end('{}') })
   const endpoint = upstreamEndpoint(upstream({ url: `${fake.origin}/o`, kind: 'ollama' }), 'llama3:latest')
   t.teardown(() => endpoint.close())
   t.same(await endpoint.postJson('/v1/chat/completions', { model: 'x' }, never), {})
-  t.equal(await endpoint.metricsText(never), 'up 1\n')
-  t.same(fake.received.map((r) => [r.method, r.url, r.authorization]), [['POST', '/o/v1/chat/completions', null], ['GET', '/o/metrics', null]])
+  t.same(fake.received.map((r) => [r.method, r.url, r.authorization]), [['POST', '/o/v1/chat/completions', null]])
   t.same(JSON.parse(fake.received[0]!.body), { model: 'llama3:latest' })
 })
 
@@ -100,13 +98,6 @@ t.test('the upstream\'s errors: the gateway\'s runtime errors, with the key cut 
     t.notMatch(err.message, KEY)
     t.notMatch(err.stack, KEY)
   }
-})
-
-t.test('addresses: a local runtime\'s as before, an upstream\'s with https, a port or not, and a path', async (t) => {
-  t.same(addressTarget({ baseUrl: 'http://localhost', socketPath: '/tmp/x.sock' }), { origin: 'http://localhost', prefix: '', tls: false, host: 'localhost', port: 80, hostHeader: 'localhost' })
-  t.same(addressTarget({ baseUrl: 'http://127.0.0.1:8081', socketPath: null }), { origin: 'http://127.0.0.1:8081', prefix: '', tls: false, host: '127.0.0.1', port: 8081, hostHeader: '127.0.0.1:8081' })
-  t.same(addressTarget({ baseUrl: 'https://api.example.com/v1-proxy', socketPath: null }), { origin: 'https://api.example.com', prefix: '/v1-proxy', tls: true, host: 'api.example.com', port: 443, hostHeader: 'api.example.com' })
-  t.same(addressTarget({ baseUrl: 'https://[fd00::7]:8443/a/b', socketPath: null }), { origin: 'https://[fd00::7]:8443', prefix: '/a/b', tls: true, host: 'fd00::7', port: 8443, hostHeader: '[fd00::7]:8443' })
 })
 
 // Made once with openssl (EC P-256, CN=localhost, 100 years): no CA vouches for it.
@@ -138,7 +129,7 @@ t.test('an https upstream is spoken to over TLS, its certificate checked: a self
   server.on('tlsClientError', () => { handshakes++ })
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
   t.teardown(() => new Promise<void>((resolve) => { server.closeAllConnections(); server.close(() => resolve()) }))
-  const endpoint = new RuntimeEndpoint({ name: 'm', slots: 1, address: { baseUrl: `https://localhost:${(server.address() as { port: number }).port}/p`, socketPath: null } })
+  const endpoint = upstreamEndpoint(upstream({ url: `https://localhost:${(server.address() as { port: number }).port}/p`, kind: 'openai', maxConcurrent: 1 }), 'm')
   t.teardown(() => endpoint.close())
   const certificate = /CERT|SELF_SIGNED|certificate/i
   const pooled = await endpoint.postJson('/x', {}, never).catch((e: { code?: string, message: string }) => e)

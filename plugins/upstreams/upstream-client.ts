@@ -1,9 +1,8 @@
 import { request } from 'undici'
 import type { UpstreamConfig } from '../../core/config.js'
 import { formatBytes } from '../../core/units.js'
-import { readAtMost } from '../endpoint/answer-limits.js'
-import { Redaction } from '../endpoint/redaction.js'
-import { withoutSecrets } from '../endpoint/runtime-error.js'
+import { readAtMost } from '../../runtimes/index.js'
+import { Redaction, withoutSecrets } from './redaction.js'
 
 /** How much of an upstream's error answer a message quotes. */
 const DETAIL_CHARS = 200

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { listUpstreamModels } from '../../../runtimes/upstream/upstream-client.js'
+import { listUpstreamModels } from '../../../plugins/upstreams/upstream-client.js'
 import { fakeUpstream, json, upstream } from './fake-upstream.js'
 
 // Reading an upstream's model list: where each kind keeps it, its key, the `models` filter, and what a failure says.

@@ -10,6 +10,8 @@ export interface FakeUpstream {
   origin: string
   port: number
   received: Received[]
+  /** How many connections it was sent requests on. */
+  connections(): number
   /** Stops listening and drops its connections: the upstream is down. */
   close(): Promise<void>
 }
@@ -29,6 +31,8 @@ export async function fakeUpstream (t: Test, handle: (req: Received, res: Server
       handle(seen, res)
     })
   })
+  let connections = 0
+  server.on('connection', () => { connections++ })
   await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve))
   let closed = false
   const close = (): Promise<void> => {
@@ -38,7 +42,7 @@ export async function fakeUpstream (t: Test, handle: (req: Received, res: Server
   }
   t.teardown(close)
   const bound = (server.address() as { port: number }).port
-  return { origin: `http://127.0.0.1:${bound}`, port: bound, received, close }
+  return { origin: `http://127.0.0.1:${bound}`, port: bound, received, connections: () => connections, close }
 }
 
 /** Answers with `status` and `body` as JSON. */

@@ -1,8 +1,6 @@
-import type { UpstreamConfig } from '../../core/config.js'
-import { GatewayError, RuntimeError } from '../../core/errors.js'
-import { tokenCount } from '../endpoint/answer-numbers.js'
-import type { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
-import { watchedSink, type RelayProgress, type RelaySink } from '../endpoint/stream-relay.js'
+import type { UpstreamConfig } from '../../../core/config.js'
+import { GatewayError, RuntimeError } from '../../../core/errors.js'
+import { tokenCount, watchedSink, type ModelEndpoint, type RelayProgress, type RelaySink } from '../../../runtimes/index.js'
 import { messageOf, type ChatAnswer } from './messages-answer.js'
 import { chatRequestOf, stopSequencesOf } from './messages-request.js'
 import { MessagesEvents } from './messages-stream.js'
@@ -16,7 +14,7 @@ const CHAT_PATH = '/v1/chat/completions'
 export type MessagesMode = NonNullable<UpstreamConfig['messages']>
 
 /** What of an endpoint the conversion uses: the upstream's chat completions. */
-export type ChatEndpoint = Pick<RuntimeEndpoint, 'events' | 'postJson'>
+export type ChatEndpoint = Pick<ModelEndpoint, 'events' | 'postJson'>
 
 /** The two Messages paths, which an upstream may lack. */
 export function isMessagesPath (path: string): boolean {

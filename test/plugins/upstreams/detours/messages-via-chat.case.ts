@@ -1,14 +1,14 @@
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { GatewayError, RuntimeError } from '../../../core/errors.js'
-import { answerCachedTokens, answerUsage } from '../../../runtimes/endpoint/answer-usage.js'
-import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
-import type { RelayProgress, RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
-import { messageOf, type ChatAnswer } from '../../../runtimes/upstream/messages-answer.js'
-import { chatRequestOf } from '../../../runtimes/upstream/messages-request.js'
-import { MessagesEvents } from '../../../runtimes/upstream/messages-stream.js'
-import { isMessagesPath, isMissingSurface, MessagesSupport, postMessagesViaChat, relayMessagesViaChat } from '../../../runtimes/upstream/messages-via-chat.js'
-import { fakeUpstream, json, upstream, type Received } from './fake-upstream.js'
+import { GatewayError, RuntimeError } from '../../../../core/errors.js'
+import { messageOf, type ChatAnswer } from '../../../../plugins/upstreams/detours/messages-answer.js'
+import { chatRequestOf } from '../../../../plugins/upstreams/detours/messages-request.js'
+import { MessagesEvents } from '../../../../plugins/upstreams/detours/messages-stream.js'
+import { isMessagesPath, isMissingSurface, MessagesSupport, postMessagesViaChat, relayMessagesViaChat } from '../../../../plugins/upstreams/detours/messages-via-chat.js'
+import { UpstreamModelClient } from '../../../../plugins/upstreams/upstream-model-client.js'
+import { answerCachedTokens, answerUsage } from '../../../../runtimes/endpoint/answer-usage.js'
+import type { RelayProgress, RelaySink } from '../../../../runtimes/endpoint/stream-relay.js'
+import { fakeUpstream, json, upstream, type Received } from '../fake-upstream.js'
 
 // Anthropic Messages for an upstream that has only chat completions: the request converted, the answer (whole
 // and streamed) converted back and read by the official SDK, the relay's contract with the surface, and when
@@ -17,11 +17,11 @@ import { fakeUpstream, json, upstream, type Received } from './fake-upstream.js'
 const never = new AbortController().signal
 
 /**
- * The endpoint as UpstreamEndpoint sets it up (the upstream's own model name in every body), without its own
- * routing of the Messages paths: `post` and `relay` here are the native ones.
+ * The client UpstreamEndpoint makes its calls with (the upstream's own model name in every body), without the
+ * endpoint's routing of the Messages paths: `post` and `relay` here are the native ones.
  */
-function endpointTo (t: Parameters<typeof fakeUpstream>[0], origin: string, model = 'm'): RuntimeEndpoint {
-  const endpoint = new RuntimeEndpoint({ name: `${model} (upstream)`, address: { baseUrl: origin, socketPath: null }, slots: 2, model })
+function endpointTo (t: Parameters<typeof fakeUpstream>[0], origin: string, model = 'm'): UpstreamModelClient {
+  const endpoint = new UpstreamModelClient(upstream({ url: origin, kind: 'openai' }), model)
   t.teardown(() => endpoint.close())
   return endpoint
 }

@@ -1,4 +1,4 @@
-import { toolCallIndex } from '../endpoint/answer-numbers.js'
+import { toolCallIndex } from '../../../runtimes/index.js'
 import { messageId, messagesUsage, stopReasonOf, toolUseId, type ChatAnswer, type ChatUsage } from './messages-answer.js'
 
 type BlockKind = 'thinking' | 'text' | 'tool_use'

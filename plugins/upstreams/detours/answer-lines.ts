@@ -1,6 +1,6 @@
 import type { Readable } from 'node:stream'
-import { delimitedText, type SplitLimits } from '../endpoint/delimited-text.js'
-import type { Redaction } from '../endpoint/redaction.js'
+import { delimitedText, type SplitLimits } from '../../../runtimes/index.js'
+import type { Redaction } from '../redaction.js'
 
 const NEWLINE = Buffer.from('\n')
 const DATA_PREFIX = 'data:'

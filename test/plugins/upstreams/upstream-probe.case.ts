@@ -1,5 +1,5 @@
 import t from 'tap'
-import { UpstreamProbe } from '../../../runtimes/upstream/upstream-probe.js'
+import { UpstreamProbe } from '../../../plugins/upstreams/upstream-probe.js'
 import { until } from '../../helpers/until.js'
 import { fakeUpstream, json, upstream } from './fake-upstream.js'
 

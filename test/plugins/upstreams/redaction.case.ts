@@ -1,5 +1,5 @@
 import t from 'tap'
-import { Redaction } from '../../../runtimes/endpoint/redaction.js'
+import { Redaction } from '../../../plugins/upstreams/redaction.js'
 
 const KEY = 'sk-upstream-0123456789'
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
-import type { UpstreamConfig } from '../../core/config.js'
-import { duration, tokenCount } from '../endpoint/answer-numbers.js'
+import type { UpstreamConfig } from '../../../core/config.js'
+import { duration, tokenCount } from '../../../runtimes/index.js'
 import { endedEarly, timingsOf, type Detour, type Timings, type UpstreamCalls } from './detour.js'
 
 // llama-server's native /completion (a raw prompt, no chat template: /api/generate with `raw`) is llama-server's alone.
