@@ -1,4 +1,5 @@
 // Durations and sizes as people write them in config files and requests.
+import { BadRequestError } from './errors.js'
 
 const DURATION_UNITS: Record<string, number> = {
   ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000,
@@ -52,4 +53,19 @@ export function parseSize(value: unknown): number | null {
   const unit = match ? SIZE_UNITS[match[2]!.toLowerCase()] : undefined
   if (!match || unit === undefined) return null
   return Math.round(Number(match[1]) * unit)
+}
+
+/** The longest delay a Node timer takes (about 24.8 days); a longer keep_alive means "stay loaded". */
+export const MAX_TIMER_MS = 2 ** 31 - 1
+
+/**
+ * Reads a request's `keep_alive` as Ollama does: a number is seconds, a string a duration ("10m", "-1m"),
+ * 0 unloads after the request, negative (or longer than a timer can wait) keeps the model loaded. Returns ms (Infinity for "forever"), or
+ * undefined when the request did not say.
+ */
+export function parseKeepAlive (value: unknown): number | undefined {
+  if (value === undefined || value === null) return undefined
+  const ms = parseDuration(value)
+  if (ms === null) throw new BadRequestError(`invalid keep_alive ${JSON.stringify(value)}: use seconds (300) or a duration such as "5m", "1h", 0 or -1`)
+  return ms < 0 || ms > MAX_TIMER_MS ? Infinity : ms
 }

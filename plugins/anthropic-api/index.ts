@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { clientGone } from '../../core/event-stream.js'
 import fp from 'fastify-plugin'
-import { clientGone } from '../../core/client-gone.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { requestRecord } from '../inference/request-record.js'
 import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'

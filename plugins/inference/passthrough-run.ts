@@ -1,6 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { clientGone } from '../../core/client-gone.js'
-import { EventStream } from '../../core/event-stream.js'
+import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
 import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'

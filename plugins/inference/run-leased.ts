@@ -1,5 +1,5 @@
 import { ContextExceededError, RuntimeError } from '../../core/errors.js'
-import { parseKeepAlive } from '../../core/keep-alive.js'
+import { parseKeepAlive } from '../../core/units.js'
 import type { Logger } from '../../core/logger.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
@@ -75,7 +75,7 @@ export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: Ac
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
   // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
   const model = leases.modelName(run.model)
-  // A stream that has waited two seconds says so, then every second (wait-report.ts, wait-text.ts), before its first token.
+  // A stream that has waited two seconds says so, then every second (the scheduler's reportWait, wait-text.ts), before its first token.
   const stream = run.stream
   const request = acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined)
   let lease: Lease

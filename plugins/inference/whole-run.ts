@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { clientGone } from '../../core/client-gone.js'
+import { clientGone } from '../../core/event-stream.js'
 import type { Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
 import { runLeased } from './run-leased.js'
 

@@ -1,7 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { clientGone } from '../../core/client-gone.js'
 import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
-import { EventStream, streamFormatOf } from '../../core/event-stream.js'
+import { clientGone, EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { conversationAffinity } from '../inference/conversation-affinity.js'
 import { runLeased } from '../inference/run-leased.js'

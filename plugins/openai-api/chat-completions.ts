@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { clientGone } from '../../core/client-gone.js'
+import { clientGone } from '../../core/event-stream.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'

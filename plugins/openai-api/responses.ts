@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
+import { clientGone } from '../../core/event-stream.js'
 import type { FastifyRequest } from 'fastify'
-import { clientGone } from '../../core/client-gone.js'
 import { BadRequestError, NotFoundError } from '../../core/errors.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'

@@ -6,10 +6,9 @@ import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from './lease.js'
 import { modelArgs } from './model-args.js'
-import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+import type { EnsureVariant, RuntimeSpawnOptions, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { CacheShape, PromptCaches } from './prompt-caches.js'
-import { purposeFlags } from './purpose.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StartBackoff } from './start-backoff.js'
@@ -260,4 +259,17 @@ export class Instances {
 export function cacheShape (instance: Instance): CacheShape {
   const { model, options } = instance
   return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v }
+}
+
+/**
+ * What llama-server needs to serve a purpose: `--mmproj` for a model with a vision projector; for embeddings and
+ * reranking their switch, and a physical batch as large as one slot's context, since an input to an encoder
+ * must fit in one batch. A chat model embeds by its last token, as decoder-based embedders do and Ollama does.
+ */
+export function purposeFlags (model: SchedulableModel, purpose: Purpose, numCtx: number, projectorPath: string | null): Partial<RuntimeSpawnOptions> {
+  switch (purpose) {
+    case 'generate': return projectorPath !== null ? { projectorPath } : {}
+    case 'embed': return { embeddings: true, batchSize: numCtx, ...((model.kind ?? 'chat') === 'chat' ? { pooling: 'last' as const } : {}) }
+    case 'rerank': return { reranking: true, batchSize: numCtx }
+  }
 }

@@ -77,8 +77,8 @@ export interface LocalLeaseHooks {
 
 /**
  * A slot on a loaded instance, as a surface holds it: the instance's runtime (each request of a cache group carrying
- * its group's salt, cache-group-fields.ts), the sampling options, a signal for the client and the instance together,
- * and the books (lease-books.ts). `started`: when the request asked (performance.now()).
+ * its group's salt, cacheGroupFields), the sampling options, a signal for the client and the instance together,
+ * and the books (leaseBooks). `started`: when the request asked (performance.now()).
  */
 export function localLease (instance: Instance, resolved: ResolvedOptions, started: number, usage: RequestUsage | undefined, clientSignal: AbortSignal | undefined, hooks: LocalLeaseHooks): Lease {
   let released = false

@@ -1,8 +1,7 @@
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import type { Instance } from './instance.js'
 import type { LoadedModel, Purpose } from './lease.js'
-import type { WaitEstimate } from './wait-estimate.js'
-import { estimateKey } from './wait-report.js'
+import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
 /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
 export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[]): LoadedModel[] {

@@ -1,9 +1,9 @@
+import { BadRequestError } from '../../core/errors.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { ContextGrowth } from './context-growth.js'
 import type { AcquireRequest, Purpose } from './lease.js'
 import type { SchedulableModel, SchedulerSettings } from './ports.js'
-import { checkPurpose, purposeOptions } from './purpose.js'
 import type { SwapPolicy } from './swap-policy.js'
 
 /** What one request asks of a stored model, worked out once before it looks for an instance. */
@@ -18,7 +18,7 @@ export interface RequestPlan {
 
 /**
  * The request's plan: its purpose checked, its options resolved once (core/request-options.ts, then the purpose's
- * caps), its key's daily tokens reserved (token-reservation.ts), its context at least the model's grown one, and its
+ * caps), its key's daily tokens reserved (reserveTokens, below), its context at least the model's grown one, and its
  * keep-alive (a pinned model stays). @throws BadRequestError, TooManyRequestsError
  */
 export function planRequest (model: SchedulableModel, request: AcquireRequest, deps: { settings: SchedulerSettings, growth: ContextGrowth, swaps: SwapPolicy }): RequestPlan {
@@ -54,4 +54,46 @@ export function reserveTokens (resolved: ResolvedOptions, usage: RequestUsage | 
   const cap = reserve(asked)
   if (!generates || (asked !== -1 && asked <= cap)) return resolved
   return { ...resolved, sampling: { ...resolved.sampling, max_tokens: cap } }
+}
+
+const ENDPOINTS: Record<Purpose, string> = {
+  generate: 'chat or generate',
+  embed: 'embeddings',
+  rerank: 'reranking',
+}
+const KIND_WORDS = { chat: 'a chat model', embedding: 'an embedding model', reranker: 'a reranker' } as const
+const USE: Record<NonNullable<SchedulableModel['kind']>, string> = {
+  chat: 'use /api/chat, /api/generate or /v1/chat/completions',
+  embedding: 'use /api/embed or /v1/embeddings',
+  reranker: 'use /v1/rerank',
+}
+
+/**
+ * Refuses a request a model cannot serve, before anything loads: embedding models and rerankers generate no
+ * text, only rerankers rerank, and a reranker's pooled output is a score, not an embedding. A chat model may
+ * embed (as in Ollama), on an instance of its own.
+ * @throws BadRequestError naming the model, what it is, and where to send it
+ */
+export function checkPurpose (model: SchedulableModel, purpose: Purpose): void {
+  const kind = model.kind ?? 'chat'
+  const serves = kind === 'chat' ? purpose !== 'rerank' : (kind === 'embedding' ? purpose === 'embed' : purpose === 'rerank')
+  if (serves) return
+  const hint = purpose === 'rerank' ? 'rerank with a reranker (a GGUF with rank pooling)' : USE[kind]
+  throw new BadRequestError(`"${model.name}" does not support ${ENDPOINTS[purpose]}: it is ${KIND_WORDS[kind]}; ${hint}`, 'unsupported_by_model')
+}
+
+/**
+ * The load options of an instance for a purpose: embeddings and reranking read a whole input in one pass of an
+ * encoder, which cannot look past the context it was trained with, so num_ctx is capped there (as Ollama caps it).
+ */
+export function purposeOptions (model: SchedulableModel, purpose: Purpose, resolved: ResolvedOptions): ResolvedOptions {
+  const trained = model.gguf?.context_length
+  if (purpose === 'generate' || !trained) return resolved
+  const cap = (n: number | undefined): number | undefined => n === undefined ? undefined : Math.min(n, trained)
+  const requested = cap(resolved.loadRequested.num_ctx)
+  return {
+    ...resolved,
+    load: { ...resolved.load, num_ctx: cap(resolved.load.num_ctx)! },
+    loadRequested: requested === undefined ? resolved.loadRequested : { ...resolved.loadRequested, num_ctx: requested },
+  }
 }

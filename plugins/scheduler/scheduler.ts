@@ -3,7 +3,7 @@ import { RuntimeError, UnavailableError } from '../../core/errors.js'
 import type { Logger } from '../../core/logger.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
-import type { Instance } from './instance.js'
+import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { localLease } from './leases.js'
@@ -15,8 +15,7 @@ import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapPolicy } from './swap-policy.js'
-import { WaitEstimate } from './wait-estimate.js'
-import { estimateKey, reportWait } from './wait-report.js'
+import { estimateKey, WaitEstimate } from './wait-estimate.js'
 
 export interface SchedulerDeps {
   store: SchedulerStore
@@ -33,7 +32,7 @@ export interface SchedulerDeps {
 /**
  * Orchestrates the models stored here: each request's plan (request-plan.ts), an instance that serves it or a new
  * one (instances.ts: start, and the one end path), room for it (room.ts), a slot in its line (instance.ts, in turns by
- * API key; queue-share.ts), and a lease (local-lease.ts). Loads on first use (one load shared by concurrent
+ * API key; queue-share.ts), and a lease (leases.ts). Loads on first use (one load shared by concurrent
  * requests), unloads on keep-alive, evicts an idle instance to make room, and never cuts a running generation to make
  * room for another model. Upstreams are another plugin's: the lease router in front of it (plugins/upstreams).
  */
@@ -155,7 +154,7 @@ export class Scheduler implements LeaseSource {
 
   /**
    * Waits for the instance's load, then for a slot in its API key's line (the key its usage record names): turns go
-   * round the keys (instance.ts). Only a request that has to wait hears about it (wait-report.ts). False when the
+   * round the keys (instance.ts). Only a request that has to wait hears about it (reportWait). False when the
    * instance went away meanwhile.
    */
   private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<boolean> {

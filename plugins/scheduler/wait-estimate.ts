@@ -44,3 +44,8 @@ function median (values: number[] | undefined): number | null {
   const mid = sorted.length >> 1
   return Math.round(sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2)
 }
+
+/** The key a model's measurements are kept under: an embedding instance of a chat model loads and serves differently. */
+export function estimateKey (model: string, purpose: string): string {
+  return `${model}\0${purpose}`
+}
