@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { duration, tokenCount } from '../endpoint/answer-numbers.js'
 import { endedEarly, timingsOf, type Detour, type Timings, type UpstreamCalls } from './detour.js'
 

@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { GatewayError, RuntimeError } from '../../core/errors.js'
 import { tokenCount } from '../endpoint/answer-numbers.js'
 import type { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'

@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
 import type { RelayProgress, RelaySink } from '../endpoint/stream-relay.js'
 import { answerLines } from './answer-lines.js'
