@@ -2,8 +2,8 @@ import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 
 /**
- * A key's daily tokens, reserved now that the request's cap is known (core/request-usage.ts `reserveTokens`, set by
- * the quotas): the answer may generate at most what the key's day has left, so that requests running side by side
+ * A key's daily tokens, reserved now that the request's cap is known (the usage record's `reserveTokens`, set by
+ * plugins/quotas/quota-gate.ts): the answer may generate at most what the key's day has left, so that requests running side by side
  * cannot pass the limit together. `generates`: false for embeddings and reranking, which reserve their prompt only.
  * @throws TooManyRequestsError from the quotas
  */
