@@ -20,6 +20,14 @@ t.test('each built-in plugin section: keys of its own, variables the server read
   }
 })
 
+t.test('README\'s environment table lists every variable the configuration reads, the sections\' too, and no other', async (t) => {
+  const readme = readFileSync(join(PACKAGE_ROOT, 'README.md'), 'utf8')
+  const table = readme.slice(readme.indexOf('| environment | key |'))
+  const rows = table.slice(0, table.indexOf('\n\n')).split('\n').slice(2)
+  const named = rows.flatMap((row) => [...row.split('|')[1]!.matchAll(/`([A-Z_]+)`/g)].map((m) => m[1]!))
+  t.same(named.sort(), [...CONFIG_ENVIRONMENT].sort())
+})
+
 // A plugin's section as a third party would write one.
 const section = configSection({
   plugin: 'audit',
