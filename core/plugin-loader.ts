@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { isAbsolute, join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
-import type { Config } from './config.js'
+import type { Config } from './resolved-config.js'
 import { PACKAGE_ROOT } from './paths.js'
 import type { PluginManifest } from './plugin-manifest.js'
 
@@ -17,7 +17,7 @@ export class PluginLoadError extends Error {
 /** A built-in plugin as plugins/builtin.json lists it. */
 export interface BuiltinPlugin {
   name: string
-  /** It has a plugin-manifest.ts (CLI commands, doctor checks, config checks). @default false */
+  /** It has a plugin-manifest.ts (config section, CLI commands, doctor, config and start checks). @default false */
   manifest?: boolean
   /** It has a Fastify plugin to register (its index.ts). @default true */
   server?: boolean

@@ -1,21 +1,37 @@
 import type { Command } from './commands/command.js'
 import type { Check } from './commands/doctor-checks.js'
-import type { Config } from './config.js'
+import type { Config } from './resolved-config.js'
+import type { ConfigSection } from './config-section.js'
 
 /**
- * What a plugin brings besides its routes and services, read without loading its server code: commands of the
- * `llamagate` CLI, checks for `llamagate doctor`, and checks of config.yaml that need its knowledge. A plugin
+ * What a plugin brings besides its routes and services, read without loading its server code: its section of
+ * config.yaml, commands of the `llamagate` CLI, checks for `llamagate doctor`, checks of config.yaml that need its
+ * knowledge, and what `serve` must hear before it starts. A plugin
  * exports one (`manifest`) from its `plugin-manifest.ts` when plugins/builtin.json says it has one. Keep it light: the CLI loads
  * every manifest to start, so heavy modules are imported inside the functions.
  */
 export interface PluginManifest {
   /** The plugin's name (its folder). */
   name: string
+  /**
+   * Its section of config.yaml (core/config-section.ts), loaded with the configuration rather than with the
+   * manifest: `() => import('./config-section.js').then((m) => m.section)`.
+   */
+  config?: () => Promise<ConfigSection>
   commands?: readonly Command[]
   /** What `llamagate doctor` checks for this plugin, in the manifests' order. */
   doctor?: (context: DoctorContext) => Promise<DoctorReport>
   /** Checks of the resolved configuration that only this plugin can make. */
   checkConfig?: (config: Config, context: ConfigCheckContext) => ConfigCheck | Promise<ConfigCheck>
+  /** What `llamagate serve` must say, or refuse, before it starts with this configuration (an exposed address, say). */
+  startCheck?: (config: Config) => StartCheck | Promise<StartCheck>
+}
+
+export interface StartCheck {
+  /** Why the server must not start; `serve` exits 2 with it. */
+  refusal?: string
+  /** Said at warn level once the server listens, each its own line. */
+  warnings?: string[]
 }
 
 export interface DoctorContext {

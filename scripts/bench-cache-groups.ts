@@ -1,6 +1,6 @@
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { hashSecret } from '../core/keys-file.js'
+import { hashSecret } from '../plugins/security/keys-file.js'
 import type { RuntimeBuild } from '../runtimes/index.js'
 import { prose } from './bench-chat.js'
 import { killAll, startGateway, type ServerShape } from './bench-setups.js'

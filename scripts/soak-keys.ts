@@ -1,4 +1,4 @@
-import { hashSecret, newSecret, writeKeysFile, type KeyLimits, type Scope } from '../core/keys-file.js'
+import { hashSecret, newSecret, writeKeysFile, type KeyLimits, type Scope } from '../plugins/security/keys-file.js'
 import { OUTCOMES, type Outcome, type RequestResult, type RequestSpec } from './soak-clients.js'
 import { http } from './soak-probes.js'
 

@@ -1,6 +1,6 @@
 import type { ParseArgsConfig } from 'node:util'
 import { GatewayClient } from './gateway-client.js'
-import type { loadConfig } from '../config.js'
+import type { ReadConfig } from '../config-layers.js'
 import { serverAddress } from './server-address.js'
 
 export { UsageError } from './usage-error.js'
@@ -54,7 +54,7 @@ export const JSON_OPTION: OptionSpec = { json: { type: 'boolean' } }
 export const JSON_FLAG = '--json           print the server\'s JSON instead of a table'
 
 /** A lazily made client: commands that never reach the server never read config.yaml. */
-export function clientFor (values: OptionValues, env: NodeJS.ProcessEnv, readConfig: typeof loadConfig | undefined): () => GatewayClient {
+export function clientFor (values: OptionValues, env: NodeJS.ProcessEnv, readConfig: ReadConfig | undefined): () => GatewayClient {
   let client: GatewayClient | undefined
   return () => {
     if (client === undefined) {

@@ -1,7 +1,5 @@
 import type { FastifyInstance } from 'fastify'
 import type { ConfigFlags } from '../config.js'
-import { ConfigError } from '../config-error.js'
-import { exposureRisk } from '../exposure.js'
 import { OLLAMA_API_VERSION, version } from '../version.js'
 import type { Command } from './command.js'
 
@@ -24,20 +22,16 @@ export const serve: Command = {
     // Loaded here, not at the top: the client commands must start without the server's modules.
     const { loadConfig } = await import('../config.js')
     const config = loadConfig(values as ConfigFlags)
-    // The Ollama address (ollama_listen) opens the same routes: off loopback without keys, the same risk.
-    const { readKeysFile, KeysFileError } = await import('../keys-file.js')
-    // A keys file that lists keys (revoked ones too: revoking the last must not open the server) turns keys on.
-    let keys: string[]
-    try {
-      keys = [...config.auth.apiKeys, ...readKeysFile(config.auth.keysFile).keys.map((k) => k.name)]
-    } catch (err) {
-      if (err instanceof KeysFileError) throw new ConfigError([err.message])
-      throw err
-    }
-    const risk = exposureRisk(config.host, keys) ?? (config.ollamaListen && exposureRisk(config.ollamaListen.host, keys))
-    if (risk !== null && config.auth.requireKeysOffLoopback) {
-      stderr.write(`llamagate: refusing to start: ${risk} (auth.require_keys_off_loopback is true)\n`)
-      return 2
+    // What the plugins must say before the start (an address open without keys): a refusal stops it here.
+    const { builtinManifests } = await import('../plugin-loader.js')
+    const warnings: string[] = []
+    for (const manifest of await builtinManifests()) {
+      const check = await manifest.startCheck?.(config) ?? {}
+      if (check.refusal !== undefined) {
+        stderr.write(`llamagate: refusing to start: ${check.refusal}\n`)
+        return 2
+      }
+      warnings.push(...check.warnings ?? [])
     }
     const { buildApp } = await import('../app.js')
     const { batchedStdout } = await import('../log-stream.js')
@@ -47,7 +41,7 @@ export const serve: Command = {
     const address = await app.listen({ host, port })
     app.log.info(`llamagate ${version()} (Ollama API ${OLLAMA_API_VERSION}) listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
     // Its own line at warn level, so that it stands out of the start-up log and reaches log filters.
-    if (risk !== null) app.log.warn(`WARNING: ${risk}; auth.require_keys_off_loopback: true in config.yaml makes this a refusal to start`)
+    for (const warning of warnings) app.log.warn(`WARNING: ${warning}`)
     return new Promise<number>(() => {}) // runs until a signal ends the process
   },
 }

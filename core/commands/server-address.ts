@@ -1,4 +1,4 @@
-import type { loadConfig } from '../config.js'
+import type { ReadConfig } from '../config-layers.js'
 import { UsageError } from './usage-error.js'
 
 /** The port `llamagate serve` listens on unless told otherwise. */
@@ -21,7 +21,7 @@ export interface ServerAddress {
 export function serverAddress (
   flags: { host?: string | undefined, config?: string | undefined },
   env: NodeJS.ProcessEnv,
-  readConfig: typeof loadConfig | undefined,
+  readConfig: ReadConfig | undefined,
 ): ServerAddress {
   const apiKey = env.LLAMAGATE_API_KEY || undefined
   if (flags.host !== undefined) return { url: toUrl(flags.host), apiKey }

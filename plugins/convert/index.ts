@@ -1,41 +1,19 @@
-import { basename } from 'node:path'
 import type { FastifyPluginAsync } from 'fastify'
 import fp from 'fastify-plugin'
-import { CONVERTER_DTYPES } from '../../core/options-schema.js'
-import type { ModelStore } from '../storage/model-store.js'
-import type { Converter, ConvertProgress } from './converter.js'
+import type { Converter } from './converter.js'
 import { converterFor } from './converter-for.js'
 import { ConverterPreparation } from './converter-preparation.js'
-
-export type EnsureVariant = (name: string, dtype: string, opts?: { signal?: AbortSignal, onProgress?: (p: ConvertProgress) => void }) => Promise<void>
+import { variantMaker, type EnsureVariant } from './variant-maker.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** SafeTensors → GGUF with llama.cpp's tools. */
     converter: Converter
-    /**
-     * Makes (once) and records in the manifest the GGUF variant `dtype` of the SafeTensors model `name`;
-     * nothing to do for a GGUF model or a variant already recorded. Concurrent callers share one conversion.
-     */
+    /** A SafeTensors model's GGUF variant, made once and recorded (variant-maker.ts). */
     ensureVariant: EnsureVariant
     /** The start's background install of what the converter lacks (conversion.auto_setup). */
     converterPreparation: ConverterPreparation
   }
-}
-
-/** Converts, then records the variant in the model's manifest (under the store's cross-process lock). */
-function variantMaker (store: ModelStore, converter: Converter): EnsureVariant {
-  const has = (name: string, dtype: string): boolean => store.get(name).manifest.variants.some((v) => v.dtype === dtype)
-  const make: EnsureVariant = async (name, dtype, opts = {}) => {
-    const record = store.get(name)
-    dtype = dtype.toLowerCase()
-    if (record.format !== 'safetensors' || has(name, dtype)) return
-    // A quantized type starts from the f16: make and record that first, so it is listed and counted too.
-    if (!(CONVERTER_DTYPES as readonly string[]).includes(dtype) && !has(name, 'f16')) await make(name, 'f16', opts)
-    const made = await converter.ensureVariant({ modelDir: record.dir, dtype, ...opts })
-    if (!has(name, dtype)) await store.addVariant(name, { dtype, file: basename(made.file), size: made.size, sha256: made.sha256 })
-  }
-  return make
 }
 
 const convert: FastifyPluginAsync = async (app) => {

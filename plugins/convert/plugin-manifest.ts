@@ -1,9 +1,13 @@
 import type { PluginManifest } from '../../core/plugin-manifest.js'
 import type { RuntimeRegistry } from '../../runtimes/registry.js'
 
-/** The converter's doctor check: whether SafeTensors conversion can run here, and what is missing. */
+/**
+ * The converter's config section (`conversion`: config-section.ts) and doctor check: whether SafeTensors conversion
+ * can run here, and what is missing.
+ */
 export const manifest: PluginManifest = {
   name: 'convert',
+  config: async () => (await import('./config-section.js')).section,
   async doctor ({ config, shared }) {
     const [{ RuntimeRegistry: Registry }, { converterFor }, { conversionCheck, startNote }] = await Promise.all([
       import('../../runtimes/registry.js'), import('./converter-for.js'), import('./doctor-check.js'),

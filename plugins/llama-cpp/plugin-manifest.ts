@@ -2,9 +2,13 @@ import type { PluginManifest } from '../../core/plugin-manifest.js'
 import { checkModelArgs } from './config-check.js'
 import { rpcWorkerCommand } from './rpc-worker-command.js'
 
-/** The runtimes' CLI command, their doctor checks (hardware, builds, the one chosen) and their config check. */
+/**
+ * The runtimes' config section (`rpc`: config-section.ts), CLI command, doctor checks (hardware, builds, the one
+ * chosen) and config check.
+ */
 export const manifest: PluginManifest = {
   name: 'llama-cpp',
+  config: async () => (await import('./config-section.js')).section,
   commands: [rpcWorkerCommand],
   async doctor ({ config, shared }) {
     // Loaded here: the CLI reads this manifest to start, and the registry is the server's code.

@@ -1,14 +1,12 @@
-import Fastify, { type FastifyRequest } from 'fastify'
+import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { ConnectionCaps } from '../../core/connection-caps.js'
-import { headerTimeoutOptions } from '../../core/header-timeout.js'
 import { modelNamedIn } from '../../core/model-name.js'
 import { GatewayMetrics } from './gateway-metrics.js'
+import { listenForMetrics } from './metrics-listener.js'
 import metricsRoute from './metrics-route.js'
 import { metricsText } from './metrics-text.js'
 import { observeServices } from './observe.js'
 import { registerUsageSeries } from './usage-series.js'
-import { foreignHost } from '../security/host-guard.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -21,7 +19,7 @@ declare module 'fastify' {
  * Prometheus metrics (docs/operations.md): counts every answered request, observes the scheduler, the pulls and the
  * converter, and serves GET /metrics with each loaded runtime's own series added. On the main address the security
  * plugin's key check covers it like any other route; with `metrics.listen` it is served on a listener of its own,
- * without a key, and not on the main address.
+ * without a key, and not on the main address (metrics-listener.ts).
  */
 export default fp(async (app) => {
   const { enabled, listen } = app.config.metrics
@@ -63,19 +61,10 @@ export default fp(async (app) => {
     await app.register(metricsRoute, route)
     return
   }
-  const { limits } = app.config
-  // The main address's limits on slow heads and on connections per client hold here too (no key to cap by).
-  const admin = Fastify({ logger: false, http: headerTimeoutOptions(limits.headerTimeoutMs) })
-  const connections = new ConnectionCaps({ perClient: limits.connectionsPerClient, unauthenticated: null, log: app.log })
-  connections.guard(admin.server)
-  admin.addHook('preClose', async () => { connections.stop() })
-  // Keyless, so at least held to its own host names: a rebinding page must not read the model names from it.
-  admin.addHook('onRequest', async (request, reply) => {
-    const name = foreignHost(listen.host, request.headers.host, app.config.allowedHosts)
-    if (name !== null) return reply.code(403).send({ error: `host "${name}" is not allowed on a listener bound to ${listen.host}; add it to allowed_hosts in config.yaml` })
+  const { limits, allowedHosts } = app.config
+  const admin = await listenForMetrics({
+    listen, headerTimeoutMs: limits.headerTimeoutMs, connectionsPerClient: limits.connectionsPerClient, allowedHosts, route, log: app.log,
   })
-  await admin.register(metricsRoute, route)
-  await admin.listen({ host: listen.host, port: listen.port })
   app.addHook('onClose', () => admin.close())
   app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
 }, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })

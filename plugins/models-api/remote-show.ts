@@ -1,5 +1,5 @@
 import type { Static } from 'typebox'
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../upstreams/upstream-config.js'
 import { RuntimeError } from '../../core/errors.js'
 import { showUpstreamModel } from '../upstreams/upstream-client.js'
 import type { ShowReply } from './schemas.js'

@@ -1,5 +1,5 @@
 import { TooManyRequestsError } from '../../core/errors.js'
-import type { KeyLimits } from '../../core/keys-file.js'
+import type { KeyLimits } from '../security/keys-file.js'
 
 const MINUTE_MS = 60_000
 const DAY_MS = 86_400_000

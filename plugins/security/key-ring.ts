@@ -1,7 +1,7 @@
 import { createHash, timingSafeEqual } from 'node:crypto'
 import { statSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname } from 'node:path'
-import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, type Scope } from '../../core/keys-file.js'
+import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, type Scope } from './keys-file.js'
 import type { Logger } from '../../core/logger.js'
 import { matchesPattern } from './host-guard.js'
 

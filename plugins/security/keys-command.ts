@@ -3,7 +3,7 @@ import { dirname } from 'node:path'
 import type { Command, OptionValues } from '../../core/commands/command.js'
 import { relativeTime, table } from '../../core/commands/human.js'
 import { UsageError } from '../../core/commands/usage-error.js'
-import type { KeyEntry, KeyLimits, KeysFile, Scope } from '../../core/keys-file.js'
+import type { KeyEntry, KeyLimits, KeysFile, Scope } from './keys-file.js'
 
 type Action = 'add' | 'list' | 'revoke'
 
@@ -71,7 +71,7 @@ export const keysCommand: Command = {
     if ((action === 'list') !== (name === undefined)) throw new UsageError(action === 'list' ? 'keys list takes no name' : `keys ${action} needs the key's name`)
     // Loaded here, not at the top: every command of the CLI loads this manifest to start.
     const { loadConfig } = await import('../../core/config.js')
-    const keysFile = await import('../../core/keys-file.js')
+    const keysFile = await import('./keys-file.js')
     const file = loadConfig({ config: values.config as string | undefined }).auth.keysFile
     try {
       if (action === 'list') return list(keysFile.readKeysFile(file), file, values.json === true, stdout)
@@ -85,7 +85,7 @@ export const keysCommand: Command = {
   },
 }
 
-type KeysFileModule = typeof import('../../core/keys-file.js')
+type KeysFileModule = typeof import('./keys-file.js')
 
 async function add (keysFile: KeysFileModule, file: string, entry: Omit<KeyEntry, 'hash'>, stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream): Promise<number> {
   return locked(file, async () => {

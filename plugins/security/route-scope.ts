@@ -1,4 +1,4 @@
-import type { Scope } from '../../core/keys-file.js'
+import type { Scope } from './keys-file.js'
 
 /** What each scope allows, for the 403 that says what a key lacks. */
 export const SCOPE_WORDS: Record<Scope, string> = {

@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from './upstream-config.js'
 import { LOCAL, pickUpstream, type UpstreamRoute, type UpstreamRouting } from './upstream-routing.js'
 
 /** What the catalog reads of an upstream's probe (runtimes' UpstreamProbe). */

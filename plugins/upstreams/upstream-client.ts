@@ -1,5 +1,5 @@
 import { request } from 'undici'
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { formatBytes } from '../../core/units.js'
 import { readAtMost } from '../../runtimes/index.js'
 import { Redaction, withoutSecrets } from './redaction.js'

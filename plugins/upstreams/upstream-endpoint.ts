@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from './upstream-config.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
 import { chatWithTimings } from './detours/chat-detours.js'
 import { completionViaGenerate, completionViaText, isPlainCompletion, textCompletionViaGenerate } from './detours/completion-detours.js'

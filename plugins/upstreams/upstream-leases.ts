@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from './upstream-config.js'
 import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Options } from '../../core/options-schema.js'

@@ -1,4 +1,4 @@
-import type { UpstreamLimits } from '../../core/config.js'
+import type { UpstreamLimits } from './upstream-config.js'
 import { RuntimeError } from '../../core/errors.js'
 import { formatBytes } from '../../core/units.js'
 import type { AnswerLimits, ReadLimits } from '../../runtimes/index.js'

@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream'
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from './upstream-config.js'
 import {
   HttpPool, RelaySockets, relayStream, replaceBytes, sseData, type DataRewrite, type ModelEndpoint, type ReadLimits,
   type RelayProgress, type RelaySink, type RuntimeAddress,

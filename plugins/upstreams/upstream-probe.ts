@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../core/config.js'
+import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { listUpstreamModels } from './upstream-client.js'
 
 /** What the last probe of an upstream found. */

@@ -4,7 +4,7 @@ import t from 'tap'
 import { parse as parseYaml } from 'yaml'
 import { readFileSync } from 'node:fs'
 import { ConfigError, loadConfig, resolveConfig } from '../../core/config.js'
-import { ConfigSchema } from '../../core/config-schema.js'
+import { configShape } from '../../core/config-sections.js'
 import { SHIPPED_CONFIG } from '../../core/paths.js'
 import { tempDir } from '../helpers/app.js'
 
@@ -19,9 +19,12 @@ t.test('the shipped config.yaml says exactly what the built-in defaults are', as
     temperature: 0.7, top_p: 0.9, top_k: 40, max_tokens: 2048, seed: -1, num_ctx: 4096,
     num_parallel: 4, cache_type_k: 'f16', cache_type_v: 'f16', dtype: 'f16',
   })
-  // Every top-level key of the schema is written out (and so commented) in config.yaml.
-  const written = Object.keys(parseYaml(readFileSync(SHIPPED_CONFIG, 'utf8')) as object)
-  t.same(written.sort(), Object.keys(ConfigSchema.properties).sort())
+  // Every top-level key of the schema, the core's and the plugins' sections', is written out (and so commented) in
+  // config.yaml, and so is every key of `limits`.
+  const shipped = parseYaml(readFileSync(SHIPPED_CONFIG, 'utf8')) as { limits: object }
+  const { schema } = configShape()
+  t.same(Object.keys(shipped).sort(), Object.keys(schema.properties).sort())
+  t.same(Object.keys(shipped.limits).sort(), Object.keys((schema.properties.limits as typeof schema).properties).sort())
 })
 
 t.test('precedence: defaults < config file < environment < flags', async (t) => {

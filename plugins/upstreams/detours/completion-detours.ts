@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { UpstreamConfig } from '../../../core/config.js'
+import type { UpstreamConfig } from '../upstream-config.js'
 import { duration, tokenCount } from '../../../runtimes/index.js'
 import { endedEarly, timingsOf, type Detour, type Timings, type UpstreamCalls } from './detour.js'
 

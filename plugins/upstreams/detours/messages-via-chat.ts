@@ -1,4 +1,4 @@
-import type { UpstreamConfig } from '../../../core/config.js'
+import type { UpstreamConfig } from '../upstream-config.js'
 import { GatewayError, RuntimeError } from '../../../core/errors.js'
 import { tokenCount, watchedSink, type ModelEndpoint, type RelayProgress, type RelaySink } from '../../../runtimes/index.js'
 import { messageOf, type ChatAnswer } from './messages-answer.js'

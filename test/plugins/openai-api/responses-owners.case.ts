@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { hashSecret, writeKeysFile, type Scope } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile, type Scope } from '../../../plugins/security/keys-file.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveTinyModels } from '../../helpers/inference.js'
 

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { hashSecret, writeKeysFile, type KeyLimits } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile, type KeyLimits } from '../../../plugins/security/keys-file.js'
 import { tempDir } from '../../helpers/app.js'
 import { importLongContextModel, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
 

@@ -2,7 +2,7 @@
 // never reuses what another group's key computed, while loaded, after a swap or after a restart; keys of one group do.
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { hashSecret, writeKeysFile, type KeyEntry } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile, type KeyEntry } from '../../../plugins/security/keys-file.js'
 import { buildTestApp, tempDir } from '../../helpers/app.js'
 import { importLongContextModel, post, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
 

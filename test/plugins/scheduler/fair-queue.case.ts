@@ -2,7 +2,7 @@
 // delays another key's request by a turn, not by its whole backlog. Without keys the queue stays first come, first served.
 import { join } from 'node:path'
 import t from 'tap'
-import { hashSecret, writeKeysFile } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import type { ResolvedOptions } from '../../../core/request-options.js'
 import { Instance } from '../../../plugins/scheduler/instance.js'
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'

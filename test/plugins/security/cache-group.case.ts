@@ -3,7 +3,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { BadRequestError } from '../../../core/errors.js'
-import { checkKeysFile, hashSecret, KeysFileError, writeKeysFile, type KeyEntry } from '../../../core/keys-file.js'
+import { checkKeysFile, hashSecret, KeysFileError, writeKeysFile, type KeyEntry } from '../../../plugins/security/keys-file.js'
 import { cacheGroupOf } from '../../../plugins/security/cache-group.js'
 import { KeyRing } from '../../../plugins/security/key-ring.js'
 import { cacheGroupFields, cacheSalt } from '../../../plugins/scheduler/leases.js'

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { hashSecret, readKeysFile } from '../../../core/keys-file.js'
+import { hashSecret, readKeysFile } from '../../../plugins/security/keys-file.js'
 import { tempDir } from '../../helpers/app.js'
 import { runCli } from '../../helpers/serve-process.js'
 

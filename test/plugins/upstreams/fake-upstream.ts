@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Test } from 'tap'
-import { resolveConfig, type UpstreamConfig } from '../../../core/config.js'
+import { resolveConfig } from '../../../core/config.js'
+import type { UpstreamConfig } from '../../../plugins/upstreams/upstream-config.js'
 
 /** One request a stand-in upstream received. */
 export interface Received { method: string, url: string, authorization: string | null, body: string }

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { hashSecret, writeKeysFile } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { LlamaServer } from '../../../runtimes/process/llama-server.js'
 import { UpstreamEndpoint } from '../../../plugins/upstreams/upstream-endpoint.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'

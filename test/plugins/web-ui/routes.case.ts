@@ -1,7 +1,7 @@
 import Fastify from 'fastify'
 import { join } from 'node:path'
 import t from 'tap'
-import { CONTENT_SECURITY_POLICY, PAGE_DIR, webUiRoutes } from '../../../plugins/web-ui/index.js'
+import { CONTENT_SECURITY_POLICY, PAGE_DIR, webUiRoutes } from '../../../plugins/web-ui/page-routes.js'
 import { PageFiles } from '../../../plugins/web-ui/page-files.js'
 import { build, tempDir } from '../../helpers/app.js'
 

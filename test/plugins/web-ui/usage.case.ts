@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { hashSecret, writeKeysFile } from '../../../core/keys-file.js'
+import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { axeViolations, openPage, sharedBrowser, skipUnlessChromium } from '../../helpers/browser.js'
 

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { parse, stringify } from 'yaml'
-import { writeWhole } from './write-whole.js'
+import { writeWhole } from '../../core/write-whole.js'
 
 /**
  * The keys file (`auth.keys_file`): one entry per API key a team hands out, with what it may do. Written by

@@ -1,9 +1,9 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { exposureRisk, isLoopbackHost } from '../../core/exposure.js'
-import { tempDir } from '../helpers/app.js'
-import { runCli, startServe } from '../helpers/serve-process.js'
+import { exposureRisk, isLoopbackHost } from '../../../plugins/security/exposure.js'
+import { tempDir } from '../../helpers/app.js'
+import { runCli, startServe } from '../../helpers/serve-process.js'
 
 t.test('loopback addresses, and what is not one', async (t) => {
   for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) t.ok(isLoopbackHost(host), host)

@@ -1,0 +1,56 @@
+import { Ajv, type ValidateFunction } from 'ajv'
+import { Type, type TObject, type TProperties } from 'typebox'
+import { ConfigSchema } from './config-schema.js'
+import type { ConfigSection } from './config-section.js'
+import { builtinManifests } from './plugin-loader.js'
+
+/**
+ * The built-in plugins' config sections, in plugins/builtin.json's order, each from its manifest's `config`. Loaded
+ * with this module (a top-level await), so that reading the configuration stays synchronous for every caller; a
+ * section's module must therefore import no value from core/config.ts, whose loading waits for it.
+ */
+export const BUILTIN_SECTIONS: readonly ConfigSection[] = await Promise.all(
+  (await builtinManifests()).flatMap((m) => m.config ? [m.config()] : []),
+)
+
+/** config.yaml as a whole: its schema (the core's keys, then each section's), a validator, and the defaults it gives. */
+export interface ConfigShape {
+  schema: TObject
+  /** Checks a merged configuration, filling in the defaults of keys left out. */
+  validate: ValidateFunction
+  defaults: Record<string, unknown>
+}
+
+const shapes = new WeakMap<readonly ConfigSection[], ConfigShape>()
+
+/** The shape for these sections, made once per list. @throws Error when a section claims a key another one has */
+export function configShape (sections: readonly ConfigSection[] = BUILTIN_SECTIONS): ConfigShape {
+  let shape = shapes.get(sections)
+  if (shape === undefined) {
+    const schema = assemble(sections)
+    const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(schema)
+    // The defaults come from the schema itself, so config.yaml, the schemas and the code cannot disagree.
+    const defaults = {}
+    validate(defaults)
+    shape = { schema, validate, defaults }
+    shapes.set(sections, shape)
+  }
+  return shape
+}
+
+function assemble (sections: readonly ConfigSection[]): TObject {
+  const keys: TProperties = { ...ConfigSchema.properties }
+  const limits: TProperties = { ...ConfigSchema.properties.limits.properties }
+  const claim = (into: TProperties, owned: TProperties, prefix: string, plugin: string): void => {
+    for (const [key, schema] of Object.entries(owned)) {
+      if (Object.hasOwn(into, key)) throw new Error(`the ${plugin} plugin's config section claims ${prefix}${key}, which is taken`)
+      into[key] = schema
+    }
+  }
+  for (const section of sections) {
+    claim(keys, section.keys, '', section.plugin)
+    claim(limits, section.limits ?? {}, 'limits.', section.plugin)
+  }
+  keys.limits = Type.Object(limits, { additionalProperties: false, default: {} })
+  return Type.Object(keys, { additionalProperties: false })
+}

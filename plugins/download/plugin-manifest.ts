@@ -1,0 +1,7 @@
+import type { PluginManifest } from '../../core/plugin-manifest.js'
+
+/** The hub's section of config.yaml (config-section.ts). */
+export const manifest: PluginManifest = {
+  name: 'download',
+  config: async () => (await import('./config-section.js')).section,
+}

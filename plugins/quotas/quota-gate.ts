@@ -1,0 +1,44 @@
+import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { KeyQuotas } from './key-quotas.js'
+import { promptEstimate } from './prompt-estimate.js'
+
+declare module '../../core/request-usage.js' {
+  interface RequestUsage {
+    /** The key's `limits.queue_share`: the part of a model's queue its waiting requests may fill. */
+    queueShare?: number
+    /** The most the answer may generate, as its key's daily limit reserved it. */
+    tokenCap?: number
+    /** The prompt's tokens as estimated at the door: what a request cut short is booked with. */
+    promptEstimate?: number
+    /**
+     * Set for a key with a daily token limit: reserves the request's tokens once its answer's cap is known
+     * (max_tokens after every option layer, -1 for none, 0 for a request that generates nothing) and returns the cap
+     * to generate with, lowered to what the key's day has left. @throws TooManyRequestsError
+     */
+    reserveTokens?: (maxTokens: number) => number
+  }
+}
+
+/**
+ * A request that runs a model (`config.scope` infer), at its key's limits: admitted or refused (429, thrown), held
+ * until its answer is over however it ends, and marked with what the scheduler and the reservations need of its key.
+ * Keys off, or another scope, pass untouched.
+ */
+export function admitRequest (quotas: KeyQuotas, request: FastifyRequest, reply: FastifyReply): void {
+  const grant = request.grant
+  if (grant === null || request.routeOptions.config.scope !== 'infer') return
+  const admission = quotas.admit(grant)
+  // Counted until its answer is over, however it ends (done, failed, or the client gone). The usage plugin's own
+  // close listener, added before this one, has booked what it used by then: its reservation can go.
+  if (reply.raw.destroyed) admission.end()
+  else reply.raw.once('close', admission.end)
+  // The scheduler keeps the key's share of a model's queue: it sees the lines (scheduler.ts, waitInLine).
+  const usage = request.usage
+  if (usage && grant.limits.queue_share !== undefined) usage.queueShare = grant.limits.queue_share
+  // A daily limit holds against requests in flight: each reserves its tokens once the scheduler knows its cap.
+  if (usage && grant.limits.tokens_per_day !== undefined) {
+    const prompt = promptEstimate(request.body)
+    usage.promptEstimate = prompt
+    usage.reserveTokens = (maxTokens) => (usage.tokenCap = admission.reserve(prompt, maxTokens))
+  }
+}

@@ -1,0 +1,131 @@
+import type { FastifyRequest } from 'fastify'
+import type { ConnectionCaps } from '../../core/connection-caps.js'
+import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
+import type { OllamaListener } from '../../core/ollama-listener.js'
+import { cacheGroupOf } from './cache-group.js'
+import { foreignHost, matchesPattern } from './host-guard.js'
+import { allowsModel, type KeyRing } from './key-ring.js'
+import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
+
+declare module '../../core/request-usage.js' {
+  interface RequestUsage {
+    /** The name of the API key the request showed; absent when keys are off. */
+    key?: string
+    /**
+     * The prompt-cache group the request computes and reuses prompts in (its key's group, and the request's own
+     * `cache_salt` within it); absent: the one group of a server without keys.
+     */
+    cacheGroup?: string
+  }
+}
+
+export interface RequestGuardOptions {
+  /** The main address's host (`host`); the Ollama listener's own is judged by its bound address. */
+  host: string
+  /** `allowed_hosts`: names a loopback listener answers to besides loopback names. */
+  allowedHosts: readonly string[]
+  /** `cors.origins`: browser origins allowed, `*` matching anything. */
+  origins: readonly string[]
+  keys: KeyRing
+  ollamaListener: OllamaListener | null
+  connections: ConnectionCaps
+  /** The model an alias names (`config.aliases`, by its lower case). */
+  aliasOf: (name: string) => string | undefined
+}
+
+/**
+ * What a request must pass to be served: its Host (DNS rebinding), its Origin, its API key and the key's scope at
+ * the door; the models its body names once parsed; the models a list shows on the way out. Each step throws the
+ * refusal (ForbiddenError, UnauthorizedError) for the security plugin's hooks to hand on.
+ */
+export class RequestGuard {
+  constructor (private readonly options: RequestGuardOptions) {}
+
+  /** Whether a browser page from `origin` may call the API. */
+  originAllowed (origin: string): boolean {
+    return this.options.origins.some((p) => matchesPattern(origin, p))
+  }
+
+  /** At the door (onRequest): Host, Origin, API key, scope; marks the request's key holder, grant and usage key. */
+  admit (request: FastifyRequest): void {
+    const { host, allowedHosts, keys, ollamaListener, connections } = this.options
+    // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
+    // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
+    // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
+    const bound = ollamaListener?.has(request.raw.socket) === true ? ollamaListener.address.host : host
+    const name = foreignHost(bound, request.headers.host, allowedHosts)
+    if (name !== null) throw new ForbiddenError(`host "${name}" is not allowed on a server bound to ${bound}; add it to allowed_hosts in config.yaml`, 'host_not_allowed')
+    // Without CORS headers a browser would only hide the answer, not stop a simple POST: refuse it outright.
+    const origin = request.headers.origin
+    if (origin && !this.originAllowed(origin)) {
+      throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
+    }
+    // Re-read first: a first key added since the last request (the watcher may not have fired, or had no folder to
+    // watch) turns keys on for this request already.
+    keys.refresh()
+    if (!keys.enabled) {
+      request.keyHolder = true
+      return
+    }
+    const apiKey = request.headers['x-api-key']
+    const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
+    const given = (/^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? xApiKey)?.trim()
+    const found = given ? keys.check(given) : null
+    if (found !== null && 'grant' in found) {
+      request.grant = found.grant
+      request.keyHolder = true
+      // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
+      const usage = request.usage
+      if (usage) usage.key = found.grant.name
+      // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
+      connections.authenticate(request.raw.socket)
+    }
+    if (request.method === 'OPTIONS' || request.routeOptions.config.public === true) return
+    if (found === null) {
+      throw new UnauthorizedError(given ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
+    }
+    if ('revoked' in found) throw new UnauthorizedError(`the API key "${found.revoked}" was revoked`)
+    if (request.is404) return
+    const scope = request.routeOptions.config.scope ?? 'admin'
+    if (scope !== 'any' && !found.grant.scopes.has(scope)) {
+      throw new ForbiddenError(`the API key "${found.grant.name}" may not ${SCOPE_WORDS[scope]}: it lacks the "${scope}" scope`, 'permission_denied')
+    }
+  }
+
+  /**
+   * Once the body is parsed (preHandler): the models it names must be the key's, with the same answer whether a
+   * model exists or not, so that a key learns nothing of the models it may not use; then the prompt caches it may
+   * reuse, its key's group's (the scheduler keeps groups apart on the runtime).
+   */
+  checkBody (request: FastifyRequest): void {
+    const grant = request.grant
+    if (grant !== null && request.routeOptions.config.public !== true) {
+      for (const name of modelsNamedIn(request.body, request.params)) {
+        if (!allowsModel(grant, name, this.options.aliasOf(name))) {
+          throw new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied')
+        }
+      }
+    }
+    const usage = request.usage
+    if (usage !== undefined && request.routeOptions.config.scope === 'infer') {
+      const group = cacheGroupOf(grant?.cacheGroup, request.body)
+      if (group !== undefined) usage.cacheGroup = group
+    }
+  }
+
+  /** On the way out (preSerialization): a list of models (`config.modelList`) shows only those the key may use. */
+  filterList (request: FastifyRequest, payload: unknown): unknown {
+    const list = request.routeOptions.config.modelList
+    const grant = request.grant
+    if (grant === null || list === undefined || typeof payload !== 'object' || payload === null) return payload
+    const items = (payload as Record<string, unknown>)[list.field]
+    if (!Array.isArray(items)) return payload
+    const allowed = items.filter((item) => {
+      const name = (item as Record<string, unknown>)[list.key]
+      return typeof name === 'string' && allowsModel(grant, name, this.options.aliasOf(name))
+    })
+    // Anthropic's list names its first and last model apart from the list.
+    const ends = 'first_id' in payload ? { first_id: (allowed[0] as { id?: string } | undefined)?.id ?? null, last_id: (allowed.at(-1) as { id?: string } | undefined)?.id ?? null } : {}
+    return { ...payload, [list.field]: allowed, ...ends }
+  }
+}
