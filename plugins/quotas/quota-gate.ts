@@ -1,11 +1,16 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
+import type { QueueLine } from '../scheduler/lease.js'
 import type { KeyQuotas } from './key-quotas.js'
 import { promptEstimate } from './prompt-estimate.js'
+import { queueShareRule } from './queue-share.js'
 
 declare module '../../core/request-usage.js' {
   interface RequestUsage {
-    /** The key's `limits.queue_share`: the part of a model's queue its waiting requests may fill. */
-    queueShare?: number
+    /**
+     * Whether the request may join a model's line, as its key's `limits.queue_share` rules (queue-share.ts): called by
+     * the scheduler before it queues. @throws TooManyRequestsError
+     */
+    mayQueue?: (line: QueueLine) => void
     /** The most the answer may generate, as its key's daily limit reserved it. */
     tokenCap?: number
     /** The prompt's tokens as estimated at the door: what a request cut short is booked with. */
@@ -32,9 +37,9 @@ export function admitRequest (quotas: KeyQuotas, request: FastifyRequest, reply:
   // close listener, added before this one, has booked what it used by then: its reservation can go.
   if (reply.raw.destroyed) admission.end()
   else reply.raw.once('close', admission.end)
-  // The scheduler keeps the key's share of a model's queue: it sees the lines (scheduler.ts, waitInLine).
+  // The key's share of a model's queue, a rule the scheduler applies where it sees the lines.
   const usage = request.usage
-  if (usage && grant.limits.queue_share !== undefined) usage.queueShare = grant.limits.queue_share
+  if (usage && grant.limits.queue_share !== undefined) usage.mayQueue = queueShareRule(grant.name, grant.limits.queue_share)
   // A daily limit holds against requests in flight: each reserves its tokens once the scheduler knows its cap.
   if (usage && grant.limits.tokens_per_day !== undefined) {
     const prompt = promptEstimate(request.body)

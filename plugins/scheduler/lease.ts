@@ -129,3 +129,14 @@ export interface LoadedModel {
   /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
   readonly rpcWorkers: string[]
 }
+
+/**
+ * A model's line as a rule of a request's key sees it (the quotas' queue share, on the request's usage record): the
+ * model, limits.queue_length, the requests of a key waiting in it, and about how long one request takes (ms).
+ */
+export interface QueueLine {
+  readonly model: string
+  readonly queueLength: number
+  waitingOf(key: string): number
+  oneRequestMs(): number
+}

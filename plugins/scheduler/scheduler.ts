@@ -1,5 +1,5 @@
 import { EventHub } from '../../core/event-hub.js'
-import { RuntimeError, UnavailableError } from '../../core/errors.js'
+import { QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import type { Logger } from '../../core/logger.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
@@ -10,7 +10,6 @@ import { localLease } from './leases.js'
 import { loadedModels, loadedRuntimes, requestCounts } from './loaded-models.js'
 import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import type { PromptCaches } from './prompt-caches.js'
-import { checkQueueShare } from './queue-share.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -32,7 +31,7 @@ export interface SchedulerDeps {
 /**
  * Orchestrates the models stored here: each request's plan (request-plan.ts), an instance that serves it or a new
  * one (instances.ts: start, and the one end path), room for it (room.ts), a slot in its line (instance.ts, in turns by
- * API key; queue-share.ts), and a lease (leases.ts). Loads on first use (one load shared by concurrent
+ * API key; the key's own rules, plugins/quotas/queue-share.ts), and a lease (leases.ts). Loads on first use (one load shared by concurrent
  * requests), unloads on keep-alive, evicts an idle instance to make room, and never cuts a running generation to make
  * room for another model. Upstreams are another plugin's: the lease router in front of it (plugins/upstreams).
  */
@@ -163,8 +162,15 @@ export class Scheduler implements LeaseSource {
       await instance.waitUntilLoaded()
       if (instance.state !== 'loaded') return false
       if (instance.tryTake()) return true
-      checkQueueShare(instance, request.usage, this.deps.settings.queueLength,
-        () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000)
+      const { queueLength } = this.deps.settings
+      if (instance.queued >= queueLength) throw new QueueFullError(instance.model.name)
+      // A rule of the request's key (the quotas' queue share) may keep it out of a line it would fill for others.
+      request.usage?.mayQueue?.({
+        model: instance.model.name,
+        queueLength,
+        waitingOf: (key) => instance.queuedOf(key),
+        oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
+      })
       return await instance.enqueue(request.signal, waiting?.ticket, request.usage?.key)
     } finally {
       waiting?.stop()
