@@ -10,15 +10,19 @@ export type { Switch } from './realistic-switches.js'
 
 /**
  * Tiny random-weight models that behave like real ones where a gateway can tell: a real architecture
- * (qwen2: llama's blocks with biased q/k/v projections, tied embeddings), a real vocabulary and a real chat
- * template, both taken from llama.cpp's own source tree (`models/ggml-vocab-*.gguf`, `models/templates/*.jinja`).
- * llama-server then renders tools, builds grammars for JSON schemas and tool calls, and splits reasoning as it does
- * for the model the template came from. What the model says is noise; how it is framed is real.
+ * (qwen2: llama's blocks with biased q/k/v projections, tied embeddings; or one of the others below), a real
+ * vocabulary and a real chat template, both taken from llama.cpp's own source tree (`models/ggml-vocab-*.gguf`,
+ * `models/templates/*.jinja`). llama-server then renders tools, builds grammars for JSON schemas and tool calls,
+ * and splits reasoning as it does for the model the template came from, and keeps the memory (KV cache,
+ * recurrent state, context checkpoints) it keeps for the real architecture. What the model says is noise; how it
+ * is framed is real.
  */
 export interface RealisticModelOptions {
   /**
-   * `qwen2` (llama's blocks with biased q/k/v projections) or `llama` (no biases: Llama 3's shape, with its
-   * rope base); their blocks are in scripts/realistic-architectures/. @default 'qwen2'
+   * `qwen2` (llama's blocks with biased q/k/v projections), `llama` (no biases: Llama 3's shape, with its rope
+   * base), or one whose memory llama-server cannot roll back token by token: the hybrids `qwen35` (Gated
+   * DeltaNet) and `lfm2` (short convolutions), the sliding-window `gemma3` and `gemma4`
+   * (scripts/realistic-architectures/). @default 'qwen2'
    */
   architecture?: Architecture
   /** Where to write the GGUF. */
@@ -42,10 +46,21 @@ export interface RealisticModelOptions {
   nHead?: number
   /** @default 2 */
   nHeadKv?: number
+  /**
+   * Attention head size (gemma4: of the global layers; its windowed ones take half). Only the newer
+   * architectures take one other than nEmbd / nHead. @default nEmbd / nHead
+   */
+  headDim?: number
   /** @default 128 */
   nFf?: number
   /** @default 4096 */
   nCtxTrain?: number
+  /** How many tokens back a sliding-window layer sees (gemma3, gemma4). @default 256 */
+  slidingWindow?: number
+  /** In qwen35, lfm2, gemma3 and gemma4, every how many layers one attends to the whole context. @default 4 */
+  globalEvery?: number
+  /** qwen35's Gated DeltaNet heads. @default { keyHeads: nHeadKv, valueHeads: nHead, headDim } */
+  linear?: { keyHeads: number, valueHeads: number, headDim: number }
   /**
    * What the model says next, by the token before it (`*`: after any other token), wherever its grammar lets
    * it; a list names fallbacks for when a grammar forbids the ones before. The texts as the vocabulary spells
@@ -60,6 +75,12 @@ export interface RealisticModelOptions {
    * `<tool_call>` and `</tool_call>`, which the qwen2 vocabulary in llama.cpp's tree lacks.
    */
   addedTokens?: string[]
+  /**
+   * Special tokens the instruct model added, written over the vocabulary's padding or unused slots as control
+   * tokens (the template writes them; they are never printed): Gemma 3's turn markers, which the Gemma 4
+   * vocabulary in llama.cpp's tree lacks.
+   */
+  controlTokens?: string[]
   /**
    * Rules that hold wherever a marker token stands anywhere before, whatever the token just before: what the
    * model says next (`next`, with fallbacks, as in `steering`) once a tool's result is in the conversation, or
@@ -81,7 +102,7 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   const templateName = options.template ?? 'Qwen-Qwen2.5-7B-Instruct'
   const vocab = await readRealisticVocab({
     llamaCppSrc: options.llamaCppSrc, vocab: options.vocab ?? 'qwen2', template: templateName, eosToken: options.eosToken ?? '<|im_end|>',
-    addedTokens: options.addedTokens ?? [],
+    addedTokens: options.addedTokens ?? [], controlTokens: options.controlTokens ?? [],
   })
   const { tokens, id } = vocab
   const d = dims(options)
@@ -125,12 +146,28 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   return { file: options.file, bytes, vocabSize: tokens.length }
 }
 
-/** The sizes, defaults filled in and checked. */
+/** The sizes, defaults filled in, and checked against what the architecture's blocks need. */
 function dims (o: RealisticModelOptions): Dims {
   const arch = o.architecture ?? 'qwen2'
   if (!(arch in ARCHITECTURES)) throw new Error(`unknown architecture ${JSON.stringify(arch)}: one of ${Object.keys(ARCHITECTURES).join(', ')}`)
   const nEmbd = o.nEmbd ?? 64
   const nHead = o.nHead ?? 4
   const nHeadKv = o.nHeadKv ?? 2
-  return { arch, nEmbd, nHead, nHeadKv, headDim: nEmbd / nHead, nLayer: o.nLayer ?? 2, nFf: o.nFf ?? 128, nCtxTrain: o.nCtxTrain ?? 4096 }
+  const headDim = o.headDim ?? nEmbd / nHead
+  // llama's blocks and lfm2's project the hidden state to the heads and back with square matrices.
+  const square = arch === 'qwen2' || arch === 'llama' || arch === 'lfm2'
+  if (square && headDim * nHead !== nEmbd) throw new Error(`${arch} needs headDim × nHead = nEmbd (${headDim} × ${nHead} ≠ ${nEmbd})`)
+  // Rope turns pairs; gemma4's windowed heads are half as wide, qwen35 turns a quarter of each.
+  const quantum = arch === 'gemma4' ? 4 : arch === 'qwen35' ? 8 : 2
+  if (!Number.isInteger(headDim) || headDim % quantum !== 0) throw new Error(`${arch} needs a head size that is a multiple of ${quantum}, not ${headDim}`)
+  if (nHead % nHeadKv !== 0) throw new Error(`nHeadKv (${nHeadKv}) must divide nHead (${nHead})`)
+  return {
+    arch, nEmbd, nHead, nHeadKv, headDim,
+    nLayer: o.nLayer ?? 2,
+    nFf: o.nFf ?? 128,
+    nCtxTrain: o.nCtxTrain ?? 4096,
+    slidingWindow: o.slidingWindow ?? 256,
+    globalEvery: o.globalEvery ?? 4,
+    linear: o.linear ?? { keyHeads: nHeadKv, valueHeads: nHead, headDim },
+  }
 }

@@ -19,15 +19,18 @@ export interface RealisticVocabOptions {
   /** `models/templates/<template>.jinja` */
   template: string
   eosToken: string
-  /** Written over padding slots as user-defined tokens (matched whole, printed as text). */
+  /** Written over padding or unused slots as user-defined tokens (matched whole, printed as text). */
   addedTokens: string[]
+  /** Written over padding or unused slots as control tokens (matched whole where the template writes them, never printed). */
+  controlTokens: string[]
 }
 
 // llama.cpp's token types.
+const CONTROL = 3
 const USER_DEFINED = 4
 
-/** A slot a vocabulary keeps free for tokens a fine-tune adds: Qwen's `[PAD151646]`. */
-const FREE_SLOT = /^\[PAD\d+\]$/
+/** A slot a vocabulary keeps free for tokens a fine-tune adds: Qwen's `[PAD151646]`, Gemma's `<unused0>`. */
+const FREE_SLOT = /^(\[PAD\d+\]|<unused\d+>)$/
 
 export async function readRealisticVocab (o: RealisticVocabOptions): Promise<RealisticVocab> {
   const models = join(o.llamaCppSrc, 'models')
@@ -46,13 +49,15 @@ export async function readRealisticVocab (o: RealisticVocabOptions): Promise<Rea
     }
   }
   add(o.addedTokens, USER_DEFINED)
+  add(o.controlTokens, CONTROL)
   const id = (text: string): number => {
     const found = tokens.indexOf(text)
     if (found < 0) throw new Error(`the ${o.vocab} vocabulary has no token ${JSON.stringify(text)}`)
     return found
   }
   const eos = id(o.eosToken)
-  // What the vocabulary file has beside its tokens, where it has it.
+  // What the vocabulary file has beside its tokens, where it has it: Gemma 4's has no pre-tokenizer name (its
+  // tokenizer model implies one) but scores and an unknown token; Qwen's and Llama's have neither.
   const optional = (key: string, value: (v: unknown) => GgufValue): Record<string, GgufValue> =>
     metadata[key] === undefined ? {} : { [key]: value(metadata[key]) }
   const keys: Record<string, GgufValue> = {

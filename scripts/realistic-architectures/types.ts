@@ -1,8 +1,14 @@
 import type { GgufValue } from '../gguf-writer.js'
 import type { Tensor } from '../tensor-data.js'
 
-/** The architectures the realistic writer knows: llama's blocks, qwen2 with biased q/k/v projections, llama without. */
-export type Architecture = 'qwen2' | 'llama'
+/**
+ * The architectures the realistic writer knows: llama's blocks (qwen2 with biased q/k/v projections, llama
+ * without), and two of each kind whose memory llama-server cannot roll back token by token, so that it keeps
+ * context checkpoints instead: hybrids with a recurrent state (qwen35: Gated DeltaNet, lfm2: short
+ * convolutions) beside full attention, and sliding-window attention interleaved with global layers (gemma3,
+ * gemma4).
+ */
+export type Architecture = 'qwen2' | 'llama' | 'qwen35' | 'lfm2' | 'gemma3' | 'gemma4'
 
 /** The sizes of a model, defaults filled in, that every architecture's blocks are cut to. */
 export interface Dims {
@@ -11,10 +17,16 @@ export interface Dims {
   nLayer: number
   nHead: number
   nHeadKv: number
-  /** Attention head size. */
+  /** Attention head size (of the global layers, where an architecture sizes the windowed ones apart). */
   headDim: number
   nFf: number
   nCtxTrain: number
+  /** How many tokens back a sliding-window layer sees (gemma3, gemma4). */
+  slidingWindow: number
+  /** In the hybrid and windowed architectures, every how many layers one attends to the whole context. */
+  globalEvery: number
+  /** Gated DeltaNet's heads (qwen35): key heads, value heads, and the size of both. */
+  linear: { keyHeads: number, valueHeads: number, headDim: number }
 }
 
 /** Tensors of seeded random or constant values, the same bytes for the same seed and name. */
@@ -31,11 +43,11 @@ export interface Weights {
 export interface ArchitectureWriter {
   /** The `<arch>.*` keys, in the order they are written. */
   hparams: (d: Dims) => Record<string, GgufValue>
-  /** Tensors beside the embedding, the blocks and the output. */
+  /** Tensors beside the embedding, the blocks and the output (gemma4's rope frequency factors). */
   globals?: (d: Dims, w: Weights) => Tensor[]
   /** Block `b`'s tensors. */
   block: (d: Dims, b: number, w: Weights) => Tensor[]
-  /** The final norm's name. @default 'output_norm.weight' */
+  /** The final norm's name (lfm2 keeps it under a name of its own). @default 'output_norm.weight' */
   outputNorm?: string
 }
 
