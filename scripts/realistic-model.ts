@@ -1,6 +1,6 @@
 import { writeGguf, type GgufValue } from './gguf-writer.js'
 import { ARCHITECTURES, type Architecture, type Dims, type Weights } from './realistic-architectures/index.js'
-import { steeredEmbedding, steeredOutput } from './realistic-steering.js'
+import { steeredEmbedding, steeredOutput, tiedSteeredEmbedding } from './realistic-steering.js'
 import { markedEmbedding, switchAttention, type Switch } from './realistic-switches.js'
 import { readRealisticVocab } from './realistic-vocab.js'
 import type { Tensor } from './tensor-data.js'
@@ -96,6 +96,13 @@ export interface RealisticModelOptions {
    * at temperature 1 may still pick now and then. @default 1
    */
   steeringGain?: number
+  /**
+   * A token the model says after every token, steered through its tied embedding, so that no output.weight is
+   * added (`steering` adds one of the vocabulary's size): for the bench's shapes, which keep their real size. A
+   * random model otherwise repeats the prompt's last token, which is whitespace after a thinking template's
+   * `<think>\n`, and llama-server's parser holds whitespace back: a stream with no text at all.
+   */
+  tiedSteering?: string
 }
 
 export async function writeRealisticModel (options: RealisticModelOptions): Promise<{ file: string, bytes: number, vocabSize: number }> {
@@ -132,9 +139,12 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   if (switches.length > d.nHeadKv) throw new Error(`at most ${d.nHeadKv} switches (one key/value head each)`)
   if (steering.length + 2 * switches.length >= d.nEmbd) throw new Error(`at most ${d.nEmbd - 1} directions for ${d.nEmbd} dimensions: each steering rule takes one, each switch two`)
   const rules = [...steering, ...switches]
+  if (options.tiedSteering !== undefined && rules.length > 0) throw new Error('tiedSteering is for a model without steering or switches (those untie the output)')
   const random = weights.matrix('token_embd.weight', [tokens.length, d.nEmbd], 0.5)
   const marked = switches.length === 0 ? random : markedEmbedding(random, switches)
-  const embedding = steering.length === 0 ? marked : steeredEmbedding(marked, steering)
+  const embedding = options.tiedSteering !== undefined
+    ? tiedSteeredEmbedding(random, id(options.tiedSteering))
+    : steering.length === 0 ? marked : steeredEmbedding(marked, steering)
   // The first layer's attention, where switches take it, in place of the random one.
   const switched = new Map(switches.length === 0 ? [] : switchAttention(switches, { embedding, nHead: d.nHead, nHeadKv: d.nHeadKv, headDim: d.headDim }).map((t) => [t.name, t]))
   const tensors: Tensor[] = [embedding, ...(writer.globals?.(d, weights) ?? [])]

@@ -66,3 +66,22 @@ export function steeredOutput (output: Tensor, steering: Array<{ next: number[] 
   }
 }
 
+/**
+ * One rule, "say `token` after any token", for a model whose output projection is its embedding (tied, so no
+ * output.weight: the model keeps the size of the one it imitates). Every row gets one Hadamard row u, the token's
+ * row gets it twice: whatever the last token was, the hidden state leans along u, and the token's logit gains
+ * twice what any other gains, |u|² = n_embd, far above what the random parts add (about n_embd / 12).
+ */
+export function tiedSteeredEmbedding (embedding: Tensor, token: number): Tensor {
+  const width = embedding.shape.at(-1)!
+  return {
+    ...embedding,
+    fillRows: (first, out) => {
+      embedding.fillRows(first, out)
+      for (let r = 0; r * width < out.length; r++) {
+        const times = first + r === token ? 2 : 1
+        for (let i = 0; i < width; i++) out[r * width + i]! += times * hadamard(1, i)
+      }
+    },
+  }
+}
