@@ -7,6 +7,7 @@ export interface ChatResult {
   /** Request sent → first chunk with text. */
   ttftMs: number
   totalMs: number
+  /** The answer: its reasoning (where the server parsed some out) and content, as they came. */
   text: string
   promptTokens: number
   /** Prompt tokens the server took from its cache (usage.prompt_tokens_details.cached_tokens). */
@@ -55,12 +56,15 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
         if (!line.startsWith('data: ')) continue
         const data = line.slice(6).trim()
         if (data === '[DONE]') { done = true; continue }
-        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null } }>, usage?: typeof usage, timings?: { prompt_ms?: number }, error?: unknown }
+        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null, reasoning_content?: string | null } }>, usage?: typeof usage, timings?: { prompt_ms?: number }, error?: unknown }
         if (event.error !== undefined) return failed(`error event: ${JSON.stringify(event.error)}`)
-        const content = event.choices?.[0]?.delta?.content
-        if (typeof content === 'string' && content !== '') {
+        const delta = event.choices?.[0]?.delta
+        // A thinking model's first tokens are its reasoning (Qwen3.5's template opens <think> in the prompt):
+        // they are its first token all the same.
+        for (const piece of [delta?.reasoning_content, delta?.content]) {
+          if (typeof piece !== 'string' || piece === '') continue
           if (ttftMs < 0) ttftMs = performance.now() - started
-          text += content
+          text += piece
         }
         if (event.usage) usage = event.usage
         if (typeof event.timings?.prompt_ms === 'number') promptMs = event.timings.prompt_ms

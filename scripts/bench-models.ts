@@ -3,7 +3,8 @@ import { mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import type { RuntimeBuild } from '../runtimes/types.js'
-import { writeRealisticModel } from './realistic-model.js'
+import { CHAT_FORMATS, TINY_HYBRID, type ChatFormat } from './realistic-architectures/index.js'
+import { writeRealisticModel, type RealisticModelOptions } from './realistic-model.js'
 
 /**
  * The bench's models of a real size: random weights in the shape of a released model, with the real vocabulary
@@ -13,30 +14,59 @@ import { writeRealisticModel } from './realistic-model.js'
 export interface BenchShape {
   /** What the shape imitates. */
   imitates: string
-  nEmbd: number
-  nLayer: number
-  nHead: number
-  nHeadKv: number
-  nFf: number
-  vocab: string
-  template: string
-  eosToken: string
-  nCtxTrain: number
+  /** The realistic writer's options: architecture, sizes, vocabulary and template (no steering: the bench ignores EOS). */
+  model: Omit<RealisticModelOptions, 'file' | 'llamaCppSrc' | 'name' | 'steering'>
+}
+
+const LLAMA_3 = { architecture: 'llama', vocab: 'llama-bpe', eosToken: '<|eot_id|>', nCtxTrain: 131072 } as const
+
+/** A chat format of the newer architectures, less its steering. */
+function format (f: ChatFormat): Omit<ChatFormat, 'steering'> {
+  const { steering: _, ...rest } = f
+  return rest
 }
 
 export const SHAPES = {
   /** Not a real size: the scenarios' own test runs them end to end on it in seconds. */
   'llama-tiny': {
-    imitates: 'a test-sized Llama 3', nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128,
-    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.2-3B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+    imitates: 'a test-sized Llama 3',
+    model: { ...LLAMA_3, template: 'meta-llama-Llama-3.2-3B-Instruct', nEmbd: 64, nLayer: 2, nHead: 4, nHeadKv: 2, nFf: 128 },
   },
   'llama-1b': {
-    imitates: 'Llama-3.2-1B-Instruct', nEmbd: 2048, nLayer: 16, nHead: 32, nHeadKv: 8, nFf: 8192,
-    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.2-3B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+    imitates: 'Llama-3.2-1B-Instruct',
+    model: { ...LLAMA_3, template: 'meta-llama-Llama-3.2-3B-Instruct', nEmbd: 2048, nLayer: 16, nHead: 32, nHeadKv: 8, nFf: 8192 },
   },
   'llama-8b': {
-    imitates: 'Llama-3.1-8B-Instruct', nEmbd: 4096, nLayer: 32, nHead: 32, nHeadKv: 8, nFf: 14336,
-    vocab: 'llama-bpe', template: 'meta-llama-Llama-3.1-8B-Instruct', eosToken: '<|eot_id|>', nCtxTrain: 131072,
+    imitates: 'Llama-3.1-8B-Instruct',
+    model: { ...LLAMA_3, template: 'meta-llama-Llama-3.1-8B-Instruct', nEmbd: 4096, nLayer: 32, nHead: 32, nHeadKv: 8, nFf: 14336 },
+  },
+  /**
+   * The architectures llama-server keeps context checkpoints for (realistic-architectures/): a hybrid of Gated
+   * DeltaNet and full attention, and sliding windows beside global layers, each at its small released size and
+   * at a test size. Qwen3.5 thinks: its answers are steered to a word, which streams as reasoning, where a
+   * random model's would be whitespace that llama-server holds back.
+   */
+  'qwen35-2b': {
+    imitates: 'Qwen3.5-2B',
+    model: {
+      ...format(CHAT_FORMATS.qwen35), nEmbd: 2048, nLayer: 24, nHead: 8, nHeadKv: 2, headDim: 256, nFf: 6144,
+      linear: { keyHeads: 16, valueHeads: 16, headDim: 128 }, globalEvery: 4, nCtxTrain: 262144, tiedSteering: 'Done',
+    },
+  },
+  'qwen35-tiny': {
+    imitates: 'a test-sized Qwen3.5',
+    model: { ...format(CHAT_FORMATS.qwen35), ...TINY_HYBRID, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 128, tiedSteering: 'Done' },
+  },
+  'gemma3-1b': {
+    imitates: 'gemma-3-1b-it',
+    model: {
+      ...format(CHAT_FORMATS.gemma3), nEmbd: 1152, nLayer: 26, nHead: 4, nHeadKv: 1, headDim: 256, nFf: 6912,
+      slidingWindow: 512, globalEvery: 6, nCtxTrain: 32768,
+    },
+  },
+  'gemma3-tiny': {
+    imitates: 'a test-sized Gemma 3',
+    model: { ...format(CHAT_FORMATS.gemma3), ...TINY_HYBRID, nEmbd: 64, nHead: 4, nHeadKv: 2, nFf: 128 },
   },
 } satisfies Record<string, BenchShape>
 
@@ -69,13 +99,10 @@ export async function ensureBenchModels (options: { shape: ShapeName, quants: re
   const s = SHAPES[shape]
   const f16 = join(benchDir, `${shape}-f16.gguf.partial`)
   try {
-    say(`writing the ${shape} shape (${s.imitates}: ${s.nLayer} layers × ${s.nEmbd}, ${s.vocab} vocabulary) with random F16 weights...`)
+    const m: BenchShape['model'] = s.model
+    say(`writing the ${shape} shape (${s.imitates}: ${m.architecture} architecture, ${m.nLayer} layers × ${m.nEmbd}, ${m.vocab} vocabulary) with random F16 weights...`)
     const started = Date.now()
-    await writeRealisticModel({
-      file: f16, llamaCppSrc: options.llamaCppSrc, architecture: 'llama', name: `${s.imitates} shape, random weights`,
-      vocab: s.vocab, template: s.template, eosToken: s.eosToken, nEmbd: s.nEmbd, nLayer: s.nLayer, nHead: s.nHead,
-      nHeadKv: s.nHeadKv, nFf: s.nFf, nCtxTrain: s.nCtxTrain,
-    })
+    await writeRealisticModel({ ...m, file: f16, llamaCppSrc: options.llamaCppSrc, name: `${s.imitates} shape, random weights` })
     say(`  written in ${((Date.now() - started) / 1000).toFixed(0)} s`)
     for (const [quant, file] of missing) {
       say(`  quantizing to ${quant} with llama-quantize...`)

@@ -26,7 +26,9 @@ import { writeTinyGguf } from './tiny-model.js'
  * - throughput: streamed load at 1, 8 and 32 streams through direct, router, pipe and llamagate, cold starts
  *   (bench-throughput.ts), on `--model tiny` (default; `--large` adds a 258 MiB one) or a real-size shape;
  * - swap, long-prompt, multi-turn, swap-cache: on the real-size `--shape` (llama-1b on CPU, llama-8b on a GPU backend), made
- *   on first use under ~/.llamagate/bench (bench-models.ts);
+ *   on first use under ~/.llamagate/bench (bench-models.ts); `--shape qwen35-2b` or `gemma3-1b` for the hybrid and the
+ *   sliding-window architectures, whose caches llama-server restores from context checkpoints (qwen35-tiny and
+ *   gemma3-tiny: the same at a test size, to try a scenario in seconds);
  * - upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
  *   cached prompt tokens over `--conversations` x `--upstream-turns N` (messages of a third of `--words`), and the
  *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`, after `--ttft-warmup N` untimed bursts of 8

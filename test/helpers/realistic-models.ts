@@ -4,6 +4,7 @@ import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import { writeTinyBert } from '../../scripts/realistic-bert.js'
+import { CHAT_FORMATS, TINY_HYBRID } from '../../scripts/realistic-architectures/index.js'
 import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/realistic-model.js'
 import { writeTinyProjector } from '../../scripts/realistic-projector.js'
 import { cpuRuntime } from './runtime.js'
@@ -54,6 +55,17 @@ export const REALISTIC = {
       { marker: '<tool_response>', next: 'Done', strength: 0.75 },
     ],
   },
+  /**
+   * The architectures whose memory llama-server cannot roll back token by token, so that it keeps context
+   * checkpoints (and loses them with a slot saved to disk and restored): Qwen3.5's hybrid of Gated DeltaNet and
+   * full attention, LFM2's of short convolutions and attention, Gemma 3's and Gemma 4's sliding windows of 256
+   * tokens beside global layers. Four layers each, the fourth the global one; trained on 65536 tokens. Each
+   * answers "Done" and ends its turn (scripts/realistic-architectures/index.ts: CHAT_FORMATS, TINY_HYBRID).
+   */
+  qwen35: { ...CHAT_FORMATS.qwen35, ...TINY_HYBRID },
+  lfm2: { ...CHAT_FORMATS.lfm2, ...TINY_HYBRID },
+  gemma3: { ...CHAT_FORMATS.gemma3, ...TINY_HYBRID },
+  gemma4: { ...CHAT_FORMATS.gemma4, ...TINY_HYBRID },
 } satisfies Record<string, Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>>
 
 /** Every fixture: the chat models above, a BERT embedder and reranker (bge's vocabulary), and a vision projector. */
@@ -68,12 +80,16 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   caller: (file, src) => writeRealisticModel({ ...REALISTIC.caller, file, llamaCppSrc: src, name: 'tiny tool caller' }),
   qwen3: (file, src) => writeRealisticModel({ ...REALISTIC.qwen3, file, llamaCppSrc: src, name: 'tiny qwen3' }),
   agent: (file, src) => writeRealisticModel({ ...REALISTIC.agent, file, llamaCppSrc: src, name: 'tiny agent' }),
+  qwen35: (file, src) => writeRealisticModel({ ...REALISTIC.qwen35, file, llamaCppSrc: src, name: 'tiny qwen35' }),
+  lfm2: (file, src) => writeRealisticModel({ ...REALISTIC.lfm2, file, llamaCppSrc: src, name: 'tiny lfm2' }),
+  gemma3: (file, src) => writeRealisticModel({ ...REALISTIC.gemma3, file, llamaCppSrc: src, name: 'tiny gemma3' }),
+  gemma4: (file, src) => writeRealisticModel({ ...REALISTIC.gemma4, file, llamaCppSrc: src, name: 'tiny gemma4' }),
   bert: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'embedding', name: 'tiny bert' }),
   reranker: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'reranker', name: 'tiny reranker' }),
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 
@@ -89,8 +105,8 @@ export async function runtimeSource (): Promise<{ source: string, commit?: strin
 
 /**
  * A tiny fixture's GGUF, made once per machine and source tree and kept under ~/.llamagate/test-fixtures (up to
- * about 20 MB each, out of the clone). Written to a temporary name and renamed, so that a test run killed
- * mid-write leaves nothing half-made for the next one.
+ * about 40 MB each, the Gemma ones 70 MB with their vocabulary of 262144 tokens, out of the clone). Written to a
+ * temporary name and renamed, so that a test run killed mid-write leaves nothing half-made for the next one.
  */
 export function realisticModel (kind: FixtureKind): Promise<string> {
   let file = made.get(kind)
