@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { readFile, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
-import type { Backend, RuntimeBuild } from './types.js'
+import type { Backend, RuntimeBuild, RuntimeFeatures } from './types.js'
 
 /** The RPC worker's binary: its name since llama.cpp moved it under tools/rpc, then the older one. */
 const RPC_SERVERS = ['ggml-rpc-server', 'rpc-server']
@@ -19,7 +19,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
   const run = (args: string[]) => execa(serverPath, args, { env, timeout: 10_000, reject: false, stdin: 'ignore', all: true, forceKillAfterDelay: 500 })
   const described = await describeBinary(serverPath, run, env.LD_LIBRARY_PATH)
   if ('error' in described) return described
-  const { version, commit, help, cacheSalt } = described
+  const { version, commit, help, patched } = described
   let detected = backend
   if (detected === null) {
     const devices = (await run(['--list-devices'])).all ?? ''
@@ -45,7 +45,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
       noWarmup: hasFlag(help, '--no-warmup'),
       // Only a build with the RPC backend lists it (llama_supports_rpc()).
       rpc: hasFlag(help, '--rpc'),
-      cacheSalt,
+      ...patched,
     },
   }
 }
@@ -55,11 +55,14 @@ function hasFlag (help: string, flag: string): boolean {
 }
 
 /**
- * What a binary says of itself: its version and commit (--version), its flags (--help), and whether it reads a
- * request's `cache_salt` (runtimes/build/patches): a request field, not a flag, so the name is looked for in the
- * binary itself, where the server's request parser keeps it.
+ * What a binary says of itself: its version and commit (--version), its flags (--help), and which of llamagate's
+ * patches (runtimes/build/patches) it carries: request fields and file formats, not flags, so a text each patch
+ * adds is looked for in the binary itself.
  */
-interface Description { version: string, commit: string | null, help: string, cacheSalt: boolean }
+interface Description { version: string, commit: string | null, help: string, patched: Pick<RuntimeFeatures, 'cacheSalt' | 'slotCheckpoints' | 'cachedPromptSaves'> }
+
+/** A text only each patch puts into llama-server (0001, 0002, 0003). */
+const PATCH_MARKS = { cacheSalt: 'cache_salt', slotCheckpoints: 'slot checkpoints: implausible checkpoint', cachedPromptSaves: 'No cached prompt at index' } as const
 
 type Run = (args: string[]) => Promise<{ all?: string, exitCode?: number, signal?: string, shortMessage?: string }>
 
@@ -89,5 +92,7 @@ async function readDescription (serverPath: string, run: Run): Promise<Descripti
   if (result.exitCode !== 0 || !match) {
     return { error: `${serverPath} --version failed (exit ${result.exitCode ?? result.signal}): ${text.trim().split('\n').slice(-2).join(' | ') || result.shortMessage}` }
   }
-  return { version: match[1]!, commit: match[2] ?? null, help: (await run(['--help'])).all ?? '', cacheSalt: (await readFile(serverPath)).includes('cache_salt') }
+  const binary = await readFile(serverPath)
+  const patched = { cacheSalt: binary.includes(PATCH_MARKS.cacheSalt), slotCheckpoints: binary.includes(PATCH_MARKS.slotCheckpoints), cachedPromptSaves: binary.includes(PATCH_MARKS.cachedPromptSaves) }
+  return { version: match[1]!, commit: match[2] ?? null, help: (await run(['--help'])).all ?? '', patched }
 }

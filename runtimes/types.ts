@@ -26,7 +26,11 @@ export interface RuntimeBuild {
   source: 'config' | 'path' | 'built'
   /**
    * Read from `--help`, not assumed from a release; `cacheSalt`: it keeps the prompt caches of requests with different
-   * `cache_salt`s apart (llamagate's patch set), so that API keys in different cache groups may share it.
+   * `cache_salt`s apart (llamagate's patch set), so that API keys in different cache groups may share it;
+   * `slotCheckpoints`: its slot saves carry their context checkpoints, so that a restored slot of a hybrid or
+   * sliding-window model is reused; `cachedPromptSaves`: it saves what its RAM prompt cache holds too (both the patch set).
    */
-  features: { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean, cacheSalt: boolean }
+  features: RuntimeFeatures
 }
+
+export interface RuntimeFeatures { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean, cacheSalt: boolean, slotCheckpoints: boolean, cachedPromptSaves: boolean }

@@ -4,14 +4,22 @@ import { pathToFileURL } from 'node:url'
 import { loadConfig } from '../core/config.js'
 import { RuntimeRegistry } from '../runtimes/registry.js'
 import { BUILD_RECIPE, buildRuntime } from '../runtimes/build/build-runtime.js'
+import { patchFiles, patchSetDigest } from '../runtimes/build/llama-cpp-patches.js'
 
-/** The recipe a runtime we built was made with (0 when it predates recipes). */
-function recipeOf (binDir: string): number {
+/** The recipe a runtime we built was made with (0 when it predates recipes), and the digest of its patch set. */
+function madeWith (binDir: string): { recipe: number, patches: string | null } {
   try {
-    return (JSON.parse(readFileSync(join(binDir, '..', 'build-info.json'), 'utf8')) as { recipe?: number }).recipe ?? 0
+    const info = JSON.parse(readFileSync(join(binDir, '..', 'build-info.json'), 'utf8')) as { recipe?: number, patches_digest?: string | null }
+    return { recipe: info.recipe ?? 0, patches: info.patches_digest ?? null }
   } catch {
-    return 0
+    return { recipe: 0, patches: null }
   }
+}
+
+/** A runtime we built is current when its recipe is, and, built from the pinned source (`patches`), its patch set. */
+function current (binDir: string, patches: string | null): boolean {
+  const made = madeWith(binDir)
+  return made.recipe >= BUILD_RECIPE && (patches === null || made.patches === patches)
 }
 
 /**
@@ -21,7 +29,9 @@ function recipeOf (binDir: string): number {
 async function main (): Promise<void> {
   const config = loadConfig()
   const registry = await RuntimeRegistry.create({ config })
-  const cpuBuild = registry.builds.find((b) => b.backend === 'cpu' && (b.source !== 'built' || recipeOf(b.binDir) >= BUILD_RECIPE))
+  // A checkout of the user's is built as it is: no patch set to compare.
+  const patches = config.llamaCppSrc === null ? await patchSetDigest(await patchFiles()) : null
+  const cpuBuild = registry.builds.find((b) => b.backend === 'cpu' && (b.source !== 'built' || current(b.binDir, patches)))
   if (cpuBuild) {
     process.stdout.write(`[runtime] using llama.cpp ${cpuBuild.version} (${cpuBuild.source}) at ${cpuBuild.binDir}\n`)
     return

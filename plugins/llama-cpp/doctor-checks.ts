@@ -21,9 +21,22 @@ export function runtimeChecks (runtimes: RuntimesDescription, config: Pick<Confi
     // The registry's reason ends with how to build one; the fix names the build this hardware wants.
     checks.push(fail('runtime', `none chosen: ${runtimes.reason.split('; build one with')[0]}`, buildFix(runtimes)))
   }
+  if (chosen !== null) checks.push(patchCheck(chosen))
   if (runtimes.warning !== null) checks.push(warn('runtime', runtimes.warning))
   if (runtimes.build !== null) checks.push(buildCheck(runtimes.build))
   return checks
+}
+
+/** What the chosen build lacks of llamagate's patch set (runtimes/build/patches), and what that costs. */
+function patchCheck (build: RuntimeBuild): Check {
+  const { cacheSalt, slotCheckpoints, cachedPromptSaves } = build.features
+  if (cacheSalt && slotCheckpoints && cachedPromptSaves) return ok('patches', 'llamagate\'s patch set: cache groups, slot saves with context checkpoints, saves of the RAM prompt cache')
+  const costs = [
+    ...(cacheSalt ? [] : ['API keys in different cache groups reuse no prompt at all (no cache_salt)']),
+    ...(slotCheckpoints ? [] : ['prompt caches of hybrid and sliding-window models (Qwen3.5, Gemma 3/4, ...) do not survive a swap or a restart']),
+    ...(cachedPromptSaves ? [] : ['only the conversations still in a slot are saved when a model stops']),
+  ]
+  return warn('patches', `this llama-server lacks llamagate's patches: ${costs.join('; ')}`, 'let llamagate build its runtime (npm run runtime:build), or apply runtimes/build/patches/*.patch to your llama.cpp checkout')
 }
 
 /** The GPU runtime's background build: how far it is, or why it stopped and where its output is. */

@@ -20,7 +20,7 @@ export const RuntimeBuild = Type.Object({
   version: Type.String(),
   commit: Type.Union([Type.String(), Type.Null()]),
   source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built')]),
-  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean(), cacheSalt: Type.Boolean() }),
+  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean(), cacheSalt: Type.Boolean(), slotCheckpoints: Type.Boolean(), cachedPromptSaves: Type.Boolean() }),
 })
 
 /** A GPU runtime built in the background: where it is, and how far (ninja's compile steps). */

@@ -8,7 +8,7 @@ import { outputLines } from '../process/output-lines.js'
 import { killGroup } from '../process/kill-group.js'
 import { runProbe } from '../probe.js'
 import { builtRuntimesDir } from '../registry.js'
-import { applyPatches, patchFiles } from './llama-cpp-patches.js'
+import { applyPatches, patchFiles, patchSetDigest } from './llama-cpp-patches.js'
 import { findOrFetchSource, type Say } from './llama-cpp-source.js'
 
 /** llama.cpp's RPC worker (`rpc-server` in older releases) is built and installed beside llama-server. */
@@ -19,9 +19,10 @@ const TARGETS = ['llama-server', 'llama-quantize', RPC_SERVER]
  * The version of the build recipe (the flags below). A built runtime with an older recipe is rebuilt by
  * ensure-runtime: 3 builds for AVX2 instead of -march=native, after quantized models crashed in VMs (AMX);
  * 4 adds the RPC backend (`--rpc` in llama-server, and the worker binary); 5 applies llamagate's patch set
- * (runtimes/build/patches: the per-request cache_salt). A changed patch set needs a new recipe.
+ * (runtimes/build/patches: the per-request cache_salt); 6 adds slot saves that carry context checkpoints, saves
+ * of the RAM prompt cache, and the prompt's common prefix in GET /slots. A changed patch set needs a new recipe.
  */
-export const BUILD_RECIPE = 5
+export const BUILD_RECIPE = 6
 
 /**
  * x86-64: not `-march=native`. A native build on a CPU that advertises Intel AMX compiles AMX kernels for
@@ -111,7 +112,9 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
   const env = opts.env ?? process.env
   const { dir: src, tag } = await findOrFetchSource(opts.dataDir, opts.source, say)
   // A source the user named is built as it is; the gateway reads what it supports from the binary.
-  const patches = opts.source === null ? await applyPatches(src, opts.patches ?? await patchFiles()) : []
+  const patchPaths = opts.source === null ? opts.patches ?? await patchFiles() : []
+  const patches = opts.source === null ? await applyPatches(src, patchPaths) : []
+  const patchesDigest = opts.source === null ? await patchSetDigest(patchPaths) : null
   if (patches.length > 0) say(`patched llama.cpp with ${patches.join(', ')}`)
   const install = join(builtRuntimesDir(opts.dataDir), `llama.cpp-${tag}`, opts.backend)
   const buildDir = join(opts.dataDir, 'build', `${tag}-${opts.backend}`)
@@ -133,7 +136,7 @@ export async function buildRuntime (opts: BuildRuntimeOptions): Promise<string> 
     await mkdir(join(staging, 'bin'), { recursive: true })
     for (const target of TARGETS) await copyFile(join(buildDir, 'bin', target), join(staging, 'bin', target))
     const commit = await execa('git', ['-C', src, 'rev-parse', 'HEAD'], { reject: false })
-    await writeFile(join(staging, 'build-info.json'), JSON.stringify({ recipe: BUILD_RECIPE, tag, backend: opts.backend, commit: commit.stdout.trim() || null, source: src, patches, flags: configure, built_at: new Date().toISOString() }, null, 2))
+    await writeFile(join(staging, 'build-info.json'), JSON.stringify({ recipe: BUILD_RECIPE, tag, backend: opts.backend, commit: commit.stdout.trim() || null, source: src, patches, patches_digest: patchesDigest, flags: configure, built_at: new Date().toISOString() }, null, 2))
     opts.signal?.throwIfAborted()
   } catch (err) {
     // A stopped or failed install leaves nothing half-made beside the builds.

@@ -1,4 +1,5 @@
-import { readdir } from 'node:fs/promises'
+import { createHash } from 'node:crypto'
+import { readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import { PACKAGE_ROOT } from '../../core/paths.js'
@@ -29,4 +30,14 @@ export async function applyPatches (src: string, patches: string[]): Promise<str
     if (applied.exitCode !== 0) throw new Error(`the llama.cpp patch ${patch} does not apply to ${src}: ${applied.stderr.trim().split('\n')[0] ?? ''}`)
   }
   return patches.map((p) => p.slice(p.lastIndexOf('/') + 1))
+}
+
+/**
+ * What a build's patches were, as one digest of their names and texts: part of a built runtime's cache key, so that a
+ * changed patch set is built again even where the recipe number was not raised.
+ */
+export async function patchSetDigest (patches: string[]): Promise<string> {
+  const hash = createHash('sha256')
+  for (const patch of patches) hash.update(`${patch.slice(patch.lastIndexOf('/') + 1)}\0`).update(await readFile(patch)).update('\0')
+  return hash.digest('hex').slice(0, 16)
 }

@@ -104,6 +104,11 @@ export class LlamaServer {
   get backend (): string { return this.options.build.backend }
   /** Its build keeps the prompt caches of requests with different `cache_salt`s apart (llamagate's patch set). */
   get separatesCaches (): boolean { return this.options.build.features.cacheSalt }
+  /** What its slot saves can do: carry context checkpoints, and take what its RAM prompt cache holds (the patch set). */
+  get saves (): { checkpoints: boolean, cachedPrompts: boolean } {
+    const { slotCheckpoints, cachedPromptSaves } = this.options.build.features
+    return { checkpoints: slotCheckpoints, cachedPrompts: cachedPromptSaves }
+  }
 
   /** Called once when the process exits, asked to or not (`expected` says which), within milliseconds. */
   onExit (listener: (info: ExitInfo) => void): void { this.exitListeners.push(listener) }

@@ -59,3 +59,16 @@ t.test('cacheSalt: whether the binary reads a request\'s cache_salt (llamagate\'
   t.match(await inspectBuild(salted, 'config', 'cpu'), { features: { cacheSalt: true } })
   t.match(await cpuRuntime(), { features: { cacheSalt: true } }, 'the runtime the tests run is built with the patch set')
 })
+
+t.test('slotCheckpoints and cachedPromptSaves: each patch\'s own text in the binary', async (t) => {
+  const dir = await tempDir(t)
+  const plain = await fakeServer(join(dir, 'plain'), '1.0')
+  t.match(await inspectBuild(plain, 'config', 'cpu'), { features: { slotCheckpoints: false, cachedPromptSaves: false } })
+  const checkpoints = await fakeServer(join(dir, 'checkpoints'), '1.0')
+  await writeFile(join(checkpoints, 'llama-server'), `${await readFile(join(checkpoints, 'llama-server'), 'utf8')}# slot checkpoints: implausible checkpoint\n`)
+  t.match(await inspectBuild(checkpoints, 'config', 'cpu'), { features: { slotCheckpoints: true, cachedPromptSaves: false } })
+  const cached = await fakeServer(join(dir, 'cached'), '1.0')
+  await writeFile(join(cached, 'llama-server'), `${await readFile(join(cached, 'llama-server'), 'utf8')}# No cached prompt at index\n`)
+  t.match(await inspectBuild(cached, 'config', 'cpu'), { features: { slotCheckpoints: false, cachedPromptSaves: true } })
+  t.match(await cpuRuntime(), { features: { slotCheckpoints: true, cachedPromptSaves: true } }, 'the runtime the tests run carries both')
+})

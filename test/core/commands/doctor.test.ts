@@ -92,7 +92,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
     server: { url: string, version: string, ollamaApi: string }
   }
   t.equal(report.ok, true)
-  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'conversion', 'prompt cache', 'models', 'server'])
+  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'patches', 'conversion', 'prompt cache', 'models', 'server'])
   // Free memory and room change between two runs; everything else is the same.
   const figures = (text: string): string => text.replace(/\d+(\.\d+)? ([KMGT]iB|bytes)/g, 'SIZE')
   t.same(report.checks.map((c) => figures(`${c.status === 'ok' ? '✓' : c.status === 'warn' ? '!' : '✗'} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}`)), lines(out).map(figures), 'the same checks as the lines')
@@ -112,6 +112,7 @@ t.test('doctor with no server: the ✗ line says it is not running and how to st
   t.equal(result.code, 1, 'exit 1: the server does not answer')
   t.equal(line(result.stdout, 'server'), `✗ server: not running at http://127.0.0.1:${port} (connection refused) — fix: llamagate serve (or point at another with --host URL or LLAMAGATE_HOST)`)
   t.match(line(result.stdout, 'runtime'), /^✓ runtime: cpu chosen/, 'the machine checks run all the same')
+  t.match(line(result.stdout, 'patches'), /^✓ patches: llamagate's patch set: cache groups, slot saves with context checkpoints, saves of the RAM prompt cache$/, 'the runtime built by llamagate carries its patches')
   t.match(line(result.stdout, 'conversion'), /^✗ conversion: not ready: \/nonexistent\/python3: not found \(conversion\.python names an interpreter of your own: a server start installs nothing into it\) — fix: npm run setup:converter; or by hand: on Debian\/Ubuntu, apt-get install -y /, 'conversion not ready: the problem, what a start does about it, and the command that fixes it')
   t.equal(result.stderr, '', 'findings go to stdout; nothing is an error of the command itself')
   const json = JSON.parse((await runCli(['doctor', '--config', config, '--json'])).stdout) as { ok: boolean, server: { version: string | null }, checks: Array<{ name: string, status: string }> }
