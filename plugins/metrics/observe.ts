@@ -14,6 +14,8 @@ export function observeServices (metrics: GatewayMetrics, services: { scheduler:
   scheduler.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
   scheduler.events.on('promptCacheSaved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
   scheduler.events.on('promptCacheRestored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
+  scheduler.events.on('promptCacheReused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
+  scheduler.events.on('promptCacheMissed', (model) => metrics.promptCache(model, 'miss', 0, 0))
   puller.events.on('bytes', (count) => metrics.pulled(count))
   puller.events.on('retry', () => metrics.pullRetried())
   puller.events.on('failed', () => metrics.pullFailed())

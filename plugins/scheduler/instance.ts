@@ -171,6 +171,9 @@ export class Instance {
   get contended (): boolean { return this.wasContended }
   markContended (): void { this.wasContended = true }
 
+  /** The saves restored into its slots, judged by the first task each slot takes (restore-checks.ts). */
+  restoreChecks: { readonly done: boolean, check(): Promise<void>, stop(): void } | null = null
+
   /** Watches its runtime while it serves: stopped when it begins to unload. */
   watch (watchdog: { start(): void, stop(): void }): void {
     this.watchdog = watchdog
@@ -207,6 +210,7 @@ export class Instance {
     this.moveTo('stopping')
     this.clearTimer()
     this.watchdog?.stop()
+    this.restoreChecks?.stop()
     return true
   }
 

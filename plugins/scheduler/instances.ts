@@ -9,6 +9,7 @@ import { modelArgs } from './model-args.js'
 import type { EnsureVariant, RuntimeSpawnOptions, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { CacheShape, PromptCaches } from './prompt-caches.js'
+import { RestoreChecks } from './restore-checks.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StartBackoff } from './start-backoff.js'
@@ -111,7 +112,7 @@ export class Instances {
       // At once when the reason is known: a request in flight hears it in the same turn as the end began.
       instance.cut(reason instanceof Error ? reason : await reason)
       // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
-      if (served && this.deps.promptCaches) await this.deps.promptCaches.saveFrom(instance.process!.endpoint, cacheShape(instance))
+      if (served && this.deps.promptCaches) await this.deps.promptCaches.saveFrom(instance.process!.endpoint, cacheShape(instance), instance.process!.saves.cachedPrompts)
       if (!exited) await instance.process?.stop(grace)
     } finally {
       const at = this.list.indexOf(instance)
@@ -184,7 +185,24 @@ export class Instances {
     if (instance.ending) { await process.stop(0); return }
     this.backoff.succeeded(failureKey)
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
-    if (caches) await caches.restoreInto(process.endpoint, cacheShape(instance))
+    if (caches) {
+      const restored = await caches.restoreInto(process.endpoint, cacheShape(instance))
+      if (restored.length > 0) {
+        instance.restoreChecks = new RestoreChecks({
+          model: model.name,
+          endpoint: process.endpoint,
+          restored,
+          minTokens: caches.minTokens,
+          checkpoints: process.saves.checkpoints,
+          log,
+          onReused: (name, tokens) => events.emit('promptCacheReused', name, tokens),
+          onMiss: async (name, save, reason) => {
+            events.emit('promptCacheMissed', name, reason)
+            await caches.dropSave(save)
+          },
+        })
+      }
+    }
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {
@@ -258,7 +276,7 @@ export class Instances {
 /** What ties an instance's slot caches to the runtimes that can take them back. */
 export function cacheShape (instance: Instance): CacheShape {
   const { model, options } = instance
-  return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v }
+  return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v, parallel: options.num_parallel }
 }
 
 /**

@@ -50,6 +50,8 @@ export interface RuntimeProcess {
   readonly backend: string
   /** Its build takes a request's `cache_salt` (runtimes/build/patches): cache groups can share it. */
   readonly separatesCaches: boolean
+  /** What its slot saves carry: context checkpoints, and the RAM prompt cache's conversations (the patch set). */
+  readonly saves: { checkpoints: boolean, cachedPrompts: boolean }
 }
 
 export interface SchedulerRuntimes {

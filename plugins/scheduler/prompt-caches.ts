@@ -1,11 +1,14 @@
 import { createHash, randomUUID } from 'node:crypto'
 import type { Logger } from '../../core/logger.js'
 import { isAlive } from '../../core/process-alive.js'
-import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import type { RuntimeEndpoint, SlotTransfer } from '../../runtimes/index.js'
 import { PromptCacheFolder, saveName, stagingName, type CacheEntry } from './prompt-cache-folder.js'
 
-/** What ties a saved cache to a runtime that can take it: the model file and the KV cache's types. */
-export interface CacheShape { model: string, digest: string, dtype: string, cacheTypeK: string, cacheTypeV: string }
+/**
+ * What ties a saved cache to a runtime that can take it: the model file, the KV cache's types, and the number of
+ * slots (a state file holds the cache's stream count, one per slot: llama.cpp refuses it in another).
+ */
+export interface CacheShape { model: string, digest: string, dtype: string, cacheTypeK: string, cacheTypeV: string, parallel: number }
 
 export interface PromptCacheOptions {
   /** The folder: `--slot-save-path` of every runtime, so that llama-server reads and writes there itself. */
@@ -29,8 +32,13 @@ const LIST_LIMIT_MS = 2_000
  * conversation is the chat template's tail and the tokens generated after it, not more.
  */
 const COVERED_TAIL = 32
+/** The most conversations taken from a runtime's RAM prompt cache when it stops (it holds 8 GiB by default). */
+const MAX_CACHED_PROMPTS = 256
 /** A save's file without its description this long is a leftover, not another process's save under way. */
 const ORPHAN_AGE_MS = 10 * 60_000
+
+/** A save restored into a slot: `save` names it (its file stem), `tokens` it held. */
+export interface RestoredSave { slot: number, save: string, tokens: number }
 
 /**
  * Prompt caches that outlive a runtime. Before a runtime stops, the slots worth keeping are saved (by
@@ -51,6 +59,9 @@ export class PromptCaches {
   constructor (private readonly options: PromptCacheOptions) {
     this.folder = new PromptCacheFolder(options.dir)
   }
+
+  /** A slot holding fewer tokens is not saved. */
+  get minTokens (): number { return this.options.minTokens }
 
   /** The folder, as runtimes are to be given it (`--slot-save-path`) once `init` said it is usable. */
   get dir (): string { return this.folder.dir }
@@ -73,34 +84,52 @@ export class PromptCaches {
    * one `cache_salt` (a cache group's: saves of two groups never share a key, nor a slot when restored).
    */
   keyOf (shape: CacheShape, salt = ''): string {
-    const parts = [shape.model, shape.digest, shape.dtype, shape.cacheTypeK, shape.cacheTypeV, ...(salt !== '' ? [salt] : [])]
+    const parts = [shape.model, shape.digest, shape.dtype, shape.cacheTypeK, shape.cacheTypeV, shape.parallel, ...(salt !== '' ? [salt] : [])]
     return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 16)
   }
 
-  /** Saves the slots worth keeping of a runtime about to stop. Never throws: a failed save only logs. */
-  async saveFrom (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
+  /**
+   * Saves the slots worth keeping of a runtime about to stop, and, where its build can (`cachedPrompts`), the
+   * conversations its RAM prompt cache holds: those it moved out of a slot for another. Never throws: a failed save
+   * only logs.
+   */
+  async saveFrom (endpoint: RuntimeEndpoint, shape: CacheShape, cachedPrompts = false): Promise<number> {
     if (!await this.init()) return 0
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
     let saved = 0
+    let written = 0
+    const now = Date.now()
+    // `age`: how many ms before now it was last used, to order the restores: a slot's conversation is the most recent,
+    // then what the RAM cache holds, in its own order.
+    const keep = async (write: (staging: string) => Promise<SlotTransfer | null>, salt?: string, age = 0): Promise<boolean> => {
+      // The pid: replicas share the models folder, and a scan must not take another live process's save.
+      const staging = stagingName('bin')
+      try {
+        const done = await write(staging)
+        if (done === null) return false
+        written += done.bytes
+        if (done.tokens < this.options.minTokens) return true
+        // Its group's, as llama-server says it was computed: restored later into a slot of that salt only.
+        const entrySalt = salt ?? done.salt ?? ''
+        const key = this.keyOf(shape, entrySalt)
+        const id = randomUUID()
+        await this.folder.settle(staging, key, id)
+        const entry: CacheEntry = { id, key, salt: entrySalt, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: now - age }
+        if (await this.adopt(entry)) {
+          saved++
+          this.options.onSaved?.(shape.model, done.tokens, entry.bytes)
+        }
+        return true
+      } finally {
+        await this.folder.remove(staging)
+      }
+    }
     try {
       const slots = (await endpoint.slotCaches(AbortSignal.timeout(LIST_LIMIT_MS))).filter((s) => s.tokens >= this.options.minTokens)
-      for (const slot of slots) {
-        // Its group's, as llama-server says the slot was computed: restored later into a slot of that salt only.
-        const key = this.keyOf(shape, slot.salt)
-        const id = randomUUID()
-        // The pid: replicas share the models folder, and a scan must not take another live process's save.
-        const staging = stagingName('bin')
-        try {
-          const done = await endpoint.saveSlot(slot.id, staging, signal)
-          await this.folder.settle(staging, key, id)
-          const entry: CacheEntry = { id, key, salt: slot.salt, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: Date.now() }
-          if (await this.adopt(entry)) {
-            saved++
-            this.options.onSaved?.(shape.model, done.tokens, entry.bytes)
-          }
-        } finally {
-          await this.folder.remove(staging)
-        }
+      for (const slot of slots) await keep((staging) => endpoint.saveSlot(slot.id, staging, signal), slot.salt)
+      // Most recently used first, and no more than the budget holds: it would keep only those.
+      for (let index = 0; cachedPrompts && index < MAX_CACHED_PROMPTS && written < this.options.sizeBytes; index++) {
+        if (!await keep((staging) => endpoint.saveCachedPrompt(index, staging, signal), undefined, index + 1)) break
       }
     } catch (err) {
       this.options.log?.warn({ model: shape.model, err: (err as Error).message }, 'saving prompt caches failed; the runtime stops without them')
@@ -113,13 +142,13 @@ export class PromptCaches {
    * Restores this shape's most recently used caches into the runtime's slots, one each, before it takes requests.
    * Never throws: a cache that does not restore is deleted.
    */
-  async restoreInto (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<number> {
-    if (!await this.init()) return 0
+  async restoreInto (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<RestoredSave[]> {
+    const restored: RestoredSave[] = []
+    if (!await this.init()) return restored
     // Each save's salt is checked against its name's key: a sidecar cannot move a save into another group.
     const mine = [...this.entries.values()].filter((e) => e.key === this.keyOf(shape, e.salt)).sort((a, b) => b.lastUsed - a.lastUsed)
-    if (mine.length === 0) return 0
+    if (mine.length === 0) return restored
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
-    let restored = 0
     try {
       const slots = (await endpoint.slotCaches(signal)).filter((s) => !s.busy && s.tokens === 0)
       for (const slot of slots) {
@@ -132,7 +161,7 @@ export class PromptCaches {
           const done = await endpoint.restoreSlot(slot.id, saveName(entry.key, entry.id, 'bin'), signal, entry.salt)
           entry.lastUsed = Date.now()
           await this.writeEntry(entry)
-          restored++
+          restored.push({ slot: slot.id, save: stem(entry), tokens: done.tokens })
           this.options.onRestored?.(shape.model, done.tokens, done.bytes)
         } catch (err) {
           if (signal.aborted) throw err
@@ -143,8 +172,14 @@ export class PromptCaches {
     } catch (err) {
       this.options.log?.warn({ model: shape.model, err: (err as Error).message }, 'restoring prompt caches stopped')
     }
-    if (restored > 0) this.options.log?.info({ model: shape.model, restored }, 'prompt caches restored')
+    if (restored.length > 0) this.options.log?.info({ model: shape.model, restored: restored.length }, 'prompt caches restored')
     return restored
+  }
+
+  /** Deletes a save that did not serve when restored (restore-checks.ts): it would only cost its restore again. */
+  async dropSave (save: string): Promise<void> {
+    const entry = this.entries.get(save)
+    if (entry !== undefined) await this.drop(entry)
   }
 
   /** Deletes every cache of a model (it is being deleted). */
@@ -195,7 +230,7 @@ export class PromptCaches {
       if (shared >= theirs.length - COVERED_TAIL && tokens.length >= theirs.length) {
         await this.drop(other)
       } else if (shared >= tokens.length - COVERED_TAIL) {
-        other.lastUsed = Date.now()
+        other.lastUsed = Math.max(other.lastUsed, entry.lastUsed)
         await this.writeEntry(other)
         await this.folder.remove(bin)
         return false

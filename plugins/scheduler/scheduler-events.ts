@@ -17,6 +17,9 @@ export interface SchedulerEvents {
   /** A slot's prompt cache was saved before its runtime stopped, or restored into a fresh one: its tokens and bytes. */
   promptCacheSaved: [model: string, tokens: number, bytes: number]
   promptCacheRestored: [model: string, tokens: number, bytes: number]
+  /** A restored save's first request reused what it shared with the save (`tokens` not evaluated again), or did not. */
+  promptCacheReused: [model: string, tokens: number]
+  promptCacheMissed: [model: string, reason: string]
   /** Tokens one request had read (its prompt, cached ones included) and generated, as the runtime reported them. */
   tokens: [model: string, prompt: number, generated: number]
 }

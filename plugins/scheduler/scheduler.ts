@@ -192,6 +192,7 @@ export class Scheduler implements LeaseSource {
   /** A request gave its slot back: the next in line takes it, or the keep-alive clock starts (keep_alive 0: it goes). */
   private release (instance: Instance): void {
     instance.handOver()
+    if (instance.restoreChecks?.done === false) void instance.restoreChecks.check()
     if (!instance.idle || instance.state !== 'loaded') return
     const expire = (): void => { void this.instances.end(instance, { reason: new UnavailableError('keep_alive expired') }) }
     if (instance.unloadsWhenIdle) { expire(); return }

@@ -17,12 +17,18 @@ interface SlotState {
   next_token?: Array<{ n_decoded?: number }>
   /** The `cache_salt` its cache was computed with (a build with llamagate's patch set; absent otherwise). */
   cache_salt?: string
+  /** Of its running or last task's prompt: the tokens its cache shared with it, and those it reused (the patch set). */
+  prompt_reuse?: { common?: number, cached?: number }
 }
 
-/** A slot as `slotCaches` tells it; `salt`: the `cache_salt` its cache was computed with ('' for none). */
-export interface SlotCache { id: number, nCtx: number, tokens: number, busy: boolean, salt: string }
-/** What a slot save or restore moved. */
-export interface SlotTransfer { tokens: number, bytes: number, ms: number }
+/**
+ * A slot as `slotCaches` tells it; `salt`: the `cache_salt` its cache was computed with ('' for none); `task`: the
+ * last task it took (none since it started or was restored), with `common` of that task's prompt tokens in the cache
+ * it held (where the build says) and `reused` of them not evaluated again.
+ */
+export interface SlotCache { id: number, nCtx: number, tokens: number, busy: boolean, salt: string, task?: number, common?: number, reused?: number }
+/** What a slot save or restore moved; a save also says the salt of what it saved (a build with the patch set). */
+export interface SlotTransfer { tokens: number, bytes: number, ms: number, salt?: string }
 
 export interface RuntimeEndpointOptions {
   /** The model it serves, for messages ("the runtime of model X ..."). */
@@ -113,7 +119,16 @@ export class RuntimeEndpoint implements ModelEndpoint {
   /** Each slot's id, context, and how many tokens its cache holds (0 for one never used, or cleared). */
   async slotCaches (signal: AbortSignal): Promise<SlotCache[]> {
     const slots = JSON.parse(await this.http.get('/slots', signal)) as SlotState[]
-    return slots.map((slot) => ({ id: slot.id ?? 0, nCtx: slot.n_ctx ?? 0, tokens: slot.n_prompt_tokens ?? 0, busy: slot.is_processing === true, salt: typeof slot.cache_salt === 'string' ? slot.cache_salt : '' }))
+    return slots.map((slot) => ({
+      id: slot.id ?? 0,
+      nCtx: slot.n_ctx ?? 0,
+      tokens: slot.n_prompt_tokens ?? 0,
+      busy: slot.is_processing === true,
+      salt: typeof slot.cache_salt === 'string' ? slot.cache_salt : '',
+      ...(typeof slot.id_task === 'number' ? { task: slot.id_task } : {}),
+      ...(typeof slot.prompt_reuse?.common === 'number' ? { common: slot.prompt_reuse.common } : {}),
+      ...(typeof slot.prompt_reuse?.cached === 'number' ? { reused: slot.prompt_reuse.cached } : {}),
+    }))
   }
 
   /**
@@ -121,8 +136,27 @@ export class RuntimeEndpoint implements ModelEndpoint {
    * (`--slot-save-path`); llama-server waits for the slot to be idle first. @throws as `post`
    */
   async saveSlot (id: number, filename: string, signal: AbortSignal): Promise<SlotTransfer> {
-    const answer = await this.postJson<{ n_saved?: number, n_written?: number, timings?: { save_ms?: number } }>(`/slots/${id}?action=save`, { filename }, signal)
-    return { tokens: answer.n_saved ?? 0, bytes: answer.n_written ?? 0, ms: answer.timings?.save_ms ?? 0 }
+    return this.save(`/slots/${id}?action=save`, { filename }, signal)
+  }
+
+  /**
+   * Writes what llama-server's RAM prompt cache holds at `index` (0 the most recently used) to `filename`, as a save
+   * of the slot that computed it would be (a build with llamagate's patch set). @returns null past its last
+   * @throws as `post`
+   */
+  async saveCachedPrompt (index: number, filename: string, signal: AbortSignal): Promise<SlotTransfer | null> {
+    try {
+      return await this.save('/slots/0?action=save', { filename, cached: index }, signal)
+    } catch (err) {
+      // llama-server's 404, as the gateway error it becomes: the list has no more.
+      if ((err as Error).message.includes('No cached prompt at index')) return null
+      throw err
+    }
+  }
+
+  private async save (path: string, body: Record<string, unknown>, signal: AbortSignal): Promise<SlotTransfer> {
+    const answer = await this.postJson<{ n_saved?: number, n_written?: number, cache_salt?: unknown, timings?: { save_ms?: number } }>(path, body, signal)
+    return { tokens: answer.n_saved ?? 0, bytes: answer.n_written ?? 0, ms: answer.timings?.save_ms ?? 0, ...(typeof answer.cache_salt === 'string' ? { salt: answer.cache_salt } : {}) }
   }
 
   /**

@@ -30,6 +30,7 @@ class FakeProcess implements RuntimeProcess {
   stops = 0
   alive = false
   readonly separatesCaches = true
+  readonly saves = { checkpoints: true, cachedPrompts: true }
   readonly backend = 'cpu'
   readonly pid = 4242
 

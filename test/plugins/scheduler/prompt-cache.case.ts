@@ -8,14 +8,8 @@ import t, { type Test } from 'tap'
 import { buildTestApp, testConfig } from '../../helpers/app.js'
 import { post, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
+import { prefix } from '../../helpers/prompt-cache-watch.js'
 import { until } from '../../helpers/until.js'
-
-const WORDS = 'the quick brown fox jumps over the lazy dog while seven wise owls count the stars above a quiet harbour'.split(' ')
-
-/** A long prompt of its own for each conversation: `n` words drawn from WORDS by a seed. */
-function prefix (seed: number, n = 120): string {
-  return Array.from({ length: n }, (_, i) => WORDS[(i * 7 + seed * 13 + ((i * seed) % 5)) % WORDS.length]).join(' ')
-}
 
 interface Answer { status: number, cached: number, prompt: number }
 
