@@ -57,7 +57,7 @@ export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
     // As Ollama's launcher sets them (cmd/launch/claude.go). The attribution line that opens its system prompt differs
     // from one conversation to the next (and, from its native build, one request to the next); the "tokens left"
     // reminder it may send after tool results is a system message late in the conversation. The gateway copes with
-    // both (docs/api.md: Agents' requests), but what is never sent costs nothing.
+    // both (docs/api.md: System messages among the others), but what is never sent costs nothing.
     switches: { CLAUDE_CODE_ATTRIBUTION_HEADER: '0', CLAUDE_CODE_TOTAL_TOKENS_REMINDER: 'off' },
     args: () => [],
   },
