@@ -20,6 +20,11 @@ export interface AgentRecipe {
   /** Its npm package, for the "not installed" hint. */
   npmPackage: string
   env(wiring: AgentWiring): Record<string, string>
+  /**
+   * The agent's own switches that keep what it sends stable from one request to the next (a prompt cache then
+   * reuses it): set unless the user's environment sets them otherwise.
+   */
+  switches?: Readonly<Record<string, string>>
   args(wiring: AgentWiring): string[]
 }
 
@@ -49,6 +54,11 @@ export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
       // Its preflight and telemetry go to Anthropic's hosts, which a local setup need not reach.
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
     }),
+    // As Ollama's launcher sets them (cmd/launch/claude.go). The attribution line that opens its system prompt differs
+    // from one conversation to the next (and, from its native build, one request to the next); the "tokens left"
+    // reminder it may send after tool results is a system message late in the conversation. The gateway copes with
+    // both (docs/api.md: System messages among the others), but what is never sent costs nothing.
+    switches: { CLAUDE_CODE_ATTRIBUTION_HEADER: '0', CLAUDE_CODE_TOTAL_TOKENS_REMINDER: 'off' },
     args: () => [],
   },
   codex: {

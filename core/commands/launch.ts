@@ -26,7 +26,9 @@ export const launch: Command = {
     const recipe = AGENTS[name]
     if (recipe === undefined) throw new UsageError(`unknown agent "${name}": one of ${Object.keys(AGENTS).join(', ')}`)
     const wiring = await wire(client(), values.model as string | undefined)
-    const env = recipe.env(wiring)
+    // The user's own environment wins over the agent's switches, never over the wiring.
+    const switches = Object.fromEntries(Object.entries(recipe.switches ?? {}).filter(([key]) => process.env[key] === undefined))
+    const env = { ...switches, ...recipe.env(wiring) }
     const args = [...recipe.args(wiring), ...rest]
     if (values.print === true) {
       for (const [key, value] of Object.entries(env)) stdout.write(`export ${key}=${shellQuote(value)}\n`)

@@ -4,8 +4,10 @@ import fp from 'fastify-plugin'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { requestRecord } from '../inference/request-record.js'
 import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'
+import { systemPlacement } from '../inference/system-placement.js'
+import type { Lease } from '../scheduler/lease.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
-import { shapeMessages } from './messages-body.js'
+import { placeSystem, shapeMessages, type MessagesFields } from './messages-body.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
 // llama-server converts a Messages request to a chat keeping only these sampling fields (and stop_sequences):
@@ -17,8 +19,15 @@ const MESSAGES: PassthroughRoute = {
   streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n'),
   fields: ANTHROPIC_FIELDS,
   promptInHead: true,
+  shape: placedSystem,
 }
-const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null, fields: ANTHROPIC_FIELDS }
+// Counted as the same request would be evaluated.
+const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null, fields: ANTHROPIC_FIELDS, shape: placedSystem }
+
+/** The system prompt and messages as the lease's model's template takes them (messages-body.ts). */
+async function placedSystem (fields: Record<string, unknown>, lease: Lease): Promise<Record<string, unknown>> {
+  return placeSystem(fields as unknown as MessagesFields, await systemPlacement(lease)) as unknown as Record<string, unknown>
+}
 
 /**
  * Anthropic's Messages API (the Anthropic SDKs, Claude Code): POST /v1/messages, streamed or not, and

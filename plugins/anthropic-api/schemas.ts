@@ -6,7 +6,7 @@ import { OptionsSchema } from '../../core/options-schema.js'
 const Content = Type.Union([Type.String(), Type.Array(Type.Object({ type: Type.String(), text: Type.Optional(Type.String()) }))])
 
 // `system` messages among the others are valid in Anthropic's current API (Claude Code sends one after the first
-// user message); the gateway folds them into the system prompt.
+// user message); the gateway places them where the model's template takes them (messages-body.ts).
 const Message = Type.Object({
   role: Type.Union([Type.Literal('user'), Type.Literal('assistant'), Type.Literal('system')]),
   content: Content,

@@ -23,6 +23,11 @@ export interface PassthroughRoute {
   fields: ReadonlySet<string>
   /** The stream says its prompt's tokens only in its first event (Anthropic's message_start): keep its head. */
   promptInHead?: boolean
+  /**
+   * What the body becomes once its model's runtime is known (its chat template's rules: system-placement.ts); it
+   * gets the fields as received each time the request runs, and returns them, changed or not.
+   */
+  shape?: (fields: Record<string, unknown>, lease: Lease) => Promise<Record<string, unknown>>
 }
 
 export type PassthroughBody = Record<string, unknown> & { model: string, stream?: boolean, options?: Record<string, unknown> }
@@ -56,7 +61,8 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     stream,
     work: async (lease) => {
       progress.firstData = lease.firstToken
-      const runtimeBody = { ...fields, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
+      const shaped = route.shape === undefined ? fields : await route.shape(fields, lease)
+      const runtimeBody = { ...shaped, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: streaming }
       if (stream === null) {
         const text = await lease.endpoint.post(route.path, runtimeBody, lease.signal)
         countTokens(lease, text)

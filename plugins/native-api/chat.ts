@@ -1,9 +1,11 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ContextExceededError } from '../../core/errors.js'
+import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
+import { systemPlacement } from '../inference/system-placement.js'
 import { runNative } from './native-run.js'
 import { responseFormat } from './response-format.js'
 import { truncateHistory } from './truncate-history.js'
@@ -37,6 +39,8 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       keepAlive: body.keep_alive,
       // Ollama truncates by default; `truncate: false` answers a conversation too long with the error instead.
       ...(body.truncate !== false ? { shorten: (err: ContextExceededError) => truncateHistory(history, err) } : {}),
+      // System messages as the model's template takes them (chat-system-messages.ts), from the history as it is then.
+      shape: async (runtimeBody, lease) => ({ ...runtimeBody, messages: placeSystemMessages(history, await systemPlacement(lease)) }),
       body: {
         messages: history,
         ...(body.tools ? { tools: body.tools } : {}),

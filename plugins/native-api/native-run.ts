@@ -22,6 +22,8 @@ export interface NativeRun {
   keepAlive: unknown
   /** A conversation longer than the model can hold: drop its oldest messages and say true (Ollama's `truncate`). */
   shorten?: (err: ContextExceededError) => boolean
+  /** What `body` becomes once its model's runtime is known (its chat template's rules), each time the request runs. */
+  shape?: (body: Record<string, unknown>, lease: Lease) => Promise<Record<string, unknown>>
 }
 
 /** A fragment of the runtime's answer, whichever endpoint it came from. */
@@ -59,7 +61,10 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     signal: stream?.signal ?? clientGone(reply),
     stream,
     ...(run.shorten ? { shorten: run.shorten } : {}),
-    work: async (lease): Promise<Record<string, unknown> | undefined> => stream === null ? wholeAnswer(lease, run, startedNs) : streamedAnswer(lease, run, stream, startedNs),
+    work: async (lease): Promise<Record<string, unknown> | undefined> => {
+      const shaped = run.shape === undefined ? run : { ...run, body: await run.shape(run.body, lease) }
+      return stream === null ? wholeAnswer(lease, shaped, startedNs) : streamedAnswer(lease, shaped, stream, startedNs)
+    },
   })
   return answer ?? reply
 }

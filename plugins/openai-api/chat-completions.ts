@@ -1,13 +1,22 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { clientGone } from '../../core/event-stream.js'
+import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { OPENAI_CHAT_FIELDS } from '../inference/runtime-fields.js'
+import { systemPlacement } from '../inference/system-placement.js'
 import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
 import { ChatCompletionBody } from './schemas.js'
 
-const CHAT: PassthroughRoute = { path: '/v1/chat/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE, fields: OPENAI_CHAT_FIELDS }
+const CHAT: PassthroughRoute = {
+  path: '/v1/chat/completions',
+  topLevelOptions: OPENAI_OPTIONS,
+  streamEnd: STREAM_DONE,
+  fields: OPENAI_CHAT_FIELDS,
+  // System messages as the model's template takes them (chat-system-messages.ts).
+  shape: async (fields, lease) => ({ ...fields, messages: placeSystemMessages(fields.messages as Array<{ role?: string }>, await systemPlacement(lease)) }),
+}
 
 /** OpenAI's chat completions, through llama-server's own (its Jinja template, tools, response_format). */
 const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {

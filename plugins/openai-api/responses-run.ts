@@ -4,8 +4,10 @@ import { RuntimeError } from '../../core/errors.js'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
+import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
+import { systemPlacement } from '../inference/system-placement.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
 import type { ResponseItem, ResponseStore } from './response-store.js'
@@ -65,7 +67,9 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,
     work: async (lease) => {
-      const chat = { ...run.chat, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
+      // System messages as the model's template takes them (chat-system-messages.ts).
+      const messages = placeSystemMessages(run.chat.messages, await systemPlacement(lease))
+      const chat = { ...run.chat, messages, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
       // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
       const chunks = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal)
       if (stream !== null) await send(stream, builder.start())

@@ -18,7 +18,7 @@ t.test('launch: --print for each agent; the agent started with that environment 
     return res.stdout
   }
   const claude = await printed('claude')
-  for (const line of [`export ANTHROPIC_BASE_URL=${url}`, 'export ANTHROPIC_AUTH_TOKEN=llamagate', 'export ANTHROPIC_MODEL=acme/long', 'export ANTHROPIC_DEFAULT_HAIKU_MODEL=acme/long', 'export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1']) t.match(claude, `${line}\n`)
+  for (const line of [`export ANTHROPIC_BASE_URL=${url}`, 'export ANTHROPIC_AUTH_TOKEN=llamagate', 'export ANTHROPIC_MODEL=acme/long', 'export ANTHROPIC_DEFAULT_HAIKU_MODEL=acme/long', 'export CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1', 'export CLAUDE_CODE_ATTRIBUTION_HEADER=0', 'export CLAUDE_CODE_TOTAL_TOKENS_REMINDER=off']) t.match(claude, `${line}\n`)
   t.match(claude, /\nclaude\n$/)
   const codex = await printed('codex')
   t.match(codex, `-c 'model="acme/long"'`)
@@ -37,11 +37,13 @@ t.test('launch: --print for each agent; the agent started with that environment 
   const seen = join(bin, 'seen.txt')
   await writeFile(join(bin, 'claude'), `#!/bin/sh\n{ env | grep -E '^(ANTHROPIC|CLAUDE)_' | sort; echo "args: $*"; } > '${seen}'\nexit 3\n`)
   await chmod(join(bin, 'claude'), 0o755)
-  const started = await runCli(['launch', 'claude', '--model', 'acme/tiny', '--host', url, '--', '-p', 'hello'], { PATH: `${bin}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine' })
+  const started = await runCli(['launch', 'claude', '--model', 'acme/tiny', '--host', url, '--', '-p', 'hello'], { PATH: `${bin}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine', CLAUDE_CODE_TOTAL_TOKENS_REMINDER: 'countdown' })
   t.equal(started.code, 3, 'the agent\'s exit code')
   const recorded = await readFile(seen, 'utf8')
   t.match(recorded, `ANTHROPIC_AUTH_TOKEN=sk-mine\n`, 'the client\'s key')
   t.match(recorded, `ANTHROPIC_BASE_URL=${url}\n`)
+  t.match(recorded, 'CLAUDE_CODE_ATTRIBUTION_HEADER=0\n', 'its attribution line off')
+  t.match(recorded, 'CLAUDE_CODE_TOTAL_TOKENS_REMINDER=countdown\n', 'a switch the user set stays as set')
   t.match(recorded, 'args: -p hello\n')
 
   // Every agent, started for real: the client's key reaches it through its environment, never its command line
