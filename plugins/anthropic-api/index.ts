@@ -5,6 +5,7 @@ import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-
 import { requestRecord } from '../inference/request-record.js'
 import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
+import { messageStreamRewrite, messageTextToSpec } from './message-spec-fields.js'
 import { shapeMessages } from './messages-body.js'
 import { CountTokensBody, MessagesBody } from './schemas.js'
 
@@ -17,6 +18,9 @@ const MESSAGES: PassthroughRoute = {
   streamEnd: Buffer.from('data: {"type":"message_stop"}\n\n'),
   fields: ANTHROPIC_FIELDS,
   promptInHead: true,
+  // llama-server's answers with the fields Anthropic's types require (message-spec-fields.ts).
+  whole: messageTextToSpec,
+  streamRewrite: () => messageStreamRewrite(),
 }
 const COUNT_TOKENS: PassthroughRoute = { path: '/v1/messages/count_tokens', topLevelOptions: {}, streamEnd: null, fields: ANTHROPIC_FIELDS }
 

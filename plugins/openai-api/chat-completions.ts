@@ -4,10 +4,14 @@ import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'
 import { OPENAI_CHAT_FIELDS } from '../inference/runtime-fields.js'
+import { chatStreamRewrite, chatTextToSpec } from './chat-spec-fields.js'
 import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
 import { ChatCompletionBody } from './schemas.js'
 
-const CHAT: PassthroughRoute = { path: '/v1/chat/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE, fields: OPENAI_CHAT_FIELDS }
+const CHAT: PassthroughRoute = {
+  path: '/v1/chat/completions', topLevelOptions: OPENAI_OPTIONS, streamEnd: STREAM_DONE, fields: OPENAI_CHAT_FIELDS,
+  whole: chatTextToSpec, streamRewrite: chatStreamRewrite,
+}
 
 /** OpenAI's chat completions, through llama-server's own (its Jinja template, tools, response_format). */
 const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {

@@ -51,7 +51,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
         fail (err: unknown) {
           if (!stream.isOpen) throw err
           const error = toErrorReply(err, request.log)
-          stream.writeRaw(sseText(builder.fail({ code: error.code, message: error.message })))
+          stream.writeRaw(sseText(builder.fail({ code: error.code, message: error.message, statusCode: error.statusCode })))
           stream.end()
         },
       }
@@ -119,11 +119,21 @@ function settingsOf (body: ResponsesRun['body']): Record<string, unknown> {
     temperature: body.temperature ?? null,
     text: body.text ?? { format: { type: 'text' } },
     tool_choice: body.tool_choice ?? 'auto',
-    tools: body.tools ?? [],
+    tools: Array.isArray(body.tools) ? body.tools.map(toolEcho) : [],
     top_p: body.top_p ?? null,
     truncation: 'disabled',
-    usage: null,
+    // `usage` comes with the finished response: the document has no null for it.
   }
+}
+
+/**
+ * A function tool as the response object echoes it, with the fields OpenAI's FunctionTool requires: `strict` as the
+ * request said, else false (llamagate holds a call to a tool's schema only when the call is forced), `parameters`
+ * and `description` null where there were none. Other tools as they came.
+ */
+function toolEcho (tool: Record<string, unknown>): Record<string, unknown> {
+  if (tool.type !== 'function') return tool
+  return { ...tool, description: tool.description ?? null, parameters: tool.parameters ?? null, strict: tool.strict ?? false }
 }
 
 // OpenAI names each event (`event: response.output_text.delta`) besides its `type`; one write per chat chunk.
