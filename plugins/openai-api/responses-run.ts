@@ -4,12 +4,14 @@ import { RuntimeError } from '../../core/errors.js'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
+import { forcedChunks } from '../inference/forced-call.js'
+import { forcedCallFields } from '../inference/forced-call-schema.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
 import type { ResponseItem, ResponseStore } from './response-store.js'
-import type { ChatRequest } from './responses-to-chat.js'
+import type { TranslatedChat } from './responses-to-chat.js'
 
 /** OpenAI's Responses fields that are options of the contract (they win over `options`), each with the option it sets. */
 const RESPONSES_OPTIONS: Readonly<Record<string, string>> = { temperature: 'temperature', top_p: 'top_p', max_output_tokens: 'max_tokens' }
@@ -22,8 +24,8 @@ export interface ResponsesRun {
   history: readonly ResponseItem[]
   /** The request's own input items, item references resolved. */
   input: readonly ResponseItem[]
-  /** What llama-server's chat completions gets: the whole conversation as messages (images inlined), the tools. */
-  chat: ChatRequest
+  /** What llama-server's chat completions gets: the whole conversation as messages (images inlined), the tools; the call forced. */
+  chat: TranslatedChat
   /** Where a response is kept unless the request says `store: false`. */
   store: ResponseStore
   /** The key it is kept for (null: keys are off). */
@@ -65,9 +67,13 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,
     work: async (lease) => {
-      const chat = { ...run.chat, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
+      // A forced call is held to its grammar, and its answer read as the call (plugins/inference/forced-call.ts).
+      const { forced, ...request } = run.chat
+      const chat = { ...request, ...(forced !== null ? forcedCallFields(forced) : {}), ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
       // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
-      const chunks = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal)
+      const answered = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal) as AsyncGenerator<ChatChunk & Record<string, unknown>>
+      // The builder names calls `call_<id>`: the id alone.
+      const chunks = forced !== null ? forcedChunks(answered, forced, '') : answered
       if (stream !== null) await send(stream, builder.start())
       await translate(lease, chunks, builder, stream)
       const done = builder.finish()
