@@ -2,6 +2,8 @@ import { eventBytes, eventData, eventRewrite, type DataRewrite } from '../../run
 
 type Json = Record<string, unknown>
 
+const DELTA = Buffer.from('event: content_block_delta\n')
+
 /**
  * Anthropic's answers as its SDK's types have them (src/resources/messages/messages.ts), from what llama-server
  * writes: the fields a `Message`, its `Usage`, its blocks and its stream's events must have, null where llama-server
@@ -67,6 +69,8 @@ export function messageStreamRewrite (): DataRewrite {
   const stopped = new Set<number>()
   let start: Json = {}
   return eventRewrite((event) => {
+    // Text, thinking and arguments deltas (nearly every event) stay as they are unless a block was stopped early.
+    if (stopped.size === 0 && event.subarray(0, DELTA.length).equals(DELTA)) return null
     const parsed = eventData(event)
     if (parsed === null) return null
     const { data } = parsed

@@ -1,6 +1,7 @@
 import type { DataRewrite } from './data-rewrite.js'
 
 const EVENT_END = Buffer.from('\n\n')
+const EMPTY = Buffer.alloc(0)
 
 /**
  * What one SSE event (its bytes, up to and including the blank line that ends it) becomes: other bytes (none, one
@@ -14,36 +15,42 @@ export type EventEdit = (event: Buffer) => Buffer | null
  * untouched (null), framing and all: the relay's fast path. An event cut across pieces is held until its end comes.
  */
 export function eventRewrite (edit: EventEdit): DataRewrite {
-  let held: Buffer = Buffer.alloc(0)
+  let held: Buffer = EMPTY
   return {
     push (data) {
-      const text = held.length > 0 ? Buffer.concat([held, data]) : data
       const wasHeld = held.length > 0
-      const last = text.lastIndexOf(EVENT_END)
+      const text = wasHeld ? Buffer.concat([held, data]) : data
+      // llama-server writes whole events: a piece that ends one needs no search for its end.
+      const last = endsEvent(text) ? text.length - 2 : text.lastIndexOf(EVENT_END)
       if (last === -1) {
         held = text
-        return Buffer.alloc(0)
+        return EMPTY
       }
-      const whole = text.subarray(0, last + 2)
-      held = Buffer.from(text.subarray(last + 2))
-      const pieces: Buffer[] = []
-      let changed = wasHeld || held.length > 0
-      for (let start = 0; start < whole.length;) {
-        const end = whole.indexOf(EVENT_END, start) + 2
-        const event = whole.subarray(start, end)
+      const whole = last + 2
+      held = whole < text.length ? text.subarray(whole) : EMPTY
+      // The events as they go out, made only once one of them changed (the hot path allocates nothing more).
+      let pieces: Buffer[] | null = wasHeld || held.length > 0 ? [] : null
+      let start = 0
+      while (start < whole) {
+        const end = text.indexOf(EVENT_END, start) + 2
+        const event = start === 0 && end === text.length ? text : text.subarray(start, end)
         const edited = edit(event)
-        if (edited !== null) changed = true
-        pieces.push(edited ?? event)
+        if (edited !== null && pieces === null) pieces = start > 0 ? [text.subarray(0, start)] : []
+        if (pieces !== null) pieces.push(edited ?? event)
         start = end
       }
-      return changed ? Buffer.concat(pieces) : null
+      return pieces === null ? null : Buffer.concat(pieces)
     },
     end () {
       const rest = held
-      held = Buffer.alloc(0)
+      held = EMPTY
       return rest
     },
   }
+}
+
+function endsEvent (bytes: Buffer): boolean {
+  return bytes.length >= 2 && bytes[bytes.length - 1] === 0x0a && bytes[bytes.length - 2] === 0x0a
 }
 
 /** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */
