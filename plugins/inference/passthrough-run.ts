@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
-import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type RelayProgress } from '../../runtimes/index.js'
+import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type DataRewrite, type RelayProgress } from '../../runtimes/index.js'
 import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
@@ -28,6 +28,10 @@ export interface PassthroughRoute {
    * gets the fields as received each time the request runs, and returns them, changed or not.
    */
   shape?: (fields: Record<string, unknown>, lease: Lease) => Promise<Record<string, unknown>>
+  /** The whole answer (JSON text) as the API's document has it: what llama-server leaves out filled in. @default as it came */
+  whole?: (text: string) => string
+  /** The rewrite of one request's stream (stream-relay.ts), to the same end; null for none. @default none */
+  streamRewrite?: (body: PassthroughBody) => DataRewrite | null
 }
 
 export type PassthroughBody = Record<string, unknown> & { model: string, stream?: boolean, options?: Record<string, unknown> }
@@ -49,6 +53,8 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
   // The tail holds the last event, where llama-server says how many tokens the answer took.
   const progress: RelayProgress = { tailBytes: USAGE_TAIL_BYTES, tail: Buffer.alloc(0), ...(route.promptInHead === true ? { headBytes: USAGE_TAIL_BYTES } : {}) }
+  const rewrite = streaming ? route.streamRewrite?.(body) ?? null : null
+  if (rewrite !== null) progress.rewrite = rewrite
   const answer = await runLeased(leases, {
     model: body.model,
     options,
@@ -67,7 +73,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
         const text = await lease.endpoint.post(route.path, runtimeBody, lease.signal)
         countTokens(lease, text)
         reply.type('application/json; charset=utf-8')
-        return text
+        return route.whole !== undefined ? route.whole(text) : text
       }
       // What a client that leaves early was sent is what it pays for (plugins/usage): counted from 0 as events go.
       lease.countSent(0)

@@ -72,8 +72,19 @@ export const OpenAiModel = Type.Object({
 export const OpenAiModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiModel) })
 
 /** Anthropic's model object (GET /v1/models with an `anthropic-version` header, as its SDKs send). */
+const Support = Type.Object({ supported: Type.Boolean() })
+const MaybeSupport = Type.Union([Support, Type.Null()])
+// ModelCapabilities, as Anthropic's SDK types it (src/resources/models.ts).
+const AnthropicCapabilities = Type.Object({
+  batch: Support, citations: Support, code_execution: Support, pdf_input: Support, image_input: Support, structured_outputs: Support,
+  context_management: Type.Object({ supported: Type.Boolean(), clear_thinking_20251015: MaybeSupport, clear_tool_uses_20250919: MaybeSupport, compact_20260112: MaybeSupport }),
+  effort: Type.Object({ supported: Type.Boolean(), low: Support, medium: Support, high: Support, max: Support, xhigh: MaybeSupport }),
+  thinking: Type.Object({ supported: Type.Boolean(), types: Type.Object({ enabled: Support, adaptive: Support }) }),
+})
+const Limit = Type.Union([Type.Integer(), Type.Null()])
 export const AnthropicModel = Type.Object({
   type: Type.Literal('model'), id: Type.String(), display_name: Type.String(), created_at: Type.String(),
+  max_input_tokens: Limit, max_tokens: Limit, capabilities: Type.Union([AnthropicCapabilities, Type.Null()]),
 })
 export const AnthropicModelList = Type.Object({
   data: Type.Array(AnthropicModel), has_more: Type.Boolean(), first_id: Type.Union([Type.String(), Type.Null()]), last_id: Type.Union([Type.String(), Type.Null()]),

@@ -1,4 +1,5 @@
 import type { GgufInfo } from '../storage/manifest.js'
+import { capabilities } from '../inference/model-capabilities.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 /** What Ollama's `details` are made of: a model's format and what its GGUF says (absent fields read as unknown). */
@@ -37,9 +38,32 @@ export function openAiModel (r: ModelRecord) {
   return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
 }
 
-/** Anthropic's model object: its SDKs list models with `anthropic-version` set. */
+/**
+ * Anthropic's model object (its SDK's ModelInfo): its SDKs list models with `anthropic-version` set. The limits are
+ * what the GGUF says it was trained on (a reply may fill what the prompt leaves of it); its capabilities what its
+ * template and files show (model-capabilities.ts), and, of Anthropic's features, JSON schemas (llama-server's grammar).
+ */
 export function anthropicModel (r: ModelRecord) {
-  return { type: 'model' as const, id: r.name, display_name: r.name, created_at: r.modified_at }
+  const context = r.gguf?.context_length ?? null
+  return {
+    type: 'model' as const, id: r.name, display_name: r.name, created_at: r.modified_at,
+    max_input_tokens: context, max_tokens: context, capabilities: anthropicCapabilities(capabilities(r)),
+  }
+}
+
+const NO = { supported: false }
+
+/** ModelCapabilities, from what a model can do (Ollama's words: `tools`, `thinking`, `vision`). */
+function anthropicCapabilities (can: string[]) {
+  const thinking = can.includes('thinking')
+  return {
+    batch: NO, citations: NO, code_execution: NO, pdf_input: NO,
+    context_management: { supported: false, clear_thinking_20251015: null, clear_tool_uses_20250919: null, compact_20260112: null },
+    effort: { supported: false, low: NO, medium: NO, high: NO, max: NO, xhigh: null },
+    image_input: { supported: can.includes('vision') },
+    structured_outputs: { supported: can.includes('completion') },
+    thinking: { supported: thinking, types: { enabled: { supported: thinking }, adaptive: NO } },
+  }
 }
 
 /** `7.6B`, `135M`, as Ollama writes parameter sizes. */
@@ -72,7 +96,7 @@ export function openAiRemoteModel (m: RemoteModel) {
   return { id: m.name, object: 'model' as const, created: Math.floor(m.checkedAt / 1000), owned_by: m.upstream.name }
 }
 
-/** A remote model as Anthropic's model list shows it. */
+/** A remote model as Anthropic's model list shows it: what it can do and hold is its upstream's, unknown here. */
 export function anthropicRemoteModel (m: RemoteModel) {
-  return { type: 'model' as const, id: m.name, display_name: m.name, created_at: new Date(m.checkedAt).toISOString() }
+  return { type: 'model' as const, id: m.name, display_name: m.name, created_at: new Date(m.checkedAt).toISOString(), max_input_tokens: null, max_tokens: null, capabilities: null }
 }

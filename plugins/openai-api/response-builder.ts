@@ -25,7 +25,7 @@ export interface ChatChunk {
 /** The tokens of an answer, in the Responses API's words. */
 export interface ResponseUsage {
   input_tokens: number
-  input_tokens_details: { cached_tokens: number }
+  input_tokens_details: { cached_tokens: number, cache_write_tokens: number }
   output_tokens: number
   output_tokens_details: { reasoning_tokens: number }
   total_tokens: number
@@ -109,9 +109,12 @@ export class ResponseBuilder {
     return events
   }
 
-  /** Ends a stream that failed: OpenAI's `error` event, then `response.failed` with what was made so far. */
-  fail (error: { code: string | null, message: string }): ResponseEvent[] {
-    Object.assign(this.response, { status: 'failed', error: { code: error.code ?? 'server_error', message: error.message } })
+  /**
+   * Ends a stream that failed: OpenAI's `error` event (its code as the gateway has it), then `response.failed` with
+   * what was made so far, its error's code one of the document's `ResponseErrorCode`s (responseErrorCode).
+   */
+  fail (error: { code: string | null, message: string, statusCode?: number }): ResponseEvent[] {
+    Object.assign(this.response, { status: 'failed', error: responseError(error) })
     if (this.usage !== null) this.response.usage = this.usage
     return [
       this.event('error', { code: error.code, message: error.message, param: null }),
@@ -202,6 +205,27 @@ export class ResponseBuilder {
 }
 
 function usageOf (input: number, cached: number, output: number): ResponseUsage {
-  // llama-server does not count reasoning tokens apart from the answer's.
-  return { input_tokens: input, input_tokens_details: { cached_tokens: cached }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output }
+  // llama-server does not count reasoning tokens apart from the answer's; what a prompt leaves in a slot's cache is
+  // not written apart (it costs nothing more here), so none is counted as written.
+  return { input_tokens: input, input_tokens_details: { cached_tokens: cached, cache_write_tokens: 0 }, output_tokens: output, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: input + output }
+}
+
+// OpenAI's ResponseErrorCode (its OpenAPI document): the codes a failed response's error may have.
+const RESPONSE_ERROR_CODES = new Set([
+  'server_error', 'rate_limit_exceeded', 'invalid_prompt', 'vector_store_timeout', 'invalid_image', 'invalid_image_format',
+  'invalid_base64_image', 'invalid_image_url', 'image_too_large', 'image_too_small', 'image_parse_error',
+  'image_content_policy_violation', 'invalid_image_mode', 'image_file_too_large', 'unsupported_image_media_type',
+  'empty_image_file', 'failed_to_download_image', 'image_file_not_found',
+])
+
+/**
+ * A failed response's error as the document types it: the gateway's code where it is one of OpenAI's, else
+ * `rate_limit_exceeded` for a 429, `invalid_prompt` for another 4xx, `server_error` for the rest; the gateway's own
+ * code (`model_stopped`, `runtime_error`) then leads the message, so that nothing it said is lost.
+ */
+export function responseError (error: { code: string | null, message: string, statusCode?: number }): { code: string, message: string } {
+  if (error.code !== null && RESPONSE_ERROR_CODES.has(error.code)) return { code: error.code, message: error.message }
+  const status = error.statusCode ?? 500
+  const code = status === 429 ? 'rate_limit_exceeded' : status >= 400 && status < 500 ? 'invalid_prompt' : 'server_error'
+  return { code, message: error.code !== null && error.code !== code ? `${error.code}: ${error.message}` : error.message }
 }

@@ -5,13 +5,15 @@ import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
+import { forcedChunks } from '../inference/forced-call.js'
+import { forcedCallFields } from '../inference/forced-call-schema.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import { systemPlacement } from '../inference/system-placement.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
 import type { ResponseItem, ResponseStore } from './response-store.js'
-import type { ChatRequest } from './responses-to-chat.js'
+import type { TranslatedChat } from './responses-to-chat.js'
 
 /** OpenAI's Responses fields that are options of the contract (they win over `options`), each with the option it sets. */
 const RESPONSES_OPTIONS: Readonly<Record<string, string>> = { temperature: 'temperature', top_p: 'top_p', max_output_tokens: 'max_tokens' }
@@ -24,8 +26,8 @@ export interface ResponsesRun {
   history: readonly ResponseItem[]
   /** The request's own input items, item references resolved. */
   input: readonly ResponseItem[]
-  /** What llama-server's chat completions gets: the whole conversation as messages (images inlined), the tools. */
-  chat: ChatRequest
+  /** What llama-server's chat completions gets: the whole conversation as messages (images inlined), the tools; the call forced. */
+  chat: TranslatedChat
   /** Where a response is kept unless the request says `store: false`. */
   store: ResponseStore
   /** The key it is kept for (null: keys are off). */
@@ -53,7 +55,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
         fail (err: unknown) {
           if (!stream.isOpen) throw err
           const error = toErrorReply(err, request.log)
-          stream.writeRaw(sseText(builder.fail({ code: error.code, message: error.message })))
+          stream.writeRaw(sseText(builder.fail({ code: error.code, message: error.message, statusCode: error.statusCode })))
           stream.end()
         },
       }
@@ -67,11 +69,15 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,
     work: async (lease) => {
-      // System messages as the model's template takes them (chat-system-messages.ts).
-      const messages = placeSystemMessages(run.chat.messages, await systemPlacement(lease))
-      const chat = { ...run.chat, messages, ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
+      // System messages as the model's template takes them (chat-system-messages.ts); a forced call is held to its
+      // grammar, and its answer read as the call (plugins/inference/forced-call.ts).
+      const { forced, ...request } = run.chat
+      const messages = placeSystemMessages(request.messages, await systemPlacement(lease))
+      const chat = { ...request, messages, ...(forced !== null ? forcedCallFields(forced) : {}), ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
       // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
-      const chunks = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal)
+      const answered = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal) as AsyncGenerator<ChatChunk & Record<string, unknown>>
+      // The builder names calls `call_<id>`: the id alone.
+      const chunks = forced !== null ? forcedChunks(answered, forced, '') : answered
       if (stream !== null) await send(stream, builder.start())
       await translate(lease, chunks, builder, stream)
       const done = builder.finish()
@@ -123,11 +129,21 @@ function settingsOf (body: ResponsesRun['body']): Record<string, unknown> {
     temperature: body.temperature ?? null,
     text: body.text ?? { format: { type: 'text' } },
     tool_choice: body.tool_choice ?? 'auto',
-    tools: body.tools ?? [],
+    tools: Array.isArray(body.tools) ? body.tools.map(toolEcho) : [],
     top_p: body.top_p ?? null,
     truncation: 'disabled',
-    usage: null,
+    // `usage` comes with the finished response: the document has no null for it.
   }
+}
+
+/**
+ * A function tool as the response object echoes it, with the fields OpenAI's FunctionTool requires: `strict` as the
+ * request said, else false (llamagate holds a call to a tool's schema only when the call is forced), `parameters`
+ * and `description` null where there were none. Other tools as they came.
+ */
+function toolEcho (tool: Record<string, unknown>): Record<string, unknown> {
+  if (tool.type !== 'function') return tool
+  return { ...tool, description: tool.description ?? null, parameters: tool.parameters ?? null, strict: tool.strict ?? false }
 }
 
 // OpenAI names each event (`event: response.output_text.delta`) besides its `type`; one write per chat chunk.

@@ -1,4 +1,5 @@
 import { BadRequestError } from '../../core/errors.js'
+import type { ForcedCall } from '../inference/forced-call-schema.js'
 import type { ResponseItem } from './response-store.js'
 
 type Json = Record<string, unknown>
@@ -30,6 +31,11 @@ export interface ChatRequest {
   response_format?: Json
 }
 
+/** A Responses request as a chat: the chat request, and the call its tool choice forces (null for none). */
+export interface TranslatedChat extends ChatRequest {
+  forced: ForcedCall | null
+}
+
 /** A request's `input` as a list of items: a string is one user message. */
 export function inputItems (input: string | Json[]): ResponseItem[] {
   return typeof input === 'string' ? [{ type: 'message', role: 'user', content: input }] : input
@@ -44,7 +50,7 @@ export function inputItems (input: string | Json[]): ResponseItem[] {
  * Reasoning items go back to the assistant message that follows them as `reasoning_content`.
  * @throws BadRequestError for an item or part that cannot be read (an input_file, a message without content)
  */
-export function responsesToChat (fields: ResponsesFields, history: readonly ResponseItem[], input: readonly ResponseItem[]): ChatRequest {
+export function responsesToChat (fields: ResponsesFields, history: readonly ResponseItem[], input: readonly ResponseItem[]): TranslatedChat {
   const messages: ChatMessage[] = []
   const system: string[] = []
   if (typeof fields.instructions === 'string' && fields.instructions !== '') system.push(fields.instructions)
@@ -117,9 +123,13 @@ function openAssistant (messages: ChatMessage[], current: ChatMessage | null, re
   return message
 }
 
-/** The tools, tool_choice, parallel_tool_calls and text.format of a request, as chat completions has them. */
-function chatTools (fields: ResponsesFields): Omit<ChatRequest, 'messages'> {
-  const out: Omit<ChatRequest, 'messages'> = {}
+/**
+ * The tools, tool_choice, parallel_tool_calls and text.format of a request, as chat completions has them, and the
+ * call the tool choice forces: `required`, a named function (called once) or `allowed_tools` in `required` mode.
+ */
+function chatTools (fields: ResponsesFields): Omit<TranslatedChat, 'messages'> {
+  const out: Omit<TranslatedChat, 'messages'> = { forced: null }
+  let once = false
   let tools = (fields.tools ?? []).filter((tool) => tool.type === 'function').map((tool, i) => {
     if (typeof tool.name !== 'string' || tool.name === '') throw new BadRequestError(`function tool ${i} has no name`, 'invalid_tools')
     const fn: Json = { name: tool.name, parameters: tool.parameters ?? { type: 'object', properties: {} } }
@@ -134,6 +144,7 @@ function chatTools (fields: ResponsesFields): Omit<ChatRequest, 'messages'> {
     if (choice.type === 'function' && typeof choice.name === 'string') {
       tools = tools.filter((tool) => tool.function.name === choice.name)
       out.tool_choice = 'required'
+      once = true
     } else if (choice.type === 'allowed_tools' && Array.isArray(choice.tools)) {
       const allowed = new Set((choice.tools as Json[]).map((t) => t.name))
       tools = tools.filter((tool) => allowed.has(tool.function.name))
@@ -143,6 +154,10 @@ function chatTools (fields: ResponsesFields): Omit<ChatRequest, 'messages'> {
   if (tools.length > 0) {
     out.tools = tools
     if (typeof fields.parallel_tool_calls === 'boolean') out.parallel_tool_calls = fields.parallel_tool_calls
+    if (out.tool_choice === 'required') {
+      const callable = tools.map((tool) => ({ name: tool.function.name as string, parameters: tool.function.parameters as Json }))
+      out.forced = { tools: callable, parallel: !once && fields.parallel_tool_calls !== false }
+    }
   } else delete out.tool_choice
   const format = fields.text?.format
   if (format?.type === 'json_schema') {

@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream'
 import type { UpstreamConfig } from './upstream-config.js'
 import {
-  HttpPool, RelaySockets, relayStream, replaceBytes, sseData, type DataRewrite, type ModelEndpoint, type ReadLimits,
+  HttpPool, RelaySockets, chainedRewrites, relayStream, replaceBytes, sseData, type DataRewrite, type ModelEndpoint, type ReadLimits,
   type RelayProgress, type RelaySink, type RuntimeAddress,
 } from '../../runtimes/index.js'
 import { answerLines } from './detours/answer-lines.js'
@@ -65,7 +65,7 @@ export class UpstreamModelClient implements ModelEndpoint {
 
   /** The relay (stream-relay.ts) with the key sent, the model renamed both ways, the key cut out, and the connection kept. */
   async relay (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
-    const rewrite = chained(this.redaction?.stream() ?? null, this.renamed)
+    const rewrite = chainedRewrites(this.redaction?.stream() ?? null, this.renamed)
     await this.secretless(() => relayStream({
       name: this.name, address: this.address, path, payload: JSON.stringify(this.withModel(JSON.parse(payload))), sink, progress, signal,
       limits: this.limits, ...(this.headers ? { headers: this.headers } : {}), ...(!this.closed ? { sockets: this.streams } : {}),
@@ -105,21 +105,6 @@ export class UpstreamModelClient implements ModelEndpoint {
     } catch (err) {
       throw this.headers === undefined ? err : withoutSecrets(err, Object.values(this.headers))
     }
-  }
-}
-
-/** Two rewrites one after the other (either may be absent), or null for none. */
-function chained (first: DataRewrite | null, then: DataRewrite | null): DataRewrite | null {
-  if (first === null || then === null) return first ?? then
-  return {
-    push: (data) => {
-      const once = first.push(data)
-      return then.push(once ?? data) ?? once
-    },
-    end: () => {
-      const rest = first.end()
-      return Buffer.concat([then.push(rest) ?? rest, then.end()])
-    },
   }
 }
 

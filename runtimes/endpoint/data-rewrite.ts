@@ -26,3 +26,18 @@ export function replaceBytes (data: Buffer, from: Buffer, to: Buffer): Buffer {
   pieces.push(data.subarray(start))
   return Buffer.concat(pieces)
 }
+
+/** Two rewrites one after the other (either may be absent), or null for none. */
+export function chainedRewrites (first: DataRewrite | null | undefined, then: DataRewrite | null | undefined): DataRewrite | null {
+  if (first == null || then == null) return first ?? then ?? null
+  return {
+    push: (data) => {
+      const once = first.push(data)
+      return then.push(once ?? data) ?? once
+    },
+    end: () => {
+      const rest = first.end()
+      return Buffer.concat([then.push(rest) ?? rest, then.end()])
+    },
+  }
+}

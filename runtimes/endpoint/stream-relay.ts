@@ -3,7 +3,7 @@ import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
 import type { AnswerLimits, ReadLimits } from './answer-limits.js'
 import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
-import type { DataRewrite } from './data-rewrite.js'
+import { chainedRewrites, type DataRewrite } from './data-rewrite.js'
 import { ReadSlab } from './read-slab.js'
 import type { RelaySockets } from './relay-sockets.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
@@ -95,6 +95,11 @@ export interface RelayProgress {
   head?: Buffer
   /** Told how many events (SSE's blank-line ends) each forwarded piece held, as it goes to the client. @default none */
   onEvents?: (count: number) => void
+  /**
+   * The surface's own rewrite of the body (its answers made to its API's letter), after the relay's own (RelayRequest's
+   * `rewrite`); `tail` and `head` keep the bytes as they came. @default none
+   */
+  rewrite?: DataRewrite
 }
 
 const EVENT_END = Buffer.from('\n\n')
@@ -126,7 +131,8 @@ export function relayStream (request: RelayRequest): Promise<void> {
 }
 
 /** One relay on `kept` (a connection kept from an earlier stream) or on a new connection. */
-function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets, rewrite, limits }: RelayRequest, kept: Socket | null): Promise<void> {
+function relayOnce ({ name, address, path, headers, payload, sink: stream, progress, signal, sockets, rewrite: own, limits }: RelayRequest, kept: Socket | null): Promise<void> {
+  const rewrite = chainedRewrites(own, progress.rewrite) ?? undefined
   const { socketPath } = address
   const target = addressTarget(address)
   let extraHead = ''

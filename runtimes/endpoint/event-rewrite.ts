@@ -1,0 +1,74 @@
+import type { DataRewrite } from './data-rewrite.js'
+
+const EVENT_END = Buffer.from('\n\n')
+const EMPTY = Buffer.alloc(0)
+
+/**
+ * What one SSE event (its bytes, up to and including the blank line that ends it) becomes: other bytes (none, one
+ * event or several), or null to leave it as it came.
+ */
+export type EventEdit = (event: Buffer) => Buffer | null
+
+/**
+ * A rewrite (stream-relay.ts) that hands `edit` each whole SSE event of a relayed body. A piece whose events all
+ * stay as they came, and that ends where an event ends (llama-server writes an event or several per chunk), goes on
+ * untouched (null), framing and all: the relay's fast path. An event cut across pieces is held until its end comes.
+ */
+export function eventRewrite (edit: EventEdit): DataRewrite {
+  let held: Buffer = EMPTY
+  return {
+    push (data) {
+      const wasHeld = held.length > 0
+      const text = wasHeld ? Buffer.concat([held, data]) : data
+      // llama-server writes whole events: a piece that ends one needs no search for its end.
+      const last = endsEvent(text) ? text.length - 2 : text.lastIndexOf(EVENT_END)
+      if (last === -1) {
+        held = text
+        return EMPTY
+      }
+      const whole = last + 2
+      held = whole < text.length ? text.subarray(whole) : EMPTY
+      // The events as they go out, made only once one of them changed (the hot path allocates nothing more).
+      let pieces: Buffer[] | null = wasHeld || held.length > 0 ? [] : null
+      let start = 0
+      while (start < whole) {
+        const end = text.indexOf(EVENT_END, start) + 2
+        const event = start === 0 && end === text.length ? text : text.subarray(start, end)
+        const edited = edit(event)
+        if (edited !== null && pieces === null) pieces = start > 0 ? [text.subarray(0, start)] : []
+        if (pieces !== null) pieces.push(edited ?? event)
+        start = end
+      }
+      return pieces === null ? null : Buffer.concat(pieces)
+    },
+    end () {
+      const rest = held
+      held = EMPTY
+      return rest
+    },
+  }
+}
+
+function endsEvent (bytes: Buffer): boolean {
+  return bytes.length >= 2 && bytes[bytes.length - 1] === 0x0a && bytes[bytes.length - 2] === 0x0a
+}
+
+/** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */
+export function eventData (event: Buffer): { name: string | null, data: Record<string, unknown> } | null {
+  const text = event.toString('utf8')
+  const at = text.startsWith('data: ') ? 0 : text.indexOf('\ndata: ') + 1
+  if (at === 0 && !text.startsWith('data: ')) return null
+  const name = /^event: ?(.*)$/m.exec(text.slice(0, at))?.[1] ?? null
+  const line = text.slice(at + 6, text.indexOf('\n', at))
+  try {
+    const data = JSON.parse(line) as unknown
+    return data !== null && typeof data === 'object' && !Array.isArray(data) ? { name, data: data as Record<string, unknown> } : null
+  } catch {
+    return null
+  }
+}
+
+/** An SSE event of `data`, named when `name` is given. */
+export function eventBytes (data: unknown, name: string | null = null): Buffer {
+  return Buffer.from(`${name !== null ? `event: ${name}\n` : ''}data: ${JSON.stringify(data)}\n\n`)
+}

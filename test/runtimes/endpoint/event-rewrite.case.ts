@@ -1,0 +1,40 @@
+import t from 'tap'
+import { chainedRewrites, type DataRewrite } from '../../../runtimes/endpoint/data-rewrite.js'
+import { eventBytes, eventData, eventRewrite } from '../../../runtimes/endpoint/event-rewrite.js'
+
+const events = ['data: {"a":1}\n\n', 'event: named\ndata: {"b":2}\n\n', 'data: [DONE]\n\n']
+// Doubles the value of `b`, leaves the rest.
+const doubled = (): DataRewrite => eventRewrite((event) => {
+  const parsed = eventData(event)
+  return typeof parsed?.data.b === 'number' ? eventBytes({ b: parsed.data.b * 2 }, parsed.name) : null
+})
+
+t.test('pieces whose events all stay go on untouched (null); an edited event is replaced in its piece', async (t) => {
+  const rewrite = doubled()
+  t.equal(rewrite.push(Buffer.from(events[0]!)), null, 'nothing to change: the piece as it came')
+  t.equal(rewrite.push(Buffer.from(events[1]! + events[2]!))?.toString(), 'event: named\ndata: {"b":4}\n\n' + events[2], 'the named event edited, its name kept')
+  t.equal(rewrite.end().length, 0)
+})
+
+t.test('an event cut across pieces (one byte at a time) is held until its end and edited whole', async (t) => {
+  const rewrite = doubled()
+  let out = ''
+  for (const byte of Buffer.from(events.join(''))) out += (rewrite.push(Buffer.from([byte])) ?? Buffer.from([byte])).toString()
+  t.equal(out + rewrite.end().toString(), events[0] + 'event: named\ndata: {"b":4}\n\n' + events[2])
+})
+
+t.test('what is held when the body ends goes last; eventData reads only JSON data', async (t) => {
+  const rewrite = doubled()
+  t.equal(rewrite.push(Buffer.from('data: {"a"'))?.length, 0, 'held')
+  t.equal(rewrite.end().toString(), 'data: {"a"')
+  t.equal(eventData(Buffer.from('data: [DONE]\n\n')), null)
+  t.equal(eventData(Buffer.from(': a comment\n\n')), null)
+  t.same(eventData(Buffer.from('event: x\ndata: {"y":1}\n\n')), { name: 'x', data: { y: 1 } })
+})
+
+t.test('chained rewrites: the second reads what the first made', async (t) => {
+  const upper: DataRewrite = { push: (data) => Buffer.from(data.toString().replace('"b"', '"b"')), end: () => Buffer.alloc(0) }
+  const chain = chainedRewrites(upper, doubled())!
+  t.equal(chain.push(Buffer.from(events[1]!))?.toString(), 'event: named\ndata: {"b":4}\n\n')
+  t.equal(chainedRewrites(null, undefined), null)
+})
