@@ -3,7 +3,7 @@ import { mkdir, rename, rm } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import type { RuntimeBuild } from '../runtimes/types.js'
-import { CHAT_FORMATS, TINY_HYBRID, type ChatFormat } from './realistic-architectures/index.js'
+import { CHAT_FORMATS, TINY_HYBRID, type ChatFormat } from './realistic-architectures/chat-formats.js'
 import { writeRealisticModel, type RealisticModelOptions } from './realistic-model.js'
 
 /**

@@ -9,7 +9,7 @@ import { RuntimeRegistry } from '../runtimes/registry.js'
 import type { RuntimeBuild } from '../runtimes/types.js'
 import { prose } from './bench-chat.js'
 import { findOrFetchSource } from './llama-cpp-source.js'
-import { CHAT_FORMATS, TINY_HYBRID } from './realistic-architectures/index.js'
+import { CHAT_FORMATS, TINY_HYBRID } from './realistic-architectures/chat-formats.js'
 import { writeRealisticModel } from './realistic-model.js'
 
 /**

@@ -96,6 +96,8 @@ export interface AgentServer extends InferenceServer {
    * for it loads it again with that slot restored. Resolves once the agent model is no longer loaded.
    */
   swap(): Promise<void>
+  /** Unloads the agent model (`/api/stop`): the same end path as a swap's, its slot saved, without another load. */
+  unload(): Promise<void>
   /** How many times the agent model's slots were restored from a save. */
   restored(): number
 }
@@ -121,6 +123,10 @@ export async function serveAgentModel (t: Test, kind: keyof typeof REALISTIC = '
       // Its stop waits for its saves: gone from /api/ps, its slot is on disk.
       await until('the agent model unloaded for the other', async () => !(await loaded()).includes(AGENT_MODEL))
     },
+    async unload () {
+      const res = await post(`${server.url}/api/stop`, { model: AGENT_MODEL })
+      if (res.status !== 200) throw new Error(`/api/stop answered ${res.status}: ${await res.text()}`)
+    },
     restored: () => restored,
   }
 }
@@ -130,7 +136,8 @@ export interface TurnFigures { prompt: number, cached: number }
 
 /**
  * Replays an agent's session (`session`) on `server`, turn after turn; with `swap`, the agent model is swapped out
- * before every follow-up (its slot saved, then restored when the follow-up loads it again). Checks that each
+ * before the first follow-up and unloaded before each later one (its slot saved either way, then restored when the
+ * follow-up loads it again; an unload takes the same end path as a swap without the other model's load). Checks that each
  * follow-up read at least 90% of the previous request's prompt from the cache (the conversation's start did not
  * change under it), and returns every turn's figures.
  */
@@ -139,7 +146,7 @@ export async function replaySession (t: Test, server: AgentServer, agent: string
   for (const [i, request] of (await session(agent)).entries()) {
     if (i > 0 && options.swap === true) {
       const restored = server.restored()
-      await server.swap()
+      await (i === 1 ? server.swap() : server.unload())
       figures.push(promptUsage(await replay(server.url, request)))
       t.equal(server.restored(), restored + 1, `${agent} turn ${i + 1}: the saved slot restored`)
     } else figures.push(promptUsage(await replay(server.url, request)))

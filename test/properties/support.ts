@@ -191,9 +191,10 @@ function shapeProblems (url: string, answer: Answer): string[] {
     return []
   }
   const e = parsed.error
-  if (keys(parsed) !== 'error,type' || parsed.type !== 'error' || !isObject(e) || keys(e) !== 'message,type' ||
-    typeof e.type !== 'string' || typeof e.message !== 'string') {
-    return [`not Anthropic's shape {type: "error", error: {type, message}}: ${answer.body.slice(0, 200)}`]
+  // The SDK's ErrorResponse: request_id a string or null (shared.ts).
+  if (keys(parsed) !== 'error,request_id,type' || parsed.type !== 'error' || !(parsed.request_id === null || typeof parsed.request_id === 'string') ||
+    !isObject(e) || keys(e) !== 'message,type' || typeof e.type !== 'string' || typeof e.message !== 'string') {
+    return [`not Anthropic's shape {type: "error", error: {type, message}, request_id}: ${answer.body.slice(0, 200)}`]
   }
   if (e.message === '') return ['empty Anthropic error message']
   return []
