@@ -1,6 +1,9 @@
 import t, { type Test } from 'tap'
 import { ollamaSpec, type SpecCheck } from '../helpers/api-specs.js'
+import { build } from '../helpers/app.js'
+import { FakeHub } from '../helpers/fake-hub.js'
 import { post, serveRealisticModels, sharedServer } from '../helpers/inference.js'
+import { tinyGgufBytes } from '../helpers/tiny-gguf.js'
 import { fits, ndjsonOf, sseOf } from '../helpers/spec-streams.js'
 
 type Json = Record<string, any>
@@ -86,5 +89,31 @@ t.test('errors: an unknown model, a bad request, before and after a stream opens
     for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value)
     const lines = await read(new Response(text, { headers: res.headers }))
     fits(t, ERROR, lines.at(-1), `${where}: the stream's error`)
+  }
+})
+
+t.test('POST /api/pull: streamed and whole, and its errors, from a hub on loopback', async (t) => {
+  const hub = await FakeHub.start()
+  t.teardown(() => hub.close())
+  // A repository per address: a second pull of the same model would have nothing to download.
+  for (const repo of ['acme/main-GGUF', 'acme/listen-GGUF']) {
+    hub.addRepo(repo, { files: [{ path: 'tiny-Q4_K_M.gguf', content: await tinyGgufBytes(t, 1) }, { path: 'tiny-Q8_0.gguf', content: await tinyGgufBytes(t, 2) }] })
+  }
+  const app = await build(t, { hub: { endpoint: hub.url, token: null }, ollama_listen: '127.0.0.1:0' })
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const where: Array<[string, string, (res: Response) => Promise<unknown[]>, string]> = [
+    ['main address (SSE)', url, async (res) => (await sseOf(res)).map((e) => e.data), 'acme/main-GGUF'],
+    ['ollama_listen (NDJSON)', app.ollamaListener!.url, ndjsonOf, 'acme/listen-GGUF'],
+  ]
+  const event = ollamaSpec.response('/api/pull', 'post', '200', 'application/x-ndjson')
+  for (const [name, base, read, repo] of where) {
+    const lines = await read(await post(`${base}/api/pull`, { model: `${repo}:Q4_K_M` }))
+    t.ok(lines.length > 2, `${name}: ${lines.length} status lines`)
+    lines.forEach((line, i) => fits(t, event, line, `${name} pull, line ${i}`))
+    t.match(lines.at(-1), { status: 'success' })
+    fits(t, ollamaSpec.response('/api/pull', 'post', '200'), await (await post(`${base}/api/pull`, { model: `${repo}:Q8_0`, stream: false })).json(), `${name} pull whole`)
+    const missing = await post(`${base}/api/pull`, { model: 'acme/nothing-here', stream: false })
+    t.ok(missing.status >= 400, `${name}: an unknown repository answers ${missing.status}`)
+    fits(t, ERROR, await missing.json(), `${name}: its error`)
   }
 })
