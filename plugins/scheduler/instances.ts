@@ -1,14 +1,13 @@
 import type { EventHub } from '../../core/event-hub.js'
 import { GatewayError, RuntimeError, UnavailableError } from '../../core/errors.js'
-import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from './lease.js'
 import { modelArgs } from './model-args.js'
-import type { EnsureVariant, RuntimeSpawnOptions, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
+import type { RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
-import type { CacheShape, PromptCaches } from './prompt-caches.js'
+import type { CacheShape } from './prompt-caches.js'
 import { RestoreChecks } from './restore-checks.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -16,16 +15,10 @@ import { StartBackoff } from './start-backoff.js'
 
 const BUSY_STOP_GRACE_MS = 500
 
-export interface InstancesDeps {
-  store: SchedulerStore
-  runtimes: SchedulerRuntimes
-  settings: SchedulerSettings
-  ensureVariant?: EnsureVariant
-  rpcWorkers?: SchedulerRpcWorkers
-  promptCaches?: PromptCaches
+/** The scheduler's own dependencies, and its room and events. */
+export interface InstancesDeps extends SchedulerDeps {
   room: () => Room
   events: EventHub<SchedulerEvents>
-  log: Pick<Logger, 'info' | 'warn' | 'error'>
 }
 
 /** How an instance ends: why (told to its requests), and what may be done on the way. */

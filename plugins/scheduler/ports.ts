@@ -1,8 +1,10 @@
 // What the scheduler needs of its collaborators, stated narrowly so that tests can hand it real services or
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
+import type { Logger } from '../../core/logger.js'
 import type { Options } from '../../core/options-schema.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
+import type { PromptCaches } from './prompt-caches.js'
 
 // How a llama-server is spawned is the runtimes' to say; the scheduler fills it in.
 export type { RuntimeSpawnOptions }
@@ -93,4 +95,17 @@ export interface SchedulerRpcWorkers {
   prepare(names: readonly string[], model: string): Promise<{ endpoints: string[], freeBytes: number }>
   /** After a crash: the worker that is gone, in a sentence, or null when every one answers. */
   explainLoss(names: readonly string[]): Promise<string | null>
+}
+
+/** What the scheduler is made with. */
+export interface SchedulerDeps {
+  store: SchedulerStore
+  runtimes: SchedulerRuntimes
+  settings: SchedulerSettings
+  ensureVariant?: EnsureVariant
+  /** The RPC workers models may be split across (config.yaml's rpc.workers). */
+  rpcWorkers?: SchedulerRpcWorkers
+  /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
+  promptCaches?: PromptCaches
+  log: Pick<Logger, 'info' | 'warn' | 'error'>
 }

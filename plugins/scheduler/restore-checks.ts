@@ -73,7 +73,8 @@ export class RestoreChecks {
         this.options.onReused?.(this.options.model, slot.reused ?? 0)
       } else {
         this.options.log?.warn({ model: this.options.model, save: restored.save, slot: slot.id, shared: slot.common, reused: slot.reused, reason: verdict.reason }, 'a restored prompt cache was not reused; deleted')
-        await this.options.onMiss(this.options.model, restored.save, verdict.reason)
+        // Its deletion failing leaves a save that misses again next time: nothing for the request that ended.
+        await Promise.resolve(this.options.onMiss(this.options.model, restored.save, verdict.reason)).catch(() => {})
       }
     }
     if (busy && this.retry === null && this.retries < BUSY_RETRIES) {

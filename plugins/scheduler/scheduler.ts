@@ -1,6 +1,5 @@
 import { EventHub } from '../../core/event-hub.js'
 import { QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
-import type { Logger } from '../../core/logger.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { reportWait, type Instance } from './instance.js'
@@ -8,25 +7,13 @@ import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
 import { localLease } from './leases.js'
 import { loadedModels, loadedRuntimes, requestCounts } from './loaded-models.js'
-import type { EnsureVariant, SchedulableModel, SchedulerRpcWorkers, SchedulerRuntimes, SchedulerSettings, SchedulerStore } from './ports.js'
-import type { PromptCaches } from './prompt-caches.js'
+import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapPolicy } from './swap-policy.js'
 import { estimateKey, WaitEstimate } from './wait-estimate.js'
 
-export interface SchedulerDeps {
-  store: SchedulerStore
-  runtimes: SchedulerRuntimes
-  settings: SchedulerSettings
-  ensureVariant?: EnsureVariant
-  /** The RPC workers models may be split across (config.yaml's rpc.workers). */
-  rpcWorkers?: SchedulerRpcWorkers
-  /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
-  promptCaches?: PromptCaches
-  log: Pick<Logger, 'info' | 'warn' | 'error'>
-}
 
 /**
  * Orchestrates the models stored here: each request's plan (request-plan.ts), an instance that serves it or a new

@@ -54,3 +54,10 @@ t.test('RestoreChecks: a runtime that does not answer is asked again later', asy
   await checks.check()
   t.same(reused, [4000])
 })
+
+t.test('RestoreChecks: a miss whose deletion fails still leaves check() resolved', async (t) => {
+  const endpoint = { slotCaches: async () => [slot({ common: 4000, reused: 0 })] }
+  const checks = new RestoreChecks({ model: 'm', endpoint, minTokens: 1, checkpoints: true, restored: [restored], onMiss: async () => { throw new Error('disk gone') } })
+  await t.resolves(checks.check())
+  t.ok(checks.done, 'judged all the same')
+})
