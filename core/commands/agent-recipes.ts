@@ -10,6 +10,20 @@ export interface AgentWiring {
 }
 
 /**
+ * A settings file an agent reads only from one place of the user's (no variable or flag points it elsewhere):
+ * `launch` backs the user's file up, writes `apply`'s result, and puts the backup back when the agent exits;
+ * `llamagate launch --undo <agent>` puts it back when launch itself could not (killed). Only for agents that leave
+ * no other way: a private folder (`files`) leaves the user's settings untouched.
+ */
+export interface MergedSettings {
+  /** Relative to HOME. */
+  path: string
+  /** The file's content with the wiring merged in (existing: its text, or undefined when there is none). */
+  apply(existing: string | undefined, wiring: AgentWiring): string
+}
+
+
+/**
  * How one coding agent is started against llamagate with only its own documented settings. The key goes in `env`
  * (or a file only its owner reads), never in `args`: any local user can read a command line (`ps`), not another
  * user's environment.
@@ -19,13 +33,19 @@ export interface AgentRecipe {
   command: string
   /** Its npm package, for the "not installed" hint. */
   npmPackage: string
-  env(wiring: AgentWiring): Record<string, string>
+  env(wiring: AgentWiring, dir: string): Record<string, string>
   /**
    * The agent's own switches that keep what it sends stable from one request to the next (a prompt cache then
    * reuses it): set unless the user's environment sets them otherwise.
    */
   switches?: Readonly<Record<string, string>>
-  args(wiring: AgentWiring): string[]
+  args(wiring: AgentWiring, dir: string): string[]
+  /**
+   * Settings files written for one run into `dir`, a private folder (mode 700, files 600) made by launch and removed
+   * after the agent exits; `env` and `args` (given the same `dir`) point the agent at them. Keys may go here.
+   */
+  files?(wiring: AgentWiring, dir: string): Record<string, string>
+  merged?: MergedSettings
 }
 
 /** Codex reads its provider from config.toml; `-c key=value` sets the same keys (TOML values) for one run. */

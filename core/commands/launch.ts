@@ -1,4 +1,7 @@
 import { spawn } from 'node:child_process'
+import { mkdtemp, rm, writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
 import { AGENTS, type AgentWiring } from './agent-recipes.js'
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command } from './command.js'
 import type { GatewayClient } from './gateway-client.js'
@@ -28,14 +31,17 @@ export const launch: Command = {
     const wiring = await wire(client(), values.model as string | undefined)
     // The user's own environment wins over the agent's switches, never over the wiring.
     const switches = Object.fromEntries(Object.entries(recipe.switches ?? {}).filter(([key]) => process.env[key] === undefined))
-    const env = { ...switches, ...recipe.env(wiring) }
-    const args = [...recipe.args(wiring), ...rest]
+    // mkdtemp makes the folder 0700: only its owner reads the settings (and any key) written into it.
+    const dir = await mkdtemp(join(tmpdir(), `llamagate-${name}-`))
+    for (const [file, content] of Object.entries(recipe.files?.(wiring, dir) ?? {})) await writeFile(join(dir, file), content, { mode: 0o600 })
+    const env = { ...switches, ...recipe.env(wiring, dir) }
+    const args = [...recipe.args(wiring, dir), ...rest]
     if (values.print === true) {
       for (const [key, value] of Object.entries(env)) stdout.write(`export ${key}=${shellQuote(value)}\n`)
       stdout.write(`${[recipe.command, ...args].map(shellQuote).join(' ')}\n`)
       return 0
     }
-    return new Promise<number>((resolve) => {
+    const code = await new Promise<number>((resolve) => {
       const child = spawn(recipe.command, args, { stdio: 'inherit', env: { ...process.env, ...env } })
       child.once('error', (err: NodeJS.ErrnoException) => {
         stderr.write(err.code === 'ENOENT'
@@ -45,6 +51,8 @@ export const launch: Command = {
       })
       child.once('exit', (code, signal) => resolve(code ?? (signal ? 128 : 1)))
     })
+    await rm(dir, { recursive: true, force: true })
+    return code
   },
 }
 

@@ -9,10 +9,10 @@ const wiring: AgentWiring = { url: 'http://127.0.0.1:11435', key: 'sk-launch-sec
 t.test('every agent: the key is in its environment and nowhere in its arguments', async (t) => {
   t.ok(Object.keys(AGENTS).length >= 4, Object.keys(AGENTS).join(', '))
   for (const [name, recipe] of Object.entries(AGENTS)) {
-    const args = recipe.args(wiring)
+    const args = recipe.args(wiring, '/tmp/llamagate-x')
     t.notOk(args.some((arg) => arg.includes(wiring.key)), `${name}: no argument holds the key (${args.join(' ')})`)
     // Not even a piece of it (a flag's value split, or a config value quoted into a TOML string).
     t.notOk(args.join(' ').includes(wiring.key.slice(3, 20)), `${name}: nor a part of it`)
-    t.ok(Object.values(recipe.env(wiring)).some((value) => value.includes(wiring.key)), `${name}: its environment carries the key`)
+    t.ok(Object.values(recipe.env(wiring, '/tmp/llamagate-x')).some((value) => value.includes(wiring.key)), `${name}: its environment carries the key`)
   }
 })
