@@ -1,9 +1,17 @@
+import { existsSync } from 'node:fs'
+import { join } from 'node:path'
 import t from 'tap'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
 import { serveForCli } from '../../helpers/cli-server.js'
+import { sharedServer } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'
 
+// One server for the file's tests (its models folder a temporary one, as no shell's default home would be).
+const served = sharedServer(() => serveForCli(t))
+
 t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, exit codes', async (t) => {
-  const { url } = await serveForCli(t)
+  const { url } = await served()
   const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', url])
 
   const list = await cli('list')
@@ -51,4 +59,28 @@ t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, e
   t.equal(rm.stdout, "deleted 'acme/copy'\n", 'the other was')
   t.equal(rm.stderr, 'llamagate rm: model "acme/missing" not found, pull it first\n', 'one line for the one that failed')
   t.same((JSON.parse((await cli('list', '--json')).stdout) as typeof tags).models.map((m) => m.name), ['acme/qwen'])
+})
+
+t.test('import: through the running server into its store; with none, into this home\'s, and says which', async (t) => {
+  const { app, url } = await served()
+  const dir = await tempDir(t)
+  const file = (await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file
+  const through = await runCli(['import', 'acme/through', file, '--host', url], { LLAMAGATE_HOME: dir })
+  t.equal(through.code, 0, through.stderr)
+  t.match(through.stdout, new RegExp(`^imported acme/through \\(\\d+ bytes\\) through the server at ${url}\n$`))
+  t.ok(app.store.lookup('acme/through'), 'in the server\'s store')
+  t.notOk(existsSync(join(dir, 'models', 'acme', 'through')), 'not in the home this shell would pick')
+  const refused = await runCli(['import', 'acme/nothing', join(dir, 'missing.gguf'), '--host', url], { LLAMAGATE_HOME: dir })
+  t.equal(refused.code, 1, 'a server that refuses says why; nothing goes to the disk instead')
+  t.match(refused.stderr, /^llamagate import: .*missing\.gguf/)
+  t.notOk(existsSync(join(dir, 'models')), 'no models folder made here')
+
+  // Port 1: nothing listens there, the connection is refused at once.
+  const closed = 'http://127.0.0.1:1'
+  const alone = await runCli(['import', 'acme/alone', file, '--host', closed], { LLAMAGATE_HOME: dir })
+  t.equal(alone.code, 0, alone.stderr)
+  const models = join(dir, 'models')
+  t.match(alone.stdout, `imported acme/alone (`)
+  t.match(alone.stdout, `\nno server answered at ${closed}: registered in the models folder ${models};`, 'says which home')
+  t.ok(existsSync(join(models, 'acme', 'alone', 'manifest.json')), 'stored there')
 })
