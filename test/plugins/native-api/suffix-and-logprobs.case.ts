@@ -54,7 +54,7 @@ t.test('logprobs on /api/chat and /api/generate: Ollama\'s shape, whole and stre
   t.equal(chat.done_reason, 'length')
   t.equal(chat.logprobs?.length, chat.eval_count, 'one per generated token')
   for (const p of chat.logprobs ?? []) {
-    t.ok(typeof p.token === 'string' && p.logprob <= 0 && Array.isArray(p.bytes), `a token, its log probability and bytes: ${JSON.stringify(p.token)}`)
+    t.ok(typeof p.token === 'string' && p.logprob <= 0 && Array.isArray((p as { bytes?: unknown }).bytes), `a token, its log probability and bytes: ${JSON.stringify(p.token)}`)
     t.equal(p.top_logprobs?.length, 3, 'three alternatives')
     t.equal(p.top_logprobs![0]!.logprob, p.logprob, 'greedy: the token taken is the likeliest')
   }
