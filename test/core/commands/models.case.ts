@@ -1,6 +1,9 @@
 import { existsSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
+import { clientFor } from '../../../core/commands/command.js'
+import { importCommand } from '../../../plugins/storage/import-command.js'
 import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveForCli } from '../../helpers/cli-server.js'
@@ -69,18 +72,33 @@ t.test('import: through the running server into its store; with none, into this 
   t.equal(through.code, 0, through.stderr)
   t.match(through.stdout, new RegExp(`^imported acme/through \\(\\d+ bytes\\) through the server at ${url}\n$`))
   t.ok(app.store.lookup('acme/through'), 'in the server\'s store')
-  t.notOk(existsSync(join(dir, 'models', 'acme', 'through')), 'not in the home this shell would pick')
-  const refused = await runCli(['import', 'acme/nothing', join(dir, 'missing.gguf'), '--host', url], { LLAMAGATE_HOME: dir })
-  t.equal(refused.code, 1, 'a server that refuses says why; nothing goes to the disk instead')
-  t.match(refused.stderr, /^llamagate import: .*missing\.gguf/)
-  t.notOk(existsSync(join(dir, 'models')), 'no models folder made here')
+  t.notOk(existsSync(join(dir, 'models')), 'nothing in the home this shell would pick')
+
+  // The command itself, in this process (a CLI process more would cost a second or two each).
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `data_dir: ${dir}\n`)
+  const importing = async (host: string, path: string, name: string): Promise<{ code: number | null, out: string }> => {
+    let out = ''
+    const write = { write: (text: string) => { out += text; return true } } as unknown as NodeJS.WriteStream
+    const values = { host, config }
+    try {
+      const code = await importCommand.run({ values, positionals: [name, path], stdout: write, stderr: write, stdin: process.stdin, client: clientFor(values, {}, undefined) })
+      return { code, out }
+    } catch (err) {
+      return { code: null, out: (err as Error).message }
+    }
+  }
+  const refused = await importing(url, join(dir, 'missing.gguf'), 'acme/nothing')
+  t.equal(refused.code, null, 'a server that refuses says why; nothing goes to the disk instead')
+  t.match(refused.out, /missing\.gguf/)
+  t.notOk(existsSync(join(dir, 'models')))
 
   // Port 1: nothing listens there, the connection is refused at once.
   const closed = 'http://127.0.0.1:1'
-  const alone = await runCli(['import', 'acme/alone', file, '--host', closed], { LLAMAGATE_HOME: dir })
-  t.equal(alone.code, 0, alone.stderr)
+  const alone = await importing(closed, file, 'acme/alone')
+  t.equal(alone.code, 0, alone.out)
   const models = join(dir, 'models')
-  t.match(alone.stdout, `imported acme/alone (`)
-  t.match(alone.stdout, `\nno server answered at ${closed}: registered in the models folder ${models};`, 'says which home')
+  t.match(alone.out, 'imported acme/alone (')
+  t.match(alone.out, `\nno server answered at ${closed}: registered in the models folder ${models};`, 'says which home')
   t.ok(existsSync(join(models, 'acme', 'alone', 'manifest.json')), 'stored there')
 })
