@@ -16,7 +16,7 @@ export function version (): string {
  * Ollama's `/v1/responses` settled). Ollama v0.14.0 (2026-01-13) is the release whose route table is the one
  * llamagate serves: the native `/api` routes, OpenAI's `/v1` with `/v1/responses` (new in v0.13.3) and Anthropic's
  * `/v1/messages` (new in v0.14.0, what Claude Code through Ollama needs). Not later: v0.14.3 added image-generation
- * fields to `/api/generate`, which llamagate does not have. Fields of earlier releases still missing here (`logprobs`,
+ * fields to `/api/generate`, which llamagate does not have. Fields of earlier releases still missing here (`template`,
  * `/api/push`) are listed in docs/api.md. Raise it only when llamagate serves what the newer release added.
  */
 export const OLLAMA_API_VERSION = '0.14.0'

@@ -103,13 +103,23 @@ export interface RealisticModelOptions {
    * `<think>\n`, and llama-server's parser holds whitespace back: a stream with no text at all.
    */
   tiedSteering?: string
+  /**
+   * Qwen2.5-Coder's fill-in-the-middle tokens (`<|fim_prefix|>`, `<|fim_middle|>`, `<|fim_suffix|>`, `<|fim_pad|>`,
+   * `<|repo_name|>`, `<|file_sep|>`), which the qwen2 vocabulary in llama.cpp's tree lacks: written over its free
+   * slots as control tokens, the first three also named by `tokenizer.ggml.fim_{pre,mid,suf}_token_id` as
+   * convert_hf_to_gguf.py writes them (llama.cpp finds the other three by their text).
+   */
+  fim?: boolean
 }
+
+/** Qwen2.5-Coder's added tokens, in its tokenizer's order. */
+const QWEN_FIM = ['<|fim_prefix|>', '<|fim_middle|>', '<|fim_suffix|>', '<|fim_pad|>', '<|repo_name|>', '<|file_sep|>']
 
 export async function writeRealisticModel (options: RealisticModelOptions): Promise<{ file: string, bytes: number, vocabSize: number }> {
   const templateName = options.template ?? 'Qwen-Qwen2.5-7B-Instruct'
   const vocab = await readRealisticVocab({
     llamaCppSrc: options.llamaCppSrc, vocab: options.vocab ?? 'qwen2', template: templateName, eosToken: options.eosToken ?? '<|im_end|>',
-    addedTokens: options.addedTokens ?? [], controlTokens: options.controlTokens ?? [],
+    addedTokens: options.addedTokens ?? [], controlTokens: [...options.controlTokens ?? [], ...options.fim === true ? QWEN_FIM : []],
   })
   const { tokens, id } = vocab
   const d = dims(options)
@@ -122,6 +132,13 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
     'general.alignment': { type: 'u32', value: 32 },
     ...writer.hparams(d),
     ...vocab.keys,
+    ...(options.fim === true
+      ? {
+          'tokenizer.ggml.fim_pre_token_id': { type: 'u32', value: id('<|fim_prefix|>') },
+          'tokenizer.ggml.fim_suf_token_id': { type: 'u32', value: id('<|fim_suffix|>') },
+          'tokenizer.ggml.fim_mid_token_id': { type: 'u32', value: id('<|fim_middle|>') },
+        }
+      : {}),
   }
   // Small weights keep activations and logits in a sane range, so sampling does not degenerate.
   const weights: Weights = {

@@ -2,8 +2,8 @@ import type { GatewayClient } from './gateway-client.js'
 import { describe } from './show.js'
 
 /** Ollama's `think`: on, off, or an effort. */
-export type Think = boolean | 'low' | 'medium' | 'high'
-const THINK_LEVELS = ['low', 'medium', 'high'] as const
+export type Think = boolean | 'low' | 'medium' | 'high' | 'max'
+const THINK_LEVELS = ['low', 'medium', 'high', 'max'] as const
 
 export interface Message { role: 'system' | 'user' | 'assistant', content: string }
 
@@ -147,7 +147,7 @@ async function setCommand (line: string, args: string[], state: ChatState, say: 
     case 'think': {
       const think = parseThink(rest[0] ?? '')
       if (think === undefined) {
-        say(`Unknown think level '${rest[0]}': use /set think, /set think low|medium|high, or /set nothink`)
+        say(`Unknown think level '${rest[0]}': use /set think, /set think low|medium|high|max, or /set nothink`)
         return DONE
       }
       state.think = think
@@ -233,7 +233,7 @@ Use """ to begin a multi-line message.
 const SET_HELP = `Available Commands:
   /set parameter ...     Set a parameter
   /set system <string>   Set system message
-  /set think [level]     Enable thinking (low, medium, high)
+  /set think [level]     Enable thinking (low, medium, high, max)
   /set nothink           Disable thinking
   /set format json       Enable JSON mode
   /set noformat          Disable formatting

@@ -17,7 +17,7 @@ export const run: Command = {
   summary: 'answer a prompt, or chat in the terminal; pulls the model first if it is missing',
   usage: ['llamagate run <model> [prompt...] [--think[=VALUE]] [--hide-thinking] [--keep-alive D] [--format json] [--parameter NAME=VALUE]... [--verbose]'],
   flags: [
-    '--think[=VALUE]  thinking: true (alone: --think), false or an effort (low, medium, high); default: on for models that think',
+    '--think[=VALUE]  thinking: true (alone: --think), false or an effort (low, medium, high, max); default: on for models that think',
     '--hide-thinking  show only the answer, not the thinking before it (also --hidethinking)',
     '--keep-alive D   how long the model stays loaded when idle: 5m, 1h, 0, -1 for ever (also --keepalive)',
     '--format FORMAT  json, or a JSON schema the answer must follow',
@@ -65,7 +65,7 @@ export const run: Command = {
 async function chatState (model: string, values: OptionValues): Promise<ChatState> {
   const thinkFlag = values.think as string | undefined
   const think = thinkFlag === undefined ? undefined : parseThink(thinkFlag)
-  if (thinkFlag !== undefined && think === undefined) throw new UsageError(`--think "${thinkFlag}": use true, false, low, medium or high`)
+  if (thinkFlag !== undefined && think === undefined) throw new UsageError(`--think "${thinkFlag}": use true, false, low, medium, high or max`)
   const keepAlive = (values['keep-alive'] ?? values.keepalive) as string | undefined
   if (keepAlive !== undefined && parseDuration(keepAlive) === null) {
     throw new UsageError(`--keep-alive "${keepAlive}" is not a duration: use seconds (300) or 5m, 1h, 0 (unload at once), -1 (stay loaded)`)

@@ -6,6 +6,7 @@ import { loadForm } from '../inference/load-form.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
 import { systemPlacement } from '../inference/system-placement.js'
+import { logprobsAsked } from './logprobs.js'
 import { runNative } from './native-run.js'
 import { responseFormat } from './response-format.js'
 import { truncateHistory } from './truncate-history.js'
@@ -15,6 +16,7 @@ import { thinkFields } from './think-fields.js'
 const chat: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/api/chat', { config: { scope: 'infer' }, schema: { body: ChatBody } }, async (request, reply) => {
     const body = request.body
+    const logprobs = logprobsAsked(body.logprobs, body.top_logprobs)
     const messages = body.messages ?? []
     if (messages.length === 0) {
       // Ollama's forms: no messages loads the model; with keep_alive 0 it unloads it.
@@ -37,6 +39,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       stream: body.stream ?? true,
       options: body.options,
       keepAlive: body.keep_alive,
+      ...(logprobs ? { logprobs } : {}),
       // Ollama truncates by default; `truncate: false` answers a conversation too long with the error instead.
       ...(body.truncate !== false ? { shorten: (err: ContextExceededError) => truncateHistory(history, err) } : {}),
       // System messages as the model's template takes them (chat-system-messages.ts), from the history as it is then.

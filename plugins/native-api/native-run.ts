@@ -7,14 +7,18 @@ import { runLeased } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { cachedTokens, doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
+import { logprobFields, ollamaLogprobs, type OllamaLogprob } from './logprobs.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
 export interface NativeRun {
   kind: 'chat' | 'generate'
   model: string
-  /** `chat` → llama-server's /v1/chat/completions (its Jinja template); `completion` → /completion (raw prompt). */
-  endpoint: 'chat' | 'completion'
+  /**
+   * `chat` → llama-server's /v1/chat/completions (its Jinja template); `completion` → /completion (raw prompt);
+   * `infill` → /infill (a prefix and a suffix framed by the model's fill-in-the-middle tokens).
+   */
+  endpoint: 'chat' | 'completion' | 'infill'
   /** The runtime request without sampling options and `stream`. */
   body: Record<string, unknown>
   stream: boolean
@@ -24,22 +28,30 @@ export interface NativeRun {
   shorten?: (err: ContextExceededError) => boolean
   /** What `body` becomes once its model's runtime is known (its chat template's rules), each time the request runs. */
   shape?: (body: Record<string, unknown>, lease: Lease) => Promise<Record<string, unknown>>
+  /** Ollama's `logprobs`: each token's log probability, with its `top` likeliest alternatives (0 to 20). */
+  logprobs?: { top: number }
 }
 
 /** A fragment of the runtime's answer, whichever endpoint it came from. */
-interface Fragment { text: string, thinking?: string, toolCalls?: ToolCallDelta[], finishReason?: string | null, timings?: RuntimeTimings, error?: unknown }
+interface Fragment { text: string, thinking?: string, toolCalls?: ToolCallDelta[], finishReason?: string | null, timings?: RuntimeTimings, logprobs?: OllamaLogprob[], error?: unknown }
 
 const EMPTY = ''
 
-function fragmentOf (endpoint: NativeRun['endpoint'], event: any): Fragment {
+function fragmentOf (run: NativeRun, event: any): Fragment {
   if (event.error) return { text: EMPTY, error: event.error }
-  if (endpoint === 'completion') {
-    return { text: event.content ?? EMPTY, finishReason: event.stop ? (event.stop_type === 'limit' ? 'length' : 'stop') : undefined, timings: event.timings }
+  if (run.endpoint !== 'chat') {
+    return {
+      text: event.content ?? EMPTY, finishReason: event.stop ? (event.stop_type === 'limit' ? 'length' : 'stop') : undefined, timings: event.timings,
+      ...(run.logprobs ? { logprobs: ollamaLogprobs(event.completion_probabilities, run.logprobs.top) } : {}),
+    }
   }
   const choice = event.choices?.[0]
   const delta = choice?.delta ?? choice?.message
   // llama-server splits reasoning out of the answer (its default reasoning format) into reasoning_content.
-  return { text: delta?.content ?? EMPTY, thinking: delta?.reasoning_content || undefined, toolCalls: delta?.tool_calls, finishReason: choice?.finish_reason, timings: event.timings }
+  return {
+    text: delta?.content ?? EMPTY, thinking: delta?.reasoning_content || undefined, toolCalls: delta?.tool_calls, finishReason: choice?.finish_reason, timings: event.timings,
+    ...(run.logprobs ? { logprobs: ollamaLogprobs(choice?.logprobs?.content, run.logprobs.top) } : {}),
+  }
 }
 
 /**
@@ -69,16 +81,19 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
   return answer ?? reply
 }
 
+const RUNTIME_PATHS = { chat: '/v1/chat/completions', completion: '/completion', infill: '/infill' } as const
+
 function runtimePath (run: NativeRun): string {
-  return run.endpoint === 'chat' ? '/v1/chat/completions' : '/completion'
+  return RUNTIME_PATHS[run.endpoint]
 }
 
 function runtimeBody (lease: Lease, run: NativeRun): Record<string, unknown> {
-  return { ...run.body, ...runtimeSampling(lease.sampling, run.endpoint), stream: run.stream }
+  const api = run.endpoint === 'chat' ? 'chat' : 'completion'
+  return { ...run.body, ...runtimeSampling(lease.sampling, api), ...(run.logprobs ? logprobFields(api, run.logprobs.top) : {}), stream: run.stream }
 }
 
 async function wholeAnswer (lease: Lease, run: NativeRun, startedNs: bigint): Promise<Record<string, unknown>> {
-  const fragment = fragmentOf(run.endpoint, await lease.endpoint.postJson(runtimePath(run), runtimeBody(lease, run), lease.signal))
+  const fragment = fragmentOf(run, await lease.endpoint.postJson(runtimePath(run), runtimeBody(lease, run), lease.signal))
   if (fragment.error) throw runtimeFailure(fragment.error)
   const calls: ToolCall[] = []
   collectToolCalls(calls, fragment.toolCalls)
@@ -89,6 +104,7 @@ async function wholeAnswer (lease: Lease, run: NativeRun, startedNs: bigint): Pr
   return {
     model: lease.model.name, created_at: new Date().toISOString(), ...text, done: true,
     done_reason: doneReason(fragment.finishReason), ...stats,
+    ...(run.logprobs ? { logprobs: fragment.logprobs ?? [] } : {}),
   }
 }
 
@@ -102,24 +118,29 @@ async function streamedAnswer (lease: Lease, run: NativeRun, stream: EventStream
   lease.countSent(0)
   let last: Fragment = { text: EMPTY }
   for await (const event of events) {
-    const fragment = fragmentOf(run.endpoint, event)
+    const fragment = fragmentOf(run, event)
     if (fragment.error) throw runtimeFailure(fragment.error)
     // llama-server's first event carries the first token.
     lease.firstToken()
     lease.countSent(1)
     collectToolCalls(calls, fragment.toolCalls)
+    // A token's log probabilities ride on the event that carries its text, else on one of their own (as Ollama
+    // sends those of a token its parser holds back: a tool call's, whitespace).
+    let probs = fragment.logprobs !== undefined && fragment.logprobs.length > 0 ? { logprobs: fragment.logprobs } : null
     if (fragment.thinking !== undefined) {
       // Ollama's shape: reasoning in its own field, beside an empty answer fragment.
       const event = run.kind === 'chat'
-        ? { model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', thinking: fragment.thinking }, done: false }
-        : { model: lease.model.name, created_at: new Date().toISOString(), response: '', thinking: fragment.thinking, done: false }
+        ? { model: lease.model.name, created_at: new Date().toISOString(), message: { role: 'assistant', content: '', thinking: fragment.thinking }, done: false, ...probs }
+        : { model: lease.model.name, created_at: new Date().toISOString(), response: '', thinking: fragment.thinking, done: false, ...probs }
+      probs = null
       if (!stream.send(event)) await stream.drained()
     }
-    if (fragment.text !== EMPTY) {
+    if (fragment.text !== EMPTY || probs !== null) {
       const text = run.kind === 'chat'
         ? `{"role":"assistant","content":${JSON.stringify(fragment.text)}}`
         : JSON.stringify(fragment.text)
-      const ok = stream.sendJson(`{"model":${modelJson},"created_at":"${new Date().toISOString()}","${textKey}":${text},"done":false}`)
+      const logprobs = probs === null ? '' : `,"logprobs":${JSON.stringify(probs.logprobs)}`
+      const ok = stream.sendJson(`{"model":${modelJson},"created_at":"${new Date().toISOString()}","${textKey}":${text},"done":false${logprobs}}`)
       if (!ok) await stream.drained()
     }
     if (fragment.finishReason || fragment.timings) last = fragment

@@ -17,7 +17,9 @@ export const NativeMessage = Type.Object({
 
 const KeepAlive = Type.Union([Type.Number(), Type.String()])
 // Ollama's `think`: on, off, or an effort for models that take one.
-const Think = Type.Union([Type.Boolean(), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high')])
+const Think = Type.Union([Type.Boolean(), Type.Literal('low'), Type.Literal('medium'), Type.Literal('high'), Type.Literal('max')])
+// Ollama's: each token's log probability, with up to 20 alternatives (its range is checked by logprobs.ts, in its words).
+const Logprobs = { logprobs: Type.Optional(Type.Boolean()), top_logprobs: Type.Optional(Type.Integer()) }
 // "json", or a JSON schema (an object)
 const Format = Type.Union([Type.Literal('json'), Type.Literal(''), Type.Object({})])
 const Tool = Type.Object({ type: Type.String(), function: Type.Object({ name: Type.String({ minLength: 1 }) }) })
@@ -35,11 +37,14 @@ export const ChatBody = Type.Object({
   truncate: Type.Optional(Type.Boolean()),
   // Ollama's context shift; llama-server has none per request: a reply ends where the context does (done_reason "length").
   shift: Type.Optional(Type.Boolean()),
+  ...Logprobs,
 })
 
 export const GenerateBody = Type.Object({
   model: Type.String({ minLength: 1 }),
   prompt: Type.Optional(Type.String()),
+  // Fill-in-the-middle: the code after the gap, `prompt` the code before it.
+  suffix: Type.Optional(Type.String()),
   system: Type.Optional(Type.String()),
   raw: Type.Optional(Type.Boolean()),
   stream: Type.Optional(Type.Boolean()),
@@ -50,6 +55,7 @@ export const GenerateBody = Type.Object({
   images: Type.Optional(Type.Array(Type.String())),
   truncate: Type.Optional(Type.Boolean()),
   shift: Type.Optional(Type.Boolean()),
+  ...Logprobs,
 })
 
 export const ModelBody = Type.Object({ model: Type.String({ minLength: 1 }) })

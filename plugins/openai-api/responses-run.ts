@@ -21,7 +21,7 @@ const RESPONSES_OPTIONS: Readonly<Record<string, string>> = { temperature: 'temp
 /** One Responses request, read and translated: what the run needs. */
 export interface ResponsesRun {
   /** The request's body as received (its settings are echoed in the response object). */
-  body: Record<string, unknown> & { model: string, stream?: boolean | null, store?: boolean | null, options?: Record<string, unknown>, keep_alive?: unknown }
+  body: Record<string, unknown> & { model: string, stream?: boolean | null, store?: boolean | null, options?: Record<string, unknown>, keep_alive?: unknown, reasoning?: { effort?: string | null } | null }
   /** The conversation of `previous_response_id`, or nothing. */
   history: readonly ResponseItem[]
   /** The request's own input items, item references resolved. */
@@ -124,7 +124,7 @@ function settingsOf (body: ResponsesRun['body']): Record<string, unknown> {
     model: body.model,
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     previous_response_id: body.previous_response_id ?? null,
-    reasoning: { effort: null, summary: null },
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: null },
     store: body.store !== false,
     temperature: body.temperature ?? null,
     text: body.text ?? { format: { type: 'text' } },

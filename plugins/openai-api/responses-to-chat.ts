@@ -20,6 +20,7 @@ export interface ResponsesFields {
   tool_choice?: unknown
   parallel_tool_calls?: boolean | null
   text?: { format?: Json } | null
+  reasoning?: { effort?: string | null } | null
 }
 
 /** What a Responses request becomes for llama-server's chat completions: its template, tools and grammar. */
@@ -29,6 +30,8 @@ export interface ChatRequest {
   tool_choice?: 'auto' | 'none' | 'required'
   parallel_tool_calls?: boolean
   response_format?: Json
+  /** The template's reasoning effort, as on chat completions (`none` turns reasoning off). */
+  reasoning_effort?: string
 }
 
 /** A Responses request as a chat: the chat request, and the call its tool choice forces (null for none). */
@@ -113,7 +116,8 @@ export function responsesToChat (fields: ResponsesFields, history: readonly Resp
   })
   if (system.length > 0) messages.unshift({ role: 'system', content: system.join('\n\n') })
   if (messages.every((m) => m.role === 'system')) throw new BadRequestError('the input holds no message for the model to answer', 'invalid_input')
-  return { messages, ...chatTools(fields) }
+  const effort = fields.reasoning?.effort
+  return { messages, ...chatTools(fields), ...(typeof effort === 'string' ? { reasoning_effort: effort } : {}) }
 }
 
 function openAssistant (messages: ChatMessage[], current: ChatMessage | null, reasoning: string | null): ChatMessage {

@@ -65,6 +65,8 @@ export const ResponsesBody = Type.Object({
   tool_choice: Type.Optional(Type.Union([Type.String(), Type.Object({ type: Type.String() }), Type.Null()])),
   parallel_tool_calls: Type.Optional(Type.Union([Type.Boolean(), Type.Null()])),
   text: Type.Optional(Type.Union([Type.Object({ format: Type.Optional(Type.Object({ type: Type.String() })) }), Type.Null()])),
+  // The effort goes to the template as chat completions' reasoning_effort does; summaries are not made here.
+  reasoning: Type.Optional(Type.Union([Type.Object({ effort: Type.Optional(Type.Union([Type.String(), Type.Null()])), summary: Type.Optional(Type.Union([Type.String(), Type.Null()])) }), Type.Null()])),
   metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()])),
   options: Type.Optional(OptionsSchema),
   keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),

@@ -36,13 +36,14 @@ function checkLines (t: Test, lines: unknown[], event: SpecCheck, final: SpecChe
 
 t.test('POST /api/chat and /api/generate: streamed and whole, with tools, on both addresses', async (t) => {
   for (const [where, url, read] of await addresses()) {
-    const chat = { model: 'acme/qwen', messages, options: { num_predict: 6 } }
+    // With logprobs and top_logprobs: Ollama's Logprob objects on the events and the whole answer.
+    const chat = { model: 'acme/qwen', messages, options: { num_predict: 6 }, logprobs: true, top_logprobs: 2 }
     checkLines(t, await read(await post(`${url}/api/chat`, chat)), ollamaSpec.response('/api/chat', 'post', '200', 'application/x-ndjson'), ollamaSpec.response('/api/chat', 'post', '200'), `${where} chat streamed`)
     fits(t, ollamaSpec.response('/api/chat', 'post', '200'), await (await post(`${url}/api/chat`, { ...chat, stream: false })).json(), `${where} chat whole`)
     const called = await (await post(`${url}/api/chat`, { model: 'acme/caller', messages, tools: [WEATHER], stream: false, options: { num_predict: 200 } })).json() as Json
     fits(t, ollamaSpec.response('/api/chat', 'post', '200'), called, `${where} chat with a tool call`)
     t.equal(called.message.tool_calls?.[0]?.function?.name, 'get_weather', `${where}: the call`)
-    const generate = { model: 'acme/qwen', prompt: 'Once upon a time', options: { num_predict: 6 } }
+    const generate = { model: 'acme/qwen', prompt: 'Once upon a time', options: { num_predict: 6 }, logprobs: true }
     checkLines(t, await read(await post(`${url}/api/generate`, generate)), ollamaSpec.response('/api/generate', 'post', '200', 'application/x-ndjson'), ollamaSpec.response('/api/generate', 'post', '200'), `${where} generate streamed`)
     fits(t, ollamaSpec.response('/api/generate', 'post', '200'), await (await post(`${url}/api/generate`, { ...generate, stream: false })).json(), `${where} generate whole`)
   }

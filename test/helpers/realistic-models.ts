@@ -56,6 +56,18 @@ export const REALISTIC = {
     ],
   },
   /**
+   * Qwen2.5-Coder: Qwen2.5's template, and its fill-in-the-middle tokens marked as such in the GGUF. Steered to
+   * fill any gap with " return" and end there: the token after `<|fim_middle|>`, so an answer of " return" says
+   * the prompt was framed by the FIM tokens (llama-server's /infill ends it with that one).
+   */
+  coder: {
+    vocab: 'qwen2',
+    template: 'Qwen-Qwen2.5-7B-Instruct',
+    eosToken: '<|im_end|>',
+    fim: true,
+    steering: { '<|fim_middle|>': 'Ġreturn', 'Ġreturn': '<|im_end|>' },
+  },
+  /**
    * The architectures whose memory llama-server cannot roll back token by token, so that it keeps context
    * checkpoints (and loses them with a slot saved to disk and restored): Qwen3.5's hybrid of Gated DeltaNet and
    * full attention, LFM2's of short convolutions and attention, Gemma 3's and Gemma 4's sliding windows of 256
@@ -80,6 +92,7 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   caller: (file, src) => writeRealisticModel({ ...REALISTIC.caller, file, llamaCppSrc: src, name: 'tiny tool caller' }),
   qwen3: (file, src) => writeRealisticModel({ ...REALISTIC.qwen3, file, llamaCppSrc: src, name: 'tiny qwen3' }),
   agent: (file, src) => writeRealisticModel({ ...REALISTIC.agent, file, llamaCppSrc: src, name: 'tiny agent' }),
+  coder: (file, src) => writeRealisticModel({ ...REALISTIC.coder, file, llamaCppSrc: src, name: 'tiny qwen25 coder' }),
   qwen35: (file, src) => writeRealisticModel({ ...REALISTIC.qwen35, file, llamaCppSrc: src, name: 'tiny qwen35' }),
   lfm2: (file, src) => writeRealisticModel({ ...REALISTIC.lfm2, file, llamaCppSrc: src, name: 'tiny lfm2' }),
   gemma3: (file, src) => writeRealisticModel({ ...REALISTIC.gemma3, file, llamaCppSrc: src, name: 'tiny gemma3' }),
@@ -89,7 +102,7 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 

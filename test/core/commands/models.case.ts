@@ -1,9 +1,20 @@
+import { existsSync } from 'node:fs'
+import { writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import t from 'tap'
+import { clientFor } from '../../../core/commands/command.js'
+import { importCommand } from '../../../plugins/storage/import-command.js'
+import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
 import { serveForCli } from '../../helpers/cli-server.js'
+import { sharedServer } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'
 
+// One server for the file's tests (its models folder a temporary one, as no shell's default home would be).
+const served = sharedServer(() => serveForCli(t))
+
 t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, exit codes', async (t) => {
-  const { url } = await serveForCli(t)
+  const { url } = await served()
   const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', url])
 
   const list = await cli('list')
@@ -51,4 +62,43 @@ t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, e
   t.equal(rm.stdout, "deleted 'acme/copy'\n", 'the other was')
   t.equal(rm.stderr, 'llamagate rm: model "acme/missing" not found, pull it first\n', 'one line for the one that failed')
   t.same((JSON.parse((await cli('list', '--json')).stdout) as typeof tags).models.map((m) => m.name), ['acme/qwen'])
+})
+
+t.test('import: through the running server into its store; with none, into this home\'s, and says which', async (t) => {
+  const { app, url } = await served()
+  const dir = await tempDir(t)
+  const file = (await writeTinyGguf({ file: join(dir, 'tiny.gguf') })).file
+  const through = await runCli(['import', 'acme/through', file, '--host', url], { LLAMAGATE_HOME: dir })
+  t.equal(through.code, 0, through.stderr)
+  t.match(through.stdout, new RegExp(`^imported acme/through \\(\\d+ bytes\\) through the server at ${url}\n$`))
+  t.ok(app.store.lookup('acme/through'), 'in the server\'s store')
+  t.notOk(existsSync(join(dir, 'models')), 'nothing in the home this shell would pick')
+
+  // The command itself, in this process (a CLI process more would cost a second or two each).
+  const config = join(dir, 'config.yaml')
+  await writeFile(config, `data_dir: ${dir}\n`)
+  const importing = async (host: string, path: string, name: string): Promise<{ code: number | null, out: string }> => {
+    let out = ''
+    const write = { write: (text: string) => { out += text; return true } } as unknown as NodeJS.WriteStream
+    const values = { host, config }
+    try {
+      const code = await importCommand.run({ values, positionals: [name, path], stdout: write, stderr: write, stdin: process.stdin, client: clientFor(values, {}, undefined) })
+      return { code, out }
+    } catch (err) {
+      return { code: null, out: (err as Error).message }
+    }
+  }
+  const refused = await importing(url, join(dir, 'missing.gguf'), 'acme/nothing')
+  t.equal(refused.code, null, 'a server that refuses says why; nothing goes to the disk instead')
+  t.match(refused.out, /missing\.gguf/)
+  t.notOk(existsSync(join(dir, 'models')))
+
+  // Port 1: nothing listens there, the connection is refused at once.
+  const closed = 'http://127.0.0.1:1'
+  const alone = await importing(closed, file, 'acme/alone')
+  t.equal(alone.code, 0, alone.out)
+  const models = join(dir, 'models')
+  t.match(alone.out, 'imported acme/alone (')
+  t.match(alone.out, `\nno server answered at ${closed}: registered in the models folder ${models};`, 'says which home')
+  t.ok(existsSync(join(models, 'acme', 'alone', 'manifest.json')), 'stored there')
 })

@@ -1,7 +1,12 @@
+import { readFile } from 'node:fs/promises'
+import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import t from 'tap'
+import { thinkFields } from '../../../plugins/native-api/think-fields.js'
+import type { ModelRecord } from '../../../plugins/storage/model-record.js'
 import { post, serveRealisticModels, sharedServer } from '../../helpers/inference.js'
+import { runtimeSource } from '../../helpers/realistic-models.js'
 
 // One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
 const r1 = sharedServer(() => serveRealisticModels(t, { 'acme/r1': 'r1' }))
@@ -29,6 +34,25 @@ t.test('think: the reasoning lands in message.thinking (chat) and thinking (gene
   const raw = await post(`${url}/api/generate`, { model: 'acme/r1', prompt: 'why?', stream: true, options: { num_predict: 6 } }, { accept: 'application/x-ndjson' })
   const events = (await raw.text()).trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>)
   t.ok(events.some((e) => typeof e.thinking === 'string' && e.thinking !== ''), 'NDJSON events carry thinking')
+})
+
+t.test('think levels: each turns thinking on, and reaches the template as its reasoning effort (max as high for gpt-oss)', async (t) => {
+  const { url } = await r1()
+  const res = await post(`${url}/api/chat`, { model: 'acme/r1', stream: false, think: 'max', messages: [{ role: 'user', content: 'why?' }], options: { num_predict: 4, seed: 1 } })
+  t.equal(res.status, 200, 'max is one of Ollama\'s levels')
+  t.ok(((await res.json() as { message: { thinking?: string } }).message.thinking ?? '').length > 0, 'and the answer thinks')
+  // What llama-server is sent, for the real gpt-oss template (harmony) and R1's (no effort of its own).
+  const { source } = await runtimeSource()
+  const record = (template: string): ModelRecord => ({ name: 'acme/m', kind: 'chat', template, gguf: null, projector: null }) as unknown as ModelRecord
+  const oss = record(await readFile(join(source, 'models', 'templates', 'openai-gpt-oss-120b.jinja'), 'utf8'))
+  const r1Template = record(await readFile(join(source, 'models', 'templates', 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja'), 'utf8'))
+  const on = { enable_thinking: true }
+  t.same(thinkFields(oss, 'max'), { chat_template_kwargs: on, reasoning_effort: 'high' }, 'gpt-oss: max is high, as Ollama maps it')
+  t.same(thinkFields(oss, 'low'), { chat_template_kwargs: on, reasoning_effort: 'low' })
+  t.same(thinkFields(r1Template, 'max'), { chat_template_kwargs: on, reasoning_effort: 'max' }, 'elsewhere the word as it is (DeepSeek V4 reads max)')
+  t.same(thinkFields(oss, true), { chat_template_kwargs: on }, 'true: on, the template\'s own effort')
+  t.same(thinkFields(oss, false), { reasoning_effort: 'none' }, 'false: none')
+  t.same(thinkFields(oss, undefined), {}, 'unset: the model\'s default')
 })
 
 t.test('/v1/chat/completions on the same model: reasoning_content apart from content', async (t) => {

@@ -103,8 +103,9 @@ t.test('openai SDK: reasoning as OpenAI sends it for open models, a reasoning it
   const text = events.filter((e) => e.type === 'response.reasoning_text.delta').map((e) => e.delta).join('')
   t.ok(text.length > 0)
   t.match(events.find((e) => e.type === 'response.reasoning_text.done'), { text })
-  const final = await client.responses.stream({ model: 'acme/r1', input: 'hi', max_output_tokens: 6 }).finalResponse()
+  const final = await client.responses.stream({ model: 'acme/r1', input: 'hi', max_output_tokens: 6, reasoning: { effort: 'high' } }).finalResponse()
   t.match(final.output[0], { type: 'reasoning', content: [{ type: 'reasoning_text', text: String }] }, 'ResponseStream accumulates it')
+  t.same(final.reasoning, { effort: 'high', summary: null }, 'the effort asked for (it went to the template) is echoed')
 })
 
 t.test('AI SDK openai.responses(): streamText of text, no validation error', async (t) => {

@@ -102,3 +102,11 @@ t.test('images become image_url parts; what cannot be read is a 400 naming the i
   }
   t.throws(() => responsesToChat({}, [{ role: 'user' }], [{ role: 'user', content: 'x' }]), { message: /item 0 of the earlier conversation/ })
 })
+
+t.test('reasoning.effort: the template\'s reasoning_effort, as chat completions sends it; none turns reasoning off there', async (t) => {
+  const input = [{ role: 'user', content: 'hi' }]
+  t.equal(responsesToChat({ reasoning: { effort: 'low' } }, [], input).reasoning_effort, 'low')
+  t.equal(responsesToChat({ reasoning: { effort: 'none' } }, [], input).reasoning_effort, 'none')
+  t.notOk('reasoning_effort' in responsesToChat({ reasoning: { effort: null } }, [], input), 'null: the model\'s default')
+  t.notOk('reasoning_effort' in responsesToChat({}, [], input))
+})
