@@ -1,10 +1,10 @@
 import t from 'tap'
-import { AGENTS, type AgentWiring } from '../../../core/commands/agent-recipes.js'
+import { AGENTS, type AgentWiring } from '../../../core/commands/agents/index.js'
 
 // Issue 51: any local user reads another's command line (`ps`, /proc/<pid>/cmdline), not its environment. Every
 // agent `llamagate launch` starts gets its key from the environment, never from its arguments.
 
-const wiring: AgentWiring = { url: 'http://127.0.0.1:11435', key: 'sk-launch-secret-0123456789', model: 'acme/tiny', contextLength: 4096 }
+const wiring: AgentWiring = { url: 'http://127.0.0.1:11435', key: 'sk-launch-secret-0123456789', model: 'acme/tiny', contextLength: 4096, outputLimit: 1024 }
 
 t.test('every agent: the key is in its environment and nowhere in its arguments', async (t) => {
   t.ok(Object.keys(AGENTS).length >= 4, Object.keys(AGENTS).join(', '))

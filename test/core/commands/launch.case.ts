@@ -69,3 +69,16 @@ t.test('launch: --print for each agent; the agent started with that environment 
   t.equal(noModel.code, 1)
   t.match(noModel.stderr, /model "acme\/none" not found/)
 })
+
+t.test('launch with no agent: each it knows, where it is on PATH or how to install it; --undo with nothing to undo', async (t) => {
+  const bin = await tempDir(t)
+  await writeFile(join(bin, 'claude'), '#!/bin/sh\n')
+  await chmod(join(bin, 'claude'), 0o755)
+  const listed = await runCli(['launch'], { PATH: `${bin}:/usr/bin:/bin` })
+  t.equal(listed.code, 0, listed.stderr)
+  t.match(listed.stdout, new RegExp(`\\n  claude +Claude Code +${join(bin, 'claude')}\\n`))
+  t.match(listed.stdout, /\n {2}codex +Codex CLI +not on PATH: npm install -g @openai\/codex\n/)
+  const home = await tempDir(t)
+  t.match(await runCli(['launch', '--undo', 'claude'], { HOME: home }), { code: 0, stdout: 'nothing to undo for claude' })
+  t.match(await runCli(['launch', '--undo'], { HOME: home }), { code: 2, stderr: /--undo takes an agent/ })
+})

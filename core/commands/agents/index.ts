@@ -1,0 +1,15 @@
+import { claude } from './claude.js'
+import { codex } from './codex.js'
+import { opencode } from './opencode.js'
+import { qwen } from './qwen.js'
+import type { AgentRecipe } from './recipe.js'
+
+export type { AgentRecipe, AgentWiring, MergedSettings } from './recipe.js'
+
+/** The agents `llamagate launch` wires up, by the name it takes; one file each, in this folder. */
+export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
+  claude,
+  codex,
+  opencode,
+  qwen,
+}
