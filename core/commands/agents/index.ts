@@ -1,6 +1,9 @@
 import { claude } from './claude.js'
 import { codex } from './codex.js'
+import { copilot } from './copilot.js'
+import { kilo } from './kilo.js'
 import { opencode } from './opencode.js'
+import { pi } from './pi.js'
 import { qwen } from './qwen.js'
 import type { AgentRecipe } from './recipe.js'
 
@@ -10,6 +13,9 @@ export type { AgentRecipe, AgentWiring, MergedSettings } from './recipe.js'
 export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
   claude,
   codex,
+  copilot,
+  kilo,
   opencode,
+  pi,
   qwen,
 }
