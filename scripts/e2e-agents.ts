@@ -64,15 +64,17 @@ const AGENTS: Record<string, AgentSetup> = {
     bin: (dir) => join(dir, 'node_modules/opencode-ai/bin/opencode.exe'),
     turn: (prompt) => ['run', '--format', 'json', prompt],
     env: { OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1', OPENCODE_DISABLE_SHARE: '1' },
-    // Its tools allowed for the run, as a user's config file says it (launch's inline config adds the provider).
-    files: { '.config/opencode/opencode.json': { permission: { bash: 'allow', edit: 'allow', read: 'allow' }, autoupdate: false, share: 'disabled' } },
+    // Its tools allowed for the run, as a user's config file says it (launch's inline config adds the provider), with
+    // the `$schema` opencode adds to a global config that lacks it on its first run, launch or not.
+    files: { '.config/opencode/opencode.json': { $schema: 'https://opencode.ai/config.json', permission: { bash: 'allow', edit: 'allow', read: 'allow' }, autoupdate: false, share: 'disabled' } },
   },
   qwen: {
     npmPackage: '@qwen-code/qwen-code', version: '0.24.4', node22: true,
     bin: (dir) => join(dir, 'node_modules/@qwen-code/qwen-code/cli-entry.js'),
     turn: (prompt) => ['-p', prompt, '--output-format', 'json', '--approval-mode', 'yolo'],
     env: { QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
-    files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false } } },
+    // With the `$version` its settings migration writes into a file that lacks it on its first run, launch or not.
+    files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false }, $version: 4 } },
   },
   pi: {
     npmPackage: '@mariozechner/pi-coding-agent', version: '0.73.1',
@@ -245,7 +247,7 @@ async function main (): Promise<void> {
       await mkdir(work, { recursive: true })
       for (const [path, content] of Object.entries(setup.files ?? {})) {
         await mkdir(join(home, path, '..'), { recursive: true })
-        await writeFile(join(home, path), typeof content === 'string' ? content : JSON.stringify(content))
+        await writeFile(join(home, path), typeof content === 'string' ? content : JSON.stringify(content, null, 2))
       }
       const logBefore = (await readFile(logFile, 'utf8')).length
       say(`${agent} ${setup.version}: one turn with a tool call`)
