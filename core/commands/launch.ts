@@ -56,12 +56,12 @@ export const launch: Command = {
 }
 
 /** Each agent known, whether it is on PATH, and how to install it when not. */
-async function listAgents (stdout: NodeJS.WritableStream): Promise<void> {
+export async function listAgents (stdout: NodeJS.WritableStream, path = process.env.PATH): Promise<void> {
   stdout.write('Agents llamagate launch wires up (llamagate launch <agent>):\n')
   const width = Math.max(...Object.keys(AGENTS).map((n) => n.length))
   const titleWidth = Math.max(...Object.values(AGENTS).map((r) => r.title.length))
   for (const [name, recipe] of Object.entries(AGENTS)) {
-    const found = await onPath(recipe.command)
+    const found = await onPath(recipe.command, path)
     stdout.write(`  ${name.padEnd(width)}  ${recipe.title.padEnd(titleWidth)}  ${found ?? `not on PATH: npm install -g ${recipe.npmPackage}`}\n`)
   }
 }

@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs'
 import { chmod, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
+import { PassThrough } from 'node:stream'
 import t from 'tap'
+import { listAgents } from '../../../core/commands/launch.js'
 import { tempDir } from '../../helpers/app.js'
 import { importLongContextModel, serveTinyModels } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'
@@ -81,14 +83,15 @@ t.test('launch: --print for each agent; the agent started with that environment 
   t.match(noModel.stderr, /model "acme\/none" not found/)
 })
 
-t.test('launch with no agent: each it knows, where it is on PATH or how to install it; --undo with nothing to undo', async (t) => {
+t.test('launch with no agent: each it knows, where it is on PATH or how to install it', async (t) => {
   const bin = await tempDir(t)
   await writeFile(join(bin, 'claude'), '#!/bin/sh\n')
   await chmod(join(bin, 'claude'), 0o755)
-  const listed = await runCli(['launch'], { PATH: `${bin}:/usr/bin:/bin` })
-  t.equal(listed.code, 0, listed.stderr)
-  t.match(listed.stdout, new RegExp(`\\n  claude +Claude Code +${join(bin, 'claude')}\\n`))
-  t.match(listed.stdout, /\n {2}codex +Codex CLI +not on PATH: npm install -g @openai\/codex\n/)
-  const home = await tempDir(t)
-  t.match(await runCli(['launch', '--undo', 'claude'], { HOME: home }), { code: 0, stdout: 'nothing to undo for claude' })
+  const out = new PassThrough()
+  let listed = ''
+  out.on('data', (d) => { listed += d })
+  await listAgents(out, `${bin}:/nonexistent`)
+  t.match(listed, new RegExp(`\\n  claude +Claude Code +${join(bin, 'claude')}\\n`))
+  t.match(listed, /\n {2}codex +Codex CLI +not on PATH: npm install -g @openai\/codex\n/)
+  t.match(listed, /\n {2}copilot +GitHub Copilot CLI +not on PATH: npm install -g @github\/copilot\n/)
 })
