@@ -5,7 +5,7 @@ import { dirname } from 'node:path'
  * Writes `file` whole: a temporary file beside it, synced, renamed over it, so that a reader or a crash sees the
  * old contents or the new, never half. `mode` applies to a new file (600 for secrets' hashes).
  */
-export async function writeWhole (file: string, contents: string, mode = 0o644): Promise<void> {
+export async function writeWhole (file: string, contents: string | Uint8Array, mode = 0o644): Promise<void> {
   await mkdir(dirname(file), { recursive: true })
   const temporary = `${file}.tmp-${process.pid}`
   const handle = await open(temporary, 'w', mode)

