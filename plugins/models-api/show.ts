@@ -19,19 +19,37 @@ const show: FastifyPluginAsyncTypebox = async (app) => {
     if (remote !== null) return remoteShow(remote, parametersText(modelOptions(null, app.config.models.get(remote.name)?.options)), verbose)
     // An invalid name is a 400 and an unknown one a 404 (ModelNotFoundError), both from the store.
     const record = store.get(name)
+    const info = await modelInfo(record, verbose)
+    const license = licenseOf(info)
     return {
       modelfile: '',
+      ...(license !== null ? { license } : {}),
       details: showDetails(record),
-      model_info: await modelInfo(record, verbose),
+      model_info: info,
       template: chatTemplate(record),
       // The model's own (from /api/create), under config.yaml's, as requests get them.
       parameters: parametersText(modelOptions(record.parameters, app.config.models.get(record.name)?.options)),
       ...(record.system !== null ? { system: record.system } : {}),
-      capabilities: capabilities(record),
+      capabilities: [...capabilities(record), ...(hasFimTokens(info) ? ['insert'] : [])],
       ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, verbose) } : {}),
       modified_at: record.modified_at,
     }
   })
+}
+
+/** The GGUF's `general.license` (a name such as `apache-2.0`, or the text), as Ollama's `license`; null when none. */
+function licenseOf (info: Record<string, unknown>): string | null {
+  const value = info['general.license']
+  if (typeof value === 'string' && value !== '') return value
+  return Array.isArray(value) && value.length > 0 ? value.map(String).join('\n') : null
+}
+
+// llama.cpp's fill-in-the-middle token keys, and the names older converters wrote.
+const FIM_KEYS = [['fim_pre', 'prefix'], ['fim_suf', 'suffix'], ['fim_mid', 'middle']]
+
+/** Ollama's `insert` capability (`suffix`): the GGUF names its prefix, suffix and middle tokens. */
+function hasFimTokens (info: Record<string, unknown>): boolean {
+  return FIM_KEYS.every((names) => names.some((n) => typeof info[`tokenizer.ggml.${n}_token_id`] === 'number'))
 }
 
 export default show

@@ -112,7 +112,10 @@ export interface LoadedModel {
   readonly purpose: Purpose
   readonly state: 'loading' | 'loaded' | 'unloading'
   readonly estimatedBytes: number
+  /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
   readonly contextLength: number
+  /** The most contextLength grows to for a longer prompt (context-fit.ts growthCap); contextLength where it cannot grow. */
+  readonly maxContextLength: number
   readonly parallel: number
   /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
   readonly expiresAt: number | null

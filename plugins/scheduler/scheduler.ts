@@ -2,6 +2,7 @@ import { EventHub } from '../../core/event-hub.js'
 import { QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
+import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
@@ -121,6 +122,11 @@ export class Scheduler implements LeaseSource {
   /** What is loaded now, for /api/ps. */
   snapshot (): LoadedModel[] {
     return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model))
+  }
+
+  /** A stored model's context: trained, loaded now, and the most a request may fill (context-window.ts). @throws ModelNotFoundError */
+  contextWindow (name: string): ContextWindow {
+    return contextWindow(this.deps.store.get(name), this.instances.all(), this.deps.settings)
   }
 
   /** The RPC workers a model is split across (config.yaml's models.<name>.rpc); empty for a local one. */
