@@ -68,6 +68,11 @@ export interface AcquireRequest {
    * several upstreams offer its model: the same conversation goes to the same one, whose prompt cache holds it.
    */
   affinity?: () => string
+  /**
+   * The session the request says it belongs to (plugins/inference/session-affinity.ts): its turns run on the runtime
+   * slot that holds its cache while that slot is free (session-slots.ts), and go to the same upstream.
+   */
+  session?: string
   /** The request's usage record, which the lease fills (core/request-usage.ts); none for a preload. */
   usage?: RequestUsage
   /**

@@ -172,10 +172,16 @@ export class Scheduler implements LeaseSource {
 
   private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest): Lease {
     instance.claim(plan.keepAliveMs)
+    // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
+    // read the cache there: the groups' salts differ).
+    const session = plan.purpose === 'generate' && request.session !== undefined ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
+    const slot = instance.sessions.take(session)
     return localLease(instance, plan.resolved, started, request.usage, request.signal, {
       events: this.events,
+      slot,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
+        instance.sessions.release(slot)
         this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs)
         this.release(instance)
       },
