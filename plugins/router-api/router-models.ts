@@ -67,7 +67,8 @@ const routerModels: FastifyPluginAsyncTypebox = async (app) => {
     return { success: true as const }
   })
 
-  app.get('/props', { config: { scope: 'any' }, schema: { querystring: PropsQuery, response: { 200: PropsReply } } }, async (request) => {
+  // It may load the model (autoload): a key that may run models, under its quotas, as for /models/load.
+  app.get('/props', { config: { scope: 'infer' }, schema: { querystring: PropsQuery, response: { 200: PropsReply } } }, async (request) => {
     const { model, autoload } = request.query
     if (model === undefined || model === '') return routerProps(app.config.limits.maxLoadedModels)
     const record = stored(model, () => new BadRequestError(`model '${model}' not found`))
