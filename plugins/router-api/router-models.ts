@@ -74,8 +74,13 @@ const routerModels: FastifyPluginAsyncTypebox = async (app) => {
     const record = stored(model, () => new BadRequestError(`model '${model}' not found`))
     const purpose = purposeOf(record)
     if ((autoload === 'false' || autoload === '0') && loads.status(record.name).value !== 'loaded') throw new BadRequestError('model is not loaded')
-    await scheduler.load(record.name, { purpose })
-    const runtime = scheduler.loadedRuntimes().find((r) => r.model === record.name && r.purpose === purpose)
+    const loaded = () => scheduler.loadedRuntimes().find((r) => r.model === record.name && r.purpose === purpose)
+    // A load takes a slot for a moment: a model already loaded is asked at once, not behind its requests.
+    let runtime = loaded()
+    if (runtime === undefined) {
+      await scheduler.load(record.name, { purpose })
+      runtime = loaded()
+    }
     if (runtime === undefined) throw new UnavailableError(`model "${record.name}" was unloaded before it answered`)
     // Its own answer, under the name clients ask by.
     return { ...(await runtime.endpoint.props(AbortSignal.timeout(PROPS_TIMEOUT_MS))), model_alias: record.name }
