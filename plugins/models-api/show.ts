@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { requestedModel } from '../../core/model-name.js'
 import { modelOptions } from '../../core/request-options.js'
+import { modelFimTokens } from '../inference/fim-tokens.js'
 import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
 import { ggufMetadata, modelInfo, parametersText } from './model-info.js'
 import { remoteShow } from './remote-show.js'
@@ -30,7 +31,8 @@ const show: FastifyPluginAsyncTypebox = async (app) => {
       // The model's own (from /api/create), under config.yaml's, as requests get them.
       parameters: parametersText(modelOptions(record.parameters, app.config.models.get(record.name)?.options)),
       ...(record.system !== null ? { system: record.system } : {}),
-      capabilities: [...capabilities(record), ...(hasFimTokens(info) ? ['insert'] : [])],
+      // Ollama's `insert` (`suffix`): the FIM tokens /api/generate frames a suffix with, found as llama.cpp finds them.
+      capabilities: [...capabilities(record), ...(record.kind === 'chat' && await modelFimTokens(record) !== null ? ['insert'] : [])],
       ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, verbose) } : {}),
       modified_at: record.modified_at,
     }
@@ -42,14 +44,6 @@ function licenseOf (info: Record<string, unknown>): string | null {
   const value = info['general.license']
   if (typeof value === 'string' && value !== '') return value
   return Array.isArray(value) && value.length > 0 ? value.map(String).join('\n') : null
-}
-
-// llama.cpp's fill-in-the-middle token keys, and the names older converters wrote.
-const FIM_KEYS = [['fim_pre', 'prefix'], ['fim_suf', 'suffix'], ['fim_mid', 'middle']]
-
-/** Ollama's `insert` capability (`suffix`): the GGUF names its prefix, suffix and middle tokens. */
-function hasFimTokens (info: Record<string, unknown>): boolean {
-  return FIM_KEYS.every((names) => names.some((n) => typeof info[`tokenizer.ggml.${n}_token_id`] === 'number'))
 }
 
 export default show

@@ -62,6 +62,8 @@ t.test('discovery answers agree with the loaded context, on every surface, throu
   const tinyShow = (await postJson(`${url}/api/show`, { model: 'acme/tiny' })).body
   t.notOk('license' in tinyShow, 'no license where the GGUF names none')
   t.notOk(tinyShow.capabilities.includes('insert'))
+  const noInsert = await post(`${url}/api/generate`, { model: 'acme/tiny', prompt: 'def f(', suffix: ')', stream: false })
+  t.equal(noInsert.status, 400, 'and /api/generate agrees: a suffix for a model without insert is a 400')
 
   // POST /models/load answers at once; the status says when it serves.
   t.same(await postJson(`${url}/models/load`, { model: 'acme/tiny' }), { status: 200, body: { success: true } })
