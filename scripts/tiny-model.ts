@@ -13,6 +13,8 @@ import { CHAT_TEMPLATE } from './tiny-vocab.js'
 export interface TinyModelOptions extends TinyLlamaOptions {
   /** Where to write the GGUF. */
   file: string
+  /** More header keys (a license, FIM token ids), over the model's own. */
+  metadata?: Record<string, GgufValue>
 }
 
 export interface TinySafetensorsOptions extends TinyLlamaOptions {
@@ -23,7 +25,7 @@ export interface TinySafetensorsOptions extends TinyLlamaOptions {
 /** Writes the tiny Llama as a GGUF v3: about 320 KB with the defaults (630 KB in f32). */
 export async function writeTinyGguf (options: TinyModelOptions): Promise<{ file: string, bytes: number }> {
   const model = tinyLlama(options)
-  const bytes = await writeGguf(options.file, ggufMetadata(model), ggufTensors(model))
+  const bytes = await writeGguf(options.file, { ...ggufMetadata(model), ...options.metadata }, ggufTensors(model))
   return { file: options.file, bytes }
 }
 

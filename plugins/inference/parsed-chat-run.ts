@@ -5,6 +5,7 @@ import { topLevelOverrides } from '../../core/request-options.js'
 import { runtimeSampling, tokenCount } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
+import { sessionOf } from './session-affinity.js'
 import { forcedAnswer, forcedChunks } from './forced-call.js'
 import { forcedCallFields, type ForcedCall } from './forced-call-schema.js'
 import { runLeased } from './run-leased.js'
@@ -66,6 +67,8 @@ export async function runParsedChat (leases: LeaseSource, request: FastifyReques
     log: request.log,
     usage: request.usage,
     affinity: () => conversationAffinity(chat.body),
+    // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
+    session: sessionOf(request.headers, request.body),
     signal: stream?.signal ?? clientGone(reply),
     stream,
     work: async (lease) => {

@@ -5,6 +5,7 @@ import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type DataRewrite, type 
 import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
+import { sessionOf } from './session-affinity.js'
 import { runLeased } from './run-leased.js'
 import { runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
@@ -63,6 +64,8 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     log: request.log,
     usage: request.usage,
     affinity: () => conversationAffinity(body),
+    // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
+    session: sessionOf(request.headers, request.body),
     signal: stream?.signal ?? clientGone(reply),
     stream,
     work: async (lease) => {

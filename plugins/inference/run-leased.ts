@@ -33,6 +33,8 @@ export interface LeaseAsk {
   log?: Pick<Logger, 'warn'>
   /** The start of its conversation (AcquireRequest's `affinity`). */
   affinity?: () => string
+  /** The session it names (AcquireRequest's `session`): wins over `affinity` to pick an upstream. */
+  session?: string
   /** The request's usage record (`request.usage`), filled by its lease. */
   usage?: RequestUsage
 }
@@ -60,8 +62,16 @@ const MAX_REFITS = 8
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
     options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
-    purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}), ...(ask.affinity ? { affinity: ask.affinity } : {}),
+    purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}), ...affinityOf(ask),
   }
+}
+
+/** How a request picks its upstream and slot: by the session it names, else by its conversation's start. */
+function affinityOf (ask: LeaseAsk): Pick<AcquireRequest, 'affinity' | 'session'> {
+  const { session, affinity } = ask
+  // The same session, the same upstream (its cache is there), however its conversation starts (a compacted one).
+  if (session !== undefined) return { session, affinity: () => `session\0${ask.usage?.cacheGroup ?? ''}\0${session}` }
+  return affinity ? { affinity } : {}
 }
 
 /**

@@ -49,6 +49,8 @@ export const ShowBody = ModelOrName({ verbose: Type.Optional(Type.Boolean()) })
 
 export const ShowReply = Type.Object({
   modelfile: Type.String(),
+  /** The GGUF's general.license, as Ollama's Modelfile LICENSE; absent when it names none. */
+  license: Type.Optional(Type.String()),
   // The spec's record (§2.2) and Ollama's flat details, in one object.
   details: Type.Intersect([Type.Omit(ModelRecordSchema, ['details']), Details]),
   model_info: Type.Record(Type.String(), Type.Unknown()),
@@ -66,8 +68,13 @@ export const ShowReply = Type.Object({
 
 export const DeleteReply = Type.Object({ status: Type.Literal('deleted') })
 
+const MaybeInteger = Type.Union([Type.Integer(), Type.Null()])
+/** OpenAI's model object; a stored model adds its context window (tag-shape.ts openAiModel), an upstream's has none. */
 export const OpenAiModel = Type.Object({
   id: Type.String(), object: Type.Literal('model'), created: Type.Integer(), owned_by: Type.String(),
+  context_window: Type.Optional(Type.Integer()),
+  max_context_length: Type.Optional(Type.Integer()),
+  meta: Type.Optional(Type.Object({ n_ctx: Type.Integer(), n_ctx_train: MaybeInteger, n_params: MaybeInteger, size: Type.Integer() })),
 })
 export const OpenAiModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiModel) })
 

@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { requestedModel } from '../../core/model-name.js'
 import { modelOptions } from '../../core/request-options.js'
+import { modelFimTokens } from '../inference/fim-tokens.js'
 import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
 import { ggufMetadata, modelInfo, parametersText } from './model-info.js'
 import { remoteShow } from './remote-show.js'
@@ -19,19 +20,30 @@ const show: FastifyPluginAsyncTypebox = async (app) => {
     if (remote !== null) return remoteShow(remote, parametersText(modelOptions(null, app.config.models.get(remote.name)?.options)), verbose)
     // An invalid name is a 400 and an unknown one a 404 (ModelNotFoundError), both from the store.
     const record = store.get(name)
+    const info = await modelInfo(record, verbose)
+    const license = licenseOf(info)
     return {
       modelfile: '',
+      ...(license !== null ? { license } : {}),
       details: showDetails(record),
-      model_info: await modelInfo(record, verbose),
+      model_info: info,
       template: chatTemplate(record),
       // The model's own (from /api/create), under config.yaml's, as requests get them.
       parameters: parametersText(modelOptions(record.parameters, app.config.models.get(record.name)?.options)),
       ...(record.system !== null ? { system: record.system } : {}),
-      capabilities: capabilities(record),
+      // Ollama's `insert` (`suffix`): the FIM tokens /api/generate frames a suffix with, found as llama.cpp finds them.
+      capabilities: [...capabilities(record), ...(record.kind === 'chat' && await modelFimTokens(record) !== null ? ['insert'] : [])],
       ...(record.projector !== null ? { projector_info: await ggufMetadata(`${record.dir}/${record.projector}`, verbose) } : {}),
       modified_at: record.modified_at,
     }
   })
+}
+
+/** The GGUF's `general.license` (a name such as `apache-2.0`, or the text), as Ollama's `license`; null when none. */
+function licenseOf (info: Record<string, unknown>): string | null {
+  const value = info['general.license']
+  if (typeof value === 'string' && value !== '') return value
+  return Array.isArray(value) && value.length > 0 ? value.map(String).join('\n') : null
 }
 
 export default show

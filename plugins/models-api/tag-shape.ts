@@ -33,18 +33,29 @@ export function showDetails (r: ModelRecord) {
   return { ...details, ...tag }
 }
 
-/** A model as OpenAI's /v1/models lists it. */
-export function openAiModel (r: ModelRecord) {
-  return { id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]! }
+/** A model's context as the listings report it (the scheduler's ContextWindow). */
+export interface Window { trained: number | null, loaded: number | null, max: number }
+
+/**
+ * A model as OpenAI's /v1/models lists it, with its context window under the names agents read: `context_window`,
+ * LM Studio's `max_context_length`, and llama-server's `meta` (`n_ctx_train`, and `n_ctx` the most a request may fill,
+ * since llamagate grows a loaded context to it; what a slot holds now is /api/ps's `context_length`).
+ */
+export function openAiModel (r: ModelRecord, window: Window) {
+  return {
+    id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]!,
+    context_window: window.max, max_context_length: window.max,
+    meta: { n_ctx: window.max, n_ctx_train: window.trained, n_params: r.gguf?.parameter_count ?? null, size: r.size },
+  }
 }
 
 /**
  * Anthropic's model object (its SDK's ModelInfo): its SDKs list models with `anthropic-version` set. The limits are
- * what the GGUF says it was trained on (a reply may fill what the prompt leaves of it); its capabilities what its
+ * the most a request may fill (the context grows to it; a reply may fill what the prompt leaves of it); its capabilities what its
  * template and files show (model-capabilities.ts), and, of Anthropic's features, JSON schemas (llama-server's grammar).
  */
-export function anthropicModel (r: ModelRecord) {
-  const context = r.gguf?.context_length ?? null
+export function anthropicModel (r: ModelRecord, window: Window) {
+  const context = window.max
   return {
     type: 'model' as const, id: r.name, display_name: r.name, created_at: r.modified_at,
     max_input_tokens: context, max_tokens: context, capabilities: anthropicCapabilities(capabilities(r)),

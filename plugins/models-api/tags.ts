@@ -7,7 +7,8 @@ import { anthropicModel, anthropicRemoteModel, openAiModel, openAiRemoteModel, r
 
 /** The models listed: Ollama's /api/tags, OpenAI's /v1/models and /v1/models/{id}. */
 const tags: FastifyPluginAsyncTypebox = async (app) => {
-  const { store, upstreams } = app
+  const { store, upstreams, scheduler } = app
+  const windowOf = (r: ModelRecord) => scheduler.contextWindow(r.name)
   // config.yaml's upstreams' models that answer now, after the stored ones (keys' model patterns filter both alike).
   const remote = () => upstreams.list().filter((m) => m.healthy)
   // The stored model, or null where none is; an upstream's name (`back/owner/name`) is no stored model's.
@@ -37,8 +38,8 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
   ]
 
   app.get('/v1/models', { config: { scope: 'any', modelList: { field: 'data', key: 'id' } }, schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
-    if (!anthropic(request.headers)) return { object: 'list' as const, data: [...listed().map(openAiModel), ...remote().map(openAiRemoteModel)] }
-    const data = [...listed().map(anthropicModel), ...remote().map(anthropicRemoteModel)]
+    if (!anthropic(request.headers)) return { object: 'list' as const, data: [...listed().map((r) => openAiModel(r, windowOf(r))), ...remote().map(openAiRemoteModel)] }
+    const data = [...listed().map((r) => anthropicModel(r, windowOf(r))), ...remote().map(anthropicRemoteModel)]
     return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null }
   })
 
@@ -54,7 +55,7 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
     }
     // Asked by an alias, answered under it.
     const named = { ...record, name: store.aliases.has(id.toLowerCase()) && record.name.toLowerCase() !== id.toLowerCase() ? id : record.name }
-    return anthropic(request.headers) ? anthropicModel(named) : openAiModel(named)
+    return anthropic(request.headers) ? anthropicModel(named, windowOf(record)) : openAiModel(named, windowOf(record))
   })
 }
 

@@ -3,6 +3,7 @@ import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
 import { clientGone, EventStream, streamFormatOf } from '../../core/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { conversationAffinity } from '../inference/conversation-affinity.js'
+import { sessionOf } from '../inference/session-affinity.js'
 import { runLeased } from '../inference/run-leased.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../scheduler/lease.js'
@@ -70,6 +71,8 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     log: request.log,
     usage: request.usage,
     affinity: () => conversationAffinity(run.body),
+    // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
+    session: sessionOf(request.headers, request.body),
     signal: stream?.signal ?? clientGone(reply),
     stream,
     ...(run.shorten ? { shorten: run.shorten } : {}),

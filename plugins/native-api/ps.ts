@@ -21,6 +21,8 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       expires_at: m.expiresAt === null ? FOREVER : new Date(m.expiresAt).toISOString(),
       size_vram: m.backend === 'cpu' || m.backend === null ? 0 : m.estimatedBytes,
       context_length: m.contextLength,
+      // The most context_length grows to when a prompt needs more (docs/api.md, "Context lengths").
+      max_context_length: m.maxContextLength,
       num_parallel: m.parallel,
       state: m.state,
       // A chat model asked for embeddings runs a second instance, started to embed.
@@ -69,6 +71,7 @@ function upstreamsInUse (counts: Map<string, { inFlight: number, queued: number 
       size_vram: 0,
       // Its context is the upstream's own, unknown here.
       context_length: 0,
+      max_context_length: 0,
       num_parallel: m.upstream.maxConcurrent,
       state: 'loaded' as const,
       purpose: 'generate',

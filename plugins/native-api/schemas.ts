@@ -76,6 +76,7 @@ export const PsEntry = Type.Object({
   expires_at: Type.String(),
   size_vram: Type.Integer(),
   context_length: Type.Integer(),
+  max_context_length: Type.Integer(),
   num_parallel: Type.Integer(),
   state: Type.Union([Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
   purpose: Type.String(),

@@ -6,6 +6,22 @@ const DEFAULT_REPLY = 4096
 // A model whose header says nothing of its training is not grown past this.
 const UNKNOWN_TRAINED = 131_072
 
+/**
+ * The most a chat model's context grows to for prompts that need it (planContext's cap): its trained context, or
+ * UNKNOWN_TRAINED when its header says nothing; never less than what is loaded now. The memory may hold less.
+ */
+export function growthCap (trained: number | null | undefined, loaded = 0): number {
+  return Math.max(trained ?? UNKNOWN_TRAINED, loaded)
+}
+
+/**
+ * The context each slot of llama-server really holds for a num_ctx: llama-server caps a slot at the model's trained
+ * context (n_ctx_slot), whatever --ctx-size asks.
+ */
+export function servedContext (numCtx: number, trained: number | null | undefined): number {
+  return trained ? Math.min(numCtx, trained) : numCtx
+}
+
 /** The load options a context plan sets. */
 export interface ContextPlan { numCtx: number, numParallel: number }
 

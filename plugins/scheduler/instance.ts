@@ -1,6 +1,7 @@
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { LoadedModel, Purpose, WaitProgress } from './lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
+import { SessionSlots } from './session-slots.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
 type InstanceState = LoadedModel['state']
@@ -70,6 +71,8 @@ export class Instance {
   private watchdog: { stop(): void } | null = null
   private attachedAt = 0
   private servingSince = 0
+  /** Which runtime slot each session's cache is in (session-slots.ts). */
+  readonly sessions: SessionSlots
 
   constructor (
     readonly model: SchedulableModel,
@@ -79,6 +82,7 @@ export class Instance {
     readonly purpose: Purpose = 'generate',
   ) {
     this.keepAliveMs = keepAliveMs
+    this.sessions = new SessionSlots(options.num_parallel)
   }
 
   get phase (): InstancePhase { return this.currentPhase }

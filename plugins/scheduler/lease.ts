@@ -68,6 +68,11 @@ export interface AcquireRequest {
    * several upstreams offer its model: the same conversation goes to the same one, whose prompt cache holds it.
    */
   affinity?: () => string
+  /**
+   * The session the request says it belongs to (plugins/inference/session-affinity.ts): its turns run on the runtime
+   * slot that holds its cache while that slot is free (session-slots.ts), and go to the same upstream.
+   */
+  session?: string
   /** The request's usage record, which the lease fills (core/request-usage.ts); none for a preload. */
   usage?: RequestUsage
   /**
@@ -112,7 +117,10 @@ export interface LoadedModel {
   readonly purpose: Purpose
   readonly state: 'loading' | 'loaded' | 'unloading'
   readonly estimatedBytes: number
+  /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
   readonly contextLength: number
+  /** The most contextLength grows to for a longer prompt (context-fit.ts growthCap); contextLength where it cannot grow. */
+  readonly maxContextLength: number
   readonly parallel: number
   /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
   readonly expiresAt: number | null

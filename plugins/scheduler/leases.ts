@@ -70,6 +70,8 @@ export function cacheGroupFields (group: string | undefined, separates: boolean)
 /** What a lease on a local instance does besides its books: its prompt's refit, and giving its slot back. */
 export interface LocalLeaseHooks {
   events: EventHub<SchedulerEvents>
+  /** The runtime slot the request runs on (its session's, session-slots.ts); null: the runtime chooses. */
+  slot: number | null
   fitPrompt(promptTokens: number): Promise<FitResult>
   /** The slot goes back (after `heldMs` on the runtime). */
   release(heldMs: number): void
@@ -91,10 +93,10 @@ export function localLease (instance: Instance, resolved: ResolvedOptions, start
   // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
   const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
   const process = instance.process!
-  const cacheFields = cacheGroupFields(usage?.cacheGroup, process.separatesCaches)
+  const fields = { ...cacheGroupFields(usage?.cacheGroup, process.separatesCaches), ...(hooks.slot !== null ? { id_slot: hooks.slot } : {}) }
   return {
     model: instance.model,
-    endpoint: cacheFields === null ? process.endpoint : withBodyFields(process.endpoint, cacheFields),
+    endpoint: Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields),
     signal: linked?.signal ?? instance.signal,
     loadDurationMs: books.granted - started,
     contextLength: instance.options.num_ctx,

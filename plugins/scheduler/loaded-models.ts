@@ -1,4 +1,5 @@
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import { growthCap, servedContext } from './context-fit.js'
 import type { Instance } from './instance.js'
 import type { LoadedModel, Purpose } from './lease.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
@@ -12,7 +13,7 @@ export function loadedModels (instances: readonly Instance[], estimate: WaitEsti
     purpose: i.purpose,
     state: i.state,
     estimatedBytes: i.estimatedBytes,
-    contextLength: i.options.num_ctx,
+    ...contextFigures(i),
     parallel: i.options.num_parallel,
     // While busy, a model is due to unload its keep-alive after the current requests end.
     expiresAt: i.expiresAtFrom(now),
@@ -24,6 +25,14 @@ export function loadedModels (instances: readonly Instance[], estimate: WaitEsti
     ...waitFigures(i, estimate, now),
     rpcWorkers: workersOf(i.model),
   }))
+}
+
+/** What a slot of the instance holds now (llama-server caps it at the trained context), and the most it grows to. */
+function contextFigures (i: Instance): Pick<LoadedModel, 'contextLength' | 'maxContextLength'> {
+  const trained = i.model.gguf?.context_length
+  const contextLength = servedContext(i.options.num_ctx, trained)
+  // Only a generating instance grows (context-growth.ts); embeddings and reranking are cut to what is loaded.
+  return { contextLength, maxContextLength: i.purpose === 'generate' ? growthCap(trained, contextLength) : contextLength }
 }
 
 /**

@@ -2,6 +2,7 @@ import { EventHub } from '../../core/event-hub.js'
 import { QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
+import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
@@ -123,6 +124,11 @@ export class Scheduler implements LeaseSource {
     return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model))
   }
 
+  /** A stored model's context: trained, loaded now, and the most a request may fill (context-window.ts). @throws ModelNotFoundError */
+  contextWindow (name: string): ContextWindow {
+    return contextWindow(this.deps.store.get(name), this.instances.all(), this.deps.settings)
+  }
+
   /** The RPC workers a model is split across (config.yaml's models.<name>.rpc); empty for a local one. */
   workersOf (model: Pick<SchedulableModel, 'name'>): string[] {
     return this.instances.workersOf(model)
@@ -166,10 +172,16 @@ export class Scheduler implements LeaseSource {
 
   private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest): Lease {
     instance.claim(plan.keepAliveMs)
+    // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
+    // read the cache there: the groups' salts differ).
+    const session = plan.purpose === 'generate' && request.session !== undefined ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
+    const slot = instance.sessions.take(session)
     return localLease(instance, plan.resolved, started, request.usage, request.signal, {
       events: this.events,
+      slot,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
+        instance.sessions.release(slot)
         this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs)
         this.release(instance)
       },

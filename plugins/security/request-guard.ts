@@ -100,7 +100,7 @@ export class RequestGuard {
   checkBody (request: FastifyRequest): void {
     const grant = request.grant
     if (grant !== null && request.routeOptions.config.public !== true) {
-      for (const name of modelsNamedIn(request.body, request.params)) {
+      for (const name of modelsNamedIn(request.body, request.params, request.query)) {
         if (!allowsModel(grant, name, this.options.aliasOf(name))) {
           throw new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied')
         }

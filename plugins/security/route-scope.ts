@@ -10,8 +10,11 @@ export const SCOPE_WORDS: Record<Scope, string> = {
 /** Body fields that name a model on some route (`/api/copy`: source and destination; `/api/create`: from). */
 const MODEL_FIELDS = ['model', 'name', 'source', 'destination', 'from'] as const
 
-/** The models a request names: in its body's model fields, or as the path's wildcard (`/v1/models/<name>`). */
-export function modelsNamedIn (body: unknown, params: unknown): string[] {
+/**
+ * The models a request names: in its body's model fields, as the path's wildcard (`/v1/models/<name>`), or as the
+ * query's `model` (llama-server's router mode: `GET /props?model=`).
+ */
+export function modelsNamedIn (body: unknown, params: unknown, query?: unknown): string[] {
   const names: string[] = []
   if (typeof body === 'object' && body !== null && !Array.isArray(body)) {
     for (const field of MODEL_FIELDS) {
@@ -21,5 +24,7 @@ export function modelsNamedIn (body: unknown, params: unknown): string[] {
   }
   const wildcard = (params as Record<string, unknown> | undefined)?.['*']
   if (typeof wildcard === 'string' && wildcard !== '') names.push(wildcard)
+  const asked = (query as Record<string, unknown> | undefined)?.model
+  if (typeof asked === 'string' && asked !== '') names.push(asked)
   return names
 }

@@ -84,6 +84,11 @@ export class RuntimeEndpoint implements ModelEndpoint {
 
 
 
+  /** What llama-server says of itself (`GET /props`): its slots' context, its template, its modalities. */
+  async props (signal: AbortSignal): Promise<Record<string, unknown>> {
+    return JSON.parse(await this.http.get('/props', signal)) as Record<string, unknown>
+  }
+
   /**
    * The runtime's own statistics in Prometheus' text format (`GET /metrics`; llama-server serves it when started
    * with `--metrics`). @throws when it does not answer 200 before `signal` aborts

@@ -24,13 +24,16 @@ const MODEL_ROUTES = new Set([
   'POST /api/pull', 'POST /api/import', 'POST /api/embed', 'POST /api/embeddings', 'POST /api/stop',
   'POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/responses', 'POST /v1/messages',
   'POST /v1/messages/count_tokens', 'POST /v1/embeddings', 'POST /v1/rerank', 'POST /v1/reranking', 'GET /v1/models/*',
+  'POST /models/load', 'POST /models/unload',
 ])
 // Sent the names too (in the body's model fields): they must read none of them as anything but text.
 const NO_MODEL = new Set([
   'GET /', 'GET /api/health', 'GET /api/hello', 'GET /api/version', 'GET /livez', 'GET /readyz', 'GET /ui', 'GET /ui/',
   'GET /ui/:file', 'GET /api/tags', 'GET /v1/models', 'GET /api/ps', 'GET /api/usage', 'GET /metrics', 'GET /api/runtimes',
   'GET /api/rpc-workers', 'GET /api/convert/status', 'GET /v1/responses', 'GET /v1/responses/:id', 'DELETE /v1/responses/:id',
-  'POST /api/blobs/:digest', 'DELETE /api/blobs/:digest',
+  'POST /api/blobs/:digest', 'DELETE /api/blobs/:digest', 'GET /models',
+  // Its model is in the query (?model=), which these calls do not send: the router's own /props.
+  'GET /props',
 ])
 
 const NARROW = 'lg-test-prototype-narrow-0123456789'
@@ -42,13 +45,14 @@ const bodyFor = (model: string) => ({
   messages: [{ role: 'user', content: 'hi' }], prompt: 'hi', input: 'hi', query: 'hi', documents: ['a'], max_tokens: 1,
 })
 
-type Shape = 'native' | 'openai' | 'anthropic'
-const shapeOf = (url: string): Shape => url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') ? 'openai' : 'native'
+type Shape = 'native' | 'openai' | 'anthropic' | 'llama-server'
+const shapeOf = (url: string): Shape => url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') ? 'openai' : url.startsWith('/models') ? 'llama-server' : 'native'
 
 /** What is wrong with an error answer in `shape` (null: nothing). */
 function shapeProblem (shape: Shape, body: unknown): string | null {
   const b = body as Record<string, any> | null
   if (shape === 'native') return typeof b?.error === 'string' ? null : 'not {"error": "..."}'
+  if (shape === 'llama-server') return typeof b?.error?.message === 'string' && typeof b.error.type === 'string' && typeof b.error.code === 'number' ? null : 'not llama-server\'s {"error": {"code", "message", "type"}}'
   if (shape === 'openai') return typeof b?.error?.message === 'string' && typeof b.error.type === 'string' ? null : 'not OpenAI\'s {"error": {"message", "type", ...}}'
   return b?.type === 'error' && typeof b.error?.type === 'string' && typeof b.error.message === 'string' ? null : 'not Anthropic\'s {"type": "error", "error": {...}}'
 }

@@ -65,7 +65,12 @@ t.test('list, show and delete on real files', async (t) => {
   const v1 = (await app.inject({ method: 'GET', url: '/v1/models' })).json()
   t.equal(v1.object, 'list')
   t.same(v1.data.map((m: any) => m.id), ['Acme/Second', 'acme/first'])
-  t.same(v1.data[1], { id: 'acme/first', object: 'model', created: Math.floor(Date.parse(first.modified_at) / 1000), owned_by: 'acme' })
+  // Its context window: the trained 2048 (not loaded, so what the context grows to), under the names agents read.
+  const size = app.store.get('acme/first').size
+  t.same(v1.data[1], {
+    id: 'acme/first', object: 'model', created: Math.floor(Date.parse(first.modified_at) / 1000), owned_by: 'acme',
+    context_window: 2048, max_context_length: 2048, meta: { n_ctx: 2048, n_ctx_train: 2048, n_params: app.store.get('acme/first').gguf!.parameter_count, size },
+  })
   const one = await app.inject({ method: 'GET', url: '/v1/models/acme/first' })
   t.equal(one.statusCode, 200)
   t.same(one.json(), v1.data[1])

@@ -9,7 +9,7 @@ import { until } from '../../helpers/until.js'
 // estimate, the keep-alive, the load-time options, the llama-server process, the requests running and waiting.
 
 type Entry = Record<string, any>
-const FIELDS = ['name', 'model', 'size', 'format', 'digest', 'details', 'expires_at', 'size_vram', 'context_length',
+const FIELDS = ['name', 'model', 'size', 'format', 'digest', 'details', 'expires_at', 'size_vram', 'context_length', 'max_context_length',
   'num_parallel', 'state', 'purpose', 'runtime', 'pid', 'active_requests', 'queued_requests', 'loading', 'expected_wait', 'rpc_workers', 'where']
 
 async function ps (url: string): Promise<Entry[]> {

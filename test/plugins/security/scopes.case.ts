@@ -21,13 +21,13 @@ const SCOPES: Record<string, RouteScope> = {
   'POST /v1/embeddings': 'infer', 'POST /v1/rerank': 'infer', 'POST /v1/reranking': 'infer',
   'POST /v1/chat/completions': 'infer', 'POST /v1/completions': 'infer', 'POST /v1/messages': 'infer',
   'POST /v1/messages/count_tokens': 'infer', 'POST /v1/responses': 'infer', 'GET /v1/responses/:id': 'infer',
-  'DELETE /v1/responses/:id': 'infer',
+  'DELETE /v1/responses/:id': 'infer', 'POST /models/load': 'infer', 'POST /models/unload': 'infer', 'GET /props': 'infer',
   'POST /api/pull': 'manage', 'POST /api/create': 'manage', 'DELETE /api/delete': 'manage', 'POST /api/copy': 'manage',
   'POST /api/import': 'manage', 'POST /api/stop': 'manage', 'HEAD /api/blobs/:digest': 'manage',
   'POST /api/blobs/:digest': 'manage', 'DELETE /api/blobs/:digest': 'manage', 'GET /api/convert/status': 'manage',
   'GET /metrics': 'admin', 'GET /api/runtimes': 'admin', 'GET /api/rpc-workers': 'admin', 'GET /v1/responses': 'admin',
   'GET /api/tags': 'any', 'GET /v1/models': 'any', 'GET /v1/models/*': 'any', 'POST /api/show': 'any', 'GET /api/ps': 'any',
-  'GET /api/usage': 'any',
+  'GET /api/usage': 'any', 'GET /models': 'any',
 }
 
 const KEYS: Record<string, { secret: string, scopes: Scope[], models: string[] }> = {
