@@ -121,7 +121,8 @@ function installConnectionCaps (app: FastifyInstance, config: Config): void {
 
 /**
  * `ollama_listen`: the same app on a second address (core/ollama-listener.ts), listening once every plugin is ready, so
- * that an address in use or not this machine's stops the start with a ConfigError. It takes no more connections as
+ * that an address the user named, in use or not this machine's, stops the start with a ConfigError; `auto`'s (Ollama's
+ * port), taken, is one warning and the start goes on. It takes no more connections as
  * the app starts closing, and what is still open on it is closed when the app's close is done.
  */
 function installOllamaListener (app: FastifyInstance, config: Config): void {
@@ -129,8 +130,10 @@ function installOllamaListener (app: FastifyInstance, config: Config): void {
   app.decorate('ollamaListener', listener)
   if (listener === null) return
   app.addHook('onReady', async () => {
-    await listener.start()
-    app.startupNotes.push(`Ollama's clients on ${listener.url} (native streams NDJSON unless asked for SSE)`)
+    const refused = await listener.start()
+    if (refused === null) app.startupNotes.push(`Ollama's clients on ${listener.url} (native streams NDJSON unless asked for SSE)`)
+    // `auto`: Ollama itself (or another llamagate) has its port; Ollama's clients reach that one, which is the user's to know.
+    else app.log.warn(`not serving Ollama's clients at ${listener.url}: ${refused}; they reach llamagate at its main address, with their base URL set (ollama_listen: off to not try)`)
   })
   app.addHook('preClose', async () => { listener.stop() })
   app.addHook('onClose', async () => { listener.end() })

@@ -28,9 +28,9 @@ export const ConfigSchema = Type.Object({
   host: Type.String({ minLength: 1, default: '127.0.0.1' }),
   port: Type.Integer({ minimum: 0, maximum: 65535, default: 11435 }),
   ollama_listen: Type.Union([
-    Type.String({ pattern: LISTEN_PATTERN }),
+    Type.String({ pattern: `^(auto|off|${LISTEN_PATTERN.slice(1, -1)})$` }),
     Type.Null(),
-  ], { default: null, description: 'null, or an address and port such as "127.0.0.1:11434" or "[::1]:11434"' }),
+  ], { default: 'auto', description: '"auto" (Ollama\'s own 127.0.0.1:11434 when free), "off" (or null), or an address and port such as "127.0.0.1:11434" or "[::1]:11434"' }),
   data_dir: Type.String({ minLength: 1, default: '~/.llamagate' }),
   models_dir: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   log_level: Type.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => Type.Literal(l)), { default: 'info' }),

@@ -9,11 +9,11 @@ import { list, numberOrText, type ConfigPart, type ConfigSection, type EnvVariab
 import { BUILTIN_SECTIONS, configShape } from './config-sections.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
-import type { Config, CoreConfig, ModelConfig } from './resolved-config.js'
+import type { Config, CoreConfig, ModelConfig, OllamaAddress } from './resolved-config.js'
 
 export { ConfigError }
 export type { ConfigFlags, Layer }
-export type { Config, ConfigLimits, CoreConfig, CoreLimits, ModelConfig } from './resolved-config.js'
+export type { Config, ConfigLimits, CoreConfig, CoreLimits, ModelConfig, OllamaAddress } from './resolved-config.js'
 
 // The core's environment variables; each plugin's come with its config section.
 const CORE_ENV: readonly EnvVariable[] = [
@@ -137,7 +137,7 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
   const core: CoreConfig = {
     host: raw.host,
     port: raw.port,
-    ollamaListen: raw.ollama_listen === null ? null : context.listenAddress('ollama_listen', raw.ollama_listen, 0),
+    ollamaListen: ollamaAddress(raw.ollama_listen, raw.port, context),
     dataDir,
     modelsDir: raw.models_dir ? resolvePath(raw.models_dir, base) : resolvePath('models', dataDir),
     logLevel: raw.log_level,
@@ -184,6 +184,19 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
   }
   // The sections' fields are added next (resolveConfig): each is its plugin's to fill.
   return core as Config
+}
+
+/** Ollama's own address, where its clients look for it without being told (OpenClaw, the AI SDK's provider). */
+export const OLLAMA_ADDRESS = { host: '127.0.0.1', port: 11434 } as const
+
+/**
+ * `ollama_listen`: `auto` is Ollama's own address, unless the main port is Ollama's already (it serves them there);
+ * `off` and null are none; an address is the user's, required.
+ */
+function ollamaAddress (value: RawConfig['ollama_listen'], port: number, context: SectionContext): OllamaAddress | null {
+  if (value === null || value === 'off') return null
+  if (value === 'auto') return port === OLLAMA_ADDRESS.port ? null : { ...OLLAMA_ADDRESS, required: false }
+  return { ...context.listenAddress('ollama_listen', value, 0), required: true }
 }
 
 /** `models.<name>`; its llama-server `args` are checked by the runtimes plugin (its config check), which knows the flags. */

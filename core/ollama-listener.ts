@@ -1,7 +1,8 @@
 import type { Server as HttpServer } from 'node:http'
 import { createServer, type Server, type Socket } from 'node:net'
 import { ConfigError } from './config-error.js'
-import { formatHostPort, type HostPort } from './host-port.js'
+import { formatHostPort } from './host-port.js'
+import type { OllamaAddress } from './resolved-config.js'
 
 const REASONS: Record<string, string> = {
   EADDRINUSE: 'the port is in use (another Ollama server, or llamagate already running?)',
@@ -11,8 +12,8 @@ const REASONS: Record<string, string> = {
 }
 
 /**
- * `ollama_listen`: a second address serving the same app, for clients that assume Ollama and read NDJSON streams
- * without asking (Open WebUI, the AI SDK's Ollama provider, Codex --oss). Its connections are handed to the app's own
+ * `ollama_listen`: a second address serving the same app (Ollama's own, 127.0.0.1:11434, by default), for clients
+ * that assume Ollama and read NDJSON streams without asking (OpenClaw, Open WebUI, the AI SDK's Ollama provider). Its connections are handed to the app's own
  * HTTP server, so that everything that server does applies to them unchanged: its hooks (Host guard, keys, CORS, the
  * drain's refusals), its timeouts, idle connections closed on close, the drain's cut. The app tells its requests
  * apart by their socket (`has`), for the stream format and the Host guard.
@@ -24,7 +25,7 @@ export class OllamaListener {
   private waiting: Socket[] = []
   private port: number
 
-  constructor (readonly address: HostPort, private readonly http: HttpServer) {
+  constructor (readonly address: OllamaAddress, private readonly http: HttpServer) {
     this.port = address.port
     this.server = createServer((socket) => this.accept(socket))
     http.once('listening', () => {
@@ -43,8 +44,17 @@ export class OllamaListener {
     return socket != null && this.sockets.has(socket)
   }
 
-  /** @throws ConfigError naming the key when the address cannot be listened on (in use, not this machine's). */
-  async start (): Promise<void> {
+  /** Whether it listens (`auto`'s address may have been taken). */
+  get listening (): boolean {
+    return this.server.listening
+  }
+
+  /**
+   * Listens, if it can.
+   * @returns null once listening; why not, where the address is not `required` (`auto`'s, taken by Ollama itself)
+   * @throws ConfigError naming the key when a required address cannot be listened on (in use, not this machine's)
+   */
+  async start (): Promise<string | null> {
     try {
       await new Promise<void>((resolve, reject) => {
         this.server.once('error', reject)
@@ -54,10 +64,12 @@ export class OllamaListener {
         })
       })
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code ?? ''
-      throw new ConfigError([`ollama_listen = "${formatHostPort(this.address)}": cannot listen there: ${REASONS[code] ?? (err as Error).message}`])
+      const reason = REASONS[(err as NodeJS.ErrnoException).code ?? ''] ?? (err as Error).message
+      if (!this.address.required) return reason
+      throw new ConfigError([`ollama_listen = "${formatHostPort(this.address)}": cannot listen there: ${reason}`])
     }
     this.port = (this.server.address() as { port: number }).port
+    return null
   }
 
   /** Takes no more connections: the port is free at once. Those the app's server never got are closed. */

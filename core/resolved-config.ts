@@ -14,12 +14,21 @@ export interface Config extends CoreConfig {
 /** `limits`: the core's, and those the plugins' sections add (declaration merging, as `Config`). */
 export interface ConfigLimits extends CoreLimits {}
 
+/** `ollama_listen`, resolved: where Ollama's clients are served. */
+export interface OllamaAddress extends HostPort {
+  /**
+   * An address the user named: not being able to listen there stops the start. `auto`'s (Ollama's own port, taken
+   * when Ollama itself runs) is not: the start goes on without it and says so.
+   */
+  required: boolean
+}
+
 /** The core's own keys of config.yaml, resolved. */
 export interface CoreConfig {
   host: string
   port: number
   /** A second address serving the same app, where native streams default to NDJSON (Ollama's clients); null: none. */
-  ollamaListen: HostPort | null
+  ollamaListen: OllamaAddress | null
   dataDir: string
   modelsDir: string
   logLevel: RawConfig['log_level']

@@ -57,7 +57,7 @@ export async function benchTags (count = 1000, requests = 200): Promise<TagsBenc
     await new ModelStore(join(dir, 'models')).init()
     const scan = performance.now() - scanStarted
     const started = performance.now()
-    const app = await buildApp(resolveConfig([{ source: 'bench', values: { data_dir: dir, models_dir: join(dir, 'models'), log_level: 'warn' } }]))
+    const app = await buildApp(resolveConfig([{ source: 'bench', values: { data_dir: dir, models_dir: join(dir, 'models'), log_level: 'warn', ollama_listen: 'off' } }]))
     await app.ready()
     const startup = performance.now() - started
     try {

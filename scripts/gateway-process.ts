@@ -12,7 +12,7 @@ import { PACKAGE_ROOT } from '../core/paths.js'
  */
 export async function startGatewayProcess (config: string, logFile: string, timeoutMs = 60_000, root = PACKAGE_ROOT): Promise<{ child: ChildProcess, url: string }> {
   const log = openSync(logFile, 'a')
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(root, 'dist/core/cli.js'), 'serve', '--config', config], { stdio: ['ignore', log, 'inherit'] })
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(root, 'dist/core/cli.js'), 'serve', '--config', config], { env: gatewayEnv(root), stdio: ['ignore', log, 'inherit'] })
   closeSync(log)
   let exited = false
   child.once('exit', () => { exited = true })
@@ -24,4 +24,14 @@ export async function startGatewayProcess (config: string, logFile: string, time
     if (exited || Date.now() > deadline) throw new Error(`llamagate did not start: ${text.slice(-2000)}`)
     await new Promise((r) => setTimeout(r, 20))
   }
+}
+
+/**
+ * Its environment: Ollama's port left alone (a benchmark beside a running Ollama, or beside another benchmark, must
+ * neither take it nor warn), unless the caller's LLAMAGATE_OLLAMA_LISTEN says otherwise. An older checkout (`root`)
+ * serves no second address by default and does not know `off`.
+ */
+function gatewayEnv (root: string): NodeJS.ProcessEnv {
+  if (root !== PACKAGE_ROOT) return process.env
+  return { ...process.env, LLAMAGATE_OLLAMA_LISTEN: process.env.LLAMAGATE_OLLAMA_LISTEN ?? 'off' }
 }

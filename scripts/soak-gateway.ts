@@ -27,7 +27,7 @@ export interface ConfigInput { paths: SoakPaths, settings: SoakSettings, runtime
 export async function writeGatewayConfig ({ paths, settings, runtimeBin, hubUrl, upstream }: ConfigInput): Promise<void> {
   const { hostile, hostileLimitMs } = settings
   await writeFile(paths.config, [
-    `data_dir: ${paths.dataDir}`, 'host: 127.0.0.1', 'port: 0', 'log_level: info', 'keep_alive: 5m',
+    `data_dir: ${paths.dataDir}`, 'host: 127.0.0.1', 'port: 0', 'ollama_listen: off', 'log_level: info', 'keep_alive: 5m',
     `runtimes:\n  cpu: { bin: ${runtimeBin} }`, 'runtime: cpu',
     // 2 cores: one thread per llama-server, or the instances and the clients fight over them.
     `default_options: { num_ctx: ${NUM_CTX}, num_parallel: ${NUM_PARALLEL}, num_thread: 1, max_tokens: 32 }`,

@@ -1,6 +1,7 @@
 import { CLIENT_FLAGS, CLIENT_OPTIONS, JSON_OPTION, type Command } from './command.js'
 import type { DoctorReport } from '../plugin-manifest.js'
 import { inspectModelsFolder, modelsCheck, type Check } from './doctor-checks.js'
+import { ollamaAddressCheck } from './ollama-address-check.js'
 import { ServerError, ServerUnreachableError, type GatewayClient } from './gateway-client.js'
 
 /** A server that accepts the connection but never answers must not hold doctor up. */
@@ -13,7 +14,7 @@ const MARKS: Record<Check['status'], string> = { ok: 'âœ“', warn: '!', fail: 'âœ
  */
 export const doctor: Command = {
   name: 'doctor',
-  summary: 'check this machine: hardware, runtime builds, conversion, models folder, the server',
+  summary: 'check this machine: hardware, runtime builds, conversion, models folder, the server, Ollama\'s address',
   usage: ['llamagate doctor [--config FILE] [--models DIR] [--host URL] [--json]'],
   flags: [
     CLIENT_FLAGS[0]!,
@@ -34,6 +35,7 @@ export const doctor: Command = {
     const manifests = await builtinManifests()
     const config = await checkConfig(loadConfig({ config: file, models }), manifests)
     const server = checkServer(client())
+    const ollamaClients = ollamaAddressCheck(config.ollamaListen, client().url)
     const folder = inspectModelsFolder(config.modelsDir)
     // Each plugin checks what it knows of this machine (the runtimes: hardware and builds; the converter), in order.
     const shared = new Map<string, unknown>()
@@ -45,6 +47,7 @@ export const doctor: Command = {
       ...reports.flatMap((r) => r.checks),
       modelsCheck(await folder),
       ...serverChecks,
+      await ollamaClients,
     ]
     const healthy = reports.every((r) => r.usable !== false) && usable
     if (values.json === true) {

@@ -25,9 +25,10 @@ export const section = configSection({
   },
   resolve ({ metrics }, { config, listenAddress, problem, sourceOf }) {
     const listen = metrics.listen === null ? null : listenAddress('metrics.listen', metrics.listen)
-    // Two listeners on one port: the second would fail to start with a less helpful message.
+    // Two listeners on one port: the second would fail to start with a less helpful message. (`auto`'s Ollama port,
+    // taken, is only said at the start.)
     const ollama = config.ollamaListen
-    if (listen !== null && ollama !== null && ollama.port !== 0 && ollama.port === listen.port) {
+    if (listen !== null && ollama?.required === true && ollama.port !== 0 && ollama.port === listen.port) {
       problem(`ollama_listen = ${JSON.stringify(formatHostPort(ollama))} is not allowed: metrics.listen uses port ${listen.port} already (Ollama's own port is 11434) (from ${sourceOf('ollama_listen')})`)
     }
     return { metrics: { enabled: metrics.enabled, listen } }

@@ -154,11 +154,12 @@ t.test('Dockerfile: port, entry point, command and the build script are the real
 })
 
 /**
- * The server built from a pod's config (metrics on the main address: a test does not bind 0.0.0.0:9464), asked each
+ * The server built from a pod's config (metrics on the main address: a test does not bind 0.0.0.0:9464, nor Ollama's
+ * port), asked each
  * probe path of `container` on its http port: 200, or 503 from a readiness that is not there yet.
  */
 async function probedApp (t: Test, config: Config, container: { [probe: string]: { httpGet: { path: string, port: string } } }): Promise<FastifyInstance> {
-  const app = await buildApp({ ...config, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
+  const app = await buildApp({ ...config, ollamaListen: null, metrics: { ...config.metrics, listen: null }, auth: { ...config.auth, apiKeys: [] } }, { logger: false })
   t.teardown(() => app.close())
   for (const probe of ['startupProbe', 'livenessProbe', 'readinessProbe']) {
     const { path, port } = container[probe]!.httpGet

@@ -38,7 +38,7 @@ t.test('keys on: without a key or with a wrong one, every route is 401 or public
     `auth: { api_keys: [${KEY}] }`,
     'models: { acme/broken: { preload: true } }', '',
   ].join('\n'))
-  const app = await buildTestApp(loadConfig({ config: configFile }, {}))
+  const app = await buildTestApp(loadConfig({ config: configFile }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
   t.teardown(() => app.close())
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
 

@@ -37,7 +37,7 @@ async function npmStart (t: Test, home: string, timeoutMs = 180_000): Promise<Np
   const mark = randomUUID()
   const child = spawn('npm', ['start'], {
     cwd: PACKAGE_ROOT,
-    env: { ...process.env, LLAMAGATE_HOME: home, LLAMAGATE_PORT: '0', LLAMAGATE_TEST_MARK: mark },
+    env: { ...process.env, LLAMAGATE_HOME: home, LLAMAGATE_PORT: '0', LLAMAGATE_OLLAMA_LISTEN: 'off', LLAMAGATE_TEST_MARK: mark },
     stdio: ['ignore', 'pipe', 'pipe'],
     detached: true,
   })

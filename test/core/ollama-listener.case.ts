@@ -145,10 +145,17 @@ t.test('drain and /readyz on the Ollama address', async (t) => {
 })
 
 t.test('configuration: the key, its environment variable, and mistakes stopped at start', async (t) => {
-  t.same(resolveConfig([{ source: 'test', values: { ollama_listen: '[::1]:11434' } }]).ollamaListen, { host: '::1', port: 11434 })
-  t.equal(resolveConfig([]).ollamaListen, null, 'none by default')
+  const resolved = (values: Record<string, unknown>): unknown => resolveConfig([{ source: 'test', values }]).ollamaListen
+  t.same(resolved({ ollama_listen: '[::1]:11434' }), { host: '::1', port: 11434, required: true }, 'an address named: required')
+  t.same(resolveConfig([]).ollamaListen, { host: '127.0.0.1', port: 11434, required: false }, 'by default (auto): Ollama\'s own address, not required')
+  t.same(resolved({ ollama_listen: 'auto' }), { host: '127.0.0.1', port: 11434, required: false }, 'auto')
+  t.equal(resolved({ ollama_listen: 'auto', port: 11434 }), null, 'auto with the main port on Ollama\'s: none (the main address serves them)')
+  t.equal(resolved({ ollama_listen: 'off' }), null, 'off')
+  t.equal(resolved({ ollama_listen: null }), null, 'null, as before auto')
   const { loadConfig } = await import('../../core/config.js')
-  t.same(loadConfig({}, { LLAMAGATE_OLLAMA_LISTEN: '127.0.0.1:11434' }).ollamaListen, { host: '127.0.0.1', port: 11434 }, 'LLAMAGATE_OLLAMA_LISTEN')
+  t.same(loadConfig({}, {}).ollamaListen, { host: '127.0.0.1', port: 11434, required: false }, 'the shipped config.yaml: auto')
+  t.same(loadConfig({}, { LLAMAGATE_OLLAMA_LISTEN: '127.0.0.1:11434' }).ollamaListen, { host: '127.0.0.1', port: 11434, required: true }, 'LLAMAGATE_OLLAMA_LISTEN')
+  t.equal(loadConfig({}, { LLAMAGATE_OLLAMA_LISTEN: 'off' }).ollamaListen, null, 'LLAMAGATE_OLLAMA_LISTEN=off')
   const refused = (values: Record<string, unknown>): string => {
     try {
       resolveConfig([{ source: 'config.yaml', values }])
@@ -158,7 +165,8 @@ t.test('configuration: the key, its environment variable, and mistakes stopped a
     }
     return 'accepted'
   }
-  t.match(refused({ ollama_listen: '11434' }), /ollama_listen = "11434" is not allowed: must be null, or an address and port such as "127\.0\.0\.1:11434"/)
+  t.match(refused({ ollama_listen: '11434' }), /ollama_listen = "11434" is not allowed: must be "auto" \(Ollama's own 127\.0\.0\.1:11434 when free\), "off" \(or null\), or an address and port such as "127\.0\.0\.1:11434"/)
+  t.equal(refused({ ollama_listen: 'auto', metrics: { listen: '127.0.0.1:11434' } }), 'accepted', 'auto beside metrics on 11434: the start says the port is taken')
   t.match(refused({ ollama_listen: '127.0.0.1:70000' }), /ollama_listen = "127\.0\.0\.1:70000" is not allowed: the port must be 0-65535 \(from config\.yaml\)/)
   t.match(refused({ ollama_listen: '127.0.0.1:11435' }), /ollama_listen = "127\.0\.0\.1:11435" is not allowed: port uses port 11435 already/)
   t.match(refused({ ollama_listen: '127.0.0.1:9464', metrics: { listen: '127.0.0.1:9464' } }), /metrics\.listen uses port 9464 already/)

@@ -17,7 +17,7 @@ t.test('an admin plugin listed in config.yaml is loaded with its options', async
     `  - path: ${example}`,
     '    options: { route: /api/up }',
   ].join('\n'))
-  const app = await buildTestApp(loadConfig({ config: file }, {}))
+  const app = await buildTestApp(loadConfig({ config: file }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
   t.teardown(() => app.close())
   const res = await app.inject({ method: 'GET', url: '/api/up' })
   t.equal(res.statusCode, 200)
@@ -32,7 +32,7 @@ t.test('a plugin path is relative to the config file', async (t) => {
   const dir = await tempDir(t)
   await writeFile(join(dir, 'hello.mjs'), 'export default async function (app, opts) { app.get("/api/greeting", async () => ({ hello: opts.who })) }\n')
   await writeFile(join(dir, 'config.yaml'), `data_dir: ${dir}\nlog_level: silent\nplugins:\n  - path: ./hello.mjs\n    options: { who: admin }\n`)
-  const app = await buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, {}))
+  const app = await buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
   t.teardown(() => app.close())
   t.same((await app.inject({ method: 'GET', url: '/api/greeting' })).json(), { hello: 'admin' })
 })
@@ -42,7 +42,7 @@ t.test('a plugin that cannot be loaded stops the start with its name', async (t)
   await writeFile(join(dir, 'not-a-plugin.mjs'), 'export default 42\n')
   for (const [path, reason] of [['./missing.js', /could not be loaded: Cannot find module/], ['./not-a-plugin.mjs', /not a Fastify plugin function/], ['no-such-package-xyz', /could not be loaded/]] as const) {
     await writeFile(join(dir, 'config.yaml'), `data_dir: ${dir}\nlog_level: silent\nplugins:\n  - path: ${path}\n`)
-    const err = await t.rejects(buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, {})))
+    const err = await t.rejects(buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, { LLAMAGATE_OLLAMA_LISTEN: 'off' })))
     t.type(err, PluginLoadError)
     t.match((err as Error).message, reason)
   }

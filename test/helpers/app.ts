@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { buildApp, type BuildOptions } from '../../core/app.js'
 import { lazyCompilers } from '../../core/lazy-compilers.js'
 import { resolveConfig, type Config } from '../../core/config.js'
+import { holdsOllamaPort } from './ollama-port.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 
@@ -20,13 +21,15 @@ export async function tempDir (t: Test, prefix = 'llamagate-test-'): Promise<str
  * silent logs, llama-server on one thread (`default_options.num_thread: 1`: its default, one spinning thread
  * per core, leaves a 2-core machine nothing for the gateway and the test; a test about threads unsets it with
  * `num_thread: undefined`), no background GPU runtime build (on a machine with a GPU and its toolkit every
- * listening app would start minutes of compiling; the tests of that build turn it on), and the given raw config keys on top (the same keys as config.yaml). Resolved from
+ * listening app would start minutes of compiling; the tests of that build turn it on), no second address for Ollama's
+ * clients (`auto` would take 127.0.0.1:11434 in every app the suite's parallel processes build: a test gives its own,
+ * `127.0.0.1:0`, or `auto` inside holdOllamaPort), and the given raw config keys on top (the same keys as config.yaml). Resolved from
  * these layers alone: no config file and no environment variable of the caller's counts.
  */
 export async function testConfig (t: Test, values: Record<string, unknown> = {}): Promise<Config> {
   const dataDir = await tempDir(t)
   const defaultOptions = defined({ num_thread: 1, ...(values.default_options as object) })
-  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', build_gpu_runtime: false, ...values, default_options: defaultOptions } }])
+  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', build_gpu_runtime: false, ollama_listen: 'off', ...values, default_options: defaultOptions } }])
 }
 
 /** The keys whose value is not undefined (so that a test can unset a default by naming it undefined). */
@@ -40,8 +43,15 @@ function defined (values: Record<string, unknown>): Record<string, unknown> {
  */
 const SCHEMAS: BuildOptions['schemaController'] = { compilersFactory: lazyCompilers() }
 
-/** buildApp as the tests call it: with the process's shared validator compiler. */
+/**
+ * buildApp as the tests call it: with the process's shared validator compiler. Refuses `ollama_listen: auto` (a
+ * config read from a file without the key has it) outside holdOllamaPort: the suite's processes would race for the
+ * real port 127.0.0.1:11434.
+ */
 export function buildTestApp (config: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
+  if (config.ollamaListen?.required === false && !holdsOllamaPort()) {
+    throw new Error('this test\'s app would take Ollama\'s port 127.0.0.1:11434 (ollama_listen: auto): set ollama_listen (off, 127.0.0.1:0) or hold the port (test/helpers/ollama-port.ts)')
+  }
   return buildApp(config, { schemaController: SCHEMAS, ...options })
 }
 

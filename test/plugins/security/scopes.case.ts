@@ -140,7 +140,7 @@ t.test('a plugin\'s route that declares no scope needs the admin scope', async (
   await writeFile(join(dir, 'hello.mjs'), 'export default async function (app) { app.get("/api/greeting", async () => ({ hello: "there" })) }\n')
   await writeKeysFile(join(dir, 'keys.yaml'), { keys: ['inferer', 'admin'].map((name) => ({ name, hash: hashSecret(KEYS[name]!.secret), scopes: KEYS[name]!.scopes, models: ['*'], limits: {}, created: '' })) })
   await writeFile(join(dir, 'config.yaml'), `data_dir: ${dir}\nlog_level: silent\nbuild_gpu_runtime: false\nplugins:\n  - path: ./hello.mjs\n`)
-  const app = await buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, {}))
+  const app = await buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
   t.teardown(() => app.close())
   const as = (key: string) => app.inject({ method: 'GET', url: '/api/greeting', headers: { authorization: `Bearer ${KEYS[key]!.secret}` } })
   const refused = await as('inferer')

@@ -1,0 +1,33 @@
+import { writeFile } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import lockfile from 'proper-lockfile'
+import { OLLAMA_ADDRESS } from '../../core/config.js'
+
+type Test = { teardown: (fn: () => unknown) => void }
+
+// One file for every test process of the machine (the suite runs two at once, a developer may run another).
+const LOCK_TARGET = join(tmpdir(), 'llamagate-test-ollama-port')
+let held = 0
+
+/** Whether this process holds Ollama's port for a test now (test/helpers/app.ts refuses `auto` otherwise). */
+export function holdsOllamaPort (): boolean {
+  return held > 0
+}
+
+/**
+ * Ollama's real address, 127.0.0.1:11434, for this test alone, until it ends: what `ollama_listen: auto` takes and
+ * what Ollama's clients reach with their default base URL. Tests in other processes that want it wait here
+ * (a lock file); every other test leaves the port alone (`ollama_listen: off` in test/helpers/app.ts and child-env.ts).
+ */
+export async function holdOllamaPort (t: Test): Promise<{ url: string, port: number }> {
+  await writeFile(LOCK_TARGET, '', { flag: 'a' })
+  // Another process's test on the port lasts seconds to a minute or two (OpenClaw): up to five minutes.
+  const release = await lockfile.lock(LOCK_TARGET, { retries: { retries: 300, minTimeout: 1000, maxTimeout: 1000 }, stale: 30_000, realpath: false })
+  held++
+  t.teardown(async () => {
+    held--
+    await release()
+  })
+  return { url: `http://${OLLAMA_ADDRESS.host}:${OLLAMA_ADDRESS.port}`, port: OLLAMA_ADDRESS.port }
+}
