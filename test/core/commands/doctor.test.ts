@@ -80,6 +80,8 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
   t.match(line(out, 'models'), new RegExp(`^✓ models: ${join(dir, 'models')}: 1 model, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
   const { version: ollamaApi, llamagate_version: version } = await (await fetch(`${serve.address}/api/version`)).json() as { version: string, llamagate_version: string }
   t.equal(line(out, 'server'), `✓ server: llamagate ${version} (Ollama API ${ollamaApi}) answers at ${serve.address}`)
+  // The tests' processes leave Ollama's port alone (LLAMAGATE_OLLAMA_LISTEN=off); test/core/ollama-port.case.ts has the rest.
+  t.equal(line(out, 'ollama clients'), `✓ ollama clients: ollama_listen is off: they need their base URL set (${serve.address})`)
 
   const json = await runCli(['doctor', '--config', config, '--host', serve.address, '--json'], { PATH: BARE_PATH })
   t.equal(json.code, 0, json.stderr)
@@ -92,7 +94,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
     server: { url: string, version: string, ollamaApi: string }
   }
   t.equal(report.ok, true)
-  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'patches', 'conversion', 'prompt cache', 'models', 'server'])
+  t.same(report.checks.map((c) => c.name).filter((n, i, all) => all.indexOf(n) === i), ['config', 'hardware', 'build', 'runtime', 'patches', 'conversion', 'prompt cache', 'models', 'server', 'ollama clients'])
   // Free memory and room change between two runs; everything else is the same.
   const figures = (text: string): string => text.replace(/\d+(\.\d+)? ([KMGT]iB|bytes)/g, 'SIZE')
   t.same(report.checks.map((c) => figures(`${c.status === 'ok' ? '✓' : c.status === 'warn' ? '!' : '✗'} ${c.name}: ${c.message}${c.fix !== null ? ` — fix: ${c.fix}` : ''}`)), lines(out).map(figures), 'the same checks as the lines')
