@@ -89,7 +89,7 @@ t.test('serve: a bad config file stops the start with a clear message, not a sta
   t.notMatch(result.stderr, /\n\s+at /)
 })
 
-t.test('serve: ollama_listen on a port in use stops the start with a clear message (exit 2)', async (t) => {
+t.test('serve: an ollama_listen address of the user\'s, in use, stops the start with a clear message (exit 2)', async (t) => {
   const dir = await tempDir(t)
   const taken = createServer()
   await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve))

@@ -1,4 +1,5 @@
 import { writeFile } from 'node:fs/promises'
+import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import lockfile from 'proper-lockfile'
@@ -29,5 +30,11 @@ export async function holdOllamaPort (t: Test): Promise<{ url: string, port: num
     held--
     await release()
   })
+  // Free, or the test would talk to whatever has it (a developer's Ollama) and fail for a reason it cannot name.
+  const probe = createServer()
+  await new Promise<void>((resolve, reject) => probe.once('error', reject).listen(OLLAMA_ADDRESS.port, OLLAMA_ADDRESS.host, resolve)).catch((err: NodeJS.ErrnoException) => {
+    throw new Error(`this test needs Ollama's port ${OLLAMA_ADDRESS.host}:${OLLAMA_ADDRESS.port}, which another program holds (${err.code ?? err.message}): stop it (ollama serve?) and run the test again`)
+  })
+  await new Promise((resolve) => probe.close(resolve))
   return { url: `http://${OLLAMA_ADDRESS.host}:${OLLAMA_ADDRESS.port}`, port: OLLAMA_ADDRESS.port }
 }

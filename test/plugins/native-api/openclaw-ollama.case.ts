@@ -49,11 +49,13 @@ t.test(`OpenClaw ${TEST_AGENTS.openclaw.version} with its Ollama provider at its
   await mkdir(join(home, '.openclaw'))
   await writeFile(join(home, '.openclaw/openclaw.json'), JSON.stringify({ agents: { defaults: { model: { primary: 'ollama/acme/agent' } } } }))
   await mkdir(join(home, 'work'))
+  await mkdir(join(home, 'tmp'))
   const mark = randomUUID()
   const result = await run(node, [openclaw, 'agent', 'exec', PROMPT, '--json'], {
     cwd: join(home, 'work'),
-    // Only what OpenClaw needs: none of the test runner's NODE_OPTIONS (its loader is for Node 20), no update check.
-    env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', OLLAMA_API_KEY: 'ollama-local', OPENCLAW_NO_AUTO_UPDATE: '1', OPENCLAW_NO_RESPAWN: '1', LLAMAGATE_TEST_MARK: mark },
+    // Only what OpenClaw needs: none of the test runner's NODE_OPTIONS (its loader is for Node 20), no update check;
+    // its log and lock files in TMPDIR go with the HOME.
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: join(home, 'tmp'), LANG: 'C.UTF-8', OLLAMA_API_KEY: 'ollama-local', OPENCLAW_NO_AUTO_UPDATE: '1', OPENCLAW_NO_RESPAWN: '1', LLAMAGATE_TEST_MARK: mark },
   })
   t.teardown(async () => { for (const pid of await processesWithMark(mark)) { try { process.kill(pid, 'SIGKILL') } catch {} } })
   t.equal(result.code, 0, `exit 0 (stderr: ${result.stderr.slice(-2000)})`)
