@@ -18,8 +18,10 @@ export function holdsOllamaPort (): boolean {
 
 /**
  * Ollama's real address, 127.0.0.1:11434, for this test alone, until it ends: what `ollama_listen: auto` takes and
- * what Ollama's clients reach with their default base URL. Tests in other processes that want it wait here
- * (a lock file); every other test leaves the port alone (`ollama_listen: off` in test/helpers/app.ts and child-env.ts).
+ * what Ollama's clients reach with their default base URL. The suite's tests that take it are all in
+ * test/plugins/native-api (one process, one after the other); the lock file keeps another run on this machine (a
+ * developer's `npx tap` beside `npm test`) off it meanwhile. Every other test leaves the port alone
+ * (`ollama_listen: off` in test/helpers/app.ts and child-env.ts).
  */
 export async function holdOllamaPort (t: Test): Promise<{ url: string, port: number }> {
   await writeFile(LOCK_TARGET, '', { flag: 'a' })

@@ -80,7 +80,7 @@ t.test('doctor with a server running: every line ✓, exit 0; --json is the same
   t.match(line(out, 'models'), new RegExp(`^✓ models: ${join(dir, 'models')}: 1 model, \\d+(\\.\\d+)? [GT]iB free on its file system$`))
   const { version: ollamaApi, llamagate_version: version } = await (await fetch(`${serve.address}/api/version`)).json() as { version: string, llamagate_version: string }
   t.equal(line(out, 'server'), `✓ server: llamagate ${version} (Ollama API ${ollamaApi}) answers at ${serve.address}`)
-  // The tests' processes leave Ollama's port alone (LLAMAGATE_OLLAMA_LISTEN=off); test/core/ollama-port.case.ts has the rest.
+  // The tests' processes leave Ollama's port alone (LLAMAGATE_OLLAMA_LISTEN=off); test/plugins/native-api/ollama-port.case.ts has the rest.
   t.equal(line(out, 'ollama clients'), `✓ ollama clients: ollama_listen is off: they need their base URL set (${serve.address})`)
 
   const json = await runCli(['doctor', '--config', config, '--host', serve.address, '--json'], { PATH: BARE_PATH })

@@ -1,12 +1,14 @@
 import { createServer } from 'node:http'
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { ollamaAddressCheck } from '../../core/commands/ollama-address-check.js'
-import { buildTestApp, testConfig } from '../helpers/app.js'
-import { holdOllamaPort } from '../helpers/ollama-port.js'
+import { ollamaAddressCheck } from '../../../core/commands/ollama-address-check.js'
+import { buildTestApp, testConfig } from '../../helpers/app.js'
+import { holdOllamaPort } from '../../helpers/ollama-port.js'
 
 // `ollama_listen: auto`, the default: Ollama's own address, 127.0.0.1:11434, where Ollama's clients look without a base
 // URL; taken (Ollama itself runs), one warning and the start goes on. The port is the machine's: holdOllamaPort.
+// Here, beside the other tests that need it (the clients at their default base URL), so that one process takes them
+// in turn and the suite's other process never waits on the lock.
 
 /** The app as config.yaml's default has it, its warnings about Ollama's address kept (not the converter's, say). */
 async function autoApp (t: Parameters<typeof testConfig>[0]): Promise<{ app: Awaited<ReturnType<typeof buildTestApp>>, warnings: string[] }> {
