@@ -1,5 +1,8 @@
+import { ccr } from './ccr.js'
 import { claude } from './claude.js'
+import { cline } from './cline.js'
 import { codex } from './codex.js'
+import { openclaw } from './openclaw.js'
 import { opencode } from './opencode.js'
 import { qwen } from './qwen.js'
 import type { AgentRecipe } from './recipe.js'
@@ -12,4 +15,7 @@ export const AGENTS: Readonly<Record<string, AgentRecipe>> = {
   codex,
   opencode,
   qwen,
+  cline,
+  openclaw,
+  ccr,
 }
