@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
 import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
@@ -17,8 +18,9 @@ import { startGatewayProcess } from './gateway-process.js'
  * "Done" once the result is back), non-interactively, in a temporary HOME and working folder, for one turn that
  * asks for a command to be run: the agent sends its first request, runs the tool the model calls, sends the result
  * back and finishes. The server asks for a key, which launch takes from LLAMAGATE_API_KEY: no process's command line
- * may hold it while the agent runs (sampled from /proc), and the user's settings files seeded in HOME must be as
- * they were once launch returns. Writes what happened to docs/e2e-agents.json and a table to docs/e2e-agents.md;
+ * may hold it while the agent runs (sampled from /proc), no file in HOME may hold it after, and every file that was in
+ * HOME before (the user's own settings) must be as it was once launch returns. Agents marked `loopbackOnly` get
+ * proxy variables that leave them only loopback. Writes what happened to docs/e2e-agents.json and a table to docs/e2e-agents.md;
  * exits 1 when an agent did not finish with exit 0 after a tool round trip, or failed either check.
  *
  * Flags: `--agents claude,codex,...` (all by default), `--timeout S` (600 per agent), `--keep`.
@@ -39,6 +41,11 @@ interface AgentSetup {
   files?: Record<string, unknown>
   /** Other agents it starts itself, which must be on PATH too (Claude Code Router starts Claude Code). */
   needs?: string[]
+  /**
+   * Only loopback: HTTP(S)_PROXY point at a closed port (NO_PROXY lets loopback through), so a request to any other
+   * host fails at once instead of leaving the machine (for clients that honour the proxy variables).
+   */
+  loopbackOnly?: boolean
 }
 
 // The versions the captures in test/fixtures/agents were taken with (2026-11-25).
@@ -70,6 +77,41 @@ const AGENTS: Record<string, AgentSetup> = {
     turn: (prompt) => ['-p', prompt, '--output-format', 'json', '--approval-mode', 'yolo'],
     env: { QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
     files: { '.qwen/settings.json': { privacy: { usageStatisticsEnabled: false }, general: { enableAutoUpdate: false }, telemetry: { enabled: false } } },
+  },
+  pi: {
+    npmPackage: '@mariozechner/pi-coding-agent', version: '0.73.1',
+    bin: (dir) => join(dir, 'node_modules/.bin/pi'),
+    // -p: one prompt, then exit; pi asks no permission for its tools.
+    turn: (prompt) => ['-p', prompt],
+    env: {},
+    // A user's own pi: another default model and a provider of theirs, which launch's extension leaves alone.
+    files: {
+      '.pi/agent/settings.json': { defaultProvider: 'anthropic', defaultModel: 'claude-sonnet-4-5', quietStartup: true },
+      '.pi/agent/models.json': { providers: { ollama: { baseUrl: 'http://127.0.0.1:11434/v1', api: 'openai-completions', apiKey: 'ollama', models: [{ id: 'llama3.1:8b' }] } } },
+    },
+    loopbackOnly: true,
+  },
+  kilo: {
+    // The native binary of its platform package (7.8.1's platform packages were not published: 7.7.7 has them).
+    npmPackage: '@kilocode/cli', version: '7.7.7',
+    bin: (dir) => join(dir, 'node_modules/@kilocode/cli-linux-x64/bin/kilo'),
+    turn: (prompt) => ['run', '--format', 'json', '--auto', prompt],
+    env: { KILO_DISABLE_LSP_DOWNLOAD: '1', KILO_DISABLE_SHARE: '1' },
+    // A user's config as Kilo leaves it after its first run: its one-time migration (the marker file) adds
+    // `permission.bash` and `$schema` to a global config that lacks them, launch or not.
+    files: {
+      '.config/kilo/kilo.json': { $schema: 'https://app.kilo.ai/config.json', autoupdate: false, share: 'disabled', permission: { bash: 'allow' } },
+      '.config/kilo/.bash-permission-migrated': '',
+    },
+    loopbackOnly: true,
+  },
+  copilot: {
+    npmPackage: '@github/copilot', version: '1.0.102',
+    bin: (dir) => join(dir, 'node_modules/@github/copilot-linux-x64/copilot'),
+    turn: (prompt) => ['-p', prompt, '--allow-all-tools', '--no-ask-user', '--no-auto-update', '--stream', 'off'],
+    env: {},
+    files: { '.copilot/settings.json': { theme: 'dark' } },
+    loopbackOnly: true,
   },
   // 2026-11-26.
   cline: {
@@ -114,10 +156,12 @@ interface Outcome {
   toolRoundTrip: boolean
   /** Command lines seen holding the key while the agent ran. */
   keyInArgv: string[]
-  /** Seeded settings files that were not as before once launch returned, and files launch left (backups, its folder). */
+  /** Files of the user's (in HOME before the run) not as they were once launch returned, and what launch left (records, its folder). */
   changedFiles: string[]
   /** Files in HOME holding the key. */
   keyInFiles: string[]
+  /** Files the agent made in HOME (its sessions, caches, logs): not the user's, counted. */
+  filesCreated?: number
   /** When this agent ran (rows of agents not run this time are kept from earlier runs). */
   when?: string
   tail: string
@@ -206,25 +250,31 @@ async function filesUnder (dir: string): Promise<string[]> {
   return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name))
 }
 
-/**
- * What launch left that it should not have: a seeded settings file not as it was, a backup or merge record, a
- * version kept beside a merged file, its private settings folder; and files in HOME holding the key.
- */
-async function leftovers (setup: AgentSetup, home: string, tmp: string): Promise<{ changedFiles: string[], keyInFiles: string[] }> {
-  const changedFiles: string[] = []
-  for (const [path, content] of Object.entries(setup.files ?? {})) {
-    const now = await readFile(join(home, path), 'utf8').catch(() => undefined)
-    if (now !== JSON.stringify(content)) changedFiles.push(`~/${path} ${now === undefined ? 'removed' : 'changed'}`)
-    if (existsSync(join(home, `${path}.from-launch`))) changedFiles.push(`~/${path}.from-launch`)
+/** Every file under `dir` (but `skip`) with a hash of its content. */
+async function snapshot (dir: string, skip: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>()
+  for (const path of await filesUnder(dir)) {
+    if (path.startsWith(skip)) continue
+    files.set(path.slice(dir.length + 1), createHash('sha256').update(await readFile(path)).digest('hex'))
   }
-  for (const file of await filesUnder(join(home, '.llamagate/launch-backups'))) changedFiles.push(file.replace(home, '~'))
+  return files
+}
+
+/**
+ * What launch left that it should not have: a file of the user's (in HOME before the run) changed or removed, a
+ * merge record or a version kept beside a merged file, its private settings folder; and files in HOME holding the key.
+ */
+async function leftovers (before: Map<string, string>, home: string, work: string, tmp: string): Promise<{ changedFiles: string[], keyInFiles: string[], filesCreated: number }> {
+  const after = await snapshot(home, work)
+  const changedFiles = [...before].filter(([path, hash]) => after.get(path) !== hash).map(([path]) => `~/${path}`)
+  for (const path of after.keys()) if (path.startsWith('.llamagate/launch-backups/') || path.endsWith('.from-launch')) changedFiles.push(`~/${path}`)
   for (const entry of await readdir(tmp).catch(() => [] as string[])) if (entry.startsWith('llamagate-')) changedFiles.push(join(tmp, entry))
   const keyInFiles: string[] = []
   for (const file of await filesUnder(home)) {
     const data = await readFile(file).catch(() => Buffer.alloc(0))
     if (data.includes(KEY)) keyInFiles.push(file.replace(home, '~'))
   }
-  return { changedFiles, keyInFiles }
+  return { changedFiles, keyInFiles, filesCreated: [...after.keys()].filter((path) => !before.has(path)).length }
 }
 
 /** Outcomes of earlier runs (docs/e2e-agents.json) of agents not run this time: a run of some agents keeps the rest. */
@@ -266,19 +316,21 @@ async function main (): Promise<void> {
       await mkdir(tmp, { recursive: true })
       for (const [path, content] of Object.entries(setup.files ?? {})) {
         await mkdir(join(home, path, '..'), { recursive: true })
-        await writeFile(join(home, path), JSON.stringify(content))
+        await writeFile(join(home, path), typeof content === 'string' ? content : JSON.stringify(content, null, 2))
       }
       const logBefore = (await readFile(logFile, 'utf8')).length
       say(`${agent} ${setup.version}: one turn with a tool call`)
+      const before = await snapshot(home, work)
       const started = performance.now()
       const argv = watchArgv(KEY)
+      const offline = setup.loopbackOnly === true ? { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost,::1' } : {}
       const result = await run(process.execPath, [cli, 'launch', agent, '--model', MODEL, '--host', gateway.url, '--', ...setup.turn(PROMPT)], {
         cwd: work,
         timeoutMs: Number(values.timeout) * 1000,
-        env: { HOME: home, TMPDIR: tmp, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', LLAMAGATE_API_KEY: KEY, ...setup.env },
+        env: { HOME: home, TMPDIR: tmp, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', LLAMAGATE_API_KEY: KEY, ...offline, ...setup.env },
       })
       const keyInArgv = argv.stop()
-      const { changedFiles, keyInFiles } = await leftovers(setup, home, tmp)
+      const { changedFiles, keyInFiles, filesCreated } = await leftovers(before, home, work, tmp)
       const requests = requestsIn((await readFile(logFile, 'utf8')).slice(logBefore))
       const generating = requests.filter((r) => /\/v1\/(messages|chat\/completions|responses)$/.test(r.path) && r.status === 200)
       const outcome: Outcome = {
@@ -288,6 +340,7 @@ async function main (): Promise<void> {
         keyInArgv,
         changedFiles,
         keyInFiles,
+        filesCreated,
         when: new Date().toISOString(),
         tail: result.output.slice(-1500),
       }
@@ -315,8 +368,8 @@ async function main (): Promise<void> {
     'finishes only after a tool round trip. Requests as the access log saw them (prompt → generated tokens).',
     '',
     'The server asks for a key, given to launch as LLAMAGATE_API_KEY: "clean" says no command line held it while the agent',
-    'ran (sampled from /proc), no file in HOME held it, and the settings files seeded in HOME (the user\'s own) were as',
-    'before once launch returned, with no backup or private settings folder left behind.',
+    'ran (sampled from /proc), no file in HOME held it, and every file in HOME before the run (the user\'s own settings)',
+    'was as before once launch returned, with no merge record or private settings folder left behind.',
     '',
     '| agent | run on | exit | tool round trip | clean | time | requests |',
     '|---|---|---|---|---|---|---|',

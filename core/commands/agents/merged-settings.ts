@@ -100,7 +100,13 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
   await mkdir(dirname(record), { recursive: true, mode: 0o700 })
   // The record first: from here on, a launch killed at any point can be undone.
   await writeWhole(record, JSON.stringify(entry), 0o600)
-  await writeWhole(file, text, 0o600)
+  try {
+    await writeWhole(file, text, 0o600)
+  } catch (err) {
+    // Not written (a read-only folder, a full disk): the user's file is as it was, and nothing is left to undo.
+    await rm(record, { force: true })
+    throw err
+  }
   return { file, restore: (n) => restoreFrom(record, entry, n) }
 }
 

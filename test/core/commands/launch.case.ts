@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs'
 import { chmod, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
@@ -59,12 +60,22 @@ t.test('launch: --print for each agent; the agent started with that environment 
     t.notMatch(args, 'sk-mine-secret', `${agent}: and not in its arguments (${args})`)
   }
 
+  // Settings written for the run: there (mode 600) while the agent runs, gone with their folder after.
+  await writeFile(join(agents, 'pi'), `#!/bin/sh\n{ stat -c %a "$2"; dirname "$2"; echo "args: $*"; } > '${seen}'\n`)
+  await chmod(join(agents, 'pi'), 0o755)
+  const pi = await runCli(['launch', 'pi', '--model', 'acme/tiny', '--host', url], { PATH: `${agents}:${process.env.PATH}`, LLAMAGATE_API_KEY: 'sk-mine-secret' })
+  t.equal(pi.code, 0, pi.stderr)
+  const [fileMode, folder, piArgs] = (await readFile(seen, 'utf8')).split('\n') as [string, string, string]
+  t.equal(fileMode, '600', 'pi\'s extension only its owner reads')
+  t.match(piArgs, /^args: -e \S+\/llamagate\.js --provider llamagate --model acme\/tiny$/)
+  t.notOk(existsSync(folder), 'the folder is gone after the run')
+
   const missing = await runCli(['launch', 'codex', '--model', 'acme/tiny', '--host', url], { PATH: bin })
   t.equal(missing.code, 127)
   t.match(missing.stderr, 'codex is not installed (or not on PATH): npm install -g @openai/codex')
   const unknown = await runCli(['launch', 'cursor', '--host', url])
   t.equal(unknown.code, 2)
-  t.match(unknown.stderr, /unknown agent "cursor": one of claude, codex, opencode, qwen/)
+  t.match(unknown.stderr, /unknown agent "cursor": one of ccr, claude, cline, codex, copilot, kilo, openclaw, opencode, pi, qwen/)
   const noModel = await runCli(['launch', 'claude', '--model', 'acme/none', '--host', url, '--print'])
   t.equal(noModel.code, 1)
   t.match(noModel.stderr, /model "acme\/none" not found/)
@@ -80,5 +91,4 @@ t.test('launch with no agent: each it knows, where it is on PATH or how to insta
   t.match(listed.stdout, /\n {2}codex +Codex CLI +not on PATH: npm install -g @openai\/codex\n/)
   const home = await tempDir(t)
   t.match(await runCli(['launch', '--undo', 'claude'], { HOME: home }), { code: 0, stdout: 'nothing to undo for claude' })
-  t.match(await runCli(['launch', '--undo'], { HOME: home }), { code: 2, stderr: /--undo takes an agent/ })
 })
