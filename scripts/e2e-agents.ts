@@ -121,6 +121,7 @@ const AGENTS: Record<string, AgentSetup> = {
     turn: (prompt) => ['--json', prompt],
     env: { CLINE_NO_AUTO_UPDATE: '1' },
     files: { '.cline/data/settings/global-settings.json': { telemetryOptOut: true, autoUpdateEnabled: false } },
+    loopbackOnly: true,
   },
   openclaw: {
     npmPackage: 'openclaw', version: '2026.9.6', node: 24,
@@ -130,6 +131,7 @@ const AGENTS: Record<string, AgentSetup> = {
     env: {},
     // The user's config, which launch's includes: its update check stays off through that.
     files: { '.openclaw/openclaw.json': { update: { checkOnStart: false } } },
+    loopbackOnly: true,
   },
   // 3.1.1, the newest, depends on @the-next-ai/ai-gateway, which the registry does not have (404).
   ccr: {
@@ -140,6 +142,7 @@ const AGENTS: Record<string, AgentSetup> = {
     env: { CI: '1', DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', DISABLE_ERROR_REPORTING: '1' },
     // The user's config: launch merges its provider in and puts this back.
     files: { '.claude-code-router/config.json': { LOG: false, API_TIMEOUT_MS: 600000 } },
+    loopbackOnly: true,
   },
 }
 const MODEL = 'llamagate/agent'
