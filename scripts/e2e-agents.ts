@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
-import { createHash, randomBytes } from 'node:crypto'
-import { existsSync } from 'node:fs'
+import { createHash } from 'node:crypto'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
@@ -8,7 +8,7 @@ import { parseArgs } from 'node:util'
 import { PACKAGE_ROOT } from '../core/paths.js'
 import { realisticModel } from '../test/helpers/realistic-models.js'
 import { cpuRuntime } from '../test/helpers/runtime.js'
-import { installed, nodeBinary } from './agent-install.js'
+import { installed, nodeBinary, type NodeMajor } from './agent-install.js'
 import { startGatewayProcess } from './gateway-process.js'
 
 /**
@@ -17,12 +17,13 @@ import { startGatewayProcess } from './gateway-process.js'
  * the `agent` fixture (Qwen2.5's template, a 32k trained context; it calls one of the offered tools, then answers
  * "Done" once the result is back), non-interactively, in a temporary HOME and working folder, for one turn that
  * asks for a command to be run: the agent sends its first request, runs the tool the model calls, sends the result
- * back and finishes. The server has an API key: while the agent runs, no process's command line may hold it; after
- * it, every file that was in its HOME before (the user's own settings) must be as it was. Writes what happened to
- * docs/e2e-agents.json and a table to docs/e2e-agents.md; exits 1 when an agent did not finish with exit 0 after a
- * tool round trip, showed the key in a command line, or left a file of the user's changed.
+ * back and finishes. The server asks for a key, which launch takes from LLAMAGATE_API_KEY: no process's command line
+ * may hold it while the agent runs (sampled from /proc), no file in HOME may hold it after, and every file that was in
+ * HOME before (the user's own settings) must be as it was once launch returns. Agents marked `loopbackOnly` get
+ * proxy variables that leave them only loopback. Writes what happened to docs/e2e-agents.json and a table to docs/e2e-agents.md;
+ * exits 1 when an agent did not finish with exit 0 after a tool round trip, or failed either check.
  *
- * Flags: `--agents claude,codex,opencode,qwen,...` (all by default), `--timeout S` (600 per agent), `--keep`.
+ * Flags: `--agents claude,codex,...` (all by default), `--timeout S` (600 per agent), `--keep`.
  */
 
 interface AgentSetup {
@@ -34,10 +35,12 @@ interface AgentSetup {
   turn: (prompt: string) => string[]
   /** Environment of its own: telemetry and update checks off. */
   env: Record<string, string>
-  /** Node 22 for its launcher (Qwen Code's engines field). */
-  node22?: boolean
+  /** A newer Node for its launcher (Qwen Code's engines field: 22; OpenClaw's: 24, which its install checks too). */
+  node?: NodeMajor
   /** Settings files in its HOME, by path: what a user's own configuration says. */
   files?: Record<string, unknown>
+  /** Other agents it starts itself, which must be on PATH too (Claude Code Router starts Claude Code). */
+  needs?: string[]
   /**
    * Only loopback: HTTP(S)_PROXY point at a closed port (NO_PROXY lets loopback through), so a request to any other
    * host fails at once instead of leaving the machine (for clients that honour the proxy variables).
@@ -70,7 +73,7 @@ const AGENTS: Record<string, AgentSetup> = {
     files: { '.config/opencode/opencode.json': { $schema: 'https://opencode.ai/config.json', permission: { bash: 'allow', edit: 'allow', read: 'allow' }, autoupdate: false, share: 'disabled' } },
   },
   qwen: {
-    npmPackage: '@qwen-code/qwen-code', version: '0.24.4', node22: true,
+    npmPackage: '@qwen-code/qwen-code', version: '0.24.4', node: 22,
     bin: (dir) => join(dir, 'node_modules/@qwen-code/qwen-code/cli-entry.js'),
     turn: (prompt) => ['-p', prompt, '--output-format', 'json', '--approval-mode', 'yolo'],
     env: { QWEN_CODE_SUPPRESS_YOLO_WARNING: '1' },
@@ -112,8 +115,41 @@ const AGENTS: Record<string, AgentSetup> = {
     files: { '.copilot/settings.json': { theme: 'dark' } },
     loopbackOnly: true,
   },
+  // 2026-11-26.
+  cline: {
+    npmPackage: 'cline', version: '3.0.65',
+    bin: (dir) => join(dir, 'node_modules/cline/bin/cline'),
+    // One shot, tools approved (its default); not --yolo, which holds the run open until the model calls submit_and_exit.
+    turn: (prompt) => ['--json', prompt],
+    env: { CLINE_NO_AUTO_UPDATE: '1' },
+    files: { '.cline/data/settings/global-settings.json': { telemetryOptOut: true, autoUpdateEnabled: false } },
+    loopbackOnly: true,
+  },
+  openclaw: {
+    npmPackage: 'openclaw', version: '2026.9.6', node: 24,
+    bin: (dir) => join(dir, 'node_modules/openclaw/openclaw.mjs'),
+    // Its headless one-turn entry (docs/cli/agent.md), with a temporary state folder of its own.
+    turn: (prompt) => ['agent', 'exec', '--json', prompt],
+    env: {},
+    // The user's config, which launch's includes: its update check stays off through that.
+    files: { '.openclaw/openclaw.json': { update: { checkOnStart: false } } },
+    loopbackOnly: true,
+  },
+  // 3.1.1, the newest, depends on @the-next-ai/ai-gateway, which the registry does not have (404).
+  ccr: {
+    npmPackage: '@musistudio/claude-code-router', version: '2.0.0', needs: ['claude'],
+    bin: (dir) => join(dir, 'node_modules/@musistudio/claude-code-router/dist/cli.js'),
+    // CCR passes Claude Code only the flags minimist found (its positionals are dropped): one list for the tools.
+    turn: (prompt) => ['-p', prompt, '--output-format', 'json', '--allowedTools', 'Bash,Read'],
+    env: { CI: '1', DISABLE_TELEMETRY: '1', DISABLE_AUTOUPDATER: '1', DISABLE_ERROR_REPORTING: '1' },
+    // The user's config: launch merges its provider in and puts this back.
+    files: { '.claude-code-router/config.json': { LOG: false, API_TIMEOUT_MS: 600000 } },
+    loopbackOnly: true,
+  },
 }
 const MODEL = 'llamagate/agent'
+/** The server's key: launch reads it from LLAMAGATE_API_KEY; it must reach the agent by its environment or a private file. */
+const KEY = `sk-e2e-${process.pid}-4f1c9a7d2b`
 const PROMPT = 'Run the shell command `echo hello-from-tool` and tell me its output.'
 
 interface Outcome {
@@ -123,41 +159,17 @@ interface Outcome {
   seconds: number
   requests: Array<{ path: string, status: number, promptTokens?: number, generatedTokens?: number }>
   toolRoundTrip: boolean
-  /** Command lines (of any process) seen holding the key while the agent ran. */
+  /** Command lines seen holding the key while the agent ran. */
   keyInArgv: string[]
-  /** Files of the user's (in HOME before the run) that were changed or removed by it. */
-  userFilesChanged: string[]
-  /** Files the agent made in HOME (its sessions, caches, logs): not the user's, listed. */
-  filesCreated: number
+  /** Files of the user's (in HOME before the run) not as they were once launch returned, and what launch left (records, its folder). */
+  changedFiles: string[]
+  /** Files in HOME holding the key. */
+  keyInFiles: string[]
+  /** Files the agent made in HOME (its sessions, caches, logs): not the user's, counted. */
+  filesCreated?: number
+  /** When this agent ran (rows of agents not run this time are kept from earlier runs). */
+  when?: string
   tail: string
-}
-
-/** Every file under `dir` (but `skip`) with a hash of its content. */
-async function snapshot (dir: string, skip: string): Promise<Map<string, string>> {
-  const files = new Map<string, string>()
-  for (const entry of await readdir(dir, { recursive: true, withFileTypes: true })) {
-    const path = join(entry.parentPath, entry.name)
-    if (!entry.isFile() || path.startsWith(skip)) continue
-    files.set(path.slice(dir.length + 1), createHash('sha256').update(await readFile(path)).digest('hex'))
-  }
-  return files
-}
-
-/** Watches every process's command line for `secret` until stopped; returns those that held it. */
-function watchArgv (secret: string): { stop: () => Promise<string[]> } {
-  const seen = new Set<string>()
-  let running = true
-  const loop = (async () => {
-    while (running) {
-      for (const pid of await readdir('/proc').catch(() => [])) {
-        if (!/^\d+$/.test(pid)) continue
-        const cmdline = await readFile(`/proc/${pid}/cmdline`, 'utf8').catch(() => '')
-        if (cmdline.includes(secret)) seen.add(cmdline.replace(/\0/g, ' ').trim())
-      }
-      await new Promise((resolve) => setTimeout(resolve, 100))
-    }
-  })()
-  return { stop: async () => { running = false; await loop; return [...seen] } }
 }
 
 function say (line: string): void { process.stdout.write(`${line}\n`) }
@@ -178,12 +190,12 @@ function run (command: string, args: string[], options: { env?: NodeJS.ProcessEn
 async function binFolder (root: string, agents: string[]): Promise<string> {
   const bin = join(root, 'bin')
   await mkdir(bin, { recursive: true })
-  for (const agent of agents) {
+  for (const agent of new Set(agents.flatMap((a) => [...(AGENTS[a]!.needs ?? []), a]))) {
     const setup = AGENTS[agent]!
-    const target = setup.bin(await installed(setup.npmPackage, setup.version, { log: say }))
+    const node = setup.node !== undefined ? await nodeBinary(setup.node, { log: say }) : undefined
+    const target = setup.bin(await installed(setup.npmPackage, setup.version, { log: say, node }))
     let launcher = `exec '${target}' "$@"`
-    if (setup.node22) {
-      const node = await nodeBinary(22, { log: say })
+    if (node !== undefined) {
       // Its bundled ripgrep ships without the execute bit.
       const rg = join(target, '..', 'vendor/ripgrep/x64-linux/rg')
       if (existsSync(rg)) await chmod(rg, 0o755)
@@ -208,6 +220,78 @@ function requestsIn (log: string): Outcome['requests'] {
   })
 }
 
+/** Samples every process's command line (/proc) until stopped: those that hold `key`. */
+function watchArgv (key: string): { stop: () => string[] } {
+  const seen = new Set<string>()
+  const sample = (): void => {
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue
+      try {
+        const line = readFileSync(`/proc/${pid}/cmdline`, 'utf8')
+        if (line.includes(key)) seen.add(line.replace(/\0/g, ' ').slice(0, 300))
+      } catch {
+        // Gone between the listing and the read.
+      }
+    }
+  }
+  const timer = setInterval(sample, 100)
+  return { stop: () => { clearInterval(timer); sample(); return [...seen] } }
+}
+
+/** The watcher itself: a process holding the key in its command line is seen (else its "none" would mean nothing). */
+async function watcherSees (): Promise<void> {
+  const argv = watchArgv(KEY)
+  const decoy = spawn('sleep', ['30', KEY], { stdio: 'ignore' })
+  // Once spawned, the program runs with its arguments; stop() samples once more.
+  await new Promise((resolve) => decoy.once('spawn', resolve))
+  const seen = argv.stop()
+  decoy.kill()
+  if (!seen.some((line) => line.startsWith('sleep 30'))) throw new Error('the command-line watcher did not see a process that holds the key')
+}
+
+/** Every file under `dir`, by path. */
+async function filesUnder (dir: string): Promise<string[]> {
+  const entries = await readdir(dir, { recursive: true, withFileTypes: true }).catch(() => [])
+  return entries.filter((e) => e.isFile()).map((e) => join(e.parentPath, e.name))
+}
+
+/** Every file under `dir` (but `skip`) with a hash of its content. */
+async function snapshot (dir: string, skip: string): Promise<Map<string, string>> {
+  const files = new Map<string, string>()
+  for (const path of await filesUnder(dir)) {
+    if (path.startsWith(skip)) continue
+    files.set(path.slice(dir.length + 1), createHash('sha256').update(await readFile(path)).digest('hex'))
+  }
+  return files
+}
+
+/**
+ * What launch left that it should not have: a file of the user's (in HOME before the run) changed or removed, a
+ * merge record or a version kept beside a merged file, its private settings folder; and files in HOME holding the key.
+ */
+async function leftovers (before: Map<string, string>, home: string, work: string, tmp: string): Promise<{ changedFiles: string[], keyInFiles: string[], filesCreated: number }> {
+  const after = await snapshot(home, work)
+  const changedFiles = [...before].filter(([path, hash]) => after.get(path) !== hash).map(([path]) => `~/${path}`)
+  for (const path of after.keys()) if (path.startsWith('.llamagate/launch-backups/') || path.endsWith('.from-launch')) changedFiles.push(`~/${path}`)
+  for (const entry of await readdir(tmp).catch(() => [] as string[])) if (entry.startsWith('llamagate-')) changedFiles.push(join(tmp, entry))
+  const keyInFiles: string[] = []
+  for (const file of await filesUnder(home)) {
+    const data = await readFile(file).catch(() => Buffer.alloc(0))
+    if (data.includes(KEY)) keyInFiles.push(file.replace(home, '~'))
+  }
+  return { changedFiles, keyInFiles, filesCreated: [...after.keys()].filter((path) => !before.has(path)).length }
+}
+
+/** Outcomes of earlier runs (docs/e2e-agents.json) of agents not run this time: a run of some agents keeps the rest. */
+async function earlierOutcomes (ran: string[]): Promise<Outcome[]> {
+  try {
+    const earlier = JSON.parse(await readFile(join(PACKAGE_ROOT, 'docs/e2e-agents.json'), 'utf8')) as { when?: string, outcomes?: Outcome[] }
+    return (earlier.outcomes ?? []).filter((o) => !ran.includes(o.agent) && o.agent in AGENTS).map((o) => ({ ...o, when: o.when ?? earlier.when }))
+  } catch {
+    return []
+  }
+}
+
 async function main (): Promise<void> {
   const { values } = parseArgs({ options: { agents: { type: 'string', default: Object.keys(AGENTS).join(',') }, timeout: { type: 'string', default: '600' }, keep: { type: 'boolean', default: false } } })
   const agents = values.agents.split(',')
@@ -218,12 +302,11 @@ async function main (): Promise<void> {
   const config = join(root, 'config.yaml')
   // One thread for llama-server on a small machine (its default spins on every core); the agents' prompts are
   // 8k-19k tokens, which the gateway fits by loading a larger context.
-  // A key the server asks for: launch hands it to each agent, and no command line may show it.
-  const key = `sk-e2e-${randomBytes(12).toString('hex')}`
-  await writeFile(config, `port: 0\ndata_dir: ${JSON.stringify(join(root, 'data'))}\nlog_level: info\nruntime: cpu\nruntimes: { cpu: { bin: ${JSON.stringify(runtime.binDir)} } }\ndefault_options: { num_thread: 1, num_parallel: 1 }\nauth: { api_keys: [${JSON.stringify(key)}] }\n`)
+  await writeFile(config, `port: 0\ndata_dir: ${JSON.stringify(join(root, 'data'))}\nlog_level: info\nruntime: cpu\nruntimes: { cpu: { bin: ${JSON.stringify(runtime.binDir)} } }\ndefault_options: { num_thread: 1, num_parallel: 1 }\nauth: { api_keys: [${KEY}] }\n`)
   const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
   const imported = await run(process.execPath, [cli, 'import', MODEL, await realisticModel('agent'), '--config', config])
   if (imported.code !== 0) throw new Error(`import failed: ${imported.output}`)
+  await watcherSees()
   const logFile = join(root, 'gateway.log')
   const gateway = await startGatewayProcess(config, logFile)
   const outcomes: Outcome[] = []
@@ -232,7 +315,10 @@ async function main (): Promise<void> {
       const setup = AGENTS[agent]!
       const home = join(root, `home-${agent}`)
       const work = join(home, 'work')
+      // Its own temporary folder: launch's private settings folder and what the agent writes there stay in view.
+      const tmp = join(root, `tmp-${agent}`)
       await mkdir(work, { recursive: true })
+      await mkdir(tmp, { recursive: true })
       for (const [path, content] of Object.entries(setup.files ?? {})) {
         await mkdir(join(home, path, '..'), { recursive: true })
         await writeFile(join(home, path), typeof content === 'string' ? content : JSON.stringify(content, null, 2))
@@ -240,17 +326,16 @@ async function main (): Promise<void> {
       const logBefore = (await readFile(logFile, 'utf8')).length
       say(`${agent} ${setup.version}: one turn with a tool call`)
       const before = await snapshot(home, work)
-      const argv = watchArgv(key)
       const started = performance.now()
+      const argv = watchArgv(KEY)
       const offline = setup.loopbackOnly === true ? { HTTP_PROXY: 'http://127.0.0.1:9', HTTPS_PROXY: 'http://127.0.0.1:9', NO_PROXY: '127.0.0.1,localhost,::1' } : {}
       const result = await run(process.execPath, [cli, 'launch', agent, '--model', MODEL, '--host', gateway.url, '--', ...setup.turn(PROMPT)], {
         cwd: work,
         timeoutMs: Number(values.timeout) * 1000,
-        env: { HOME: home, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', LLAMAGATE_API_KEY: key, ...offline, ...setup.env },
+        env: { HOME: home, TMPDIR: tmp, PATH: `${bin}:/usr/local/bin:/usr/bin:/bin`, TERM: 'dumb', LANG: 'C.UTF-8', NO_COLOR: '1', LLAMAGATE_API_KEY: KEY, ...offline, ...setup.env },
       })
-      const keyInArgv = await argv.stop()
-      const after = await snapshot(home, work)
-      const userFilesChanged = [...before].filter(([path, hash]) => after.get(path) !== hash).map(([path]) => path)
+      const keyInArgv = argv.stop()
+      const { changedFiles, keyInFiles, filesCreated } = await leftovers(before, home, work, tmp)
       const requests = requestsIn((await readFile(logFile, 'utf8')).slice(logBefore))
       const generating = requests.filter((r) => /\/v1\/(messages|chat\/completions|responses)$/.test(r.path) && r.status === 200)
       const outcome: Outcome = {
@@ -258,39 +343,50 @@ async function main (): Promise<void> {
         // The result of the call went back to the model: a second answered request in the same turn.
         toolRoundTrip: generating.length >= 2,
         keyInArgv,
-        userFilesChanged,
-        filesCreated: [...after.keys()].filter((path) => !before.has(path)).length,
+        changedFiles,
+        keyInFiles,
+        filesCreated,
+        when: new Date().toISOString(),
         tail: result.output.slice(-1500),
       }
       outcomes.push(outcome)
-      say(`  exit ${outcome.exitCode} in ${outcome.seconds} s; ${requests.length} requests (${requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` ${r.promptTokens}+${r.generatedTokens}` : ''}`).join(', ')}); tool round trip: ${outcome.toolRoundTrip}; key in argv: ${keyInArgv.length > 0 ? keyInArgv.join(' | ') : 'no'}; user's files changed: ${userFilesChanged.length > 0 ? userFilesChanged.join(', ') : 'none'}`)
+      say(`  exit ${outcome.exitCode} in ${outcome.seconds} s; ${requests.length} requests (${requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` ${r.promptTokens}+${r.generatedTokens}` : ''}`).join(', ')}); tool round trip: ${outcome.toolRoundTrip}`)
+      say(`  key in argv: ${keyInArgv.length > 0 ? keyInArgv.join(' | ') : 'none'}; key in HOME's files: ${keyInFiles.join(', ') || 'none'}; left changed: ${changedFiles.join(', ') || 'nothing'}`)
     }
   } finally {
     gateway.child.kill('SIGTERM')
     await new Promise((resolve) => gateway.child.once('exit', resolve))
     if (!values.keep) await rm(root, { recursive: true, force: true })
   }
-  const ok = outcomes.every((o) => o.exitCode === 0 && o.toolRoundTrip && o.keyInArgv.length === 0 && o.userFilesChanged.length === 0)
+  const ok = outcomes.every(passed)
   const when = new Date().toISOString()
-  await writeFile(join(PACKAGE_ROOT, 'docs/e2e-agents.json'), `${JSON.stringify({ when, model: MODEL, prompt: PROMPT, outcomes }, null, 2)}\n`)
-  const rows = outcomes.map((o) => `| ${o.agent} ${o.version} | ${o.exitCode} | ${o.toolRoundTrip ? 'yes' : 'no'} | ${o.keyInArgv.length === 0 ? 'no' : 'YES'} | ${o.userFilesChanged.length === 0 ? 'none' : o.userFilesChanged.join(', ')} | ${o.seconds} s | ${o.requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` (${r.promptTokens} → ${r.generatedTokens})` : ''}`).join('<br>')} |`)
+  const all = [...await earlierOutcomes(agents), ...outcomes].sort((a, b) => Object.keys(AGENTS).indexOf(a.agent) - Object.keys(AGENTS).indexOf(b.agent))
+  await writeFile(join(PACKAGE_ROOT, 'docs/e2e-agents.json'), `${JSON.stringify({ when, model: MODEL, prompt: PROMPT, outcomes: all }, null, 2)}\n`)
+  const clean = (o: Outcome): string => o.keyInArgv === undefined ? 'not checked' : [...o.keyInArgv, ...o.keyInFiles, ...o.changedFiles].length === 0 ? 'yes' : 'NO'
+  const rows = all.map((o) => `| ${o.agent} ${o.version} | ${o.when?.slice(0, 10) ?? ''} | ${o.exitCode} | ${o.toolRoundTrip ? 'yes' : 'no'} | ${clean(o)} | ${o.seconds} s | ${o.requests.map((r) => `${r.path} ${r.status}${r.promptTokens !== undefined ? ` (${r.promptTokens} → ${r.generatedTokens})` : ''}`).join('<br>')} |`)
   await writeFile(join(PACKAGE_ROOT, 'docs/e2e-agents.md'), [
     '# Coding agents against llamagate, end to end',
     '',
     `Written by \`npm run e2e:agents\` on ${when}: each agent installed from npm, started by \`llamagate launch\` against a`,
     'real `llamagate serve` and llama-server (CPU, one thread) with the `agent` fixture, asked once:',
     `"${PROMPT}". The fixture calls one of the tools offered, then answers "Done" once the result is back: a turn`,
-    'finishes only after a tool round trip. Requests as the access log saw them (prompt → generated tokens). The server',
-    'asks for an API key: "key in argv" is whether any process\'s command line held it while the agent ran; "user\'s files',
-    'changed" lists the files in the agent\'s HOME before the run (its settings as a user wrote them) that differ after.',
+    'finishes only after a tool round trip. Requests as the access log saw them (prompt → generated tokens).',
     '',
-    '| agent | exit | tool round trip | key in argv | user\'s files changed | time | requests |',
+    'The server asks for a key, given to launch as LLAMAGATE_API_KEY: "clean" says no command line held it while the agent',
+    'ran (sampled from /proc), no file in HOME held it, and every file in HOME before the run (the user\'s own settings)',
+    'was as before once launch returned, with no merge record or private settings folder left behind.',
+    '',
+    '| agent | run on | exit | tool round trip | clean | time | requests |',
     '|---|---|---|---|---|---|---|',
     ...rows,
     '',
   ].join('\n'))
   say(ok ? 'every agent finished its turn' : 'NOT every agent finished its turn after a tool round trip')
   if (!ok) process.exitCode = 1
+}
+
+function passed (o: Outcome): boolean {
+  return o.exitCode === 0 && o.toolRoundTrip && o.keyInArgv.length === 0 && o.keyInFiles.length === 0 && o.changedFiles.length === 0
 }
 
 main().catch((err: unknown) => {

@@ -15,8 +15,10 @@ export const TEST_AGENTS = {
 /** The command that starts `agent` (its Node, its entry script), installing what is missing first. */
 export async function agentCommand (agent: keyof typeof TEST_AGENTS, log?: (line: string) => void): Promise<[string, string]> {
   const { npmPackage, version, node, entry } = TEST_AGENTS[agent]
-  const dir = await installed(npmPackage, version, { log })
-  return [await nodeBinary(node, { log }), join(dir, entry)]
+  // Its Node first on npm's PATH: install scripts check the version (OpenClaw's preinstall refuses Node 20).
+  const nodePath = await nodeBinary(node, { log })
+  const dir = await installed(npmPackage, version, { log, node: nodePath })
+  return [nodePath, join(dir, entry)]
 }
 
 // `node dist/scripts/test-agents.js` (pretest): every test agent and its Node, so that no test's time includes an

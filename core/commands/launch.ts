@@ -32,7 +32,7 @@ export const launch: Command = {
   options: { ...CLIENT_OPTIONS, model: { type: 'string' }, print: { type: 'boolean' }, undo: { type: 'boolean' } },
   positionals: { min: 0, max: Number.MAX_SAFE_INTEGER },
   async run ({ values, positionals, stdout, stderr, client }) {
-    const [name, ...rest] = positionals
+    const [name, ...given] = positionals
     if (name === undefined) {
       if (values.undo === true) throw new UsageError('--undo takes an agent: llamagate launch --undo <agent>')
       await listAgents(stdout)
@@ -47,6 +47,7 @@ export const launch: Command = {
       return 0
     }
     const wiring = await wire(client(), values.model as string | undefined)
+    const rest = given.length > 0 ? given : [...(recipe.defaultArgs ?? [])]
     if (values.print === true) {
       await printAgent(name, recipe, wiring, rest, home, stdout)
       return 0

@@ -53,4 +53,13 @@ export interface AgentRecipe {
    */
   files?(wiring: AgentWiring, dir: string): Record<string, string>
   merged?: MergedSettings
+  /** Arguments in place of the user's when none are given: the agent's own command for a session (`openclaw chat`). */
+  defaultArgs?: readonly string[]
+  /**
+   * Why the agent cannot be wired now, or undefined: a service of its own already running from other settings, which
+   * the agent would use instead of launch's (Claude Code Router's).
+   */
+  busy?(home: string): Promise<string | undefined>
+  /** The agent's own arguments that end, after it exits, a service it started and leaves running (`ccr stop`). */
+  afterExit?: readonly string[]
 }

@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process'
 import { rm } from 'node:fs/promises'
 import { constants } from 'node:os'
+import { UsageError } from '../usage-error.js'
 import { mergeSettings, type Merge } from './merged-settings.js'
 import type { AgentRecipe, AgentWiring } from './recipe.js'
 import { settingsFolder, writeSettings } from './settings-folder.js'
@@ -29,16 +30,33 @@ export function agentEnv (recipe: AgentRecipe, wiring: AgentWiring, dir: string,
  */
 export async function runAgent ({ name, recipe, wiring, rest, home, stderr }: AgentRun): Promise<number> {
   const note = (line: string): void => { stderr.write(`llamagate launch: ${line}\n`) }
+  const busy = await recipe.busy?.(home)
+  if (busy !== undefined) throw new UsageError(busy)
   const dir = await settingsFolder(name)
   let merge: Merge | undefined
   try {
     await writeSettings(recipe, wiring, dir)
     if (recipe.merged !== undefined) merge = await mergeSettings(name, recipe.merged, wiring, home, note)
-    return await spawnAgent(recipe, [...recipe.args(wiring, dir), ...rest], agentEnv(recipe, wiring, dir), note)
+    const env = agentEnv(recipe, wiring, dir)
+    try {
+      return await spawnAgent(recipe, [...recipe.args(wiring, dir), ...rest], env, note)
+    } finally {
+      // Before the settings go back: the service it ends was started from them.
+      if (recipe.afterExit !== undefined) await runQuietly(recipe.command, [...recipe.afterExit], env)
+    }
   } finally {
     await merge?.restore(note)
     await rm(dir, { recursive: true, force: true })
   }
+}
+
+/** A short command of the agent's own, its output dropped: it reports on what launch then says nothing about. */
+function runQuietly (command: string, args: string[], env: Record<string, string>): Promise<void> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, { stdio: 'ignore', env: { ...process.env, ...env } })
+    child.once('error', () => resolve())
+    child.once('exit', () => resolve())
+  })
 }
 
 function spawnAgent (recipe: AgentRecipe, args: string[], env: Record<string, string>, note: (line: string) => void): Promise<number> {

@@ -21,7 +21,9 @@ t.test('every agent: the key is in its environment and nowhere in its arguments'
     t.notOk(args.some((arg) => arg.includes(wiring.key)), `${name}: no argument holds the key (${args.join(' ')})`)
     // Not even a piece of it (a flag's value split, or a config value quoted into a TOML string).
     t.notOk(args.join(' ').includes(wiring.key.slice(3, 20)), `${name}: nor a part of it`)
-    t.ok(Object.values(recipe.env(wiring, '/tmp/llamagate-x')).some((value) => value.includes(wiring.key)), `${name}: its environment carries the key`)
+    // Or a settings file of launch's private folder (mode 600), which its environment points it at.
+    const carriers = [...Object.values(recipe.env(wiring, '/tmp/llamagate-x')), ...Object.values(recipe.files?.(wiring, '/tmp/llamagate-x') ?? {})]
+    t.ok(carriers.some((value) => value.includes(wiring.key)), `${name}: its environment or private settings carry the key`)
   }
 })
 

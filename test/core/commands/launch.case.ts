@@ -77,7 +77,7 @@ t.test('launch: --print for each agent; the agent started with that environment 
   t.match(missing.stderr, 'codex is not installed (or not on PATH): npm install -g @openai/codex')
   const unknown = await runCli(['launch', 'cursor', '--host', url])
   t.equal(unknown.code, 2)
-  t.match(unknown.stderr, /unknown agent "cursor": one of claude, codex, copilot, kilo, opencode, pi, qwen/)
+  t.match(unknown.stderr, /unknown agent "cursor": one of ccr, claude, cline, codex, copilot, kilo, openclaw, opencode, pi, qwen/)
   const noModel = await runCli(['launch', 'claude', '--model', 'acme/none', '--host', url, '--print'])
   t.equal(noModel.code, 1)
   t.match(noModel.stderr, /model "acme\/none" not found/)
