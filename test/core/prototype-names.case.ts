@@ -205,7 +205,7 @@ t.test('config.yaml: models and aliases named after Object.prototype keys', asyn
   const upstream = await listingUpstream(t)
   const file = join(dir, 'config.yaml')
   await writeFile(file, [
-    `data_dir: ${dir}`, 'log_level: silent', 'build_gpu_runtime: false',
+    `data_dir: ${dir}`, 'log_level: silent', 'build_gpu_runtime: false', 'ollama_listen: off',
     `upstreams: [{ name: box, url: "${upstream.origin}", kind: openai }]`,
     'models:',
     '  constructor: { options: { temperature: 0.25 } }',

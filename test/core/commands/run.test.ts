@@ -209,7 +209,7 @@ t.test('errors: one line on stderr and exit 1', async (t) => {
 t.test('bad flags: exit 2 with the usage, and nothing reaches the server', async (t) => {
   const cases: Array<[string[], RegExp]> = [
     [['acme/idle', 'hi', '--nope'], /^llamagate run: Unknown option '--nope'/],
-    [['acme/idle', 'hi', '--think=maybe'], /^llamagate run: --think "maybe": use true, false, low, medium or high/],
+    [['acme/idle', 'hi', '--think=maybe'], /^llamagate run: --think "maybe": use true, false, low, medium, high or max/],
     [['acme/idle', 'hi', '--parameter', 'temperature=-1'], /^llamagate run: --parameter temperature=-1: "-1" is not a valid temperature: must be >= 0/],
     [['acme/idle', 'hi', '--parameter', 'colour=red'], /^llamagate run: --parameter colour=red: unknown parameter "colour"; known: temperature, /],
     [['acme/idle', 'hi', '--parameter', 'num_predict'], /^llamagate run: --parameter "num_predict": expected NAME=VALUE/],
