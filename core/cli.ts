@@ -24,39 +24,42 @@ function commandHelp (command: Command): string {
     (command.flags?.length ? `\nflags:\n${command.flags.map((f) => `  ${f}`).join('\n')}\n` : '')
 }
 
-export async function main (argv: string[]): Promise<number> {
+/** Where a run writes: the process's own streams, or a test's (it runs commands in its process, without a start's cost). */
+export interface CliOutput { stdout: NodeJS.WriteStream, stderr: NodeJS.WriteStream }
+
+export async function main (argv: string[], out: CliOutput = process): Promise<number> {
   const [name, ...rest] = argv
   if (name === 'version' || name === '--version' || name === '-v') {
-    process.stdout.write(`${version()} (Ollama API ${OLLAMA_API_VERSION})\n`)
+    out.stdout.write(`${version()} (Ollama API ${OLLAMA_API_VERSION})\n`)
     return 0
   }
   const commands = await allCommands()
   switch (name) {
     case undefined: case '--help': case '-h':
-      process.stdout.write(usage(commands))
+      out.stdout.write(usage(commands))
       return name === undefined ? 2 : 0
     case 'help': {
-      if (rest[0] === undefined) { process.stdout.write(usage(commands)); return 0 }
+      if (rest[0] === undefined) { out.stdout.write(usage(commands)); return 0 }
       const command = findCommand(commands, rest[0])
-      if (command === undefined) { process.stderr.write(`llamagate: unknown command "${rest[0]}"\n\n${usage(commands)}`); return 2 }
-      process.stdout.write(commandHelp(command))
+      if (command === undefined) { out.stderr.write(`llamagate: unknown command "${rest[0]}"\n\n${usage(commands)}`); return 2 }
+      out.stdout.write(commandHelp(command))
       return 0
     }
   }
   const command = findCommand(commands, name)
   if (command === undefined) {
-    process.stderr.write(`llamagate: unknown command "${name}"\n\n${usage(commands)}`)
+    out.stderr.write(`llamagate: unknown command "${name}"\n\n${usage(commands)}`)
     return 2
   }
-  return runCommand(command, rest)
+  return runCommand(command, rest, out)
 }
 
-async function runCommand (command: Command, args: string[]): Promise<number> {
+async function runCommand (command: Command, args: string[], out: CliOutput): Promise<number> {
   const prefix = `llamagate ${command.name}`
   try {
     const { values, positionals } = parseFlags(command, args)
     if (values.help === true) {
-      process.stdout.write(commandHelp(command))
+      out.stdout.write(commandHelp(command))
       return 0
     }
     // config.yaml is read (and its schema loaded) only when it is where the address comes from.
@@ -64,24 +67,24 @@ async function runCommand (command: Command, args: string[]): Promise<number> {
       ? (await import('./config.js')).loadConfig
       : undefined
     return await command.run({
-      values, positionals, stdout: process.stdout, stderr: process.stderr, stdin: process.stdin, client: clientFor(values, process.env, readConfig),
+      values, positionals, stdout: out.stdout, stderr: out.stderr, stdin: process.stdin, client: clientFor(values, process.env, readConfig),
     })
   } catch (err) {
     if (err instanceof UsageError) {
-      process.stderr.write(`${prefix}: ${err.message}\n\n${commandHelp(command)}`)
+      out.stderr.write(`${prefix}: ${err.message}\n\n${commandHelp(command)}`)
       return 2
     }
     if (err instanceof ConfigError || err instanceof PluginLoadError) {
-      process.stderr.write(`${prefix}: ${err.message}\n`)
+      out.stderr.write(`${prefix}: ${err.message}\n`)
       return 2
     }
     if (err instanceof ServerError || err instanceof ServerUnreachableError || err instanceof GatewayError) {
-      process.stderr.write(`${prefix}: ${err.message}\n`)
+      out.stderr.write(`${prefix}: ${err.message}\n`)
       return 1
     }
     // Never a stack for a person; LLAMAGATE_DEBUG shows it for a bug report.
     const detail = process.env.LLAMAGATE_DEBUG ? (err as Error).stack : (err as Error).message
-    process.stderr.write(`${prefix}: unexpected error: ${detail ?? String(err)}\n`)
+    out.stderr.write(`${prefix}: unexpected error: ${detail ?? String(err)}\n`)
     return 1
   }
 }

@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process'
+import { Writable } from 'node:stream'
 import { existsSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { randomUUID } from 'node:crypto'
@@ -79,4 +80,25 @@ export async function processesWithMark (mark: string): Promise<number[]> {
     }
   }
   return found
+}
+
+/**
+ * `llamagate <args>` run in this process (core/cli.ts's main with its output captured): what the program does with
+ * its arguments, without the ~1 s a process of its own costs to start. For what depends on the process itself (its
+ * environment, its exit, a lock between two programs) a test runs the program: runCli.
+ */
+export async function runCliHere (args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
+  const { main } = await import('../../core/cli.js')
+  const stdout = new TextSink()
+  const stderr = new TextSink()
+  const code = await main(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream })
+  return { code, stdout: stdout.text, stderr: stderr.text }
+}
+
+class TextSink extends Writable {
+  text = ''
+  override _write (chunk: Buffer | string, _encoding: BufferEncoding, done: (err?: Error | null) => void): void {
+    this.text += chunk.toString()
+    done()
+  }
 }

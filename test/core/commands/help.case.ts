@@ -1,5 +1,5 @@
 import t from 'tap'
-import { runCli } from '../../helpers/serve-process.js'
+import { runCli, runCliHere } from '../../helpers/serve-process.js'
 
 t.test('help: the command list, each command\'s help, and help for an unknown one', async (t) => {
   const all = await runCli(['help'])
@@ -9,11 +9,11 @@ t.test('help: the command list, each command\'s help, and help for an unknown on
   t.equal(bare.code, 2, 'no command: the usage, and a failing exit code for scripts')
   t.equal(bare.stdout, all.stdout)
   for (const name of ['serve', 'pull', 'run', 'list', 'ps', 'show', 'cp', 'rm', 'stop', 'import', 'create', 'doctor', 'rpc-worker']) {
-    const help = await runCli(['help', name])
+    const help = await runCliHere(['help', name])
     t.equal(help.code, 0)
     t.match(help.stdout, new RegExp(`usage: llamagate ${name}`))
     if (name === 'doctor') t.match(help.stdout, /Exit status: 0 when a runtime\s+build is chosen and the server answers \(taking LLAMAGATE_API_KEY if it wants a key\), 1 otherwise/, 'doctor\'s help says what its exit status means')
-    t.equal((await runCli([name, '--help'])).stdout, help.stdout, `${name} --help is the same text`)
+    t.equal((await runCliHere([name, '--help'])).stdout, help.stdout, `${name} --help is the same text`)
   }
   const unknown = await runCli(['help', 'frobnicate'])
   t.equal(unknown.code, 2)

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { hashSecret, readKeysFile } from '../../../plugins/security/keys-file.js'
 import { tempDir } from '../../helpers/app.js'
-import { runCli } from '../../helpers/serve-process.js'
+import { runCli, runCliHere } from '../../helpers/serve-process.js'
 
 type Test = Parameters<typeof tempDir>[0]
 
@@ -106,7 +106,7 @@ t.test('refused flags and names: exit 2 with the reason, and no file written', a
     [[], /expected add <name>, list or revoke <name>/],
   ]
   for (const [args, message] of cases) {
-    const run = await runCli(['keys', ...args, '--config', config])
+    const run = await runCliHere(['keys', ...args, '--config', config])
     t.equal(run.code, 2, args.join(' '))
     t.equal(run.stdout, '', 'no secret')
     t.match(run.stderr, message)
@@ -149,7 +149,7 @@ t.test('a keys file broken by hand: the commands say so and change nothing', asy
   const broken = 'keys:\n  - name: bob\n    scopes: [infer\n'
   await writeFile(keys, broken)
   for (const args of [['add', 'carol'], ['revoke', 'bob'], ['list']]) {
-    const run = await runCli(['keys', ...args, '--config', config])
+    const run = await runCliHere(['keys', ...args, '--config', config])
     t.equal(run.code, 1, args.join(' '))
     t.equal(run.stdout, '')
     t.match(run.stderr, /^llamagate keys: keys file .*keys\.yaml: not YAML: .*\nNothing was changed; fix the file by hand first\.\n$/)
@@ -158,13 +158,13 @@ t.test('a keys file broken by hand: the commands say so and change nothing', asy
 })
 
 t.test('llamagate help keys: what each action does, and that the secret is shown once', async (t) => {
-  const help = await runCli(['help', 'keys'])
+  const help = await runCliHere(['help', 'keys'])
   t.equal(help.code, 0)
   t.match(help.stdout, /^keys: hand out API keys with scopes, models and limits; list and revoke them\n\nusage: llamagate keys add <name> \[--scope LIST\]/)
   t.match(help.stdout, /\n {7}llamagate keys list \[--json\]\n {7}llamagate keys revoke <name>\n/)
   for (const flag of ['--scope LIST', '--models LIST', '--concurrent N', '--rpm N', '--tokens-per-day N', '--queue-share F', '--json', '--config FILE']) t.match(help.stdout, `\n  ${flag} `, flag)
   t.match(help.stdout, /infer +chat, generate, embed, rerank/)
   t.match(help.stdout, /add prints the new secret alone on stdout, once/)
-  t.match((await runCli(['help'])).stdout, /\n {2}keys +hand out API keys/, 'listed in llamagate help')
-  t.equal((await runCli(['keys', '--help'])).stdout, help.stdout)
+  t.match((await runCliHere(['help'])).stdout, /\n {2}keys +hand out API keys/, 'listed in llamagate help')
+  t.equal((await runCli(['keys', '--help'])).stdout, help.stdout, 'the program itself prints the same')
 })
