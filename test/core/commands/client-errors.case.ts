@@ -1,26 +1,26 @@
 import t from 'tap'
 import { serveForCli } from '../../helpers/cli-server.js'
-import { runCli } from '../../helpers/serve-process.js'
+import { runCli, runCliHere } from '../../helpers/serve-process.js'
 
 t.test('client errors: one line on stderr, never a stack, and the exit code says which kind', async (t) => {
   const { app, url } = await serveForCli(t)
   const unknown = await runCli(['show', 'acme/nothing', '--host', url])
   t.equal(unknown.code, 1)
   t.equal(unknown.stderr, 'llamagate show: model "acme/nothing" not found, pull it first\n')
-  const badName = await runCli(['stop', '../x', '--host', url])
+  const badName = await runCliHere(['stop', '../x', '--host', url])
   t.equal(badName.code, 1)
   t.match(badName.stderr, /^llamagate stop: .*invalid model name[^\n]*\n$/)
 
-  const badFlag = await runCli(['list', '--colour'])
+  const badFlag = await runCliHere(['list', '--colour'])
   t.equal(badFlag.code, 2)
   t.match(badFlag.stderr, /^llamagate list: Unknown option '--colour'[\s\S]*usage: llamagate list/)
-  const missing = await runCli(['cp', 'acme/qwen'])
+  const missing = await runCliHere(['cp', 'acme/qwen'])
   t.equal(missing.code, 2)
   t.match(missing.stderr, /^llamagate cp: expected <source> <destination>\n/)
-  const extra = await runCli(['ps', 'acme/qwen'])
+  const extra = await runCliHere(['ps', 'acme/qwen'])
   t.equal(extra.code, 2)
   t.match(extra.stderr, /takes no arguments/)
-  const badHost = await runCli(['list', '--host', 'ftp://x'])
+  const badHost = await runCliHere(['list', '--host', 'ftp://x'])
   t.equal(badHost.code, 2)
   t.match(badHost.stderr, /"ftp:\/\/x" is not an http or https address/)
 

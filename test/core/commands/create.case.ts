@@ -8,7 +8,7 @@ import { writeTinyGguf } from '../../../scripts/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveTinyModels, sharedServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
-import { runCli } from '../../helpers/serve-process.js'
+import { runCli, runCliHere } from '../../helpers/serve-process.js'
 
 // One gateway and llama-server for the tests that only send requests (a test with other settings has its own).
 const tiny = sharedServer(() => serveTinyModels(t))
@@ -101,7 +101,7 @@ t.test('a bad Modelfile: one line naming the file and the line, exit 1, nothing 
   ]
   for (const [what, text, message] of cases) {
     const file = await modelfile(t, text)
-    const result = await runCli(['create', 'me/bad', '-f', file, '--host', url])
+    const result = await runCliHere(['create', 'me/bad', '-f', file, '--host', url])
     t.equal(result.code, 1, `${what}: exit 1`)
     t.match(result.stderr, new RegExp(`^llamagate create: ${file}${message.source}.*\\n$`), `${what}: one line`)
     t.equal(result.stderr.split('\n').length, 2, `${what}: exactly one line`)
@@ -111,9 +111,9 @@ t.test('a bad Modelfile: one line naming the file and the line, exit 1, nothing 
 
 t.test('errors from the server and the disk: one line, exit 1; a wrong call, exit 2', async (t) => {
   const { url } = await tiny()
-  const cli = async (text: string | null, ...args: string[]): Promise<Awaited<ReturnType<typeof runCli>>> => {
+  const cli = async (text: string | null, ...args: string[]): Promise<Awaited<ReturnType<typeof runCliHere>>> => {
     const file = text === null ? join(await tempDir(t), 'Modelfile') : await modelfile(t, text)
-    return runCli(['create', ...args, '-f', file, '--host', url])
+    return runCliHere(['create', ...args, '-f', file, '--host', url])
   }
   const unknown = await cli('FROM acme/nope\n', 'me/x')
   t.equal(unknown.code, 1)
@@ -140,7 +140,7 @@ t.test('errors from the server and the disk: one line, exit 1; a wrong call, exi
   t.equal(badName.code, 1)
   t.match(badName.stderr, /^llamagate create: invalid model name "nope"/)
 
-  const noName = await runCli(['create', '--host', url])
+  const noName = await runCliHere(['create', '--host', url])
   t.equal(noName.code, 2)
   t.match(noName.stderr, /^llamagate create: expected <owner>\/<name>\n\n.*usage: llamagate create/s)
   t.equal((await show(url, 'me/x')).status, 404, 'nothing was made')

@@ -31,7 +31,7 @@ t.test('add prints the secret alone, once; list never shows it; revoke keeps the
   t.notMatch(await readFile(keys, 'utf8'), secret, 'the file keeps only the hash')
   t.equal((await stat(keys)).mode & 0o777, 0o600, 'the file is for its owner only')
 
-  const carol = await runCli(['keys', 'add', 'carol', '--config', config, '--scope', 'infer, manage,admin', '--models', 'acme/*,coder',
+  const carol = await runCliHere(['keys', 'add', 'carol', '--config', config, '--scope', 'infer, manage,admin', '--models', 'acme/*,coder',
     '--concurrent', '2', '--rpm', '60', '--tokens-per-day', '100000', '--queue-share', '0.25', '--cache-group', 'red-team'])
   t.equal(carol.code, 0, carol.stderr)
   t.not(carol.stdout.trim(), secret, 'each key has its own secret')
@@ -40,13 +40,13 @@ t.test('add prints the secret alone, once; list never shows it; revoke keeps the
     limits: { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 }, cache_group: 'red-team', created: readKeysFile(keys).keys[1]!.created,
   })
 
-  const table = await runCli(['keys', 'list', '--config', config])
+  const table = await runCliHere(['keys', 'list', '--config', config])
   t.equal(table.code, 0)
   const lines = table.stdout.trimEnd().split('\n')
   t.match(lines[0], /^NAME +SCOPES +MODELS +LIMITS +CACHE GROUP +CREATED +REVOKED$/)
   t.match(lines[1], /^bob +infer +\* +none +bob +(now|\d+ seconds? ago) +-$/, 'a key\'s cache group is its own name unless given')
   t.match(lines[2], /^carol +infer,manage,admin +acme\/\*,coder +2 at once, 60\/min, 100000 tokens\/day, 0\.25 of queue +red-team +/)
-  const listed = (await runCli(['keys', 'list', '--json', '--config', config])).stdout
+  const listed = (await runCliHere(['keys', 'list', '--json', '--config', config])).stdout
   for (const shown of [table.stdout, listed]) {
     t.notMatch(shown, secret, 'no secret in a listing')
     t.notMatch(shown, carol.stdout.trim())
@@ -58,25 +58,25 @@ t.test('add prints the secret alone, once; list never shows it; revoke keeps the
   t.same(json.keys[1].limits, { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 })
   t.notOk('hash' in json.keys[0], 'the JSON entries have no hash')
 
-  const revoked = await runCli(['keys', 'revoke', 'bob', '--config', config])
+  const revoked = await runCliHere(['keys', 'revoke', 'bob', '--config', config])
   t.equal(revoked.code, 0, revoked.stderr)
   t.match(revoked.stdout, /revoked the key "bob"/)
   const after = readKeysFile(keys).keys
   t.equal(after.length, 2, 'the entry stays')
   t.ok(Date.parse(after[0]!.revoked!) >= Date.parse(after[0]!.created), `revoked is a time (${after[0]!.revoked})`)
   t.equal(after[0]!.hash, hashSecret(secret), 'its hash stays: the server names it when it refuses it')
-  t.notMatch((await runCli(['keys', 'list', '--config', config])).stdout.split('\n')[1], / -$/, 'list shows when it was revoked')
+  t.notMatch((await runCliHere(['keys', 'list', '--config', config])).stdout.split('\n')[1], / -$/, 'list shows when it was revoked')
   const text = await readFile(keys, 'utf8')
-  const again = await runCli(['keys', 'revoke', 'bob', '--config', config])
+  const again = await runCliHere(['keys', 'revoke', 'bob', '--config', config])
   t.equal(again.code, 0, 'revoking twice is no error')
   t.equal(again.stdout, `the key "bob" was already revoked (${after[0]!.revoked})\n`)
   t.equal(await readFile(keys, 'utf8'), text, 'and changes nothing')
-  const unknown = await runCli(['keys', 'revoke', 'nobody', '--config', config])
+  const unknown = await runCliHere(['keys', 'revoke', 'nobody', '--config', config])
   t.equal(unknown.code, 1)
   t.match(unknown.stderr, /^llamagate keys: no key named "nobody" in .*keys\.yaml\n$/)
 
   for (const name of ['bob', 'BOB', 'Carol']) {
-    const taken = await runCli(['keys', 'add', name, '--config', config])
+    const taken = await runCliHere(['keys', 'add', name, '--config', config])
     t.equal(taken.code, 2, `${name}: taken`)
     t.equal(taken.stdout, '', 'no secret printed')
     t.match(taken.stderr, new RegExp(`a key named "${name.toLowerCase()}" already exists${name === 'Carol' ? ':' : ' \\(revoked; a name is never reused'}`))
