@@ -10,7 +10,7 @@ import { settingsFolder, writeSettings } from './settings-folder.js'
  * comments. A merged file is shown, not written: the user's file stays as it is.
  */
 export async function printAgent (name: string, recipe: AgentRecipe, wiring: AgentWiring, rest: string[], home: string, stdout: NodeJS.WritableStream): Promise<void> {
-  const dir = recipe.files !== undefined ? await settingsFolder(name) : '<no folder: none is needed>'
+  const dir = recipe.files !== undefined ? await settingsFolder(name, 'print') : '<no folder: none is needed>'
   const files = recipe.files !== undefined ? await writeSettings(recipe, wiring, dir) : []
   if (files.length > 0) stdout.write(`# settings written to ${dir} (mode 600, kept: remove it when done)\n`)
   for (const [file, content] of files) stdout.write(`# ${file}:\n${commented(content)}`)

@@ -4,7 +4,7 @@ import { constants } from 'node:os'
 import { UsageError } from '../usage-error.js'
 import { mergeSettings, type Merge } from './merged-settings.js'
 import type { AgentRecipe, AgentWiring } from './recipe.js'
-import { settingsFolder, writeSettings } from './settings-folder.js'
+import { removeOrphanedFolders, settingsFolder, writeSettings } from './settings-folder.js'
 
 export interface AgentRun {
   name: string
@@ -32,6 +32,7 @@ export async function runAgent ({ name, recipe, wiring, rest, home, stderr }: Ag
   const note = (line: string): void => { stderr.write(`llamagate launch: ${line}\n`) }
   const busy = await recipe.busy?.(home)
   if (busy !== undefined) throw new UsageError(busy)
+  for (const path of await removeOrphanedFolders()) note(`removed ${path}, left by a launch that was killed`)
   const dir = await settingsFolder(name)
   let merge: Merge | undefined
   try {
