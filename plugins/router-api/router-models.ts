@@ -1,9 +1,10 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BadRequestError, NotFoundError, UnavailableError } from '../../core/errors.js'
+import { BadRequestError, ForbiddenError, NotFoundError, UnavailableError } from '../../core/errors.js'
 import { version } from '../../core/version.js'
 import { openAiModel } from '../models-api/tag-shape.js'
 import type { Purpose } from '../scheduler/lease.js'
 import type { ModelRecord } from '../storage/model-record.js'
+import { crossSiteBrowserRequest, shownProps } from './props-fields.js'
 import { RouterLoads } from './router-loads.js'
 import { ModelsQuery, PropsQuery, PropsReply, RouterModelBody, RouterModelsReply, SuccessReply } from './schemas.js'
 
@@ -78,12 +79,12 @@ const routerModels: FastifyPluginAsyncTypebox = async (app) => {
     // A load takes a slot for a moment: a model already loaded is asked at once, not behind its requests.
     let runtime = loaded()
     if (runtime === undefined) {
+      if (crossSiteBrowserRequest(request.headers['sec-fetch-site'])) throw new ForbiddenError('a page of another site may not load a model: ask for its props once it is loaded, or from the same site')
       await scheduler.load(record.name, { purpose })
       runtime = loaded()
     }
     if (runtime === undefined) throw new UnavailableError(`model "${record.name}" was unloaded before it answered`)
-    // Its own answer, under the name clients ask by.
-    return { ...(await runtime.endpoint.props(AbortSignal.timeout(PROPS_TIMEOUT_MS))), model_alias: record.name }
+    return shownProps(await runtime.endpoint.props(AbortSignal.timeout(PROPS_TIMEOUT_MS)), record.name)
   })
 }
 

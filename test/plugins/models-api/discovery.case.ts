@@ -74,6 +74,10 @@ t.test('discovery answers agree with the loaded context, on every surface, throu
   t.equal(tinyProps.status, 200)
   t.equal(tinyProps.body.model_alias, 'acme/tiny')
   t.equal(tinyProps.body.total_slots, 2)
+  // llama-server's model_path is the file's absolute path (the user's folders): the name stands in for it.
+  t.equal(tinyProps.body.model_path, 'acme/tiny')
+  t.notMatch(JSON.stringify(tinyProps.body), /"\/(root|home|tmp)\//, 'no path of this machine in the answer')
+  for (const hidden of ['ui_settings', 'endpoint_slots', 'endpoint_props', 'endpoint_metrics']) t.notOk(hidden in tinyProps.body, `no ${hidden}`)
   const served = tinyProps.body.default_generation_settings.n_ctx
   t.equal(served, 2048, 'llama-server holds 2048 per slot: num_ctx 4096, capped at the trained context')
   const tinyPs = entryOf(await ps(), 'acme/tiny', 'name')
@@ -112,6 +116,11 @@ t.test('router-mode refusals in llama-server\'s shapes; the router\'s own /props
   const noModel = await postJson(`${url}/models/load`, {})
   t.equal(noModel.status, 400)
   t.equal(noModel.body.error.type, 'invalid_request_error', 'a body without model: llama-server\'s shape too')
+  // A page of another site (an <img src> sends no Origin; Fetch Metadata says cross-site) loads nothing.
+  const crossSite = await getJson(`${url}/props?model=acme%2Ftiny`, { 'sec-fetch-site': 'cross-site' })
+  t.equal(crossSite.status, 403, 'a cross-site GET may not load a model')
+  t.match(crossSite.body.error.message, /another site may not load a model/)
+  t.equal(((await getJson(`${url}/models`)).body.data as Json[]).find((m) => m.id === 'acme/tiny')!.status.value, 'unloaded', 'and nothing was loaded')
   const router = await getJson(`${url}/props`)
   t.match(router, { status: 200, body: { role: 'router', model_path: 'none', models_autoload: true, default_generation_settings: { n_ctx: 0 } } })
 })
