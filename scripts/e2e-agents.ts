@@ -241,12 +241,15 @@ function watchArgv (key: string): { stop: () => string[] } {
 /** The watcher itself: a process holding the key in its command line is seen (else its "none" would mean nothing). */
 async function watcherSees (): Promise<void> {
   const argv = watchArgv(KEY)
-  const decoy = spawn('sleep', ['30', KEY], { stdio: 'ignore' })
-  // Once spawned, the program runs with its arguments; stop() samples once more.
+  // A program that takes any argument and waits (sleep would refuse the key as a time and exit at once).
+  const decoy = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 30000)', KEY], { stdio: 'ignore' })
   await new Promise((resolve) => decoy.once('spawn', resolve))
+  // 'spawn' can come before the child's exec; the watcher samples every 100 ms: wait until the decoy shows its key.
+  const deadline = Date.now() + 5000
+  while (Date.now() < deadline && !(await readFile(`/proc/${decoy.pid}/cmdline`, 'latin1').catch(() => '')).includes(KEY)) await new Promise((resolve) => setTimeout(resolve, 50))
   const seen = argv.stop()
   decoy.kill()
-  if (!seen.some((line) => line.startsWith('sleep 30'))) throw new Error('the command-line watcher did not see a process that holds the key')
+  if (!seen.some((line) => line.startsWith(`${process.execPath} -e`))) throw new Error('the command-line watcher did not see a process that holds the key')
 }
 
 /** Every file under `dir`, by path. */

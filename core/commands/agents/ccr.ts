@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { isAlive } from '../../process-alive.js'
@@ -35,6 +36,9 @@ export function mergeRouterConfig (existing: string | undefined, { url, model }:
     ...theirs,
     Providers: [...providers, { name: 'llamagate', api_base_url: `${url}/v1/chat/completions`, api_key: '$LLAMAGATE_API_KEY', models: [model] }],
     Router: { ...(theirs.Router ?? {}), ...Object.fromEntries(ROUTES.map((r) => [r, route])) },
+    // Its proxy on 127.0.0.1:3456 asks no key unless APIKEY is set, and forwards with ours: any local user could use
+    // llamagate through it while it runs. A key for this run (`ccr code` hands it to Claude Code), yours if you set one.
+    APIKEY: theirs.APIKEY ?? '$LLAMAGATE_CCR_KEY',
   }, null, 2)}\n`
 }
 
@@ -52,6 +56,7 @@ export const ccr: AgentRecipe = {
   npmPackage: '@musistudio/claude-code-router',
   env: ({ key, contextLength, outputLimit }) => ({
     LLAMAGATE_API_KEY: key,
+    LLAMAGATE_CCR_KEY: `ccr-${randomBytes(24).toString('base64url')}`,
     CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(outputLimit),
     ...(contextLength !== null ? { CLAUDE_CODE_AUTO_COMPACT_WINDOW: String(contextLength) } : {}),
     CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',

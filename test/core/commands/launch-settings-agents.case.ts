@@ -56,7 +56,7 @@ t.test('ccr: the user\'s config kept, a llamagate provider added, every route on
   t.same(merged.Providers.map((p: { name: string }) => p.name), ['deepseek', 'llamagate'], 'their providers kept, one llamagate')
   t.match(merged.Providers[1], { api_base_url: 'http://127.0.0.1:11435/v1/chat/completions', api_key: '$LLAMAGATE_API_KEY', models: ['acme/long'] })
   t.notOk(JSON.stringify(merged).includes(KEY), 'the key is not in the file')
-  t.match(JSON.parse(mergeRouterConfig(undefined, wiring)), { Providers: [{ name: 'llamagate' }] }, 'no config yet: one of its own')
+  t.match(JSON.parse(mergeRouterConfig(undefined, wiring)), { Providers: [{ name: 'llamagate' }], APIKEY: '$LLAMAGATE_CCR_KEY' }, 'no config yet: one of its own, its proxy behind a key of the run\'s')
   t.throws(() => mergeRouterConfig('{ // mine\n}', wiring), UsageError, 'JSON5 with comments is not merged')
   t.match(AGENTS.ccr!.env(wiring, '/tmp/x'), { LLAMAGATE_API_KEY: KEY, CLAUDE_CODE_AUTO_COMPACT_WINDOW: '32768', CLAUDE_CODE_MAX_OUTPUT_TOKENS: '8192' })
   t.same(AGENTS.ccr!.args(wiring, '/tmp/x'), ['code'])
