@@ -42,7 +42,7 @@ export const launch: Command = {
     if (recipe === undefined) throw new UsageError(`unknown agent "${name}": one of ${NAMES()}`)
     const home = homedir()
     if (values.undo === true) {
-      const undone = await undoMerge(name, home, (line) => stderr.write(`llamagate launch: ${line}\n`))
+      const undone = await undoMerge(name, recipe.merged, home, (line) => stderr.write(`llamagate launch: ${line}\n`))
       stdout.write(undone ? `put back the settings of ${name} as they were before launch\n` : `nothing to undo for ${name}: launch left no settings of its changed\n`)
       return 0
     }

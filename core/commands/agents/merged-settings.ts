@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto'
-import { lstat, mkdir, readFile, realpath, rm, rmdir, stat } from 'node:fs/promises'
-import { dirname, join, relative } from 'node:path'
+import { constants } from 'node:fs'
+import { link, lstat, mkdir, open, readFile, realpath, rm, rmdir, stat } from 'node:fs/promises'
+import { dirname, isAbsolute, join, relative } from 'node:path'
 import { isAlive } from '../../process-alive.js'
 import { writeWhole } from '../../write-whole.js'
 import { UsageError } from '../usage-error.js'
@@ -79,11 +80,9 @@ async function isFolder (dir: string): Promise<boolean> {
  */
 export async function mergeSettings (agent: string, merged: MergedSettings, wiring: AgentWiring, home: string, note: (line: string) => void): Promise<Merge> {
   const record = recordPath(home, agent)
-  const left = await readRecord(record)
+  const left = await readRecord(record, merged, home)
   if (left !== undefined) {
-    if (left.pid !== process.pid && isAlive(left.pid)) {
-      throw new UsageError(`another llamagate launch ${agent} (pid ${left.pid}) has its settings in ${left.path}: one at a time`)
-    }
+    if (left.pid !== process.pid && isAlive(left.pid)) throw oneAtATime(agent, left)
     await restoreFrom(record, left, note)
     note(`put back ${left.path}, left merged by a launch of ${agent} that was stopped before it could`)
   }
@@ -98,8 +97,12 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
     pid: process.pid,
   }
   await mkdir(dirname(record), { recursive: true, mode: 0o700 })
-  // The record first: from here on, a launch killed at any point can be undone.
-  await writeWhole(record, JSON.stringify(entry), 0o600)
+  // The record first: from here on, a launch killed at any point can be undone. It is also the lock: a launch that
+  // merged between our look for a record and now holds it, and its file is no longer the user's to back up.
+  await createRecord(record, JSON.stringify(entry), async () => {
+    const holder = await readRecord(record, merged, home)
+    return oneAtATime(agent, holder ?? entry)
+  })
   try {
     await writeWhole(file, text, 0o600)
   } catch (err) {
@@ -111,9 +114,9 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
 }
 
 /** `llamagate launch --undo <agent>`: puts back what a killed launch left merged; false when nothing was left. */
-export async function undoMerge (agent: string, home: string, note: (line: string) => void): Promise<boolean> {
+export async function undoMerge (agent: string, merged: MergedSettings | undefined, home: string, note: (line: string) => void): Promise<boolean> {
   const record = recordPath(home, agent)
-  const left = await readRecord(record)
+  const left = await readRecord(record, merged, home)
   if (left === undefined) return false
   if (left.pid !== process.pid && isAlive(left.pid)) {
     throw new UsageError(`llamagate launch ${agent} (pid ${left.pid}) is still running: it puts ${left.path} back when ${agent} exits`)
@@ -122,16 +125,87 @@ export async function undoMerge (agent: string, home: string, note: (line: strin
   return true
 }
 
-async function readRecord (record: string): Promise<MergeRecord | undefined> {
-  const text = await readIfThere(record)
-  if (text === undefined) return undefined
+const oneAtATime = (agent: string, holder: MergeRecord): UsageError =>
+  new UsageError(`another llamagate launch ${agent} (pid ${holder.pid}) has its settings in ${holder.path}: one at a time`)
+
+/**
+ * Creates the record only where none is: written whole beside it, then linked into place, which fails when the name
+ * is taken (as O_EXCL does) yet never shows a reader a half-written record.
+ */
+async function createRecord (record: string, text: string, taken: () => Promise<Error>): Promise<void> {
+  const temporary = `${record}.new-${process.pid}-${Math.random().toString(36).slice(2)}`
+  await writeWhole(temporary, text, 0o600)
   try {
-    return JSON.parse(text.toString('utf8')) as MergeRecord
+    await link(temporary, record)
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') throw await taken()
+    throw err
+  } finally {
+    await rm(temporary, { force: true })
+  }
+}
+
+/**
+ * The record, if there is one, checked before anything in it is believed: restoring writes and deletes what it
+ * names, so one planted by someone else (a link, another owner, other modes) or naming another file is refused.
+ */
+async function readRecord (record: string, merged: MergedSettings | undefined, home: string): Promise<MergeRecord | undefined> {
+  let handle
+  try {
+    // O_NOFOLLOW: a link at the record's name fails here rather than being read through.
+    handle = await open(record, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK)
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code
+    if (code === 'ENOENT') return undefined
+    if (code === 'ELOOP' || code === 'EMLINK') throw untrusted(record, 'it is a symbolic link')
+    throw err
+  }
+  let text: string
+  try {
+    const info = await handle.stat()
+    if (!info.isFile()) throw untrusted(record, 'it is not a plain file')
+    const uid = process.getuid?.()
+    if (uid !== undefined && info.uid !== uid) throw untrusted(record, `it belongs to uid ${info.uid}, not to you`)
+    if ((info.mode & 0o7777) !== 0o600) throw untrusted(record, `its mode is ${(info.mode & 0o7777).toString(8)}, not 600`)
+    text = await handle.readFile('utf8')
+  } finally {
+    await handle.close()
+  }
+  let entry: unknown
+  try {
+    entry = JSON.parse(text)
   } catch {
     // Only a crash inside writeWhole's rename could leave this, and it renames whole files: say so rather than guess.
     throw new Error(`${record} is not a launch record; look at it, put your file back by hand, and remove it`)
   }
+  return await checked(record, entry, merged, home)
 }
+
+/** The record's fields as restore uses them: the recipe's own file, and a made folder inside HOME holding it. */
+async function checked (record: string, entry: unknown, merged: MergedSettings | undefined, home: string): Promise<MergeRecord> {
+  const e = entry as Partial<MergeRecord> | null
+  if (e === null || typeof e !== 'object' || typeof e.path !== 'string' || typeof e.written !== 'string' || !Number.isInteger(e.pid) ||
+    (e.original !== undefined && typeof e.original !== 'string') || (e.mode !== undefined && !Number.isInteger(e.mode)) ||
+    (e.madeDir !== undefined && typeof e.madeDir !== 'string')) {
+    throw untrusted(record, 'it is not a launch record')
+  }
+  if (merged === undefined) throw untrusted(record, 'this agent\'s launch merges no settings file')
+  const own = join(home, merged.path)
+  if (e.path !== own && e.path !== await target(own)) throw untrusted(record, `it names ${e.path}, not ${own}`)
+  if (e.madeDir !== undefined && !(within(home, e.madeDir) && within(e.madeDir, e.path))) {
+    throw untrusted(record, `its folder ${e.madeDir} is not one launch makes inside ${home}`)
+  }
+  return e as MergeRecord
+}
+
+/** `inner` is strictly below `outer`. */
+function within (outer: string, inner: string): boolean {
+  const rel = relative(outer, inner)
+  return rel !== '' && !rel.startsWith('..') && !isAbsolute(rel)
+}
+
+const untrusted = (record: string, why: string): UsageError =>
+  new UsageError(`${record} is not trusted (${why}): nothing was restored or changed; look at it, put your settings back by hand, and remove it`)
 
 async function restoreFrom (record: string, entry: MergeRecord, note: (line: string) => void): Promise<void> {
   const now = await readIfThere(entry.path)

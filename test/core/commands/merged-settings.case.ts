@@ -122,13 +122,13 @@ t.test('launch killed: the record stays; a launch of another refuses while it li
   const launch = await startLaunch(t, home, agent)
   await until('the agent started', async () => (await readFile(started, 'utf8').catch(() => '')) !== '')
   stopLater(t, Number(await readFile(started, 'utf8')))
-  await t.rejects(undoMerge('fake', home, silent), /is still running: it puts .* back when fake exits/, 'not while that launch lives')
+  await t.rejects(undoMerge('fake', merged, home, silent), /is still running: it puts .* back when fake exits/, 'not while that launch lives')
   await t.rejects(mergeSettings('fake', merged, wiring, home, silent), /another llamagate launch fake \(pid \d+\)/, 'one launch at a time')
   process.kill(launch.pid, 'SIGKILL')
   await launch.exit
   t.match(await readFile(file, 'utf8'), /baseUrl/, 'left merged')
 
-  t.equal(await undoMerge('fake', home, silent), true, '--undo')
+  t.equal(await undoMerge('fake', merged, home, silent), true, '--undo')
   t.equal(await readFile(file, 'utf8'), USERS)
   t.equal(await mode(file), 0o644)
 
@@ -138,5 +138,58 @@ t.test('launch killed: the record stays; a launch of another refuses while it li
   const next = await mergeSettings('fake', merged, wiring, home, silent)
   await next.restore(silent)
   t.equal(await readFile(file, 'utf8'), USERS, 'after a launch that followed the killed one')
-  t.equal(await undoMerge('fake', home, silent), false, 'nothing left to undo')
+  t.equal(await undoMerge('fake', merged, home, silent), false, 'nothing left to undo')
+})
+
+/** A record as launch writes one, here planted by someone else: restoring it would write `original` to `path`. */
+const planted = (path: string, extra: object = {}): string =>
+  JSON.stringify({ path, original: Buffer.from('planted').toString('base64'), written: 'x', pid: 2 ** 22 + 1, ...extra })
+
+t.test('a record that is a link, or not mode 600, is refused and nothing is touched', async (t) => {
+  const { home, file } = await userHome(t)
+  const record = recordPath(home, 'fake')
+  await mkdir(join(home, '.llamagate/launch-backups'), { recursive: true })
+  const elsewhere = join(home, 'elsewhere.json')
+  await writeFile(elsewhere, planted(file), { mode: 0o600 })
+  await symlink(elsewhere, record)
+  await t.rejects(mergeSettings('fake', merged, wiring, home, silent), /is not trusted \(it is a symbolic link\): nothing was restored/)
+  await t.rejects(undoMerge('fake', merged, home, silent), /is not trusted \(it is a symbolic link\)/)
+  t.equal(await readFile(file, 'utf8'), USERS, 'the user\'s file untouched')
+  t.ok((await lstat(record)).isSymbolicLink(), 'the link left for the user to look at')
+
+  await rm(record)
+  await writeFile(record, planted(file), { mode: 0o644 })
+  await chmod(record, 0o644)
+  await t.rejects(undoMerge('fake', merged, home, silent), /is not trusted \(its mode is 644, not 600\)/)
+  t.equal(await readFile(file, 'utf8'), USERS)
+})
+
+t.test('a record naming another file than the recipe\'s, or a folder outside HOME, is refused', async (t) => {
+  const { home, file } = await userHome(t)
+  const record = recordPath(home, 'fake')
+  const victim = join(home, 'victim.txt')
+  await writeFile(victim, 'mine')
+  await mkdir(join(home, '.llamagate/launch-backups'), { recursive: true })
+  await writeFile(record, planted(victim), { mode: 0o600 })
+  await t.rejects(undoMerge('fake', merged, home, silent), /it names .*victim\.txt, not .*\.fake\/settings\.json/)
+  await t.rejects(mergeSettings('fake', merged, wiring, home, silent), /it names .*victim\.txt/)
+  t.equal(await readFile(victim, 'utf8'), 'mine')
+  t.equal(await readFile(file, 'utf8'), USERS)
+
+  await writeFile(record, planted(file, { original: undefined, madeDir: '/' }), { mode: 0o600 })
+  await t.rejects(undoMerge('fake', merged, home, silent), /its folder \/ is not one launch makes inside/)
+  t.equal(await readFile(file, 'utf8'), USERS, 'not deleted either')
+})
+
+t.test('two launches at once: one merges, the other is refused; the user\'s bytes come back', async (t) => {
+  const { home, file } = await userHome(t)
+  const [a, b] = await Promise.allSettled([mergeSettings('fake', merged, wiring, home, silent), mergeSettings('fake', merged, wiring, home, silent)])
+  const won = [a, b].filter((r) => r.status === 'fulfilled')
+  const lost = [a, b].filter((r) => r.status === 'rejected')
+  t.equal(won.length, 1, 'one merges')
+  t.match(String(lost[0]?.reason), /another llamagate launch fake \(pid \d+\) has its settings in .*: one at a time/)
+  await won[0]?.value.restore(silent)
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.equal(await mode(file), 0o644)
+  t.same(await readdir(join(home, '.llamagate/launch-backups')), [], 'no record, no temporary left')
 })
