@@ -3,6 +3,7 @@ import fp from 'fastify-plugin'
 import type { Scope } from './keys-file.js'
 import { KeyRing, type Grant } from './key-ring.js'
 import { RequestGuard } from './request-guard.js'
+import { reachOf } from '../storage/name-reach.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -48,8 +49,12 @@ export default fp(async (app) => {
   const capConnections = (): void => { connections.requireKeys(keys.enabled) }
   capConnections()
   keys.onChange(capConnections)
+  // The store comes after this plugin (storage depends on it): asked per request, as it resolves names; without
+  // one (a server of upstreams only) nothing is stored and an alias reaches its model.
+  const aliasOf = (name: string): string | undefined => app.config.aliases.get(name.toLowerCase())
   const guard = new RequestGuard({
-    host, allowedHosts, origins, keys, ollamaListener, connections, aliasOf: (name) => app.config.aliases.get(name.toLowerCase()),
+    host, allowedHosts, origins, keys, ollamaListener, connections,
+    reach: (name) => app.hasDecorator('store') ? app.store.reach(name) : reachOf(name, () => undefined, aliasOf),
   })
 
   app.decorateRequest('keyHolder', false)

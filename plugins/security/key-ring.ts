@@ -3,6 +3,7 @@ import { statSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, type Scope } from './keys-file.js'
 import type { Logger } from '../../core/logger.js'
+import type { NameReach } from '../storage/name-reach.js'
 import { matchesPattern } from './host-guard.js'
 
 /** What a valid key may do, as the requests it authenticates carry it (`request.grant`). */
@@ -138,12 +139,14 @@ export class KeyRing {
 }
 
 /**
- * Whether `grant` may use the model a request named: the name as sent (an alias included), without Ollama's
- * `:latest`, or the stored model it reaches, matching one of the key's names or patterns.
+ * Whether `grant` may use the model a request named: judged by the model the name reaches (`reach`, as the store
+ * resolves it: storage/name-reach.ts). The name as sent (an alias included), without Ollama's `:latest`, must match
+ * one of the key's names or patterns, or, for an alias, the model it names. A stored model's own name wins over an
+ * alias of that name, so there the alias's model does not count: it is not the model the request reaches.
  */
-export function allowsModel (grant: Grant, requested: string, reaches?: string): boolean {
+export function allowsModel (grant: Grant, requested: string, reach: NameReach<unknown>): boolean {
   if (grant.models.includes('*')) return true
-  const names = [requested, requested.replace(/:latest$/i, ''), ...(reaches !== undefined ? [reaches] : [])]
+  const names = [requested, requested.replace(/:latest$/i, ''), ...(reach !== null && 'alias' in reach ? [reach.alias] : [])]
   return grant.models.some((pattern) => names.some((n) => matchesPattern(n, pattern)))
 }
 

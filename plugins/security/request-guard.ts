@@ -6,6 +6,7 @@ import { cacheGroupOf } from './cache-group.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
 import { allowsModel, type KeyRing } from './key-ring.js'
 import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
+import type { NameReach } from '../storage/name-reach.js'
 
 declare module '../../core/request-usage.js' {
   interface RequestUsage {
@@ -29,8 +30,8 @@ export interface RequestGuardOptions {
   keys: KeyRing
   ollamaListener: OllamaListener | null
   connections: ConnectionCaps
-  /** The model an alias names (`config.aliases`, by its lower case). */
-  aliasOf: (name: string) => string | undefined
+  /** What a model name reaches: the stored model of that name, else the model its alias names (storage/name-reach.ts). */
+  reach: (name: string) => NameReach<unknown>
 }
 
 /**
@@ -101,7 +102,7 @@ export class RequestGuard {
     const grant = request.grant
     if (grant !== null && request.routeOptions.config.public !== true) {
       for (const name of modelsNamedIn(request.body, request.params, request.query)) {
-        if (!allowsModel(grant, name, this.options.aliasOf(name))) {
+        if (!allowsModel(grant, name, this.options.reach(name))) {
           throw new ForbiddenError(`the API key "${grant.name}" may not use model "${name.slice(0, 200)}"`, 'permission_denied')
         }
       }
@@ -122,7 +123,7 @@ export class RequestGuard {
     if (!Array.isArray(items)) return payload
     const allowed = items.filter((item) => {
       const name = (item as Record<string, unknown>)[list.key]
-      return typeof name === 'string' && allowsModel(grant, name, this.options.aliasOf(name))
+      return typeof name === 'string' && allowsModel(grant, name, this.options.reach(name))
     })
     // Anthropic's list names its first and last model apart from the list.
     const ends = 'first_id' in payload ? { first_id: (allowed[0] as { id?: string } | undefined)?.id ?? null, last_id: (allowed.at(-1) as { id?: string } | undefined)?.id ?? null } : {}

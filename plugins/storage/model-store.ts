@@ -11,6 +11,7 @@ import { ModelCreation } from './model-creation.js'
 import { recordOf, type ModelRecord } from './model-record.js'
 import type { ManifestInput, ModelWriter, OpenWriterOptions } from './model-writer.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
+import { reachOf, type NameReach } from './name-reach.js'
 import { takeLock } from './take-lock.js'
 
 interface ModelStoreOptions {
@@ -119,19 +120,24 @@ export class ModelStore {
 
   /** Case-insensitive, as on the hub; a `:tag` is ignored; an alias reaches its model. @throws InvalidModelNameError */
   find (name: string): ModelRecord | null {
-    const alias = this.aliasOf(name)
-    // A stored model's own name wins over an alias; an alias is not a model name, so it may be any string.
-    if (alias !== undefined) return this.findStored(name) ?? this.records.get(modelKey(parseModelName(alias).id)) ?? null
-    return this.records.get(modelKey(parseModelName(name).id)) ?? null
+    const reach = this.reach(name)
+    if (reach === null) return this.records.get(modelKey(parseModelName(name).id)) ?? null
+    // An alias is not a model name, so it may be any string; the model it names must be one.
+    return 'stored' in reach ? reach.stored : this.records.get(modelKey(parseModelName(reach.alias).id)) ?? null
   }
 
   /** `find` that never throws: null for a name that is not a model name too (a request for an upstream's model). */
   lookup (name: string): ModelRecord | null {
-    const alias = this.aliasOf(name)
-    const stored = this.findStored(name)
-    if (stored !== undefined || alias === undefined) return stored ?? null
-    const target = readModelName(alias)
+    const reach = this.reach(name)
+    if (reach === null) return null
+    if ('stored' in reach) return reach.stored
+    const target = readModelName(reach.alias)
     return target === null ? null : this.records.get(modelKey(target.id)) ?? null
+  }
+
+  /** What `name` reaches (name-reach.ts): the stored model of that name, else the model its alias names. Never throws. */
+  reach (name: string): NameReach<ModelRecord> {
+    return reachOf(name, (n) => this.findStored(n), (n) => this.aliasOf(n))
   }
 
   /** @throws InvalidModelNameError, ModelNotFoundError (naming an alias's model) */
