@@ -21,6 +21,8 @@ export interface ServerShape {
   parallel: number
   /** --threads; unset: llama-server's default. */
   threads?: number
+  /** More of llama-server's flags, for every setup alike (llamagate's through each model's `args`). */
+  extraArgs?: string[]
 }
 
 export interface Started { child: ChildProcess, url: string }
@@ -53,7 +55,7 @@ export async function startRouter (build: RuntimeBuild, modelsDir: string, shape
   const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', String(modelsMax), '--host', '127.0.0.1', '--port', String(port),
     '--ctx-size', String(shape.ctxPerSlot * shape.parallel), '--parallel', String(shape.parallel), '--jinja', '--no-webui',
     ...(build.backend === 'cpu' ? ['--no-warmup'] : []),
-    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : [])], { stdio: 'ignore', detached: true })
+    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url)
   const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
@@ -84,7 +86,7 @@ export async function startPipe (port: number): Promise<Started> {
  * `llamagate serve` with `models` (name → GGUF) imported by its CLI, every model kept loaded until another must
  * take its place (`maxLoaded`). `root`: another built checkout, to compare with.
  */
-export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, root?: string, extra?: string[] } = {}): Promise<Started> {
+export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, root?: string, extra?: string[], argsFor?: string[] } = {}): Promise<Started> {
   await mkdir(dir, { recursive: true })
   const config = join(dir, 'llamagate.yaml')
   const root = options.root ?? PACKAGE_ROOT
@@ -94,6 +96,8 @@ export async function startGateway (dir: string, build: RuntimeBuild, models: Re
     `default_options: { num_ctx: ${shape.ctxPerSlot}, num_parallel: ${shape.parallel}${shape.threads !== undefined ? `, num_thread: ${shape.threads}` : ''} }`,
     `limits: { queue_length: 1000${options.maxLoaded !== undefined ? `, max_loaded_models: ${options.maxLoaded}` : ''} }`,
     ...options.extra ?? [],
+    // The models' llama-server flags: those imported now, or (argsFor) those a restart finds imported already.
+    ...modelArgs(options.argsFor ?? Object.keys(models), shape.extraArgs ?? []),
   ].join('\n'))
   const cli = join(root, 'dist/core/cli.js')
   for (const [name, file] of Object.entries(models)) {
@@ -102,6 +106,11 @@ export async function startGateway (dir: string, build: RuntimeBuild, models: Re
     if (code !== 0) throw new Error(`llamagate import ${name} ${file} exited with ${String(code)}`)
   }
   return startGatewayProcess(config, join(dir, 'llamagate.log'), undefined, root)
+}
+
+function modelArgs (names: string[], args: string[]): string[] {
+  if (names.length === 0 || args.length === 0) return []
+  return ['models:', ...names.map((name) => `  ${JSON.stringify(name)}: { args: ${JSON.stringify(args)} }`)]
 }
 
 /** A folder of the given GGUFs (name → file) for router mode, linked rather than copied. */

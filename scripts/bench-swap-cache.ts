@@ -29,6 +29,11 @@ export interface SwapCacheOptions {
   /** How many times the model comes back; each time one conversation's follow-up is timed. */
   swapIns: number
   threads?: number
+  /**
+   * llama-server's --flash-attn in every setup. On CPU its kernel answers a prompt differently as the prompt is cut into
+   * batches, and a follow-up from a context checkpoint is another cut: off, a reuse answers as a cold evaluation does.
+   */
+  flashAttn?: 'on' | 'off' | 'auto'
   say: (line: string) => void
 }
 
@@ -37,12 +42,13 @@ const REPLY = 8
 
 export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<string, unknown>> {
   const [a, b] = o.models
-  const shape: ServerShape = { ctxPerSlot: Math.ceil(o.prefixWords * 1.6) + 1024, parallel: CONVERSATIONS, ...(o.threads !== undefined ? { threads: o.threads } : {}) }
+  const extraArgs = o.flashAttn !== undefined ? ['--flash-attn', o.flashAttn] : []
+  const shape: ServerShape = { ctxPerSlot: Math.ceil(o.prefixWords * 1.6) + 1024, parallel: CONVERSATIONS, ...(o.threads !== undefined ? { threads: o.threads } : {}), extraArgs }
   const children: Started['child'][] = []
   let restarted: LlamaServer | null = null
   const restartOn = async (file: string): Promise<Pool> => {
     await restarted?.stop()
-    restarted = new LlamaServer({ build: o.build, modelPath: file, alias: 'bench', ctxSize: shape.ctxPerSlot * shape.parallel, parallel: shape.parallel, ...(o.threads !== undefined ? { threads: o.threads } : {}) })
+    restarted = new LlamaServer({ build: o.build, modelPath: file, alias: 'bench', ctxSize: shape.ctxPerSlot * shape.parallel, parallel: shape.parallel, ...(o.threads !== undefined ? { threads: o.threads } : {}), extraArgs })
     await restarted.start()
     return new Pool(restarted.endpoint.address.baseUrl, { connections: 1 })
   }
@@ -109,7 +115,7 @@ export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<strin
     await pools.caches.close()
     // The new process's log is read for its address: the old one's must not answer for it.
     await rename(join(o.dir, 'caches', 'llamagate.log'), join(o.dir, 'caches', 'llamagate-before-restart.log'))
-    const again = await startGateway(join(o.dir, 'caches'), o.build, {}, shape, { maxLoaded: 1 })
+    const again = await startGateway(join(o.dir, 'caches'), o.build, {}, shape, { maxLoaded: 1, argsFor: Object.keys(gatewayModels) })
     children.push(again.child)
     pools.caches = new Pool(again.url, { connections: CONVERSATIONS })
     const afterRestart: ChatResult[] = []

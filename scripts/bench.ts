@@ -61,7 +61,7 @@ async function main (): Promise<void> {
       backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' }, 'prompt-tokens': { type: 'string', default: '4096,16384' },
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
-      'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' },
+      'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
     },
   })
@@ -141,7 +141,8 @@ async function main (): Promise<void> {
       say(`\n== swap-cache, ${shape}`)
       report.swap_cache = await benchSwapCache({
         build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap-cache'),
-        prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}), say,
+        prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}),
+        ...(values['flash-attn'] !== undefined ? { flashAttn: flashAttnValue(values['flash-attn']) } : {}), say,
       })
     }
     if (scenarios.includes('upstreams')) {
@@ -192,3 +193,9 @@ async function main (): Promise<void> {
 }
 
 main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1) })
+
+/** `--flash-attn on|off|auto`: llama-server's own switch, for every setup of a scenario alike. */
+function flashAttnValue (value: string): 'on' | 'off' | 'auto' {
+  if (value === 'on' || value === 'off' || value === 'auto') return value
+  throw new Error(`--flash-attn ${JSON.stringify(value)}: on, off or auto`)
+}
