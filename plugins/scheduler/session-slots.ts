@@ -28,7 +28,8 @@ export class SessionSlots {
       return null
     }
     // The slot's earlier owner, if another, loses it: its cache there is about to be replaced.
-    for (const [other, at] of this.owners) if (at === slot) this.owners.delete(other)
+    // Deleted first, its own entry too: a Map keeps the first insertion's place, and the order is least recent first.
+    for (const [other, at] of this.owners) if (at === slot || other === session) this.owners.delete(other)
     this.owners.set(session!, slot)
     this.held.add(slot)
     return slot

@@ -33,3 +33,17 @@ t.test('a new session takes the slot seen least recently; at most one owner per 
   const owners = [slots.ownerOf(0), slots.ownerOf(1)]
   t.same(owners.sort(), ['s9998', 's9999'], '10,000 sessions later, two are kept: one per slot')
 })
+
+t.test('a session used again is the most recent: the one seen least recently gives up its slot', async (t) => {
+  const slots = new SessionSlots(2)
+  t.equal(slots.take('a'), 0)
+  slots.release(0)
+  t.equal(slots.take('b'), 1)
+  slots.release(1)
+  t.equal(slots.take('a'), 0, 'a again, on its slot')
+  slots.release(0)
+  t.equal(slots.take('c'), 1, 'a new session takes b\'s slot: b was seen before a\'s last turn')
+  slots.release(1)
+  t.equal(slots.ownerOf(0), 'a')
+  t.equal(slots.ownerOf(1), 'c')
+})
