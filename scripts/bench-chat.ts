@@ -14,6 +14,11 @@ export interface ChatResult {
   cachedTokens: number
   completionTokens: number
   /**
+   * Each answer token's logprob (the chosen token's, i.e. the top-1 at temperature 0) and, where the request asked for
+   * `top_logprobs` ≥ 2, its runner-up's: where the request asked for `logprobs`.
+   */
+  logprobs: Array<{ top: number, runnerUp?: number }>
+  /**
    * The server's own time to evaluate the prompt (llama-server's timings.prompt_ms), -1 if not reported: the
    * client's TTFT less this is what the request cost outside the model, which a proxy adds to.
    */
@@ -37,10 +42,11 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
   const started = performance.now()
   let ttftMs = -1
   let text = ''
+  const logprobs: ChatResult['logprobs'] = []
   let usage: { prompt_tokens?: number, completion_tokens?: number, prompt_tokens_details?: { cached_tokens?: number } } = {}
   let promptMs = -1
   let done = false
-  const failed = (error: string): ChatResult => ({ ok: false, error, ttftMs, totalMs: performance.now() - started, text, promptTokens: 0, cachedTokens: 0, completionTokens: 0, promptMs })
+  const failed = (error: string): ChatResult => ({ ok: false, error, ttftMs, totalMs: performance.now() - started, text, promptTokens: 0, cachedTokens: 0, completionTokens: 0, logprobs, promptMs })
   try {
     const response = await pool.request({
       method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' },
@@ -56,7 +62,7 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
         if (!line.startsWith('data: ')) continue
         const data = line.slice(6).trim()
         if (data === '[DONE]') { done = true; continue }
-        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null, reasoning_content?: string | null } }>, usage?: typeof usage, timings?: { prompt_ms?: number }, error?: unknown }
+        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null, reasoning_content?: string | null }, logprobs?: { content?: Array<{ logprob: number, top_logprobs?: Array<{ logprob: number }> }> | null } | null }>, usage?: typeof usage, timings?: { prompt_ms?: number }, error?: unknown }
         if (event.error !== undefined) return failed(`error event: ${JSON.stringify(event.error)}`)
         const delta = event.choices?.[0]?.delta
         // A thinking model's first tokens are its reasoning (Qwen3.5's template opens <think> in the prompt):
@@ -65,6 +71,10 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
           if (typeof piece !== 'string' || piece === '') continue
           if (ttftMs < 0) ttftMs = performance.now() - started
           text += piece
+        }
+        for (const entry of event.choices?.[0]?.logprobs?.content ?? []) {
+          const runnerUp = entry.top_logprobs?.[1]?.logprob
+          logprobs.push({ top: entry.logprob, ...(runnerUp !== undefined ? { runnerUp } : {}) })
         }
         if (event.usage) usage = event.usage
         if (typeof event.timings?.prompt_ms === 'number') promptMs = event.timings.prompt_ms
@@ -76,7 +86,7 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
   if (!done) return failed('the stream ended without [DONE]')
   return {
     ok: true, ttftMs, totalMs: performance.now() - started, text,
-    promptTokens: usage.prompt_tokens ?? 0, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0, promptMs,
+    promptTokens: usage.prompt_tokens ?? 0, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0, logprobs, promptMs,
   }
 }
 

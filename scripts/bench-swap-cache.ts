@@ -30,10 +30,15 @@ export interface SwapCacheOptions {
   swapIns: number
   threads?: number
   /**
-   * llama-server's --flash-attn in every setup. On CPU its kernel answers a prompt differently as the prompt is cut into
-   * batches, and a follow-up from a context checkpoint is another cut: off, a reuse answers as a cold evaluation does.
+   * llama-server's --flash-attn in every setup (unset: its default). On CPU its kernel answers a prompt differently as
+   * the prompt is cut into batches, and a follow-up from a cache is another cut than a cold evaluation's.
    */
   flashAttn?: 'on' | 'off' | 'auto'
+  /**
+   * llama-server's weight repacking in every setup (unset: on). Its repacked k-quant kernels (Q4_K on x86) take another
+   * path for a row than for a batch. Both off, every cut gives the same logprobs to the last digit.
+   */
+  repack?: boolean
   say: (line: string) => void
 }
 
@@ -42,7 +47,7 @@ const REPLY = 8
 
 export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<string, unknown>> {
   const [a, b] = o.models
-  const extraArgs = o.flashAttn !== undefined ? ['--flash-attn', o.flashAttn] : []
+  const extraArgs = [...o.flashAttn !== undefined ? ['--flash-attn', o.flashAttn] : [], ...o.repack === false ? ['--no-repack'] : []]
   const shape: ServerShape = { ctxPerSlot: Math.ceil(o.prefixWords * 1.6) + 1024, parallel: CONVERSATIONS, ...(o.threads !== undefined ? { threads: o.threads } : {}), extraArgs }
   const children: Started['child'][] = []
   let restarted: LlamaServer | null = null
@@ -67,7 +72,7 @@ export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<strin
     /** One turn of `model` through `setup`; the restart setup restarts llama-server when the model changes. */
     const send = async (setup: Setup, model: 0 | 1, messages: Message[]): Promise<ChatResult> => {
       const { label } = o.models[model]
-      const body = { messages, max_tokens: REPLY, temperature: 0, ignore_eos: true }
+      const body = { messages, max_tokens: REPLY, temperature: 0, ignore_eos: true, logprobs: true, top_logprobs: 2 }
       let result: ChatResult
       if (setup === 'restart') {
         if (restartModel !== model) { await restartPool?.close(); restartPool = await restartOn(o.models[model].file); restartModel = model }
@@ -96,7 +101,6 @@ export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<strin
       o.say(`  ${setup}: first turns ${first[setup].map((r) => `${(r.ttftMs / 1000).toFixed(1)} s (${r.cachedTokens}/${r.promptTokens} cached)`).join(', ')}`)
     }
     const followUps: Record<Setup, ChatResult[]> = { caches: [], 'no-caches': [], router: [], restart: [] }
-    const answers: Record<Setup, string[]> = { caches: [], 'no-caches': [], router: [], restart: [] }
     for (let i = 0; i < o.swapIns; i++) {
       const conversation = i % CONVERSATIONS
       for (let k = 0; k < SETUPS.length; k++) {
@@ -104,7 +108,6 @@ export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<strin
         await send(setup, 1, [{ role: 'user', content: 'Say hello.' }]) // the other model: the first one goes
         const result = await turn(setup, conversation)
         followUps[setup].push(result)
-        answers[setup].push(result.text)
       }
       o.say(`  swap-in ${i + 1} (conversation ${conversation + 1}): ${SETUPS.map((s) => `${s} ${(followUps[s].at(-1)!.ttftMs / 1000).toFixed(2)} s (${followUps[s].at(-1)!.cachedTokens}/${followUps[s].at(-1)!.promptTokens})`).join('; ')}`)
     }
@@ -138,23 +141,57 @@ export async function benchSwapCache (o: SwapCacheOptions): Promise<Record<strin
     const best = Math.min(summary['no-caches'].follow_up_ttft_p50_ms, summary.router.follow_up_ttft_p50_ms, summary.restart.follow_up_ttft_p50_ms)
     const ratio = summary.caches.follow_up_ttft_p50_ms / best
     const restartRatio = percentile(afterRestart.map((r) => r.ttftMs), 50) / best
-    const same = answers.caches.filter((text, i) => text === answers['no-caches'][i]).length
+    const agreement = compareAnswers(followUps)
     o.say(`\nswap-cache (${a.label} ⇄ ${b.label}, room for one; ${CONVERSATIONS} conversations sharing a ~${summary.caches.prompt_tokens_p50}-token prompt; ${o.swapIns} swap-ins): follow-up TTFT after the model came back, medians`)
     for (const setup of SETUPS) {
       const s = summary[setup]
       o.say(`${setup.padEnd(10)} ${(s.follow_up_ttft_p50_ms / 1000).toFixed(2).padStart(8)} s   ${s.follow_up_cached_p50} of ${s.prompt_tokens_p50} prompt tokens from cache`)
     }
     o.say(`caches / the best of the others: ${ratio.toFixed(4)} (target ≤ 0.1); after a gateway restart: ${restartRatio.toFixed(4)}`)
-    o.say(`answers at temperature 0 identical with and without the restore: ${same} of ${answers.caches.length}`)
+    o.say(`answers at temperature 0 identical to every cold setup's (${COLD.join(', ')}): ${agreement.identical} of ${o.swapIns}; largest logprob difference: top-1 ${agreement.maxTopDiff.toExponential(2)}, runner-up ${agreement.maxRunnerUpDiff.toExponential(2)} (${agreement.runnerUps} compared)`)
+    for (const [i, text] of followUps.caches.map((r) => r.text).entries()) o.say(`  follow-up ${i + 1}: ${JSON.stringify(text)}`)
     return {
-      models: [a.label, b.label], conversations: CONVERSATIONS, swap_ins: o.swapIns, prefix_words: o.prefixWords, ...summary,
+      llama_server_args: extraArgs, models: [a.label, b.label], conversations: CONVERSATIONS, swap_ins: o.swapIns, prefix_words: o.prefixWords, ...summary,
       first_turn_ttft_ms: Object.fromEntries(SETUPS.map((s) => [s, first[s].map((r) => Math.round(r.ttftMs))])),
       after_restart: afterRestart.map((r) => ({ ttft_ms: Math.round(r.ttftMs), cached: r.cachedTokens, prompt: r.promptTokens })),
-      ratio_vs_best_other: ratio, after_restart_ratio_vs_best_other: restartRatio, identical_answers: same, answers_compared: answers.caches.length,
+      ratio_vs_best_other: ratio, after_restart_ratio_vs_best_other: restartRatio, identical_answers: agreement.identical, answers_compared: o.swapIns, max_top1_logprob_diff: agreement.maxTopDiff, max_runner_up_logprob_diff: agreement.maxRunnerUpDiff, runner_ups_compared: agreement.runnerUps,
+      answers: Object.fromEntries(SETUPS.map((s) => [s, followUps[s].map((r) => r.text)])),
+      // What the comparison compared: each restored follow-up's tokens' logprobs, [top-1, runner-up].
+      caches_logprobs: followUps.caches.map((r) => r.logprobs.map((l) => [l.top, l.runnerUp ?? null])),
     }
   } finally {
     await (restarted as LlamaServer | null)?.stop()
     killAll(children)
     await new Promise((r) => setTimeout(r, 1000))
   }
+}
+
+const COLD = ['no-caches', 'router', 'restart'] as const
+
+/**
+ * The restored follow-ups against the cold setups' (each evaluated its whole prompt): a follow-up counts as identical
+ * when its text and token count equal every cold one's. The logprob differences are the largest over all of them: the
+ * top-1's (the issue's bound: 1e-2), and the runner-up's, which still tells states apart where a steered token's is 0.
+ */
+function compareAnswers (followUps: Record<Setup, ChatResult[]>): { identical: number, maxTopDiff: number, maxRunnerUpDiff: number, runnerUps: number } {
+  let identical = 0
+  let maxTopDiff = 0
+  let maxRunnerUpDiff = 0
+  let runnerUps = 0
+  for (const [i, restored] of followUps.caches.entries()) {
+    let same = restored.logprobs.length > 0
+    for (const setup of COLD) {
+      const cold = followUps[setup][i]!
+      if (cold.text !== restored.text || cold.logprobs.length !== restored.logprobs.length) { same = false; continue }
+      for (const [t, mine] of restored.logprobs.entries()) {
+        const theirs = cold.logprobs[t]!
+        maxTopDiff = Math.max(maxTopDiff, Math.abs(mine.top - theirs.top))
+        if (mine.runnerUp === undefined || theirs.runnerUp === undefined) continue
+        maxRunnerUpDiff = Math.max(maxRunnerUpDiff, Math.abs(mine.runnerUp - theirs.runnerUp))
+        runnerUps++
+      }
+    }
+    if (same) identical++
+  }
+  return { identical, maxTopDiff, maxRunnerUpDiff, runnerUps }
 }

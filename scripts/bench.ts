@@ -17,6 +17,7 @@ import { benchSwapCache } from './bench-swap-cache.js'
 import { benchUpstreams } from './bench-upstreams.js'
 import { benchTags } from './bench-tags.js'
 import { benchThroughput } from './bench-throughput.js'
+import { mergeReport } from './bench-report.js'
 import { findOrFetchSource } from './llama-cpp-source.js'
 import { writeTinyGguf } from './tiny-model.js'
 
@@ -40,7 +41,8 @@ import { writeTinyGguf } from './tiny-model.js'
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
  * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
- * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts), `--out FILE`. The tiny throughput run writes
+ * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; `--flash-attn on|off|auto` and
+ * `--repack on|off`: llama-server's switches in every setup alike, both off unless given), `--out FILE`. The tiny throughput run writes
  * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
  */
 
@@ -61,7 +63,7 @@ async function main (): Promise<void> {
       backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' }, 'prompt-tokens': { type: 'string', default: '4096,16384' },
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
-      'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' },
+      'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
     },
   })
@@ -139,10 +141,12 @@ async function main (): Promise<void> {
     if (scenarios.includes('swap-cache')) {
       const [a, b] = [`${shape}-q4_k_m`, `${shape}-q8_0`]
       say(`\n== swap-cache, ${shape}`)
-      report.swap_cache = await benchSwapCache({
+      // Each shape's figures under a name of their own (the default shape's keep the name they had).
+      report[values.shape === undefined ? 'swap_cache' : `swap_cache_${shape.replace(/-/g, '_')}`] = await benchSwapCache({
         build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap-cache'),
         prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}),
-        ...(values['flash-attn'] !== undefined ? { flashAttn: flashAttnValue(values['flash-attn']) } : {}), say,
+        // Off unless asked: its check compares answers with a cold evaluation's, which these kernels make cut-dependent.
+        flashAttn: flashAttnValue(values['flash-attn'] ?? 'off'), repack: onOff('--repack', values.repack ?? 'off'), say,
       })
     }
     if (scenarios.includes('upstreams')) {
@@ -184,7 +188,7 @@ async function main (): Promise<void> {
     const path = resolve(PACKAGE_ROOT, output)
     // A run of some scenarios keeps the others' last figures.
     const before = !tinyOnly && existsSync(path) ? JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown> : {}
-    await writeFile(path, JSON.stringify({ ...before, date: new Date().toISOString(), ...report }, null, 2) + '\n')
+    await writeFile(path, JSON.stringify(mergeReport(before, { date: new Date().toISOString(), ...report }, values.scenario === 'all'), null, 2) + '\n')
     say(`\nwrote ${output}`)
   } finally {
     await runtimeProcesses.stopAll()
@@ -198,4 +202,10 @@ main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).sta
 function flashAttnValue (value: string): 'on' | 'off' | 'auto' {
   if (value === 'on' || value === 'off' || value === 'auto') return value
   throw new Error(`--flash-attn ${JSON.stringify(value)}: on, off or auto`)
+}
+
+/** `--repack on|off`: llama-server's weight repacking, for every setup alike. */
+function onOff (flag: string, value: string): boolean {
+  if (value === 'on' || value === 'off') return value === 'on'
+  throw new Error(`${flag} ${JSON.stringify(value)}: on or off`)
 }

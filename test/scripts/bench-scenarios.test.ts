@@ -49,11 +49,18 @@ t.test('npm run bench, the swap, long-prompt, multi-turn and swap-cache scenario
   t.ok(report.multi_turn.follow_up_ttft_ratio_vs_direct > 0)
 
   // swap-cache: after the model came back, only llamagate with its caches takes the shared prefix from a cache.
-  const swapCache = report.swap_cache
+  const swapCache = report.swap_cache_llama_tiny
+  t.same(swapCache.llama_server_args, ['--flash-attn', 'off', '--no-repack'], 'flash attention and repacking off unless asked, in every setup')
   t.match(output, /caches \/ the best of the others: \d+\.\d{4} \(target ≤ 0\.1\); after a gateway restart: \d+\.\d{4}/)
   for (const setup of ['caches', 'no-caches', 'router', 'restart']) t.equal(swapCache[setup].follow_up_ttft_ms.length, 1, `${setup}: its swap-in timed`)
   t.ok(swapCache.caches.follow_up_cached_p50 > swapCache.caches.prompt_tokens_p50 * 0.8, `caches: ${swapCache.caches.follow_up_cached_p50} of ${swapCache.caches.prompt_tokens_p50} prompt tokens restored`)
   for (const setup of ['no-caches', 'router', 'restart']) t.equal(swapCache[setup].follow_up_cached_p50, 0, `${setup}: the prefix evaluated again`)
   t.ok(swapCache.after_restart[0].cached > swapCache.caches.prompt_tokens_p50 * 0.8, `after a gateway restart: ${swapCache.after_restart[0].cached} tokens restored`)
   t.equal(swapCache.identical_answers, swapCache.answers_compared, 'the same answers at temperature 0 with and without the restore')
+  t.match(output, /identical to every cold setup's \(no-caches, router, restart\): 1 of 1; largest logprob difference: top-1 \d\.\d\de[+-]\d+, runner-up \d\.\d\de[+-]\d+ \(\d+ compared\)/)
+  // Each follow-up's tokens against each of the three cold setups': the runner-ups were there to compare.
+  const logprobs = swapCache.caches_logprobs[0] as Array<[number, number | null]>
+  t.ok(swapCache.runner_ups_compared > 0 && swapCache.runner_ups_compared <= 3 * logprobs.length, `${swapCache.runner_ups_compared} runner-ups compared`)
+  t.ok(logprobs.length > 0 && logprobs.every(([top, runnerUp]) => top <= 0 && (runnerUp === null || runnerUp <= top)), 'logprobs as a distribution gives them')
+  t.ok(swapCache.max_top1_logprob_diff <= 1e-2, `top-1 logprobs within 1e-2 of the cold runs' (${swapCache.max_top1_logprob_diff})`)
 })
