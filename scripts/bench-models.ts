@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs'
-import { mkdir, rename, rm } from 'node:fs/promises'
+import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa } from 'execa'
 import type { RuntimeBuild } from '../runtimes/types.js'
@@ -62,6 +62,8 @@ export const SHAPES = {
     model: {
       ...format(CHAT_FORMATS.gemma3), nEmbd: 1152, nLayer: 26, nHead: 4, nHeadKv: 1, headDim: 256, nFf: 6912,
       slidingWindow: 512, globalEvery: 6, nCtxTrain: 32768,
+      // Gemma scales its input embedding by √n_embd: at the default scale every answer is the last token, certain.
+      embeddingScale: 0.5 / Math.sqrt(1152),
     },
   },
   'gemma3-tiny': {
@@ -91,12 +93,20 @@ export function parseBenchModel (name: string): { shape: ShapeName, quant: Quant
 export async function ensureBenchModels (options: { shape: ShapeName, quants: readonly Quant[], build: RuntimeBuild, llamaCppSrc: string, benchDir: string, say: (line: string) => void }): Promise<Map<Quant, string>> {
   const { shape, build, benchDir, say } = options
   const files = new Map(options.quants.map((quant) => [quant, join(benchDir, `${shape}-${quant.toLowerCase()}.gguf`)]))
-  const missing = [...files].filter(([, file]) => !existsSync(file))
+  const s = SHAPES[shape]
+  // Files made by another recipe of the shape are made again: a bench must not measure yesterday's model.
+  const recipeFile = join(benchDir, `${shape}.recipe.json`)
+  const recipe = JSON.stringify(s.model)
+  const current = await readFile(recipeFile, 'utf8').catch(() => null) === recipe
+  const missing = [...files].filter(([, file]) => !current || !existsSync(file))
   if (missing.length === 0) return files
   const quantize = build.quantizePath
   if (quantize === null) throw new Error(`the ${build.backend} runtime has no llama-quantize: npm run runtime:build`)
   await mkdir(benchDir, { recursive: true })
-  const s = SHAPES[shape]
+  if (!current) {
+    say(`the ${shape} shape's files are missing or were made by another recipe: making them`)
+    await Promise.all(QUANTS.map((q) => rm(join(benchDir, `${shape}-${q.toLowerCase()}.gguf`), { force: true })))
+  }
   const f16 = join(benchDir, `${shape}-f16.gguf.partial`)
   try {
     const m: BenchShape['model'] = s.model
@@ -114,6 +124,8 @@ export async function ensureBenchModels (options: { shape: ShapeName, quants: re
         await rm(partial, { force: true })
       }
     }
+    await writeFile(`${recipeFile}.partial`, recipe)
+    await rename(`${recipeFile}.partial`, recipeFile)
     return files
   } finally {
     await rm(f16, { force: true })

@@ -104,6 +104,12 @@ export interface RealisticModelOptions {
    */
   tiedSteering?: string
   /**
+   * The token embedding's scale (0.5 unless said). Gemma multiplies its input embedding by √n_embd, so at 0.5 a
+   * real-size Gemma's residual stream is the last token's embedding and nothing else, and its tied output names
+   * that token with probability 1: no logprob tells two states apart. Its trained embedding is about 0.5/√n_embd.
+   */
+  embeddingScale?: number
+  /**
    * Qwen2.5-Coder's fill-in-the-middle tokens (`<|fim_prefix|>`, `<|fim_middle|>`, `<|fim_suffix|>`, `<|fim_pad|>`,
    * `<|repo_name|>`, `<|file_sep|>`), which the qwen2 vocabulary in llama.cpp's tree lacks: written over its free
    * slots as control tokens, the first three also named by `tokenizer.ggml.fim_{pre,mid,suf}_token_id` as
@@ -157,7 +163,7 @@ export async function writeRealisticModel (options: RealisticModelOptions): Prom
   if (steering.length + 2 * switches.length >= d.nEmbd) throw new Error(`at most ${d.nEmbd - 1} directions for ${d.nEmbd} dimensions: each steering rule takes one, each switch two`)
   const rules = [...steering, ...switches]
   if (options.tiedSteering !== undefined && rules.length > 0) throw new Error('tiedSteering is for a model without steering or switches (those untie the output)')
-  const random = weights.matrix('token_embd.weight', [tokens.length, d.nEmbd], 0.5)
+  const random = weights.matrix('token_embd.weight', [tokens.length, d.nEmbd], options.embeddingScale ?? 0.5)
   const marked = switches.length === 0 ? random : markedEmbedding(random, switches)
   const embedding = options.tiedSteering !== undefined
     ? tiedSteeredEmbedding(random, id(options.tiedSteering))
