@@ -27,8 +27,9 @@ export const importCommand: Command = {
     const path = resolve(file)
     const projector = mmproj !== undefined ? resolve(mmproj) : undefined
     let unreachable: ServerUnreachableError | undefined
-    if (models === undefined) {
-      const server = client()
+    const server = models === undefined ? client() : null
+    // `port: 0` (a server that takes any free port) names no address to ask: the config's folder is the answer.
+    if (server !== null && !anyPort(server.url)) {
       try {
         const tag = await server.json<{ name: string, size: number }>('POST', '/api/import', { model: name, path, ...(projector !== undefined ? { projector } : {}) })
         stdout.write(`imported ${tag.name} (${tag.size} bytes) through the server at ${server.url}\n`)
@@ -53,4 +54,8 @@ export const importCommand: Command = {
     }
     return 0
   },
+}
+
+function anyPort (url: string): boolean {
+  try { return new URL(url).port === '0' } catch { return false }
 }

@@ -101,4 +101,11 @@ t.test('import: through the running server into its store; with none, into this 
   t.match(alone.out, 'imported acme/alone (')
   t.match(alone.out, `\nno server answered at ${closed}: registered in the models folder ${models};`, 'says which home')
   t.ok(existsSync(join(models, 'acme', 'alone', 'manifest.json')), 'stored there')
+
+  // Port 0 is no server's address (a config with `port: 0` takes any free one): nothing to ask, nothing to report.
+  const anyPort = await importing('http://127.0.0.1:0', file, 'acme/anyport')
+  t.equal(anyPort.code, 0, anyPort.out)
+  t.match(anyPort.out, `imported acme/anyport (`)
+  t.notMatch(anyPort.out, 'no server answered', 'no address was asked')
+  t.ok(existsSync(join(models, 'acme', 'anyport', 'manifest.json')))
 })
