@@ -21,6 +21,11 @@ declare module '../../core/request-usage.js' {
      * to generate with, lowered to what the key's day has left. @throws TooManyRequestsError
      */
     reserveTokens?: (maxTokens: number) => number
+    /**
+     * Keeps the request counted against its key's `concurrent` limit past its answer, until the returned release is
+     * called: for work the request started that outlives the answer (a router load, answered at once).
+     */
+    holdAdmission?: () => () => void
   }
 }
 
@@ -33,12 +38,24 @@ export function admitRequest (quotas: KeyQuotas, request: FastifyRequest, reply:
   const grant = request.grant
   if (grant === null || request.routeOptions.config.scope !== 'infer') return
   const admission = quotas.admit(grant)
-  // Counted until its answer is over, however it ends (done, failed, or the client gone). The usage plugin's own
-  // close listener, added before this one, has booked what it used by then: its reservation can go.
-  if (reply.raw.destroyed) admission.end()
-  else reply.raw.once('close', admission.end)
-  // The key's share of a model's queue, a rule the scheduler applies where it sees the lines.
+  // Counted until its answer is over, however it ends (done, failed, or the client gone), and until every hold
+  // taken on it is released. The usage plugin's own close listener, added before this one, has booked what it used
+  // by then: its reservation can go.
+  let holds = 1
+  const drop = (): void => { if (--holds === 0) admission.end() }
+  if (reply.raw.destroyed) drop()
+  else reply.raw.once('close', drop)
   const usage = request.usage
+  if (usage) {
+    usage.holdAdmission = () => {
+      // Past the end nothing is counted any more: a hold then holds nothing.
+      if (holds === 0) return () => {}
+      holds++
+      let released = false
+      return () => { if (!released) { released = true; drop() } }
+    }
+  }
+  // The key's share of a model's queue, a rule the scheduler applies where it sees the lines.
   if (usage && grant.limits.queue_share !== undefined) usage.mayQueue = queueShareRule(grant.name, grant.limits.queue_share)
   // A daily limit holds against requests in flight: each reserves its tokens once the scheduler knows its cap.
   if (usage && grant.limits.tokens_per_day !== undefined) {

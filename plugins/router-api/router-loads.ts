@@ -21,13 +21,17 @@ export class RouterLoads {
 
   constructor (private readonly scheduler: RouterScheduler, private readonly log: Pick<Logger, 'warn'>) {}
 
-  /** Starts loading a stored model for `purpose`, without waiting for it. */
-  start (name: string, purpose: Purpose): void {
+  /**
+   * Starts loading a stored model for `purpose`, without waiting for it; `release` is called once the load is over
+   * (the asking key's admission, held for it: a key's loads count against its `concurrent` limit as its requests do).
+   */
+  start (name: string, purpose: Purpose, release: () => void = () => {}): void {
     this.pending.add(name)
     this.failed.delete(name)
     this.scheduler.load(name, { purpose }).then(
-      () => { this.pending.delete(name) },
+      () => { this.pending.delete(name); release() },
       (err: unknown) => {
+        release()
         this.pending.delete(name)
         this.failed.add(name)
         this.log.warn({ err, model: name }, 'a load asked by POST /models/load failed')

@@ -52,11 +52,12 @@ const routerModels: FastifyPluginAsyncTypebox = async (app) => {
     }
   })
 
-  // Loading is what an empty /api/generate does, so a key that may run models may load them.
+  // Loading is what an empty /api/generate does, so a key that may run models may load them, and the load counts
+  // against its `concurrent` limit until it is over, though answered at once.
   app.post('/models/load', { config: { scope: 'infer' }, schema: { body: RouterModelBody, response: { 200: SuccessReply } } }, async (request) => {
     const record = stored(request.body.model, () => new NotFoundError('model is not found'))
     if (loads.status(record.name).value !== 'unloaded') throw new BadRequestError('model is already running')
-    loads.start(record.name, purposeOf(record))
+    loads.start(record.name, purposeOf(record), request.usage?.holdAdmission?.())
     return { success: true as const }
   })
 

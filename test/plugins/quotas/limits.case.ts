@@ -95,6 +95,22 @@ t.test('queue_share: a key may fill only its part of a model\'s queue; another k
   t.same((await Promise.all(waiting)).map((a) => a.status), [200, 200, 200], 'those in line were served once the slot freed')
 })
 
+t.test('concurrent: a router load counts against its key until it is over, though answered at once', async (t) => {
+  // Room for one model: acme/tiny's load waits for room while another key's request runs on acme/long.
+  const { url } = await serveWithKeys(t, { one: { concurrent: 1 }, free: {} }, { limits: { max_loaded_models: 1 } })
+  const holder = await holdSlot(url, 'free')
+  const load = await post(`${url}/models/load`, { model: 'acme/tiny' }, { authorization: `Bearer ${secretOf('one')}` })
+  t.same({ status: load.status, body: await load.json() }, { status: 200, body: { success: true } }, 'answered at once, as llama-server answers')
+  for (const surface of SURFACES) {
+    rateLimited(t, surface, await ask(url, surface, 'one', 'acme/long'), /^the API key "one" has 1 request running, at its limit of 1 \(limits\.concurrent in the keys file\); retry when one ends$/)
+  }
+  const again = await post(`${url}/models/load`, { model: 'acme/long' }, { authorization: `Bearer ${secretOf('one')}` })
+  t.equal(again.status, 429, 'nor a second load: loads are the key\'s requests too')
+  await again.body?.cancel()
+  await holder.abort()
+  await until('the load to end and the key to be let in again', async () => (await ask(url, 'native', 'one')).status === 200)
+})
+
 t.test('tokens_per_day: refused until 00:00 UTC once a request no longer fits in the day\'s tokens, after a restart too', async (t) => {
   // 40: room for one short request's reservation (its prompt's estimate, ~37 tokens, and what it generates).
   const { app, url } = await serveWithKeys(t, { tokens: { tokens_per_day: 40 }, free: {} })
