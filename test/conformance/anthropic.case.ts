@@ -10,7 +10,7 @@ type Json = Record<string, any>
 // counts, models, errors. The models are tiny and random: the shapes are the test.
 const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller', 'acme/r1': 'r1' }))
 
-const WEATHER = { name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'] } }
+const WEATHER = { name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'], additionalProperties: false } }
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
 const MESSAGE = anthropicSpec('Message')
 const ERROR = anthropicSpec('ErrorResponse')

@@ -13,7 +13,7 @@ type Json = Record<string, any>
 // same object). The models are tiny and random: the shapes are the test.
 const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller', 'acme/bert': 'bert' }, { ollama_listen: '127.0.0.1:0' }))
 
-const WEATHER = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'] } } }
+const WEATHER = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'], additionalProperties: false } } }
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
 const ERROR = ollamaSpec.schema('ErrorResponse')
 

@@ -13,7 +13,7 @@ const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25
 
 const WEATHER = {
   type: 'function' as const,
-  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'] } },
+  function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'], additionalProperties: false } },
 }
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
 const CHAT = openAiSpec.response('/chat/completions', 'post', '200')
@@ -47,11 +47,13 @@ t.test('POST /v1/chat/completions with tools: the model\'s own call, a forced ca
     ['required', { model: 'acme/qwen', tools: [WEATHER], tool_choice: 'required' }],
     ['a named function', { model: 'acme/qwen', tools: [WEATHER], tool_choice: { type: 'function', function: { name: 'get_weather' } } }],
   ] as const
+  // A forced call ends where its grammar does: the arguments' schema closed (no other properties), its whitespace
+  // bounded, well within the tokens given, whatever a random model samples.
   for (const [what, extra] of cases) {
-    const whole = await (await post(`${url}/v1/chat/completions`, { max_tokens: 200, messages, ...extra })).json() as Json
+    const whole = await (await post(`${url}/v1/chat/completions`, { max_tokens: 400, messages, ...extra })).json() as Json
     fits(t, CHAT, whole, `${what}: whole`)
     t.equal(whole.choices[0].finish_reason, 'tool_calls', `${what}: a call`)
-    const events = await sseOf(await post(`${url}/v1/chat/completions`, { max_tokens: 200, messages, ...extra, stream: true, stream_options: { include_usage: true } }))
+    const events = await sseOf(await post(`${url}/v1/chat/completions`, { max_tokens: 400, messages, ...extra, stream: true, stream_options: { include_usage: true } }))
     const chunks = checkChunkStream(t, events, CHUNK, `${what}: streamed`, { includeUsage: true })
     t.ok(chunks.some((c) => c.choices[0]?.delta?.tool_calls !== undefined), `${what}: streamed as tool call deltas`)
   }
