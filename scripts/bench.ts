@@ -85,7 +85,8 @@ async function main (): Promise<void> {
   // GPU build named by --backend, where the GPU rather than the proxy sets the pace.
   const build = registry.builds.find((b) => b.backend === values.backend)
   if (!build) throw new Error(`no ${values.backend} llama-server: run npm run runtime:build -- --backend ${values.backend} first`)
-  const shape = (values.shape ?? (build.backend === 'cpu' ? 'llama-1b' : 'llama-8b')) as ShapeName
+  const defaultShape: ShapeName = build.backend === 'cpu' ? 'llama-1b' : 'llama-8b'
+  const shape = (values.shape ?? defaultShape) as ShapeName
   if (!(shape in SHAPES)) throw new Error(`unknown shape ${JSON.stringify(shape)}: one of ${Object.keys(SHAPES).join(', ')}`)
   const throughputModels = values.model?.split(',') ?? (scenarios.length > 1 ? [`${shape}-q4_k_m`, `${shape}-q8_0`] : ['tiny', ...(values.large ? ['large'] : [])])
   const tinyOnly = scenarios.join() === 'throughput' && throughputModels.every((m) => m in TINY)
@@ -142,7 +143,7 @@ async function main (): Promise<void> {
       const [a, b] = [`${shape}-q4_k_m`, `${shape}-q8_0`]
       say(`\n== swap-cache, ${shape}`)
       // Each shape's figures under a name of their own (the default shape's keep the name they had).
-      report[values.shape === undefined ? 'swap_cache' : `swap_cache_${shape.replace(/-/g, '_')}`] = await benchSwapCache({
+      report[shape === defaultShape ? 'swap_cache' : `swap_cache_${shape.replace(/-/g, '_')}`] = await benchSwapCache({
         build, models: [{ label: a, file: await realistic(a) }, { label: b, file: await realistic(b) }], dir: join(dir, 'swap-cache'),
         prefixWords: Number(values['prefix-words']), swapIns: Number(values['swap-ins']), ...(threads !== undefined ? { threads } : {}),
         // Off unless asked: its check compares answers with a cold evaluation's, which these kernels make cut-dependent.
