@@ -6,7 +6,7 @@ import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-
 import { requestRecord } from '../inference/request-record.js'
 import { ANTHROPIC_FIELDS } from '../inference/runtime-fields.js'
 import { systemPlacement } from '../inference/system-placement.js'
-import type { Lease } from '../scheduler/lease.js'
+import type { Lease } from '../leases/lease.js'
 import { ANTHROPIC_SURFACE } from './error-shape.js'
 import { forcedMessageShapes, messagesForcedCall } from './forced-message.js'
 import { messageStreamRewrite, messageTextToSpec } from './message-spec-fields.js'

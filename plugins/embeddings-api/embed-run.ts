@@ -1,6 +1,6 @@
 import { BadRequestError } from '../../core/errors.js'
 import { tokenCount } from '../../runtimes/index.js'
-import type { Lease } from '../scheduler/lease.js'
+import type { Lease } from '../leases/lease.js'
 import { checkFinite } from './vectors.js'
 
 /** One input: text, or token ids as OpenAI's API allows. */

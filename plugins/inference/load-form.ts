@@ -1,11 +1,5 @@
-import type { AcquireRequest } from '../scheduler/lease.js'
+import type { Loader } from '../leases/lease-router.js'
 import { acquireRequest, type LeaseAsk } from './run-leased.js'
-
-/** What the load form needs of the scheduler: a load without a slot, and an unload once idle. */
-export interface Loader {
-  load(name: string, request: AcquireRequest): Promise<void>
-  expire(name: string): Promise<void>
-}
 
 /**
  * Ollama's load form: a request with nothing to generate or embed loads the model (with the request's options and

@@ -2,7 +2,7 @@ import { ContextExceededError, RuntimeError } from '../../core/errors.js'
 import { parseKeepAlive } from '../../core/units.js'
 import type { Logger } from '../../core/logger.js'
 import type { RequestUsage } from '../../core/request-usage.js'
-import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
+import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
 

@@ -1,5 +1,5 @@
 import { GatewayError } from '../../core/errors.js'
-import type { Lease } from '../scheduler/lease.js'
+import type { Lease } from '../leases/lease.js'
 
 /**
  * Where a model's chat template lets a system message that comes after the conversation started go: `in-place`,

@@ -1,5 +1,5 @@
 import { GatewayError, RuntimeError } from '../../core/errors.js'
-import type { Lease } from '../scheduler/lease.js'
+import type { Lease } from '../leases/lease.js'
 
 // How long to wait for the supervisor to report a process exit after the connection to it broke.
 const EXIT_NOTICE_MS = 1000

@@ -1,4 +1,4 @@
-import type { WaitProgress } from '../scheduler/lease.js'
+import type { WaitProgress } from '../leases/lease.js'
 
 const seconds = (ms: number): string => `${(ms / 1000).toFixed(1)} s`
 

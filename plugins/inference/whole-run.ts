@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/event-stream.js'
-import type { Lease, LeaseSource, Purpose } from '../scheduler/lease.js'
+import type { Lease, LeaseSource, Purpose } from '../leases/lease.js'
 import { runLeased } from './run-leased.js'
 
 export interface LeasedBody { model: string, options?: Record<string, unknown>, keep_alive?: unknown }

@@ -1,5 +1,5 @@
 import { TooManyRequestsError } from '../../core/errors.js'
-import type { QueueLine } from '../scheduler/lease.js'
+import type { QueueLine } from '../leases/lease.js'
 
 /**
  * A key's `limits.queue_share` as the rule it gives a model's queue: its requests waiting there may fill at most that

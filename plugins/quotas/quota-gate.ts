@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import type { QueueLine } from '../scheduler/lease.js'
+import type { QueueLine } from '../leases/lease.js'
 import type { KeyQuotas } from './key-quotas.js'
 import { promptEstimate } from './prompt-estimate.js'
 import { queueShareRule } from './queue-share.js'

@@ -1,5 +1,6 @@
 import type { Logger } from '../../core/logger.js'
-import type { LoadedModel, Purpose } from '../scheduler/lease.js'
+import type { Purpose } from '../leases/lease.js'
+import type { LoadedModel } from '../scheduler/loaded-models.js'
 
 /** What the router surface needs of the scheduler: loads, unloads and what is loaded now. */
 export interface RouterScheduler {

@@ -2,7 +2,7 @@ import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import { planContext, type ContextPlan } from './context-fit.js'
 import type { Instance } from './instance.js'
-import type { FitResult } from './lease.js'
+import type { FitResult } from '../leases/lease.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 
 /**

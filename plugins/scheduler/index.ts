@@ -57,6 +57,8 @@ export default fp(async (app) => {
     log: app.log,
   })
   app.decorate('scheduler', scheduler)
+  // The source of every stored model's leases; backends register after it (plugins/upstreams).
+  app.leases.serveStored(scheduler)
   // Deleting a loaded model unloads it first, and its saved prompt caches go with it.
   app.store.onBeforeDelete(async (id) => {
     await scheduler.stop(id)
@@ -64,4 +66,4 @@ export default fp(async (app) => {
   })
   // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'llama-cpp', 'convert'] })
+}, { name: 'scheduler', dependencies: ['storage', 'leases', 'llama-cpp', 'convert'] })

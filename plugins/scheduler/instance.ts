@@ -1,10 +1,12 @@
 import type { ResolvedOptions } from '../../core/request-options.js'
-import type { LoadedModel, Purpose, WaitProgress } from './lease.js'
+import type { Purpose, WaitProgress } from '../leases/lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
+import { KeyLine } from '../leases/key-line.js'
 import { SessionSlots } from './session-slots.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
-type InstanceState = LoadedModel['state']
+/** What /api/ps says of an instance. */
+export type InstanceState = 'loading' | 'loaded' | 'unloading'
 
 /**
  * Where an instance is in its life. waiting_for_room: made for a request, no runtime yet (room is being made);
@@ -32,32 +34,15 @@ export class IllegalTransitionError extends Error {
   }
 }
 
-/** A queued request: resolved with true when a slot is handed to it, false when the instance went away. */
-interface Waiter { grant: (granted: boolean) => void, ticket?: object, key: string, arrived: number }
-
-/** The line of requests without an API key (keys off, a preload): one key among the others, in arrival order. */
-const NO_KEY = ''
-
 /**
  * One running llama-server for one model with one set of load-time options. Holds its slots (requests in
- * flight, at most `num_parallel`), the queue of requests waiting for a slot, and its keep-alive. The scheduler
- * decides when it loads, serves and goes; the instance keeps the books.
- *
- * The queue is one line per API key, served in turns: a freed slot goes to the first in line of the key served
- * least recently, so a key flooding the queue delays another key's request by one turn, not by its whole backlog.
- * Without keys every request is in one line: first come, first served.
+ * flight, at most `num_parallel`, and the requests waiting for one: its `line`, in turns by API key as every lease
+ * source's, plugins/leases), and its keep-alive. The scheduler decides when it loads, serves and goes; the instance
+ * keeps the books.
  */
 export class Instance {
   private currentPhase: InstancePhase = 'waiting_for_room'
   private wasContended = false
-  private inFlight = 0
-  /** Waiting requests, one line per key (in arrival order), and how many in all. */
-  private readonly lines = new Map<string, Waiter[]>()
-  private waiting = 0
-  /** When each key was last handed a slot (a count of grants, not a time: no two are equal). */
-  private readonly lastGrant = new Map<string, number>()
-  private grants = 0
-  private arrivals = 0
   private waitingForLoad = 0
   private lastUse = Date.now()
   private keepAliveMs: number
@@ -73,6 +58,8 @@ export class Instance {
   private servingSince = 0
   /** Which runtime slot each session's cache is in (session-slots.ts). */
   readonly sessions: SessionSlots
+  /** Its slots, and the requests waiting for one, in turns by API key. */
+  readonly line: KeyLine
 
   constructor (
     readonly model: SchedulableModel,
@@ -83,6 +70,7 @@ export class Instance {
   ) {
     this.keepAliveMs = keepAliveMs
     this.sessions = new SessionSlots(options.num_parallel)
+    this.line = new KeyLine(options.num_parallel)
   }
 
   get phase (): InstancePhase { return this.currentPhase }
@@ -105,16 +93,14 @@ export class Instance {
     this.currentPhase = to
   }
   /** Requests holding a slot. */
-  get active (): number { return this.inFlight }
+  get active (): number { return this.line.active }
   /** Requests waiting in line for a slot. */
-  get queued (): number { return this.waiting }
-  /** Requests of API key `key` waiting in line (those without a key with `key` undefined). */
-  queuedOf (key: string | undefined): number { return this.lines.get(key ?? NO_KEY)?.length ?? 0 }
+  get queued (): number { return this.line.queued }
   /** Requests waiting for this instance to finish loading (they queue for a slot once it has). */
   get awaitingLoad (): number { return this.waitingForLoad }
   /** When a request last gave its slot back (ms since epoch): eviction takes the least recently used. */
   get lastUsed (): number { return this.lastUse }
-  get idle (): boolean { return this.inFlight === 0 && this.waiting === 0 }
+  get idle (): boolean { return this.line.idle }
   get accepting (): boolean { return this.currentPhase === 'waiting_for_room' || this.currentPhase === 'starting' || this.currentPhase === 'ready' }
   /** Ending, or gone: nothing may be started on it any more. */
   get ending (): boolean { return this.currentPhase === 'stopping' || this.currentPhase === 'gone' }
@@ -221,98 +207,16 @@ export class Instance {
   /** The requests in flight end with `reason`; those in line are sent away (they hear the same reason). */
   cut (reason: Error): void {
     this.controller.abort(reason)
-    this.dismissWaiters()
+    this.line.dismiss()
   }
 
   /** Out of the scheduler's list: the end path is over. */
   markGone (): void { this.moveTo('gone') }
 
-  /** Takes a slot at once if one is free and nobody is ahead in the queue. */
-  tryTake (): boolean {
-    if (this.inFlight < this.options.num_parallel && this.waiting === 0) {
-      this.inFlight++
-      return true
-    }
-    return false
-  }
-
-  /**
-   * Where the request holding `ticket` is in line: 1 is next; 0 when it is not in line. The turns as they stand:
-   * the grants before it, were no other request to come (a key arriving later may still take a turn before it).
-   */
-  positionOf (ticket: object): number {
-    const order = this.turnOrder()
-    for (const [rank, key] of order.entries()) {
-      const at = this.lines.get(key)!.findIndex((w) => w.ticket === ticket)
-      if (at === -1) continue
-      // Each key ahead in this round, and every key's turns in the rounds before, come first.
-      let before = 0
-      for (const [r, other] of order.entries()) before += Math.min(this.lines.get(other)!.length, r < rank ? at + 1 : at)
-      return before + 1
-    }
-    return 0
-  }
-
-  /**
-   * Waits in line for a slot, in the line of API key `key` (undefined: the line of requests without one); `ticket`
-   * lets positionOf find it. Resolves false when the instance goes away first.
-   */
-  enqueue (signal?: AbortSignal, ticket?: object, key?: string): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
-      const onAbort = (): void => {
-        this.remove(waiter)
-        reject(signal!.reason)
-      }
-      const waiter: Waiter = {
-        grant: (granted) => { signal?.removeEventListener('abort', onAbort); resolve(granted) },
-        ticket,
-        key: key ?? NO_KEY,
-        arrived: this.arrivals++,
-      }
-      const line = this.lines.get(waiter.key)
-      if (line) line.push(waiter)
-      else this.lines.set(waiter.key, [waiter])
-      this.waiting++
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
-  }
-
-  /** A request gave its slot back: it goes to the next in turn (the slot count stays), or is freed. */
+  /** A request gave its slot back: it goes to the next in turn, or is freed. */
   handOver (): void {
     this.lastUse = Date.now()
-    const key = this.turnOrder()[0]
-    if (key === undefined) { this.inFlight--; return }
-    const next = this.lines.get(key)![0]!
-    this.remove(next)
-    this.lastGrant.set(key, this.grants++)
-    next.grant(true)
-  }
-
-  /** Sends everyone in line away (they will look for another instance). */
-  dismissWaiters (): void {
-    const all = [...this.lines.values()].flat()
-    this.lines.clear()
-    this.waiting = 0
-    for (const waiter of all) waiter.grant(false)
-  }
-
-  /**
-   * The keys with requests in line, in the order their turns come: the one served least recently first (one never
-   * served here before any that was, then by who has waited longest). Each key served goes last, so the order
-   * repeats round after round.
-   */
-  private turnOrder (): string[] {
-    const since = (key: string): number => this.lastGrant.get(key) ?? -1
-    return [...this.lines.keys()].sort((a, b) => since(a) - since(b) || this.lines.get(a)![0]!.arrived - this.lines.get(b)![0]!.arrived)
-  }
-
-  private remove (waiter: Waiter): void {
-    const line = this.lines.get(waiter.key)
-    const at = line?.indexOf(waiter) ?? -1
-    if (at === -1) return
-    line!.splice(at, 1)
-    if (line!.length === 0) this.lines.delete(waiter.key)
-    this.waiting--
+    this.line.handOver()
   }
 
   private clearTimer (): void {
@@ -358,7 +262,7 @@ function whereItStands (instance: Instance, ticket: object, estimate: WaitEstima
     const expected = estimate.loadMs(estimateKey(model, instance.purpose))
     return { stage: 'load', model, elapsedMs: Math.round(Date.now() - instance.loadStartedAt), ...(expected !== null ? { expectedMs: expected } : {}) }
   }
-  const position = instance.positionOf(ticket)
+  const position = instance.line.positionOf(ticket)
   if (position === 0) return null
   const expected = estimate.queueMs(estimateKey(model, instance.purpose), position, instance.options.num_parallel)
   return { stage: 'queue', model, position, of: instance.queued, elapsedMs: Math.round(now - startedMs), ...(expected !== null ? { expectedMs: expected } : {}) }

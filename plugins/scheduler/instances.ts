@@ -3,7 +3,7 @@ import { GatewayError, RuntimeError, UnavailableError } from '../../core/errors.
 import type { ResolvedOptions } from '../../core/request-options.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
-import type { Purpose } from './lease.js'
+import type { Purpose } from '../leases/lease.js'
 import { modelArgs } from './model-args.js'
 import type { RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'

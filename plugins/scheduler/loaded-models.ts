@@ -1,8 +1,37 @@
 import type { RuntimeEndpoint } from '../../runtimes/index.js'
 import { growthCap, servedContext } from './context-fit.js'
-import type { Instance } from './instance.js'
-import type { LoadedModel, Purpose } from './lease.js'
+import type { Instance, InstanceState } from './instance.js'
+import type { Purpose } from '../leases/lease.js'
+import type { SchedulableModel } from './ports.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
+
+/** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
+export interface LoadedModel {
+  readonly model: SchedulableModel
+  /** What the instance was started for. */
+  readonly purpose: Purpose
+  readonly state: InstanceState
+  readonly estimatedBytes: number
+  /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
+  readonly contextLength: number
+  /** The most contextLength grows to for a longer prompt (context-fit.ts growthCap); contextLength where it cannot grow. */
+  readonly maxContextLength: number
+  readonly parallel: number
+  /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
+  readonly expiresAt: number | null
+  readonly pid: number | null
+  /** The backend its llama-server was started with. */
+  readonly backend: string | null
+  readonly activeRequests: number
+  /** Requests waiting for its load or for a slot. */
+  readonly queuedRequests: number
+  /** While its llama-server starts: how long it has been (ms) and how long its earlier loads took (median), if any. */
+  readonly loading: { elapsedMs: number, expectedMs: number | null } | null
+  /** How long a request arriving now would wait for a slot (wait-estimate.ts); null when there is nothing to base it on. */
+  readonly expectedWaitMs: number | null
+  /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
+  readonly rpcWorkers: string[]
+}
 
 /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
 export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[]): LoadedModel[] {

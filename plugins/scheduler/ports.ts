@@ -2,6 +2,7 @@
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
 import type { Logger } from '../../core/logger.js'
+import type { LeaseModel } from '../leases/lease.js'
 import type { Options } from '../../core/options-schema.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
 import type { PromptCaches } from './prompt-caches.js'
@@ -9,22 +10,8 @@ import type { PromptCaches } from './prompt-caches.js'
 // How a llama-server is spawned is the runtimes' to say; the scheduler fills it in.
 export type { RuntimeSpawnOptions }
 
-/** The part of a stored model the scheduler reads. */
-export interface SchedulableModel {
-  /** `<owner>/<name>`, as stored (its canonical case). */
-  name: string
-  format: string
-  size: number
-  digest?: string
-  /** Options the model was created with: its own defaults, under config.yaml's per-model options. */
-  parameters?: Record<string, unknown> | null
-  /** A chat template the model was created with, instead of its GGUF's. */
-  template?: string | null
-  /** What it is, from its GGUF: a chat model generates; embedding models and rerankers only serve their endpoints. @default 'chat' */
-  kind?: 'chat' | 'embedding' | 'reranker'
-  /** What the GGUF says about its shape, when known: used to estimate the KV cache; what it is (/api/ps's details). */
-  gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null, architecture?: string | null, parameter_count?: number | null, file_type?: string | null } | null
-}
+/** The part of a stored model the scheduler reads: what its leases say of it (plugins/leases). */
+export type SchedulableModel = LeaseModel
 
 export interface SchedulerStore {
   /** @throws ModelNotFoundError, InvalidModelNameError */

@@ -41,7 +41,7 @@ const KEY = '[0-9a-f]{16}'
 const UUID = '[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}'
 const SAVE_NAME = new RegExp(`^(${KEY})-(${UUID})\\.(bin|json)$`)
 const STAGING_NAME = new RegExp(`^tmp-([1-9][0-9]{0,9})-${UUID}\\.(bin|json)$`)
-/** The salts the gateway gives (plugins/scheduler/leases.ts cacheSalt: a digest in hex); none is ''. */
+/** The salts the gateway gives (plugins/leases/lease-terms.ts cacheSalt: a digest in hex); none is ''. */
 const SALT = /^[0-9a-f]{0,64}$/
 /** A sidecar is a hundred bytes and a model name: one larger was not written by the gateway. */
 const MAX_SIDECAR_BYTES = 64 * 1024

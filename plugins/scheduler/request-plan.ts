@@ -1,8 +1,8 @@
 import { BadRequestError } from '../../core/errors.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { reserveTokens } from '../leases/lease-terms.js'
 import type { ContextGrowth } from './context-growth.js'
-import type { AcquireRequest, Purpose } from './lease.js'
+import type { AcquireRequest, Purpose } from '../leases/lease.js'
 import type { SchedulableModel, SchedulerSettings } from './ports.js'
 import type { SwapPolicy } from './swap-policy.js'
 
@@ -39,21 +39,6 @@ export function planRequest (model: SchedulableModel, request: AcquireRequest, d
   // A pinned model stays: no request's keep_alive unloads it (an explicit unload, expire or stop, still does).
   const keepAliveMs = deps.swaps.isPinned(model.name) ? Infinity : request.keepAliveMs
   return { model, purpose, resolved, minContext: floor?.numCtx ?? 0, keepAliveMs }
-}
-
-/**
- * A key's daily tokens, reserved now that the request's cap is known (core/request-usage.ts `reserveTokens`, set by
- * the quotas): the answer may generate at most what the key's day has left, so that requests running side by side
- * cannot pass the limit together. `generates`: false for embeddings and reranking, which reserve their prompt only.
- * @throws TooManyRequestsError from the quotas
- */
-export function reserveTokens (resolved: ResolvedOptions, usage: RequestUsage | undefined, generates: boolean): ResolvedOptions {
-  const reserve = usage?.reserveTokens
-  if (reserve === undefined) return resolved
-  const asked = generates ? resolved.sampling.max_tokens ?? -1 : 0
-  const cap = reserve(asked)
-  if (!generates || (asked !== -1 && asked <= cap)) return resolved
-  return { ...resolved, sampling: { ...resolved.sampling, max_tokens: cap } }
 }
 
 const ENDPOINTS: Record<Purpose, string> = {

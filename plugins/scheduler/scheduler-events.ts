@@ -1,4 +1,4 @@
-import type { Purpose } from './lease.js'
+import type { Purpose } from '../leases/lease.js'
 
 /** What the scheduler tells its observers (`scheduler.events`), by event name; models by their stored name. */
 export interface SchedulerEvents {

@@ -1,13 +1,13 @@
 import { EventHub } from '../../core/event-hub.js'
-import { QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
-import type { RuntimeEndpoint } from '../../runtimes/index.js'
+import { RuntimeError, UnavailableError } from '../../core/errors.js'
+import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
-import type { AcquireRequest, Lease, LeaseSource, LoadedModel, Purpose } from './lease.js'
-import { localLease } from './leases.js'
-import { loadedModels, loadedRuntimes, requestCounts } from './loaded-models.js'
+import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
+import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
+import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
 import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
@@ -18,8 +18,8 @@ import { estimateKey, WaitEstimate } from './wait-estimate.js'
 
 /**
  * Orchestrates the models stored here: each request's plan (request-plan.ts), an instance that serves it or a new
- * one (instances.ts: start, and the one end path), room for it (room.ts), a slot in its line (instance.ts, in turns by
- * API key; the key's own rules, plugins/quotas/queue-share.ts), and a lease (leases.ts). Loads on first use (one load shared by concurrent
+ * one (instances.ts: start, and the one end path), room for it (room.ts), a slot in its line (plugins/leases/key-line.ts, in turns
+ * by API key; the key's own rules, plugins/quotas/queue-share.ts), and a lease (plugins/leases/lease-terms.ts). Loads on first use (one load shared by concurrent
  * requests), unloads on keep-alive, evicts an idle instance to make room, and never cuts a running generation to make
  * room for another model. Upstreams are another plugin's: the lease router in front of it (plugins/upstreams).
  */
@@ -33,6 +33,11 @@ export class Scheduler implements LeaseSource {
   /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
   private readonly estimate = new WaitEstimate()
   private closing = false
+  /** Every lease's first token and tokens, told to the scheduler's observers. */
+  private readonly leaseEvents = {
+    firstToken: (model: string, seconds: number) => this.events.emit('firstToken', model, seconds),
+    tokens: (model: string, prompt: number, generated: number) => this.events.emit('tokens', model, prompt, generated),
+  }
 
   constructor (private readonly deps: SchedulerDeps) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
@@ -146,7 +151,7 @@ export class Scheduler implements LeaseSource {
 
   /**
    * Waits for the instance's load, then for a slot in its API key's line (the key its usage record names): turns go
-   * round the keys (instance.ts). Only a request that has to wait hears about it (reportWait). False when the
+   * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). False when the
    * instance went away meanwhile.
    */
   private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<boolean> {
@@ -154,17 +159,12 @@ export class Scheduler implements LeaseSource {
     try {
       await instance.waitUntilLoaded()
       if (instance.state !== 'loaded') return false
-      if (instance.tryTake()) return true
-      const { queueLength } = this.deps.settings
-      if (instance.queued >= queueLength) throw new QueueFullError(instance.model.name)
-      // A rule of the request's key (the quotas' queue share) may keep it out of a line it would fill for others.
-      request.usage?.mayQueue?.({
+      // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
+      return await instance.line.take({
         model: instance.model.name,
-        queueLength,
-        waitingOf: (key) => instance.queuedOf(key),
+        queueLength: this.deps.settings.queueLength,
         oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
-      })
-      return await instance.enqueue(request.signal, waiting?.ticket, request.usage?.key)
+      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket })
     } finally {
       waiting?.stop()
     }
@@ -176,9 +176,19 @@ export class Scheduler implements LeaseSource {
     // read the cache there: the groups' salts differ).
     const session = plan.purpose === 'generate' && request.session !== undefined ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
     const slot = instance.sessions.take(session)
-    return localLease(instance, plan.resolved, started, request.usage, request.signal, {
-      events: this.events,
-      slot,
+    const process = instance.process!
+    // Each request of a cache group carries its group's salt; a session's its slot.
+    const fields = { ...cacheGroupFields(request.usage?.cacheGroup, process.separatesCaches), ...(slot !== null ? { id_slot: slot } : {}) }
+    return grantLease({
+      model: instance.model,
+      endpoint: Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields),
+      sampling: plan.resolved.sampling,
+      contextLength: instance.options.num_ctx,
+      started,
+      usage: request.usage,
+      signal: instance.signal,
+      clientSignal: request.signal,
+      events: this.leaseEvents,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
         instance.sessions.release(slot)

@@ -1,5 +1,4 @@
 import fp from 'fastify-plugin'
-import { LeaseRouter } from './lease-router.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
 import { upstreamEndpoint } from './upstream-endpoint.js'
 import { UpstreamLeases } from './upstream-leases.js'
@@ -9,8 +8,6 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The models of config.yaml's upstreams, as their probes see them: listed and served as if they were local. */
     upstreams: UpstreamCatalog
-    /** Where every request's lease comes from: the scheduler for the models stored here, else an upstream's turn. */
-    leases: LeaseRouter
   }
 }
 
@@ -42,11 +39,12 @@ export default fp(async (app) => {
     onFirstToken: (model, seconds) => scheduler.events.emit('firstToken', model, seconds),
     onTokens: (model, prompt, generated) => scheduler.events.emit('tokens', model, prompt, generated),
   })
-  app.decorate('leases', new LeaseRouter({ local: scheduler, upstreams: catalog, leases }))
+  // A backend of the lease router: the names upstreams offer, and a share of the stored models they offer too.
+  app.leases.addBackend(leases)
   app.addHook('onReady', async () => { catalog.start() })
   // What is in flight to an upstream ends, and its connections close.
   app.addHook('onClose', async () => {
     catalog.stop()
     await leases.close()
   })
-}, { name: 'upstreams', dependencies: ['storage', 'scheduler'] })
+}, { name: 'upstreams', dependencies: ['storage', 'leases', 'scheduler'] })

@@ -1,13 +1,12 @@
 import type { UpstreamConfig } from './upstream-config.js'
-import { ContextExceededError, GatewayError, QueueFullError, RuntimeError, UnavailableError } from '../../core/errors.js'
-import { linkedSignal } from '../../core/linked-signal.js'
+import { ContextExceededError, GatewayError, ModelNotFoundError, RuntimeError, UnavailableError } from '../../core/errors.js'
 import type { Options } from '../../core/options-schema.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { watchedSink, withBodyFields, type ModelEndpoint } from '../../runtimes/index.js'
-import type { AcquireRequest, Lease } from '../scheduler/lease.js'
-import { cacheSalt, leaseBooks } from '../scheduler/leases.js'
-import type { SchedulableModel } from '../scheduler/ports.js'
-import { reserveTokens } from '../scheduler/request-plan.js'
+import { KeyLine } from '../leases/key-line.js'
+import type { AcquireRequest, Lease, LeaseModel } from '../leases/lease.js'
+import type { LeaseBackend, RequestCounts } from '../leases/lease-router.js'
+import { cacheSalt, grantLease, reserveTokens } from '../leases/lease-terms.js'
 
 // What a lease says of a context it cannot know: the upstream's own refusal tells the real one.
 const UNKNOWN_CONTEXT = 1 << 20
@@ -51,21 +50,15 @@ export interface UpstreamDirectory {
 /** One model of an upstream, as surfaces speak to it, with connections of its own to close. */
 export type UpstreamModelEndpoint = ModelEndpoint & { close(): Promise<void> }
 
-interface Waiter { grant(): void, fail(err: unknown): void }
-
-/** An upstream's requests in flight, at most its max_concurrent, and those waiting for a turn. */
-class Gate {
-  active = 0
-  readonly line: Waiter[] = []
-  constructor (readonly limit: number) {}
-}
+// What an upstream's request is taken to hold its turn for until its own are measured: a refusal's retry hint.
+const FIRST_GUESS_MS = 1000
 
 export interface UpstreamLeasesOptions {
   upstreams: UpstreamDirectory
   /** config.yaml's `default_options` and `models.<name>.options`: an upstream's model takes options as a local one. */
   defaultOptions: Options
   modelOptions(name: string): Options | undefined
-  /** limits.queue_length: requests waiting per upstream past its max_concurrent. */
+  /** limits.queue_length: requests waiting per upstream past its max_concurrent (in turns by API key). */
   queueLength: number
   /** As a local lease tells them: the first token's time and each request's tokens (metrics). */
   onFirstToken(model: string, seconds: number): void
@@ -74,13 +67,17 @@ export interface UpstreamLeasesOptions {
 
 /**
  * Leases on upstreams' models: nothing to load, at most an upstream's max_concurrent requests sent to it at once (the
- * rest wait in a short line), counted like a local lease's (the request's usage, its first token, its tokens), so
+ * rest wait in its line, in turns by API key, under the keys' rules, as a local model's: plugins/leases/key-line.ts), counted like a local lease's (the request's usage, its first token, its tokens), so
  * that keys, limits, usage and metrics apply alike. A request an upstream fails before any byte of its answer went
  * to the client (refused, a 5xx) moves to another healthy upstream offering the model, once per upstream; when none
  * is left it is a 502 naming the upstream. Each failed upstream is probed again at once.
  */
-export class UpstreamLeases {
-  private readonly gates = new Map<string, Gate>()
+export class UpstreamLeases implements LeaseBackend {
+  readonly name = 'upstreams'
+  /** Each upstream's turns: its max_concurrent places and the requests waiting for one. */
+  private readonly lines = new Map<string, KeyLine>()
+  /** How long a turn on each upstream was last held (ms, smoothed): about one request's wait. */
+  private readonly turnMs = new Map<string, number>()
   /** One per upstream and model: each keeps its own pooled connections. */
   private readonly endpoints = new Map<string, UpstreamModelEndpoint>()
   /** Aborted when the app closes: what is in flight ends with the reason. */
@@ -89,12 +86,30 @@ export class UpstreamLeases {
 
   constructor (private readonly options: UpstreamLeasesOptions) {}
 
+  /** The name `name` is served under when an upstream offers it (routed only for a request about to be sent). */
+  claims (name: string): string | null {
+    return this.options.upstreams.find(name)?.name ?? null
+  }
+
+  /** A turn on the upstream a request for `name` is routed to. @throws ModelNotFoundError when none offers it now */
+  async acquire (name: string, request: AcquireRequest): Promise<Lease> {
+    const target = this.options.upstreams.find(name, this.route(request))
+    if (target === null) throw new ModelNotFoundError(name)
+    return this.acquireOn(target, request)
+  }
+
+  /** A stored model that upstreams list too: a turn on the one routing picks, or null to serve it here. */
+  share (name: string, request: AcquireRequest, localLoad: () => { active: number, limit: number }): Promise<Lease> | null {
+    const target = this.options.upstreams.share(name, this.route(request), localLoad)
+    return target === null ? null : this.acquireOn(target, request)
+  }
+
   /**
    * Waits for a turn on the upstream. The options resolve as a local model's would (config.yaml's per-model options
    * under the served name), and go to the upstream as sampling; what would load a model means nothing there.
    * @throws QueueFullError, RuntimeError ('upstream_unavailable'), the signal's reason
    */
-  async acquire (target: UpstreamTarget, request: AcquireRequest): Promise<Lease> {
+  async acquireOn (target: UpstreamTarget, request: AcquireRequest): Promise<Lease> {
     const started = performance.now()
     const { upstream, name } = target
     const resolved = resolveOptions({
@@ -111,7 +126,7 @@ export class UpstreamLeases {
     const counts = this.countsOf(name)
     counts.queued++
     try {
-      await this.takeTurn(upstream, name, request.signal)
+      await this.takeTurn(upstream, name, request)
     } finally {
       counts.queued--
     }
@@ -124,21 +139,21 @@ export class UpstreamLeases {
     return {
       ...(request.affinity ? { affinity: request.affinity } : {}),
       load: (upstream) => {
-        const gate = this.gates.get(upstream)
-        return gate ? { active: gate.active, limit: gate.limit } : { active: 0, limit: 1 }
+        const line = this.lines.get(upstream)
+        return line ? { active: line.active, limit: line.places } : { active: 0, limit: 1 }
       },
     }
   }
 
   /** Requests in flight and waiting, by model name (metrics' gauges, beside the local models'). */
-  requestCounts (): Map<string, { inFlight: number, queued: number }> {
+  requestCounts (): RequestCounts {
     return new Map([...this.inFlight].filter(([, c]) => c.inFlight + c.queued > 0).map(([name, c]) => [name, { ...c }]))
   }
 
   /** Ends what is in flight and closes every connection: the app is closing. */
   async close (): Promise<void> {
     this.closing.abort(new UnavailableError('the server is shutting down'))
-    for (const gate of this.gates.values()) for (const waiter of gate.line.splice(0)) waiter.fail(this.closing.signal.reason)
+    for (const line of this.lines.values()) line.dismiss()
     await Promise.all([...this.endpoints.values()].map((e) => e.close()))
     this.endpoints.clear()
   }
@@ -149,34 +164,19 @@ export class UpstreamLeases {
     return counts
   }
 
-  private takeTurn (upstream: UpstreamConfig, name: string, signal?: AbortSignal): Promise<void> {
-    let gate = this.gates.get(upstream.name)
-    if (!gate) this.gates.set(upstream.name, gate = new Gate(Math.max(1, upstream.maxConcurrent)))
-    signal?.throwIfAborted()
-    if (gate.active < gate.limit) { gate.active++; return Promise.resolve() }
-    if (gate.line.length >= this.options.queueLength) throw new QueueFullError(name)
-    const line = gate.line
-    return new Promise<void>((resolve, reject) => {
-      const onAbort = (): void => {
-        const at = line.indexOf(waiter)
-        if (at !== -1) line.splice(at, 1)
-        reject(signal!.reason)
-      }
-      // The turn is handed over with the count already taken (handBack): nobody slips in between.
-      const waiter: Waiter = {
-        grant: () => { signal?.removeEventListener('abort', onAbort); resolve() },
-        fail: (err) => { signal?.removeEventListener('abort', onAbort); reject(err) },
-      }
-      line.push(waiter)
-      signal?.addEventListener('abort', onAbort, { once: true })
-    })
+  /** A turn on the upstream, in its line. @throws QueueFullError, the key's TooManyRequestsError, the signal's reason */
+  private async takeTurn (upstream: UpstreamConfig, name: string, request: AcquireRequest, signal = request.signal): Promise<void> {
+    let line = this.lines.get(upstream.name)
+    if (!line) this.lines.set(upstream.name, line = new KeyLine(Math.max(1, upstream.maxConcurrent)))
+    const terms = { model: name, queueLength: this.options.queueLength, oneRequestMs: () => this.turnMs.get(upstream.name) ?? FIRST_GUESS_MS }
+    // The line is dismissed only when the app closes.
+    if (!await line.take(terms, { signal, usage: request.usage })) throw this.closing.signal.reason
   }
 
-  private handBack (upstream: UpstreamConfig): void {
-    const gate = this.gates.get(upstream.name)
-    if (!gate) return
-    const next = gate.line.shift()
-    if (next) next.grant(); else gate.active--
+  /** A turn is over after `heldMs`: the next in line takes it. */
+  private handBack (upstream: UpstreamConfig, heldMs?: number): void {
+    if (heldMs !== undefined) this.turnMs.set(upstream.name, Math.round(0.8 * (this.turnMs.get(upstream.name) ?? heldMs) + 0.2 * heldMs))
+    this.lines.get(upstream.name)?.handOver()
   }
 
   private endpointOf (upstream: UpstreamConfig, remoteModel: string): UpstreamModelEndpoint {
@@ -196,9 +196,6 @@ export class UpstreamLeases {
     let released = false
     // The upstream's own context, once it refused a prompt as too long.
     let knownContext: number | null = null
-    const books = leaseBooks(name, started, request.usage, { firstToken: this.options.onFirstToken, tokens: this.options.onTokens })
-    const clientSignal = request.signal
-    const linked = linkedSignal(clientSignal === undefined ? [this.closing.signal] : [this.closing.signal, clientSignal])
     /** The error the client is told, or null when the upstream failed (it is probed again). */
     const failure = (err: unknown, signal: AbortSignal): unknown => {
       if (signal.aborted) return err
@@ -219,37 +216,34 @@ export class UpstreamLeases {
       if (next === null || released) throw unavailable(current.upstream, name, (err as Error).message)
       this.handBack(current.upstream)
       holding = null
-      await this.takeTurn(next.upstream, name, signal)
+      await this.takeTurn(next.upstream, name, request, signal)
       // Released while it waited: the turn just taken goes straight back.
       if (released) { this.handBack(next.upstream); throw unavailable(current.upstream, name, (err as Error).message) }
       holding = next.upstream
       current = next
     }
-    return {
+    return grantLease({
       model: upstreamModel(name),
       endpoint: guarded(() => saltedFor(current.upstream, this.endpointOf(current.upstream, current.remoteModel), request.usage?.cacheGroup), fail, failOver),
-      signal: linked.signal,
-      loadDurationMs: books.granted - started,
-      contextLength: UNKNOWN_CONTEXT,
       sampling: resolved.sampling,
+      contextLength: UNKNOWN_CONTEXT,
+      started,
+      usage: request.usage,
+      signal: this.closing.signal,
+      clientSignal: request.signal,
+      events: { firstToken: this.options.onFirstToken, tokens: this.options.onTokens },
       fitPrompt: async () => ({ grown: false, limit: knownContext ?? UNKNOWN_CONTEXT, why: ` (the model runs on upstream "${current.upstream.name}")` }),
-      release: () => {
-        if (released) return
+      release: (heldMs) => {
         released = true
-        linked.unlink()
-        books.held()
         this.countsOf(name).inFlight--
-        if (holding !== null) this.handBack(holding)
+        if (holding !== null) this.handBack(holding, heldMs)
       },
-      firstToken: books.firstToken,
-      countTokens: books.countTokens,
-      countSent: books.countSent,
-    }
+    })
   }
 }
 
 /** What surfaces read of a lease's model: an upstream's has no file here, so nothing of a GGUF is known. */
-function upstreamModel (name: string): SchedulableModel {
+function upstreamModel (name: string): LeaseModel {
   return { name, format: 'remote', size: 0, parameters: null, template: null, kind: 'chat', gguf: null }
 }
 

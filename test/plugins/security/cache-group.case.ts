@@ -6,7 +6,7 @@ import { BadRequestError } from '../../../core/errors.js'
 import { checkKeysFile, hashSecret, KeysFileError, writeKeysFile, type KeyEntry } from '../../../plugins/security/keys-file.js'
 import { cacheGroupOf } from '../../../plugins/security/cache-group.js'
 import { KeyRing } from '../../../plugins/security/key-ring.js'
-import { cacheGroupFields, cacheSalt } from '../../../plugins/scheduler/leases.js'
+import { cacheGroupFields, cacheSalt } from '../../../plugins/leases/lease-terms.js'
 import { tempDir } from '../../helpers/app.js'
 
 const quiet = { info: () => {}, error: () => {} }

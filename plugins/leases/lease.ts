@@ -2,7 +2,6 @@ import type { Logger } from '../../core/logger.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { ModelEndpoint } from '../../runtimes/index.js'
-import type { SchedulableModel } from './ports.js'
 
 /**
  * What a request needs of a model's runtime: generation (chat, completions), embeddings, or reranking. A chat
@@ -10,9 +9,26 @@ import type { SchedulableModel } from './ports.js'
  */
 export type Purpose = 'generate' | 'embed' | 'rerank'
 
+/** What a lease says of its model: a stored one's record, or an upstream's name with nothing of a GGUF known. */
+export interface LeaseModel {
+  /** `<owner>/<name>`, as stored (its canonical case), or the name an upstream's model is served under. */
+  name: string
+  format: string
+  size: number
+  digest?: string
+  /** Options the model was created with: its own defaults, under config.yaml's per-model options. */
+  parameters?: Record<string, unknown> | null
+  /** A chat template the model was created with, instead of its GGUF's. */
+  template?: string | null
+  /** What it is, from its GGUF: a chat model generates; embedding models and rerankers only serve their endpoints. @default 'chat' */
+  kind?: 'chat' | 'embedding' | 'reranker'
+  /** What the GGUF says about its shape, when known: used to estimate the KV cache; what it is (/api/ps's details). */
+  gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null, architecture?: string | null, parameter_count?: number | null, file_type?: string | null } | null
+}
+
 /** A slot on a loaded model, held for one request: all a surface needs to run it. */
 export interface Lease {
-  readonly model: SchedulableModel
+  readonly model: LeaseModel
   /** Sampling options for the runtime (defaults < per-model < request). */
   readonly sampling: ResolvedOptions['sampling']
   /** Aborted when the client goes away or the model is stopped or dies (the reason says which), until `release()`. */
@@ -100,7 +116,7 @@ export interface WaitProgress {
 /** What `Lease.fitPrompt` did: the context the next acquire gets, or the most this model can hold and why. */
 export type FitResult = { grown: true, contextLength: number } | { grown: false, limit: number, why: string }
 
-/** What a surface asks of the scheduler. */
+/** What a surface asks of a source of leases (the lease router, the scheduler, an upstream's leases). */
 export interface LeaseSource {
   /** The stored name a request's model reaches (an alias's model). @throws InvalidModelNameError, ModelNotFoundError */
   modelName(name: string): string
@@ -108,34 +124,6 @@ export interface LeaseSource {
   acquire(name: string, request?: AcquireRequest): Promise<Lease>
   /** Whether `name` (as modelName gives it) is stored here, so that `acquire` with `here` can serve it. */
   storedHere?(name: string): boolean
-}
-
-/** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
-export interface LoadedModel {
-  readonly model: SchedulableModel
-  /** What the instance was started for. */
-  readonly purpose: Purpose
-  readonly state: 'loading' | 'loaded' | 'unloading'
-  readonly estimatedBytes: number
-  /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
-  readonly contextLength: number
-  /** The most contextLength grows to for a longer prompt (context-fit.ts growthCap); contextLength where it cannot grow. */
-  readonly maxContextLength: number
-  readonly parallel: number
-  /** When it unloads if nothing comes (ms since epoch); null while kept forever. */
-  readonly expiresAt: number | null
-  readonly pid: number | null
-  /** The backend its llama-server was started with. */
-  readonly backend: string | null
-  readonly activeRequests: number
-  /** Requests waiting for its load or for a slot. */
-  readonly queuedRequests: number
-  /** While its llama-server starts: how long it has been (ms) and how long its earlier loads took (median), if any. */
-  readonly loading: { elapsedMs: number, expectedMs: number | null } | null
-  /** How long a request arriving now would wait for a slot (wait-estimate.ts); null when there is nothing to base it on. */
-  readonly expectedWaitMs: number | null
-  /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
-  readonly rpcWorkers: string[]
 }
 
 /**

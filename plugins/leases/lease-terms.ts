@@ -1,22 +1,19 @@
 import { createHash } from 'node:crypto'
-import type { EventHub } from '../../core/event-hub.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
-import { withBodyFields } from '../../runtimes/index.js'
 import type { RequestUsage } from '../../core/request-usage.js'
-import type { Instance } from './instance.js'
-import type { FitResult, Lease } from './lease.js'
-import type { SchedulerEvents } from './scheduler-events.js'
+import type { ModelEndpoint } from '../../runtimes/index.js'
+import type { FitResult, Lease, LeaseModel } from './lease.js'
 
-// What every lease keeps and carries, local or upstream: its books (the request's usage, the first token, the
-// tokens), the fields that keep its cache group's prompts apart on the runtime, and a local instance's lease itself.
+// What every lease keeps and carries, whatever its source: its books (the request's usage, the first token, the
+// tokens), its key's reserved tokens, and the fields that keep its cache group's prompts apart on the backend.
 
 /**
  * The books every lease keeps, local or upstream: the request's usage record (its model, its wait, its time on the
  * runtime, its tokens: access log, plugins/usage) and the scheduler's events for the first token and the tokens.
  * `started`: when the request asked (performance.now()); the slot is granted now. `usage`: the request's record, if any.
  */
-export function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
+function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
 }): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: number, held: () => number } {
@@ -67,46 +64,65 @@ export function cacheGroupFields (group: string | undefined, separates: boolean)
   return separates ? { cache_salt: cacheSalt(group) } : { cache_prompt: false }
 }
 
-/** What a lease on a local instance does besides its books: its prompt's refit, and giving its slot back. */
-export interface LocalLeaseHooks {
-  events: EventHub<SchedulerEvents>
-  /** The runtime slot the request runs on (its session's, session-slots.ts); null: the runtime chooses. */
-  slot: number | null
+/**
+ * A key's daily tokens, reserved now that the request's cap is known (core/request-usage.ts `reserveTokens`, set by
+ * the quotas): the answer may generate at most what the key's day has left, so that requests running side by side
+ * cannot pass the limit together. `generates`: false for embeddings and reranking, which reserve their prompt only.
+ * @throws TooManyRequestsError from the quotas
+ */
+export function reserveTokens (resolved: ResolvedOptions, usage: RequestUsage | undefined, generates: boolean): ResolvedOptions {
+  const reserve = usage?.reserveTokens
+  if (reserve === undefined) return resolved
+  const asked = generates ? resolved.sampling.max_tokens ?? -1 : 0
+  const cap = reserve(asked)
+  if (!generates || (asked !== -1 && asked <= cap)) return resolved
+  return { ...resolved, sampling: { ...resolved.sampling, max_tokens: cap } }
+}
+
+/** What a source hands over with a place it granted: the rest of a lease is the same for every source. */
+export interface LeaseGrant {
+  model: LeaseModel
+  /** Where the request is sent, with whatever its source adds to every body (salt, slot). */
+  endpoint: ModelEndpoint
+  sampling: ResolvedOptions['sampling']
+  contextLength: number
+  /** When the request asked (performance.now()). */
+  started: number
+  usage: RequestUsage | undefined
+  /** The source's own signal (an instance that went away, the app closing); the client's, if any. */
+  signal: AbortSignal
+  clientSignal: AbortSignal | undefined
+  /** The observers of every lease's first token and tokens (metrics). */
+  events: { firstToken: (model: string, seconds: number) => void, tokens: (model: string, prompt: number, generated: number) => void }
   fitPrompt(promptTokens: number): Promise<FitResult>
-  /** The slot goes back (after `heldMs` on the runtime). */
+  /** The place goes back, after `heldMs` held; called once. */
   release(heldMs: number): void
 }
 
 /**
- * A slot on a loaded instance, as a surface holds it: the instance's runtime (each request of a cache group carrying
- * its group's salt, cacheGroupFields), the sampling options, a signal for the client and the instance together,
- * and the books (leaseBooks). `started`: when the request asked (performance.now()).
+ * A place granted, as a surface holds it: the source's endpoint and sampling, one signal for the client and the
+ * source together, the books (the request's usage record, the first token, the tokens) and a release that runs once.
  */
-export function localLease (instance: Instance, resolved: ResolvedOptions, started: number, usage: RequestUsage | undefined, clientSignal: AbortSignal | undefined, hooks: LocalLeaseHooks): Lease {
+export function grantLease (grant: LeaseGrant): Lease {
+  const { model, started, usage, clientSignal } = grant
   let released = false
-  const { events } = hooks
-  const books = leaseBooks(instance.model.name, started, usage, {
-    firstToken: (model, seconds) => events.emit('firstToken', model, seconds),
-    tokens: (model, prompt, generated) => events.emit('tokens', model, prompt, generated),
-  })
-  // Linked by hand and unlinked on release, not AbortSignal.any: the instance's signal lives as long as the
-  // model stays loaded, and on Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
-  const linked = clientSignal === undefined ? null : linkedSignal([instance.signal, clientSignal])
-  const process = instance.process!
-  const fields = { ...cacheGroupFields(usage?.cacheGroup, process.separatesCaches), ...(hooks.slot !== null ? { id_slot: hooks.slot } : {}) }
+  const books = leaseBooks(model.name, started, usage, grant.events)
+  // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
+  // Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
+  const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])
   return {
-    model: instance.model,
-    endpoint: Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields),
-    signal: linked?.signal ?? instance.signal,
+    model,
+    endpoint: grant.endpoint,
+    signal: linked?.signal ?? grant.signal,
     loadDurationMs: books.granted - started,
-    contextLength: instance.options.num_ctx,
-    sampling: resolved.sampling,
-    fitPrompt: hooks.fitPrompt,
+    contextLength: grant.contextLength,
+    sampling: grant.sampling,
+    fitPrompt: (promptTokens) => grant.fitPrompt(promptTokens),
     release: () => {
       if (released) return
       released = true
       linked?.unlink()
-      hooks.release(books.held())
+      grant.release(books.held())
     },
     firstToken: books.firstToken,
     countTokens: books.countTokens,

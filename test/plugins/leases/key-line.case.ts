@@ -1,0 +1,118 @@
+// The one per-key line every lease source shares: a freed place goes round the API keys waiting for it, so a key
+// flooding a line delays another key's request by a turn, not by its whole backlog. Without keys the line stays first
+// come, first served; the line's own rules (its length, a key's queue share) are checked before a request joins it.
+import t from 'tap'
+import { QueueFullError, TooManyRequestsError } from '../../../core/errors.js'
+import { KeyLine } from '../../../plugins/leases/key-line.js'
+import { queueShareRule } from '../../../plugins/quotas/queue-share.js'
+
+/** A line with one place, taken: every request after it waits. */
+function busyLine (): KeyLine {
+  const line = new KeyLine(1)
+  line.tryTake()
+  return line
+}
+
+/** Queues a request of `key` (undefined: none) and records its name in `granted` when it gets the slot. */
+function queue (instance: KeyLine, granted: string[], name: string, key?: string, signal?: AbortSignal): { ticket: object, done: Promise<boolean> } {
+  const ticket = {}
+  const done = instance.enqueue(signal, ticket, key)
+  done.then((ok) => { if (ok) granted.push(name) }, () => {})
+  return { ticket, done }
+}
+
+/** Hands the slot over `n` times, letting each grant's promise settle. */
+async function handOver (instance: KeyLine, n: number): Promise<void> {
+  for (let i = 0; i < n; i++) {
+    instance.handOver()
+    await new Promise((resolve) => setImmediate(resolve))
+  }
+}
+
+t.test('KeyLine: turns go round the keys, positions say the grants ahead, and the order repeats round after round', async (t) => {
+  const instance = busyLine()
+  const granted: string[] = []
+  const a = [1, 2, 3, 4].map((i) => queue(instance, granted, `a${i}`, 'alice'))
+  const b = queue(instance, granted, 'b1', 'bob')
+  const c = [1, 2].map((i) => queue(instance, granted, `c${i}`, 'carol'))
+  t.equal(instance.queued, 7)
+  t.same([instance.queuedOf('alice'), instance.queuedOf('bob'), instance.queuedOf('carol'), instance.queuedOf(undefined)], [4, 1, 2, 0])
+  const expected = ['a1', 'b1', 'c1', 'a2', 'c2', 'a3', 'a4']
+  const positions = Object.fromEntries([...a.map((q, i) => [`a${i + 1}`, q]), ['b1', b], ...c.map((q, i) => [`c${i + 1}`, q])]
+    .map(([name, q]) => [name as string, instance.positionOf((q as { ticket: object }).ticket)]))
+  t.same(expected.map((name) => positions[name]), [1, 2, 3, 4, 5, 6, 7], 'each position is the number of grants up to it')
+  await handOver(instance, 7)
+  t.same(granted, expected, 'granted in the order the positions said')
+  t.equal(instance.queued, 0)
+  t.equal(instance.active, 1, 'the slot stayed taken through each hand-over')
+  instance.handOver()
+  t.ok(instance.idle, 'freed once nobody waits')
+})
+
+t.test('KeyLine: a key arriving while another floods goes next, and one served least recently goes before one just served', async (t) => {
+  const instance = busyLine()
+  const granted: string[] = []
+  for (let i = 1; i <= 5; i++) queue(instance, granted, `a${i}`, 'alice')
+  await handOver(instance, 2)
+  t.same(granted, ['a1', 'a2'])
+  const b = queue(instance, granted, 'b1', 'bob')
+  t.equal(instance.positionOf(b.ticket), 1, 'next, ahead of the flood')
+  await handOver(instance, 1)
+  t.same(granted, ['a1', 'a2', 'b1'])
+  // Bob asks again at once: alice was served longer ago, so she goes first.
+  const b2 = queue(instance, granted, 'b2', 'bob')
+  t.equal(instance.positionOf(b2.ticket), 2)
+  await handOver(instance, 4)
+  t.same(granted, ['a1', 'a2', 'b1', 'a3', 'b2', 'a4', 'a5'])
+})
+
+t.test('KeyLine: without keys, first come, first served; a request that leaves the line leaves no gap', async (t) => {
+  const instance = busyLine()
+  const granted: string[] = []
+  const leaving = new AbortController()
+  const queued = [1, 2, 3, 4].map((i) => queue(instance, granted, `r${i}`, undefined, i === 2 ? leaving.signal : undefined))
+  t.same(queued.map((q) => instance.positionOf(q.ticket)), [1, 2, 3, 4])
+  leaving.abort(new Error('client gone'))
+  await t.rejects(queued[1]!.done, { message: 'client gone' })
+  t.same(queued.map((q) => instance.positionOf(q.ticket)), [1, 0, 2, 3], 'the one that left is nowhere; those after it moved up')
+  t.equal(instance.queued, 3)
+  await handOver(instance, 3)
+  t.same(granted, ['r1', 'r3', 'r4'])
+})
+
+t.test('KeyLine: dismissed waiters of every key hear false', async (t) => {
+  const instance = busyLine()
+  const granted: string[] = []
+  const all = [queue(instance, granted, 'a', 'alice'), queue(instance, granted, 'b', 'bob'), queue(instance, granted, 'n')]
+  instance.dismiss()
+  t.same(await Promise.all(all.map((q) => q.done)), [false, false, false])
+  t.equal(instance.queued, 0)
+  t.same(granted, [])
+})
+
+
+t.test('KeyLine.take: a free place at once; a full line refused; a key past its queue share refused, others let in', async (t) => {
+  const line = new KeyLine(1)
+  const terms = { model: 'acme/tiny', queueLength: 4, oneRequestMs: () => 2500 }
+  const alice = { key: 'alice', promptTokens: 0, generatedTokens: 0, mayQueue: queueShareRule('alice', 0.5) }
+  t.equal(await line.take(terms, { usage: alice }), true, 'the free place, taken at once')
+  t.equal(line.active, 1)
+  const granted: string[] = []
+  const waits = [1, 2].map((i) => line.take(terms, { usage: alice }).then((ok) => { if (ok) granted.push(`a${i}`); return ok }))
+  t.equal(line.queuedOf('alice'), 2, 'two of alice\'s wait: her share of a line of 4')
+  await t.rejects(line.take(terms, { usage: alice }), TooManyRequestsError, 'a third of hers is past her share')
+  const refusal = await line.take(terms, { usage: alice }).catch((err: TooManyRequestsError) => err)
+  t.match((refusal as TooManyRequestsError).message, /alice.*acme\/tiny.*queue_share 0\.5/)
+  t.equal((refusal as TooManyRequestsError).headers['Retry-After'], '3', 'one request\'s time (2.5 s), rounded up')
+  const bob = { key: 'bob', promptTokens: 0, generatedTokens: 0 }
+  const bobWaits = [1, 2].map((i) => line.take(terms, { usage: bob }).then((ok) => { if (ok) granted.push(`b${i}`); return ok }))
+  t.equal(line.queued, 4)
+  await t.rejects(line.take(terms, { usage: bob }), QueueFullError, 'the line is full (limits.queue_length)')
+  for (let i = 0; i < 4; i++) { line.handOver(); await new Promise((resolve) => setImmediate(resolve)) }
+  t.same(await Promise.all([...waits, ...bobWaits]), [true, true, true, true])
+  t.same(granted, ['a1', 'b1', 'a2', 'b2'], 'in turns by key')
+  const gone = new AbortController()
+  gone.abort(new Error('client gone'))
+  await t.rejects(line.take(terms, { signal: gone.signal }), { message: 'client gone' }, 'an aborted request takes nothing')
+  t.equal(line.active, 1, 'the place still held by the last one served')
+})
