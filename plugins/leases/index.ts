@@ -17,5 +17,5 @@ declare module 'fastify' {
  * the sources register with.
  */
 export default fp(async (app) => {
-  app.decorate('leases', new LeaseRouter())
+  app.decorate('leases', new LeaseRouter((err) => app.log.warn({ err }, 'a lease observer failed')))
 }, { name: 'leases' })

@@ -1,4 +1,6 @@
+import { EventHub } from '../../core/event-hub.js'
 import { ModelNotFoundError } from '../../core/errors.js'
+import type { LeaseEvents } from './lease-events.js'
 import type { AcquireRequest, Lease, LeaseSource } from './lease.js'
 
 /** Requests in flight and waiting, by model name. */
@@ -43,8 +45,15 @@ export interface LeaseBackend {
  * that claims it. The sources know nothing of each other: each registers here (plugins/leases/index.ts).
  */
 export class LeaseRouter implements LeaseSource, Loader {
+  /** Every lease's first token and tokens, whichever source granted it: each source tells them here (metrics listen). */
+  readonly events: EventHub<LeaseEvents>
   private stored: StoredLeases | null = null
   private readonly backends: LeaseBackend[] = []
+
+  /** `onListenerError`: where an observer's failure is reported (it never reaches a lease). */
+  constructor (onListenerError?: (err: unknown) => void) {
+    this.events = new EventHub(onListenerError)
+  }
 
   /** The source of the stored models: one, registered once. */
   serveStored (source: StoredLeases): void {

@@ -3,6 +3,8 @@ import { linkedSignal } from '../../core/linked-signal.js'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { ModelEndpoint } from '../../runtimes/index.js'
+import type { EventHub } from '../../core/event-hub.js'
+import type { LeaseEvents } from './lease-events.js'
 import type { FitResult, Lease, LeaseModel } from './lease.js'
 
 // What every lease keeps and carries, whatever its source: its books (the request's usage, the first token, the
@@ -92,8 +94,8 @@ export interface LeaseGrant {
   /** The source's own signal (an instance that went away, the app closing); the client's, if any. */
   signal: AbortSignal
   clientSignal: AbortSignal | undefined
-  /** The observers of every lease's first token and tokens (metrics). */
-  events: { firstToken: (model: string, seconds: number) => void, tokens: (model: string, prompt: number, generated: number) => void }
+  /** Where every lease's first token and tokens are told (the lease router's events: metrics). */
+  events: EventHub<LeaseEvents>
   fitPrompt(promptTokens: number): Promise<FitResult>
   /** The place goes back, after `heldMs` held; called once. */
   release(heldMs: number): void
@@ -106,7 +108,10 @@ export interface LeaseGrant {
 export function grantLease (grant: LeaseGrant): Lease {
   const { model, started, usage, clientSignal } = grant
   let released = false
-  const books = leaseBooks(model.name, started, usage, grant.events)
+  const books = leaseBooks(model.name, started, usage, {
+    firstToken: (name, seconds) => grant.events.emit('firstToken', name, seconds),
+    tokens: (name, prompt, generated) => grant.events.emit('tokens', name, prompt, generated),
+  })
   // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
   // Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
   const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])

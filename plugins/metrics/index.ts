@@ -36,7 +36,7 @@ export default fp(async (app) => {
     },
   })
   app.decorate('metrics', metrics)
-  observeServices(metrics, { scheduler, puller: app.puller, converter: app.converter })
+  observeServices(metrics, { scheduler, leases: app.leases, puller: app.puller, converter: app.converter })
   registerUsageSeries(metrics.registry, app.usage)
 
   // The model label is the stored model's name, or an upstream's as it lists it, or empty: a name nobody stored or
@@ -67,4 +67,4 @@ export default fp(async (app) => {
   })
   app.addHook('onClose', () => admin.close())
   app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
-}, { name: 'metrics', dependencies: ['storage', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })
+}, { name: 'metrics', dependencies: ['storage', 'leases', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })

@@ -1,17 +1,19 @@
 import type { Converter } from '../convert/converter.js'
 import type { PullService } from '../download/pull-service.js'
+import type { LeaseRouter } from '../leases/lease-router.js'
 import type { Scheduler } from '../scheduler/scheduler.js'
 import type { GatewayMetrics } from './gateway-metrics.js'
 
 /** Subscribes the metrics to what the services tell their observers. */
-export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, puller: PullService, converter: Converter }): void {
-  const { scheduler, puller, converter } = services
+export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, leases: LeaseRouter, puller: PullService, converter: Converter }): void {
+  const { scheduler, leases, puller, converter } = services
+  // Every lease's, local or an upstream's.
+  leases.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
+  leases.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
   scheduler.events.on('loaded', (model, _purpose, seconds) => metrics.loaded(model, seconds))
   scheduler.events.on('loadFailed', (model) => metrics.loadFailed(model))
   scheduler.events.on('evicted', (model) => metrics.evicted(model))
   scheduler.events.on('crashed', (model) => metrics.crashed(model))
-  scheduler.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
-  scheduler.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
   scheduler.events.on('promptCacheSaved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
   scheduler.events.on('promptCacheRestored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
   scheduler.events.on('promptCacheReused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))

@@ -53,6 +53,7 @@ export default fp(async (app) => {
     // A request for a dtype a SafeTensors model has no GGUF of waits for its conversion.
     ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     rpcWorkers: app.rpcWorkers,
+    leaseEvents: app.leases.events,
     ...(promptCaches ? { promptCaches } : {}),
     log: app.log,
   })

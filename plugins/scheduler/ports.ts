@@ -2,6 +2,8 @@
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
 import type { Logger } from '../../core/logger.js'
+import type { EventHub } from '../../core/event-hub.js'
+import type { LeaseEvents } from '../leases/lease-events.js'
 import type { LeaseModel } from '../leases/lease.js'
 import type { Options } from '../../core/options-schema.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
@@ -92,6 +94,8 @@ export interface SchedulerDeps {
   ensureVariant?: EnsureVariant
   /** The RPC workers models may be split across (config.yaml's rpc.workers). */
   rpcWorkers?: SchedulerRpcWorkers
+  /** Where its leases tell their first token and tokens (the lease router's events). @default a hub of its own */
+  leaseEvents?: EventHub<LeaseEvents>
   /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
   promptCaches?: PromptCaches
   log: Pick<Logger, 'info' | 'warn' | 'error'>

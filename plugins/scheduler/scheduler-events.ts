@@ -1,6 +1,6 @@
 import type { Purpose } from '../leases/lease.js'
 
-/** What the scheduler tells its observers (`scheduler.events`), by event name; models by their stored name. */
+/** What the scheduler tells its observers (`scheduler.events`), by event name; models by their stored name (its leases' first tokens and tokens: plugins/leases/lease-events.ts). */
 export interface SchedulerEvents {
   /** A model's runtime serves: `seconds` from its spawn to ready (not the wait for room or a conversion). */
   loaded: [model: string, purpose: Purpose, seconds: number]
@@ -12,14 +12,10 @@ export interface SchedulerEvents {
   swapOut: [model: string, forModel: string]
   /** A loaded model's runtime exited without being asked to. */
   crashed: [model: string]
-  /** A request's first token went to its client, `seconds` after the request asked for a slot (load and queue included). */
-  firstToken: [model: string, seconds: number]
   /** A slot's prompt cache was saved before its runtime stopped, or restored into a fresh one: its tokens and bytes. */
   promptCacheSaved: [model: string, tokens: number, bytes: number]
   promptCacheRestored: [model: string, tokens: number, bytes: number]
   /** A restored save's first request reused what it shared with the save (`tokens` not evaluated again), or did not. */
   promptCacheReused: [model: string, tokens: number]
   promptCacheMissed: [model: string, reason: string]
-  /** Tokens one request had read (its prompt, cached ones included) and generated, as the runtime reported them. */
-  tokens: [model: string, prompt: number, generated: number]
 }

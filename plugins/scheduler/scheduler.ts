@@ -6,6 +6,7 @@ import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
+import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
 import type { SchedulableModel, SchedulerDeps } from './ports.js'
@@ -33,14 +34,12 @@ export class Scheduler implements LeaseSource {
   /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
   private readonly estimate = new WaitEstimate()
   private closing = false
-  /** Every lease's first token and tokens, told to the scheduler's observers. */
-  private readonly leaseEvents = {
-    firstToken: (model: string, seconds: number) => this.events.emit('firstToken', model, seconds),
-    tokens: (model: string, prompt: number, generated: number) => this.events.emit('tokens', model, prompt, generated),
-  }
+  /** Where its leases tell their first token and tokens: the lease router's observers, or its own. */
+  readonly leaseEvents: EventHub<LeaseEvents>
 
   constructor (private readonly deps: SchedulerDeps) {
     this.events = new EventHub((err) => deps.log.warn({ err }, 'a scheduler observer failed'))
+    this.leaseEvents = deps.leaseEvents ?? new EventHub((err) => deps.log.warn({ err }, 'a lease observer failed'))
     this.swaps = new SwapPolicy(deps.settings)
     this.growth = new ContextGrowth(deps.log)
     this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))

@@ -24,7 +24,7 @@ export default fp(async (app) => {
     isLocal: (name) => store.lookup(name) !== null,
   })
   app.decorate('upstreams', catalog)
-  const { scheduler, config } = app
+  const { config } = app
   const leases = new UpstreamLeases({
     upstreams: {
       find: (name, route) => catalog.find(name, route),
@@ -35,9 +35,8 @@ export default fp(async (app) => {
     queueLength: config.limits.queueLength,
     defaultOptions: config.defaultOptions,
     modelOptions: (name) => config.models.get(name)?.options,
-    // Counted as a local lease's: the first token's time and each request's tokens (metrics observe the scheduler).
-    onFirstToken: (model, seconds) => scheduler.events.emit('firstToken', model, seconds),
-    onTokens: (model, prompt, generated) => scheduler.events.emit('tokens', model, prompt, generated),
+    // Counted as a local lease's: the first token's time and each request's tokens.
+    events: app.leases.events,
   })
   // A backend of the lease router: the names upstreams offer, and a share of the stored models they offer too.
   app.leases.addBackend(leases)
@@ -47,4 +46,4 @@ export default fp(async (app) => {
     catalog.stop()
     await leases.close()
   })
-}, { name: 'upstreams', dependencies: ['storage', 'leases', 'scheduler'] })
+}, { name: 'upstreams', dependencies: ['storage', 'leases'] })

@@ -3,7 +3,9 @@ import { ContextExceededError, GatewayError, ModelNotFoundError, RuntimeError, U
 import type { Options } from '../../core/options-schema.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { watchedSink, withBodyFields, type ModelEndpoint } from '../../runtimes/index.js'
+import type { EventHub } from '../../core/event-hub.js'
 import { KeyLine } from '../leases/key-line.js'
+import type { LeaseEvents } from '../leases/lease-events.js'
 import type { AcquireRequest, Lease, LeaseModel } from '../leases/lease.js'
 import type { LeaseBackend, RequestCounts } from '../leases/lease-router.js'
 import { cacheSalt, grantLease, reserveTokens } from '../leases/lease-terms.js'
@@ -60,9 +62,8 @@ export interface UpstreamLeasesOptions {
   modelOptions(name: string): Options | undefined
   /** limits.queue_length: requests waiting per upstream past its max_concurrent (in turns by API key). */
   queueLength: number
-  /** As a local lease tells them: the first token's time and each request's tokens (metrics). */
-  onFirstToken(model: string, seconds: number): void
-  onTokens(model: string, prompt: number, generated: number): void
+  /** Where its leases tell their first token and tokens, as every lease does (the lease router's: metrics). */
+  events: EventHub<LeaseEvents>
 }
 
 /**
@@ -231,7 +232,7 @@ export class UpstreamLeases implements LeaseBackend {
       usage: request.usage,
       signal: this.closing.signal,
       clientSignal: request.signal,
-      events: { firstToken: this.options.onFirstToken, tokens: this.options.onTokens },
+      events: this.options.events,
       fitPrompt: async () => ({ grown: false, limit: knownContext ?? UNKNOWN_CONTEXT, why: ` (the model runs on upstream "${current.upstream.name}")` }),
       release: (heldMs) => {
         released = true
