@@ -1,21 +1,22 @@
 import type { Converter } from '../convert/converter.js'
 import type { PullService } from '../download/pull-service.js'
+import type { PromptCaches } from '../prompt-cache/prompt-caches.js'
 import type { Scheduler } from '../scheduler/scheduler.js'
 import type { GatewayMetrics } from './gateway-metrics.js'
 
 /** Subscribes the metrics to what the services tell their observers. */
-export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, puller: PullService, converter: Converter }): void {
-  const { scheduler, puller, converter } = services
+export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, promptCache: PromptCaches | null, puller: PullService, converter: Converter }): void {
+  const { scheduler, promptCache, puller, converter } = services
   scheduler.events.on('loaded', (model, _purpose, seconds) => metrics.loaded(model, seconds))
   scheduler.events.on('loadFailed', (model) => metrics.loadFailed(model))
   scheduler.events.on('evicted', (model) => metrics.evicted(model))
   scheduler.events.on('crashed', (model) => metrics.crashed(model))
   scheduler.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
   scheduler.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
-  scheduler.events.on('promptCacheSaved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
-  scheduler.events.on('promptCacheRestored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
-  scheduler.events.on('promptCacheReused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
-  scheduler.events.on('promptCacheMissed', (model) => metrics.promptCache(model, 'miss', 0, 0))
+  promptCache?.events.on('saved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
+  promptCache?.events.on('restored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
+  promptCache?.events.on('reused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
+  promptCache?.events.on('missed', (model) => metrics.promptCache(model, 'miss', 0, 0))
   puller.events.on('bytes', (count) => metrics.pulled(count))
   puller.events.on('retry', () => metrics.pullRetried())
   puller.events.on('failed', () => metrics.pullFailed())

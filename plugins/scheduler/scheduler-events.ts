@@ -14,12 +14,6 @@ export interface SchedulerEvents {
   crashed: [model: string]
   /** A request's first token went to its client, `seconds` after the request asked for a slot (load and queue included). */
   firstToken: [model: string, seconds: number]
-  /** A slot's prompt cache was saved before its runtime stopped, or restored into a fresh one: its tokens and bytes. */
-  promptCacheSaved: [model: string, tokens: number, bytes: number]
-  promptCacheRestored: [model: string, tokens: number, bytes: number]
-  /** A restored save's first request reused what it shared with the save (`tokens` not evaluated again), or did not. */
-  promptCacheReused: [model: string, tokens: number]
-  promptCacheMissed: [model: string, reason: string]
   /** Tokens one request had read (its prompt, cached ones included) and generated, as the runtime reported them. */
   tokens: [model: string, prompt: number, generated: number]
 }
