@@ -6,7 +6,7 @@ import { promisify } from 'node:util'
 import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 
 // The hostile soak's cache-folder writer (issue 51): whoever can write into the models folder plants files in its
-// prompt-cache folder (plugins/scheduler/prompt-cache-folder.ts): sidecars naming paths outside it, a save lying
+// prompt-cache folder (plugins/prompt-cache/prompt-cache-folder.ts): sidecars naming paths outside it, a save lying
 // about its size, links and a FIFO named like saves, files of its own; and swaps the gateway's live saves for links
 // out of the folder and for FIFOs. Files outside the folder must outlive the run untouched, and what the gateway
 // did not write be left as it was. The gateway reads the folder whole once, at its first load: a first round is

@@ -16,10 +16,10 @@ declare module 'fastify' {
 }
 
 /**
- * Prometheus metrics (docs/operations.md): counts every answered request, observes the scheduler, the pulls and the
- * converter, and serves GET /metrics with each loaded runtime's own series added. On the main address the security
- * plugin's key check covers it like any other route; with `metrics.listen` it is served on a listener of its own,
- * without a key, and not on the main address (metrics-listener.ts).
+ * Prometheus metrics (docs/operations.md): counts every answered request, observes the scheduler, the prompt cache,
+ * the pulls and the converter, and serves GET /metrics with each loaded runtime's own series added. On the main
+ * address the security plugin's key check covers it like any other route; with `metrics.listen` it is served on a
+ * listener of its own, without a key, and not on the main address (metrics-listener.ts).
  */
 export default fp(async (app) => {
   const { enabled, listen } = app.config.metrics
@@ -36,7 +36,7 @@ export default fp(async (app) => {
     },
   })
   app.decorate('metrics', metrics)
-  observeServices(metrics, { scheduler, leases: app.leases, puller: app.puller, converter: app.converter })
+  observeServices(metrics, { scheduler, leases: app.leases, promptCache: app.promptCache, puller: app.puller, converter: app.converter })
   registerUsageSeries(metrics.registry, app.usage)
 
   // The model label is the stored model's name, or an upstream's as it lists it, or empty: a name nobody stored or
@@ -67,4 +67,4 @@ export default fp(async (app) => {
   })
   app.addHook('onClose', () => admin.close())
   app.startupNotes.push(`metrics on http://${listen.host.includes(':') ? `[${listen.host}]` : listen.host}:${listen.port}/metrics`)
-}, { name: 'metrics', dependencies: ['storage', 'leases', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })
+}, { name: 'metrics', dependencies: ['storage', 'leases', 'prompt-cache', 'scheduler', 'download', 'convert', 'usage', 'upstreams'] })

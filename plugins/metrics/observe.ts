@@ -1,12 +1,13 @@
 import type { Converter } from '../convert/converter.js'
 import type { PullService } from '../download/pull-service.js'
 import type { LeaseRouter } from '../leases/lease-router.js'
+import type { PromptCaches } from '../prompt-cache/prompt-caches.js'
 import type { Scheduler } from '../scheduler/scheduler.js'
 import type { GatewayMetrics } from './gateway-metrics.js'
 
 /** Subscribes the metrics to what the services tell their observers. */
-export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, leases: LeaseRouter, puller: PullService, converter: Converter }): void {
-  const { scheduler, leases, puller, converter } = services
+export function observeServices (metrics: GatewayMetrics, services: { scheduler: Scheduler, leases: LeaseRouter, promptCache: PromptCaches | null, puller: PullService, converter: Converter }): void {
+  const { scheduler, leases, promptCache, puller, converter } = services
   // Every lease's, local or an upstream's.
   leases.events.on('firstToken', (model, seconds) => metrics.firstToken(model, seconds))
   leases.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
@@ -14,10 +15,10 @@ export function observeServices (metrics: GatewayMetrics, services: { scheduler:
   scheduler.events.on('loadFailed', (model) => metrics.loadFailed(model))
   scheduler.events.on('evicted', (model) => metrics.evicted(model))
   scheduler.events.on('crashed', (model) => metrics.crashed(model))
-  scheduler.events.on('promptCacheSaved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
-  scheduler.events.on('promptCacheRestored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
-  scheduler.events.on('promptCacheReused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
-  scheduler.events.on('promptCacheMissed', (model) => metrics.promptCache(model, 'miss', 0, 0))
+  promptCache?.events.on('saved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
+  promptCache?.events.on('restored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
+  promptCache?.events.on('reused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
+  promptCache?.events.on('missed', (model) => metrics.promptCache(model, 'miss', 0, 0))
   puller.events.on('bytes', (count) => metrics.pulled(count))
   puller.events.on('retry', () => metrics.pullRetried())
   puller.events.on('failed', () => metrics.pullFailed())

@@ -2,8 +2,6 @@ import fp from 'fastify-plugin'
 import { MAX_TIMER_MS } from '../../core/units.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
-import { promptCacheDir } from './prompt-cache-folder.js'
-import { PromptCaches } from './prompt-caches.js'
 import { Scheduler } from './scheduler.js'
 
 declare module 'fastify' {
@@ -24,18 +22,7 @@ function storePort (store: ModelStore): SchedulerStore {
 }
 
 export default fp(async (app) => {
-  const { config } = app
-  // Beside the models (a dot folder the store skips), so that replicas sharing the folder share the caches too.
-  const promptCaches = config.promptCache.enabled
-    ? new PromptCaches({
-      dir: promptCacheDir(config.modelsDir),
-      sizeBytes: config.promptCache.sizeBytes,
-      minTokens: config.promptCache.minTokens,
-      log: app.log,
-      onSaved: (model, tokens, bytes) => scheduler.events.emit('promptCacheSaved', model, tokens, bytes),
-      onRestored: (model, tokens, bytes) => scheduler.events.emit('promptCacheRestored', model, tokens, bytes),
-    })
-    : undefined
+  const { config, promptCache } = app
   const scheduler = new Scheduler({
     store: storePort(app.store),
     runtimes: app.launcher,
@@ -54,7 +41,7 @@ export default fp(async (app) => {
     ensureVariant: (model, dtype, signal) => app.ensureVariant(model.name, dtype, { signal }),
     rpcWorkers: app.rpcWorkers,
     leaseEvents: app.leases.events,
-    ...(promptCaches ? { promptCaches } : {}),
+    ...(promptCache ? { promptCache } : {}),
     log: app.log,
   })
   app.decorate('scheduler', scheduler)
@@ -63,8 +50,8 @@ export default fp(async (app) => {
   // Deleting a loaded model unloads it first, and its saved prompt caches go with it.
   app.store.onBeforeDelete(async (id) => {
     await scheduler.stop(id)
-    await promptCaches?.dropModel(scheduler.modelName(id))
+    await promptCache?.dropModel(scheduler.modelName(id))
   })
   // No llama-server may outlive the gateway (the runtimes plugin also stops any left when it closes).
   app.addHook('onClose', () => scheduler.unloadAll())
-}, { name: 'scheduler', dependencies: ['storage', 'leases', 'llama-cpp', 'convert'] })
+}, { name: 'scheduler', dependencies: ['storage', 'leases', 'llama-cpp', 'convert', 'prompt-cache'] })

@@ -5,10 +5,8 @@ import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
 import { modelArgs } from './model-args.js'
-import type { RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
+import type { CacheShape, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
-import type { CacheShape } from './prompt-caches.js'
-import { RestoreChecks } from './restore-checks.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StartBackoff } from './start-backoff.js'
@@ -105,7 +103,7 @@ export class Instances {
       // At once when the reason is known: a request in flight hears it in the same turn as the end began.
       instance.cut(reason instanceof Error ? reason : await reason)
       // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
-      if (served && this.deps.promptCaches) await this.deps.promptCaches.saveFrom(instance.process!.endpoint, cacheShape(instance), instance.process!.saves.cachedPrompts)
+      if (served && this.deps.promptCache) await this.deps.promptCache.saveFrom(instance.process!, cacheShape(instance))
       if (!exited) await instance.process?.stop(grace)
     } finally {
       const at = this.list.indexOf(instance)
@@ -124,7 +122,7 @@ export class Instances {
 
   private async bringUp (instance: Instance, ctxSize: number): Promise<void> {
     const { model, options, purpose } = instance
-    const { store, events, log, promptCaches } = this.deps
+    const { store, events, log, promptCache } = this.deps
     const failureKey = StartBackoff.keyOf(instance)
     this.backoff.check(failureKey, model.name)
     const workers = this.workersOf(model)
@@ -141,9 +139,9 @@ export class Instances {
       throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
     }
     const args = this.deps.settings.modelOptions.get(model.name)?.args
-    const caches = purpose === 'generate' ? promptCaches : undefined
+    const caches = purpose === 'generate' ? promptCache : undefined
     // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
-    const cacheDir = await caches?.init() === true ? caches!.dir : null
+    const cacheDir = caches ? await caches.slotSavePath() : null
     // Stopped while it waited for a worker, a conversion or the cache folder: nothing may be started for it now.
     if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
     const process = this.deps.runtimes.create({
@@ -178,24 +176,7 @@ export class Instances {
     if (instance.ending) { await process.stop(0); return }
     this.backoff.succeeded(failureKey)
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
-    if (caches) {
-      const restored = await caches.restoreInto(process.endpoint, cacheShape(instance))
-      if (restored.length > 0) {
-        instance.restoreChecks = new RestoreChecks({
-          model: model.name,
-          endpoint: process.endpoint,
-          restored,
-          minTokens: caches.minTokens,
-          checkpoints: process.saves.checkpoints,
-          log,
-          onReused: (name, tokens) => events.emit('promptCacheReused', name, tokens),
-          onMiss: async (name, save, reason) => {
-            events.emit('promptCacheMissed', name, reason)
-            await caches.dropSave(save)
-          },
-        })
-      }
-    }
+    if (caches) instance.restoreChecks = await caches.restoreInto(process, cacheShape(instance))
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {

@@ -7,7 +7,6 @@ import type { LeaseEvents } from '../leases/lease-events.js'
 import type { LeaseModel } from '../leases/lease.js'
 import type { Options } from '../../core/options-schema.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
-import type { PromptCaches } from './prompt-caches.js'
 
 // How a llama-server is spawned is the runtimes' to say; the scheduler fills it in.
 export type { RuntimeSpawnOptions }
@@ -97,6 +96,40 @@ export interface SchedulerDeps {
   /** Where its leases tell their first token and tokens (the lease router's events). @default a hub of its own */
   leaseEvents?: EventHub<LeaseEvents>
   /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
-  promptCaches?: PromptCaches
+  promptCache?: SchedulerPromptCache
   log: Pick<Logger, 'info' | 'warn' | 'error'>
+}
+
+/**
+ * What ties a runtime's saved slots to a runtime that can take them back: the model file, the KV cache's types, and
+ * the number of slots (a state file holds the cache's stream count, one per slot: llama.cpp refuses it in another).
+ */
+export interface CacheShape { model: string, digest: string, dtype: string, cacheTypeK: string, cacheTypeV: string, parallel: number }
+
+/** A generating runtime as the prompt cache sees it: how to reach it, and what its slot saves carry. */
+export type CachingRuntime = Pick<RuntimeProcess, 'endpoint' | 'saves'>
+
+/** The restores into one runtime, each judged by the first task its slot takes: looked at again after each request. */
+export interface RestoreJudge {
+  /** No restored slot is left to judge. */
+  readonly done: boolean
+  /** Never throws. */
+  check(): Promise<void>
+  /** Stops looking (its runtime stops). */
+  stop(): void
+}
+
+/**
+ * Prompt caches that outlive a runtime (the prompt-cache plugin): saved from a generating runtime before it stops,
+ * restored into a fresh one of the same shape before its first request, each restore judged.
+ */
+export interface SchedulerPromptCache {
+  /** The folder a generating runtime saves its slots into (`--slot-save-path`); null when unusable. Never throws. */
+  slotSavePath(): Promise<string | null>
+  /** Saves what a runtime about to stop holds that is worth keeping. Never throws. */
+  saveFrom(runtime: CachingRuntime, shape: CacheShape): Promise<void>
+  /** Restores this shape's saves into a fresh runtime's slots; null when none was restored. Never throws. */
+  restoreInto(runtime: CachingRuntime, shape: CacheShape): Promise<RestoreJudge | null>
+  /** Deletes every save of a model (it is being deleted, its runtimes stopped). */
+  dropModel(model: string): Promise<void>
 }

@@ -12,10 +12,4 @@ export interface SchedulerEvents {
   swapOut: [model: string, forModel: string]
   /** A loaded model's runtime exited without being asked to. */
   crashed: [model: string]
-  /** A slot's prompt cache was saved before its runtime stopped, or restored into a fresh one: its tokens and bytes. */
-  promptCacheSaved: [model: string, tokens: number, bytes: number]
-  promptCacheRestored: [model: string, tokens: number, bytes: number]
-  /** A restored save's first request reused what it shared with the save (`tokens` not evaluated again), or did not. */
-  promptCacheReused: [model: string, tokens: number]
-  promptCacheMissed: [model: string, reason: string]
 }

@@ -113,7 +113,7 @@ export async function serveAgentModel (t: Test, kind: keyof typeof REALISTIC = '
     models: { [AGENT_MODEL]: { aliases: ['stub-model'] } },
   })
   let restored = 0
-  server.app.scheduler.events.on('promptCacheRestored', (model) => { if (model === AGENT_MODEL) restored++ })
+  server.app.promptCache!.events.on('restored', (model) => { if (model === AGENT_MODEL) restored++ })
   const loaded = async (): Promise<string[]> => ((await (await fetch(`${server.url}/api/ps`)).json()) as { models: Array<{ name: string }> }).models.map((m) => m.name)
   return {
     ...server,

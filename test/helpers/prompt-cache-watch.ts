@@ -3,7 +3,7 @@ import { buildTestApp, testConfig } from './app.js'
 import type { InferenceServer } from './inference.js'
 import { cpuRuntime } from './runtime.js'
 
-// What the prompt-cache tests of test/plugins/scheduler share: long prompts of their own, the scheduler's prompt-cache
+// What the tests of test/plugins/prompt-cache share: long prompts of their own, the prompt cache's
 // events as lists, and a gateway restarted over the same data folder.
 
 const WORDS = 'the quick brown fox jumps over the lazy dog while seven wise owls count the stars above a quiet harbour'.split(' ')
@@ -18,11 +18,11 @@ export interface Watched extends InferenceServer { saved: number[], restored: nu
 
 export function watchCaches (server: InferenceServer): Watched {
   const watched: Watched = { ...server, saved: [], restored: [], reused: [], missed: [] }
-  const { events } = server.app.scheduler
-  events.on('promptCacheSaved', (_m, tokens) => watched.saved.push(tokens))
-  events.on('promptCacheRestored', (_m, tokens) => watched.restored.push(tokens))
-  events.on('promptCacheReused', (_m, tokens) => watched.reused.push(tokens))
-  events.on('promptCacheMissed', (_m, reason) => watched.missed.push(reason))
+  const { events } = server.app.promptCache!
+  events.on('saved', (_m, tokens) => watched.saved.push(tokens))
+  events.on('restored', (_m, tokens) => watched.restored.push(tokens))
+  events.on('reused', (_m, tokens) => watched.reused.push(tokens))
+  events.on('missed', (_m, reason) => watched.missed.push(reason))
   return watched
 }
 

@@ -1,14 +1,12 @@
 import { createHash, randomUUID } from 'node:crypto'
+import { EventHub } from '../../core/event-hub.js'
 import type { Logger } from '../../core/logger.js'
 import { isAlive } from '../../core/process-alive.js'
 import type { RuntimeEndpoint, SlotTransfer } from '../../runtimes/index.js'
+import type { CacheShape, CachingRuntime, RestoreJudge, SchedulerPromptCache } from '../scheduler/ports.js'
+import type { PromptCacheEvents } from './prompt-cache-events.js'
 import { PromptCacheFolder, saveName, stagingName, type CacheEntry } from './prompt-cache-folder.js'
-
-/**
- * What ties a saved cache to a runtime that can take it: the model file, the KV cache's types, and the number of
- * slots (a state file holds the cache's stream count, one per slot: llama.cpp refuses it in another).
- */
-export interface CacheShape { model: string, digest: string, dtype: string, cacheTypeK: string, cacheTypeV: string, parallel: number }
+import { RestoreChecks, type RestoredSave } from './restore-checks.js'
 
 export interface PromptCacheOptions {
   /** The folder: `--slot-save-path` of every runtime, so that llama-server reads and writes there itself. */
@@ -18,9 +16,6 @@ export interface PromptCacheOptions {
   /** A slot holding fewer tokens is not saved. */
   minTokens: number
   log?: Pick<Logger, 'info' | 'warn'>
-  /** Told of each save and restore, for metrics. */
-  onSaved?: (model: string, tokens: number, bytes: number) => void
-  onRestored?: (model: string, tokens: number, bytes: number) => void
 }
 
 /** The longest a runtime's saves may hold up its stop, or its restores its first request. */
@@ -37,9 +32,6 @@ const MAX_CACHED_PROMPTS = 256
 /** A save's file without its description this long is a leftover, not another process's save under way. */
 const ORPHAN_AGE_MS = 10 * 60_000
 
-/** A save restored into a slot: `save` names it (its file stem), `tokens` it held. */
-export interface RestoredSave { slot: number, save: string, tokens: number }
-
 /**
  * Prompt caches that outlive a runtime. Before a runtime stops, the slots worth keeping are saved (by
  * llama-server, into this folder) and kept under a size budget, least recently used dropped first; a save
@@ -48,7 +40,9 @@ export interface RestoredSave { slot: number, save: string, tokens: number }
  * (the longest common prefix) sends each request to the slot holding its conversation. A cache that does not
  * restore is deleted; the request runs as it would have without it.
  */
-export class PromptCaches {
+export class PromptCaches implements SchedulerPromptCache {
+  /** Each save and restore, and each restore's verdict: for metrics. */
+  readonly events: EventHub<PromptCacheEvents>
   /** By file stem (`<key>-<id>`). */
   private readonly entries = new Map<string, CacheEntry>()
   /** The tokens of the saves this process made (their runtime wrote them), by stem. */
@@ -58,13 +52,16 @@ export class PromptCaches {
 
   constructor (private readonly options: PromptCacheOptions) {
     this.folder = new PromptCacheFolder(options.dir)
+    this.events = new EventHub((err) => options.log?.warn({ err }, 'a prompt cache observer failed'))
   }
-
-  /** A slot holding fewer tokens is not saved. */
-  get minTokens (): number { return this.options.minTokens }
 
   /** The folder, as runtimes are to be given it (`--slot-save-path`) once `init` said it is usable. */
   get dir (): string { return this.folder.dir }
+
+  /** The folder, read first (`init`): what runtimes save their slots into; null when it cannot be used. */
+  async slotSavePath (): Promise<string | null> {
+    return await this.init() ? this.dir : null
+  }
 
   /**
    * Creates the folder and reads what an earlier run left: half-written saves and damaged ones go, what the gateway
@@ -93,10 +90,10 @@ export class PromptCaches {
    * conversations its RAM prompt cache holds: those it moved out of a slot for another. Never throws: a failed save
    * only logs.
    */
-  async saveFrom (endpoint: RuntimeEndpoint, shape: CacheShape, cachedPrompts = false): Promise<number> {
-    if (!await this.init()) return 0
+  async saveFrom ({ endpoint, saves }: CachingRuntime, shape: CacheShape): Promise<void> {
+    if (!await this.init()) return
+    const { cachedPrompts } = saves
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
-    let saved = 0
     let written = 0
     const now = Date.now()
     // `age`: how many ms before now it was last used, to order the restores: a slot's conversation is the most recent,
@@ -115,10 +112,7 @@ export class PromptCaches {
         const id = randomUUID()
         await this.folder.settle(staging, key, id)
         const entry: CacheEntry = { id, key, salt: entrySalt, model: shape.model, tokens: done.tokens, bytes: 0, savedAt: Date.now(), lastUsed: now - age }
-        if (await this.adopt(entry)) {
-          saved++
-          this.options.onSaved?.(shape.model, done.tokens, entry.bytes)
-        }
+        if (await this.adopt(entry)) this.events.emit('saved', shape.model, done.tokens, entry.bytes)
         return true
       } finally {
         await this.folder.remove(staging)
@@ -135,14 +129,33 @@ export class PromptCaches {
       this.options.log?.warn({ model: shape.model, err: (err as Error).message }, 'saving prompt caches failed; the runtime stops without them')
     }
     await this.keepBudget()
-    return saved
   }
 
   /**
-   * Restores this shape's most recently used caches into the runtime's slots, one each, before it takes requests.
-   * Never throws: a cache that does not restore is deleted.
+   * Restores this shape's most recently used caches into a fresh runtime's slots, before it takes requests; each is
+   * then judged by the first task its slot takes (restore-checks.ts), and one that did not serve is deleted.
+   * @returns the judge of those restores, null when none was restored
    */
-  async restoreInto (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<RestoredSave[]> {
+  async restoreInto ({ endpoint, saves }: CachingRuntime, shape: CacheShape): Promise<RestoreJudge | null> {
+    const restored = await this.restore(endpoint, shape)
+    if (restored.length === 0) return null
+    return new RestoreChecks({
+      model: shape.model,
+      endpoint,
+      restored,
+      minTokens: this.options.minTokens,
+      checkpoints: saves.checkpoints,
+      ...(this.options.log ? { log: this.options.log } : {}),
+      onReused: (model, tokens) => this.events.emit('reused', model, tokens),
+      onMiss: async (model, save, reason) => {
+        this.events.emit('missed', model, reason)
+        await this.dropSave(save)
+      },
+    })
+  }
+
+  /** Restores caches into the runtime's slots, one each. Never throws: a cache that does not restore is deleted. */
+  private async restore (endpoint: RuntimeEndpoint, shape: CacheShape): Promise<RestoredSave[]> {
     const restored: RestoredSave[] = []
     if (!await this.init()) return restored
     // Each save's salt is checked against its name's key: a sidecar cannot move a save into another group.
@@ -162,7 +175,7 @@ export class PromptCaches {
           entry.lastUsed = Date.now()
           await this.writeEntry(entry)
           restored.push({ slot: slot.id, save: stem(entry), tokens: done.tokens })
-          this.options.onRestored?.(shape.model, done.tokens, done.bytes)
+          this.events.emit('restored', shape.model, done.tokens, done.bytes)
         } catch (err) {
           if (signal.aborted) throw err
           this.options.log?.warn({ model: shape.model, cache: entry.id, err: (err as Error).message }, 'a saved prompt cache did not restore; deleted')
@@ -176,8 +189,8 @@ export class PromptCaches {
     return restored
   }
 
-  /** Deletes a save that did not serve when restored (restore-checks.ts): it would only cost its restore again. */
-  async dropSave (save: string): Promise<void> {
+  /** Deletes a save that did not serve when restored: it would only cost its restore again. */
+  private async dropSave (save: string): Promise<void> {
     const entry = this.entries.get(save)
     if (entry !== undefined) await this.drop(entry)
   }

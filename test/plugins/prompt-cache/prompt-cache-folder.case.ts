@@ -1,4 +1,4 @@
-// The prompt-cache folder trusts nothing it reads (plugins/scheduler/prompt-cache-folder.ts): whoever can write into
+// The prompt-cache folder trusts nothing it reads (plugins/prompt-cache/prompt-cache-folder.ts): whoever can write into
 // the models folder plants sidecars naming paths outside it, saves lying about their size, links named like saves,
 // files of their own. Each gets a bounded outcome: nothing outside the folder is read or deleted, sizes are the
 // file system's, what the gateway did not write is left alone and reported by `llamagate doctor`.
@@ -8,8 +8,8 @@ import { copyFile, lstat, mkdir, readdir, readFile, stat, symlink, truncate, wri
 import { join } from 'node:path'
 import t from 'tap'
 import type { Config } from '../../../core/config.js'
-import { manifest } from '../../../plugins/scheduler/plugin-manifest.js'
-import { PromptCaches } from '../../../plugins/scheduler/prompt-caches.js'
+import { manifest } from '../../../plugins/prompt-cache/plugin-manifest.js'
+import { PromptCaches } from '../../../plugins/prompt-cache/prompt-caches.js'
 import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { post, serveTinyModels, type InferenceServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
@@ -111,7 +111,7 @@ t.test('a link named like a save is neither followed nor deleted through; the re
   const app = await buildTestApp(await testConfig(t, { data_dir: config.dataDir, runtime: 'cpu', runtimes: { cpu: { bin: runtime.binDir } }, prompt_cache: { min_tokens: 32, size: '400KiB' }, default_options: { num_ctx: 512, num_parallel: 2 } }))
   t.teardown(() => app.close())
   const restored: number[] = []
-  app.scheduler.events.on('promptCacheRestored', (_model, tokens) => restored.push(tokens))
+  app.promptCache!.events.on('restored', (_model, tokens) => restored.push(tokens))
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   t.equal(await turn({ app, url }, 'acme/tiny', prompt(3)), 200)
   t.equal(restored.length, 1, 'the real save restored; the link was not handed to llama-server')
@@ -161,7 +161,7 @@ t.test('a file in the folder\'s place: the model answers without saves, and doct
   const { config } = server.app
   await writeFile(cacheDir(config), 'not a folder')
   const saved: string[] = []
-  server.app.scheduler.events.on('promptCacheSaved', (model) => saved.push(model))
+  server.app.promptCache!.events.on('saved', (model) => saved.push(model))
   t.equal(await turn(server, 'acme/tiny', prompt(4)), 200, 'answered')
   await post(`${server.url}/api/stop`, { model: 'acme/tiny' })
   t.same(saved, [], 'nothing saved')

@@ -11,7 +11,7 @@ declare module '../../core/resolved-config.js' {
 
 /** config.yaml's `prompt_cache`. */
 export const section = configSection({
-  plugin: 'scheduler',
+  plugin: 'prompt-cache',
   doc: 'docs/operations.md',
   keys: {
     prompt_cache: Type.Object({

@@ -1,15 +1,15 @@
 import type { PluginManifest } from '../../core/plugin-manifest.js'
 
 /**
- * The scheduler's config section (`prompt_cache`: config-section.ts) and doctor check: the prompt-cache folder, what
- * it holds and what does not belong there.
+ * The prompt cache's config section (`prompt_cache`: config-section.ts) and doctor check: its folder, what it holds
+ * and what does not belong there.
  */
 export const manifest: PluginManifest = {
-  name: 'scheduler',
+  name: 'prompt-cache',
   config: async () => (await import('./config-section.js')).section,
   async doctor ({ config }) {
     // Loaded here: the CLI reads this manifest to start.
-    const { promptCacheCheck } = await import('./prompt-cache-check.js')
+    const { promptCacheCheck } = await import('./doctor-check.js')
     const { check, found } = await promptCacheCheck(config)
     return { checks: [check], json: { promptCache: found } }
   },

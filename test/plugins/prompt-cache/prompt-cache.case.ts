@@ -1,4 +1,4 @@
-// Prompt caches that outlive a runtime (plugins/scheduler/prompt-caches.ts), with the real llama-server: saved on
+// Prompt caches that outlive a runtime (plugins/prompt-cache/prompt-caches.ts), with the real llama-server: saved on
 // each way a runtime stops, restored when the model loads again so that a follow-up evaluates only its new tokens,
 // dropped when they do not restore, kept within their budget, deleted with their model, and found again by a
 // restarted gateway.
@@ -25,8 +25,8 @@ async function serve (t: Test, names: string[], values: Record<string, unknown> 
   const server = await serveTinyModels(t, names, { prompt_cache: { min_tokens: 32 }, ...values })
   const saved: string[] = []
   const restored: string[] = []
-  server.app.scheduler.events.on('promptCacheSaved', (model) => saved.push(model))
-  server.app.scheduler.events.on('promptCacheRestored', (model) => restored.push(model))
+  server.app.promptCache!.events.on('saved', (model) => saved.push(model))
+  server.app.promptCache!.events.on('restored', (model) => restored.push(model))
   return { ...server, saved, restored }
 }
 
@@ -140,7 +140,7 @@ t.test('deleting a model deletes its caches; a restarted gateway restores what t
   const app = await buildTestApp(config)
   t.teardown(() => app.close())
   const restored: string[] = []
-  app.scheduler.events.on('promptCacheRestored', (model) => restored.push(model))
+  app.promptCache!.events.on('restored', (model) => restored.push(model))
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   await app.store.delete('acme/gone')
   t.equal((await cacheFiles(app)).length, 1, 'acme/gone\'s cache went with it')

@@ -1,6 +1,5 @@
 import type { Logger } from '../../core/logger.js'
 import type { RuntimeEndpoint, SlotCache } from '../../runtimes/index.js'
-import type { RestoredSave } from './prompt-caches.js'
 
 /** A runtime that does not list its slots this soon is asked again after the next request. */
 const LIST_LIMIT_MS = 2_000
@@ -10,6 +9,9 @@ const LIST_LIMIT_MS = 2_000
  */
 const BUSY_RETRY_MS = 200
 const BUSY_RETRIES = 25
+
+/** A save restored into a slot: `save` names it (its file stem), `tokens` it held. */
+export interface RestoredSave { slot: number, save: string, tokens: number }
 
 export interface RestoreCheckOptions {
   model: string

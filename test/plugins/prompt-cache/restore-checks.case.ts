@@ -1,9 +1,9 @@
-// Whether each restored save served (plugins/scheduler/restore-checks.ts): judged by the first task its slot takes,
+// Whether each restored save served (plugins/prompt-cache/restore-checks.ts): judged by the first task its slot takes,
 // from what llama-server says of that task (the patch set's n_prompt_tokens_common beside n_prompt_tokens_cache).
 // The runtime is a stand-in here; prompt-cache-patches.case.ts checks the same with the real llama-server.
 import t from 'tap'
 import type { SlotCache } from '../../../runtimes/index.js'
-import { judgeSlot, RestoreChecks } from '../../../plugins/scheduler/restore-checks.js'
+import { judgeSlot, RestoreChecks } from '../../../plugins/prompt-cache/restore-checks.js'
 
 const restored = { slot: 0, save: 'abc-1', tokens: 4000 }
 const slot = (fields: Partial<SlotCache>): SlotCache => ({ id: 0, nCtx: 8192, tokens: 4100, busy: false, salt: '', task: 7, ...fields })
