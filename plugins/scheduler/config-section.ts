@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { Size } from '../../core/config-schema.js'
+import { Duration, Size } from '../../core/config-schema.js'
 import { configSection } from '../../core/config-section.js'
 
 declare module '../../core/resolved-config.js' {
@@ -7,9 +7,21 @@ declare module '../../core/resolved-config.js' {
     /** Prompt caches saved when a runtime stops and restored when its model loads again: their folder's budget, and the smallest worth saving. */
     promptCache: { enabled: boolean, sizeBytes: number, minTokens: number }
   }
+  interface ConfigLimits {
+    /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
+    progressTimeoutMs: number
+    /** How long requests for a loaded model go before a swap away from it; how long a model just loaded stays at least. */
+    swapWaitMs: number, minResidencyMs: number
+  }
+  interface ModelConfig {
+    /** When models do not fit together: a higher one is swapped in first and out last. @default 0 */
+    priority?: number
+    /** Never unloaded to make room for another model; reloaded once room is back. */
+    pinned?: boolean
+  }
 }
 
-/** config.yaml's `prompt_cache`. */
+/** config.yaml's `prompt_cache`; the swap policy's `limits` and `models.<name>.priority`, `.pinned`. */
 export const section = configSection({
   plugin: 'scheduler',
   doc: 'docs/operations.md',
@@ -20,7 +32,22 @@ export const section = configSection({
       min_tokens: Type.Integer({ minimum: 1, default: 1024, description: 'a slot holding fewer tokens is not worth saving' }),
     }, { additionalProperties: false, default: {} }),
   },
-  resolve: ({ prompt_cache: cache }, { size }) => ({
+  limits: {
+    progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
+    swap_wait: Type.Union([Duration], { default: '30s', description: 'when models do not fit together, requests for the loaded one go before a swap away from it for at most this long' }),
+    min_residency: Type.Union([Duration], { default: '5s', description: 'a model just loaded is not unloaded for another one sooner than this' }),
+  },
+  models: {
+    priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100, description: 'when models do not fit together, a higher one is swapped in first and out last (default 0)' })),
+    pinned: Type.Optional(Type.Boolean({ description: 'never unloaded to make room for another model; reloaded once room is back' })),
+  },
+  resolveModel: ({ priority, pinned }) => ({ ...(priority !== undefined ? { priority } : {}), ...(pinned === true ? { pinned } : {}) }),
+  resolve: ({ prompt_cache: cache, limits }, { size, duration, positiveDuration }) => ({
     promptCache: { enabled: cache.enabled, sizeBytes: size('prompt_cache.size', cache.size), minTokens: cache.min_tokens },
+    limits: {
+      progressTimeoutMs: positiveDuration('limits.progress_timeout', limits.progress_timeout),
+      swapWaitMs: duration('limits.swap_wait', limits.swap_wait),
+      minResidencyMs: duration('limits.min_residency', limits.min_residency),
+    },
   }),
 })

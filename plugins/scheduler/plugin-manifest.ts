@@ -1,8 +1,8 @@
 import type { PluginManifest } from '../../core/plugin-manifest.js'
 
 /**
- * The scheduler's config section (`prompt_cache`: config-section.ts) and doctor check: the prompt-cache folder, what
- * it holds and what does not belong there.
+ * The scheduler's config section (`prompt_cache`, its limits, `models.<name>.priority`, `.pinned`: config-section.ts)
+ * and doctor check: the prompt-cache folder, what it holds and what does not belong there.
  */
 export const manifest: PluginManifest = {
   name: 'scheduler',
