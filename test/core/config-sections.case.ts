@@ -97,10 +97,12 @@ declare module '../../core/resolved-config.js' {
   interface ModelConfig {
     /** The audit plugin's test key: tokens a model may spend a day. */
     auditBudget?: number
-    auditLevel?: string
+    auditLevel?: 'quiet' | 'loud'
   }
 }
 
+// What the section's own resolve saw of a model: its fields are in place before it runs.
+let seenByResolve: number | undefined
 const perModel = configSection({
   plugin: 'audit',
   doc: 'docs/plugins.md',
@@ -111,18 +113,16 @@ const perModel = configSection({
     audit_level: Type.Union([Type.Literal('quiet'), Type.Literal('loud')], { default: 'quiet' }),
   },
   resolveModel ({ audit_budget: budget, audit_every: every, audit_level: level }, name, { config, duration, problem }) {
-    // What resolve and resolveModel see: the raw keys typed from the schemas, the core's configuration so far.
-    const typed: { budget: number | undefined, level: 'quiet' | 'loud' } = { budget, level }
+    // The raw keys are typed from the schemas (budget: number | undefined, level: 'quiet' | 'loud'); the context is
+    // the core's configuration so far, and the readers that name the key.
     if (every !== undefined && duration(`models.${name}.audit_every`, every) > config.keepAliveMs) problem(`models.${name}.audit_every is longer than keep_alive`)
-    return { ...(typed.budget !== undefined ? { auditBudget: typed.budget } : {}), auditLevel: typed.level }
+    return { ...(budget !== undefined ? { auditBudget: budget } : {}), auditLevel: level }
   },
   resolve: (_raw, { config }) => {
     seenByResolve = config.models.get('acme/a')?.auditBudget
     return {}
   },
 })
-// What the section's own resolve saw of a model: its fields are in place before it runs.
-let seenByResolve: number | undefined
 
 t.test('a section\'s keys under models.<name>: defaults filled in, resolved into each model\'s typed config', async (t) => {
   const config = resolveConfig([{ source: 'x.yaml', values: { models: { 'acme/a': { audit_budget: 5000, options: { num_ctx: 2048 } }, 'acme/b': { audit_level: 'loud', pinned: true } } } }], null, [...BUILTIN_SECTIONS, perModel])
