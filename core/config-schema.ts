@@ -15,6 +15,12 @@ const BACKENDS = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu'] as const
 const Backend = Type.Union(BACKENDS.map((b) => Type.Literal(b)))
 const RuntimeBuild = Type.Object({ bin: Type.String({ minLength: 1 }) }, { additionalProperties: false })
 
+/** The core's keys of each `models.<name>`: the options over the defaults, and the other names it answers to. */
+export const MODEL_KEYS = {
+  options: Type.Optional(Type.Object(OptionsSchema.properties, { additionalProperties: false })),
+  aliases: Type.Optional(Type.Array(Type.String({ pattern: '^\\S{1,200}$' }), { description: 'other names requests may use for this model (what an agent asks for: claude-sonnet-4-5, gpt-5-codex)' })),
+}
+
 const PluginEntry = Type.Object({
   path: Type.String({ minLength: 1, description: 'a file path (relative to the config file) or a package name' }),
   options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
@@ -44,31 +50,15 @@ export const ConfigSchema = Type.Object({
       num_parallel: 4, cache_type_k: 'f16', cache_type_v: 'f16', dtype: 'f16',
     },
   }),
-  models: Type.Record(Type.String(), Type.Object({
-    options: Type.Optional(Type.Object(OptionsSchema.properties, { additionalProperties: false })),
-    args: Type.Optional(Type.Array(Type.String())),
-    preload: Type.Optional(Type.Boolean()),
-    keep_alive: Type.Optional(Duration),
-    rpc: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names of rpc.workers this model is split across' })),
-    aliases: Type.Optional(Type.Array(Type.String({ pattern: '^\\S{1,200}$' }), { description: 'other names requests may use for this model (what an agent asks for: claude-sonnet-4-5, gpt-5-codex)' })),
-    tensor_split: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { minItems: 1, description: 'the share of the layers on each device, in llama-server\'s device order (RPC workers first)' })),
-    priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100, description: 'when models do not fit together, a higher one is swapped in first and out last (default 0)' })),
-    pinned: Type.Optional(Type.Boolean({ description: 'never unloaded to make room for another model; reloaded once room is back' })),
-  }, { additionalProperties: false }), { default: {} }),
+  // Each model's keys: the core's here; the plugins' come with their sections (core/config-sections.ts assembles them).
+  models: Type.Record(Type.String(), Type.Object(MODEL_KEYS, { additionalProperties: false }), { default: {} }),
   limits: Type.Object({
     body_size: Type.Union([Size], { default: '16MiB' }),
     queue_length: Type.Integer({ minimum: 0, default: 64 }),
     max_loaded_models: Type.Integer({ minimum: 1, default: 3 }),
     load_timeout: Type.Union([Duration], { default: '5m' }),
     stream_stall_timeout: Type.Union([Duration], { default: '60s', description: 'a streamed answer whose client reads nothing this long is cut off, and its slot freed' }),
-    schema_size: Type.Union([Size], { default: '64KiB', description: 'the largest output schema, grammar or tool schema one request may carry' }),
-    schema_alternatives: Type.Integer({ minimum: 1, default: 1024, description: 'the most enum values and consts one such schema may list' }),
-    unused_blob_ttl: Type.Union([Duration], { default: '24h', description: 'an uploaded blob no model is made from is removed after this long' }),
-    blob_quota: Type.Union([Size, Type.Literal(0), Type.Null()], { default: '200GiB', description: 'the most bytes uploaded blobs no model is made from may hold together; 0 or null: no quota' }),
     body_timeout: Type.Union([Duration], { default: '30s', description: 'a request body not received whole this long after its head is cut off (model uploads exempt)' }),
-    progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
-    swap_wait: Type.Union([Duration], { default: '30s', description: 'when models do not fit together, requests for the loaded one go before a swap away from it for at most this long' }),
-    min_residency: Type.Union([Duration], { default: '5s', description: 'a model just loaded is not unloaded for another one sooner than this' }),
     header_timeout: Type.Union([Duration], { default: '15s', description: 'a connection whose request head has not arrived whole this long is answered 408 and closed' }),
     connections_per_client: Type.Integer({ minimum: 1, default: 256, description: 'open connections one client address may hold; the next is answered 503 and closed' }),
     unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),

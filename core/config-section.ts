@@ -1,5 +1,5 @@
 import type { Static, TObject, TProperties } from 'typebox'
-import type { Config, ConfigLimits } from './resolved-config.js'
+import type { Config, ConfigLimits, ModelConfig } from './resolved-config.js'
 import type { HostPort } from './host-port.js'
 
 /**
@@ -13,19 +13,25 @@ import type { HostPort } from './host-port.js'
  * declare module '../../core/resolved-config.js' {
  *   interface Config { upstreams: UpstreamConfig[] }
  *   interface ConfigLimits { upstream: UpstreamLimits }
+ *   interface ModelConfig { budget?: number }
  * }
  * ```
  *
  * Loaded with the configuration (core/config-sections.ts), before anything reads it: a section's module imports no
  * value from core/config.ts, which waits for the sections.
  */
-export interface ConfigSection<Keys extends TProperties = TProperties, Limits extends TProperties = TProperties> {
+export interface ConfigSection<Keys extends TProperties = TProperties, Limits extends TProperties = TProperties, ModelKeys extends TProperties = TProperties> {
   /** The plugin's name (its folder), for messages about the section itself. */
   plugin: string
   /** config.yaml's top-level keys the plugin owns, each a TypeBox schema with its `default` (config.yaml repeats it). */
   keys: Keys
   /** Keys of config.yaml's `limits` the plugin owns, likewise. */
   limits?: Limits
+  /**
+   * Keys of each model's entry, `models.<name>.<key>`, the plugin owns: TypeBox schemas, most `Type.Optional` (a model
+   * leaves them out); one with a `default` gets it in every model config.yaml names.
+   */
+  models?: ModelKeys
   /** Environment variables setting the section's keys; each wins over the config file, as the core's do. */
   env?: readonly EnvVariable[]
   /** Where the section is explained beyond config.yaml's comments: a file under docs/ that names each of its keys. */
@@ -35,6 +41,12 @@ export interface ConfigSection<Keys extends TProperties = TProperties, Limits ex
    * for its limits). A value the schema cannot judge alone is reported through `context.problem`, naming its key.
    */
   resolve (raw: Static<TObject<Keys>> & { limits: Static<TObject<Limits>> }, context: SectionContext): ConfigPart
+  /**
+   * One model's keys of the section (`models`), validated, as fields of its `ModelConfig`; called for each model
+   * config.yaml names, before `resolve` (whose `context.config.models` then holds them). A key is named
+   * `models.<name>.<key>` in problems. @default the keys set, as written
+   */
+  resolveModel? (raw: Static<TObject<ModelKeys>>, name: string, context: SectionContext): Partial<ModelConfig>
 }
 
 /** An environment variable and the config key it sets. */
@@ -63,6 +75,8 @@ export interface SectionContext {
   sourceOf (key: string): string
   /** A duration in ms (`30`, `"90s"`); a problem when it is none. */
   duration (key: string, value: unknown): number
+  /** A duration in ms that must be longer than 0 (a timeout); a problem when it is not. */
+  positiveDuration (key: string, value: unknown): number
   /** A size in bytes (`1048576`, `"16MiB"`) of at least 1; a problem when it is none. */
   size (key: string, value: unknown): number
   /** A listen address `host:port` (IPv6 in brackets), its port at least `lowest`. @default lowest 1 */
@@ -70,7 +84,7 @@ export interface SectionContext {
 }
 
 /** A section with its raw keys typed from its schemas (what `resolve` receives), erased for the manifest. */
-export function configSection<Keys extends TProperties, Limits extends TProperties = {}> (section: ConfigSection<Keys, Limits>): ConfigSection {
+export function configSection<Keys extends TProperties, Limits extends TProperties = {}, ModelKeys extends TProperties = {}> (section: ConfigSection<Keys, Limits, ModelKeys>): ConfigSection {
   return section as unknown as ConfigSection
 }
 

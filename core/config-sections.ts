@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv'
 import { Type, type TObject, type TProperties } from 'typebox'
-import { ConfigSchema } from './config-schema.js'
+import { ConfigSchema, MODEL_KEYS } from './config-schema.js'
 import type { ConfigSection } from './config-section.js'
 import { builtinManifests } from './plugin-loader.js'
 
@@ -13,7 +13,10 @@ export const BUILTIN_SECTIONS: readonly ConfigSection[] = await Promise.all(
   (await builtinManifests()).flatMap((m) => m.config ? [m.config()] : []),
 )
 
-/** config.yaml as a whole: its schema (the core's keys, then each section's), a validator, and the defaults it gives. */
+/**
+ * config.yaml as a whole: its schema (the core's keys, then each section's, at the top, under `limits` and under
+ * each `models.<name>`), a validator, and the defaults it gives.
+ */
 export interface ConfigShape {
   schema: TObject
   /** Checks a merged configuration, filling in the defaults of keys left out. */
@@ -41,6 +44,7 @@ export function configShape (sections: readonly ConfigSection[] = BUILTIN_SECTIO
 function assemble (sections: readonly ConfigSection[]): TObject {
   const keys: TProperties = { ...ConfigSchema.properties }
   const limits: TProperties = { ...ConfigSchema.properties.limits.properties }
+  const model: TProperties = { ...MODEL_KEYS }
   const claim = (into: TProperties, owned: TProperties, prefix: string, plugin: string): void => {
     for (const [key, schema] of Object.entries(owned)) {
       if (Object.hasOwn(into, key)) throw new Error(`the ${plugin} plugin's config section claims ${prefix}${key}, which is taken`)
@@ -50,7 +54,9 @@ function assemble (sections: readonly ConfigSection[]): TObject {
   for (const section of sections) {
     claim(keys, section.keys, '', section.plugin)
     claim(limits, section.limits ?? {}, 'limits.', section.plugin)
+    claim(model, section.models ?? {}, 'models.<name>.', section.plugin)
   }
   keys.limits = Type.Object(limits, { additionalProperties: false, default: {} })
+  keys.models = Type.Record(Type.String(), Type.Object(model, { additionalProperties: false }), { default: {} })
   return Type.Object(keys, { additionalProperties: false })
 }

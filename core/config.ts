@@ -13,7 +13,7 @@ import type { Config, CoreConfig, ModelConfig, OllamaAddress } from './resolved-
 
 export { ConfigError }
 export type { ConfigFlags, Layer }
-export type { Config, ConfigLimits, CoreConfig, CoreLimits, ModelConfig, OllamaAddress } from './resolved-config.js'
+export type { Config, ConfigLimits, CoreConfig, CoreLimits, CoreModelConfig, ModelConfig, OllamaAddress } from './resolved-config.js'
 
 // The core's environment variables; each plugin's come with its config section.
 const CORE_ENV: readonly EnvVariable[] = [
@@ -87,6 +87,7 @@ export function resolveConfig (layers: Layer[], configFile: string | null = null
   const config = coreConfig(merged as RawConfig, configFile, context, Array.isArray(envAliases) ? envAliases as string[] : [])
   context.config = config
   for (const section of sections) {
+    for (const [name, model] of config.models) Object.assign(model, modelPart(section, (merged as RawConfig).models[name]!, name, context))
     const { limits, ...part }: ConfigPart = section.resolve(merged as never, context)
     Object.assign(config, part)
     Object.assign(config.limits, limits)
@@ -95,18 +96,31 @@ export function resolveConfig (layers: Layer[], configFile: string | null = null
   return config
 }
 
+/** A section's keys of one model, resolved: by its `resolveModel`, else those set, as written. */
+function modelPart (section: ConfigSection, raw: Record<string, unknown>, name: string, context: SectionContext): Partial<ModelConfig> {
+  if (section.models === undefined) return {}
+  const own = Object.fromEntries(Object.keys(section.models).filter((key) => raw[key] !== undefined).map((key) => [key, raw[key]]))
+  return section.resolveModel ? section.resolveModel(own as never, name, context) : own
+}
+
 /** The readers core and sections resolve with, each reporting a bad value by its key and its source. */
 function sectionContext (configFile: string | null, sources: Map<string, string>, problems: string[]): SectionContext & { config: Config } {
   const from = (key: string): string => sourceOf(key.split('.'), sources) ?? 'defaults'
+  const duration = (key: string, value: unknown): number => {
+    const ms = parseDuration(value)
+    if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${from(key)})`)
+    return ms ?? 0
+  }
   return {
     config: undefined as unknown as Config,
     base: configFile ? dirname(configFile) : process.cwd(),
     problem: (message) => { problems.push(message) },
     sourceOf: from,
-    duration (key, value) {
-      const ms = parseDuration(value)
-      if (ms === null) problems.push(`${key} = ${JSON.stringify(value)} is not allowed: must be a duration such as 30, "90s", "5m" or "1h" (from ${from(key)})`)
-      return ms ?? 0
+    duration,
+    positiveDuration (key, value) {
+      const ms = duration(key, value)
+      if (ms <= 0) problems.push(`${key} must be longer than 0 (from ${from(key)})`)
+      return ms
     },
     size (key, value) {
       const bytes = parseSize(value)
@@ -129,10 +143,6 @@ function sectionContext (configFile: string | null, sources: Map<string, string>
  */
 function coreConfig (raw: RawConfig, configFile: string | null, context: SectionContext, envAliases: string[]): Config {
   const { base, duration, size } = context
-  const positive = (key: string, ms: number): number => {
-    if (ms <= 0) context.problem(`${key} must be longer than 0 (from ${context.sourceOf(key)})`)
-    return ms
-  }
   const dataDir = resolvePath(raw.data_dir, base)
   const core: CoreConfig = {
     host: raw.host,
@@ -144,24 +154,17 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
     keepAliveMs: duration('keep_alive', raw.keep_alive),
     streamFormat: raw.stream_format,
     defaultOptions: raw.default_options,
-    models: modelConfigs(raw.models, duration),
+    models: modelConfigs(raw.models),
     limits: {
       bodySize: size('limits.body_size', raw.limits.body_size),
       queueLength: raw.limits.queue_length,
       maxLoadedModels: raw.limits.max_loaded_models,
       loadTimeoutMs: duration('limits.load_timeout', raw.limits.load_timeout),
-      streamStallMs: positive('limits.stream_stall_timeout', duration('limits.stream_stall_timeout', raw.limits.stream_stall_timeout)),
-      schemaBytes: size('limits.schema_size', raw.limits.schema_size),
-      schemaAlternatives: raw.limits.schema_alternatives,
-      unusedBlobMs: duration('limits.unused_blob_ttl', raw.limits.unused_blob_ttl),
-      blobQuota: raw.limits.blob_quota === null || parseSize(raw.limits.blob_quota) === 0 ? null : size('limits.blob_quota', raw.limits.blob_quota),
-      bodyTimeoutMs: positive('limits.body_timeout', duration('limits.body_timeout', raw.limits.body_timeout)),
-      progressTimeoutMs: positive('limits.progress_timeout', duration('limits.progress_timeout', raw.limits.progress_timeout)),
-      headerTimeoutMs: positive('limits.header_timeout', duration('limits.header_timeout', raw.limits.header_timeout)),
+      streamStallMs: context.positiveDuration('limits.stream_stall_timeout', raw.limits.stream_stall_timeout),
+      bodyTimeoutMs: context.positiveDuration('limits.body_timeout', raw.limits.body_timeout),
+      headerTimeoutMs: context.positiveDuration('limits.header_timeout', raw.limits.header_timeout),
       connectionsPerClient: raw.limits.connections_per_client,
       unauthenticatedConnections: raw.limits.unauthenticated_connections,
-      swapWaitMs: duration('limits.swap_wait', raw.limits.swap_wait),
-      minResidencyMs: duration('limits.min_residency', raw.limits.min_residency),
     },
     runtime: raw.runtime,
     buildGpuRuntime: raw.build_gpu_runtime,
@@ -179,9 +182,6 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
   // Two listeners on one port: the second would fail to start with a less helpful message.
   const ollamaPort = core.ollamaListen?.port ?? 0
   if (ollamaPort !== 0 && ollamaPort === core.port) context.problem(`ollama_listen = ${JSON.stringify(raw.ollama_listen)} is not allowed: port uses port ${core.port} already (Ollama's own port is 11434) (from ${context.sourceOf('ollama_listen')})`)
-  for (const [name, model] of core.models) {
-    if (model.tensorSplit && !model.tensorSplit.some((share) => share > 0)) context.problem(`models.${name}.tensor_split gives every device 0: at least one share must be more than 0`)
-  }
   // The sections' fields are added next (resolveConfig): each is its plugin's to fill.
   return core as Config
 }
@@ -199,21 +199,9 @@ function ollamaAddress (value: RawConfig['ollama_listen'], port: number, context
   return { ...context.listenAddress('ollama_listen', value, 0), required: true }
 }
 
-/** `models.<name>`; its llama-server `args` are checked by the runtimes plugin (its config check), which knows the flags. */
-function modelConfigs (raw: RawConfig['models'], duration: (key: string, value: unknown) => number): Map<string, ModelConfig> {
-  return new Map(Object.entries(raw).map(([name, m]) => {
-    const config: ModelConfig = {
-      ...(m.options ? { options: m.options } : {}),
-      ...(m.args?.length ? { args: m.args } : {}),
-      ...(m.preload ? { preload: true } : {}),
-      ...(m.keep_alive !== undefined ? { keepAliveMs: duration(`models.${name}.keep_alive`, m.keep_alive) } : {}),
-      ...(m.rpc ? { rpc: m.rpc } : {}),
-      ...(m.tensor_split ? { tensorSplit: m.tensor_split } : {}),
-      ...(m.priority !== undefined ? { priority: m.priority } : {}),
-      ...(m.pinned ? { pinned: true } : {}),
-    }
-    return [name, config] as const
-  }))
+/** `models.<name>`: the core's keys; each section adds its own (`modelPart`). */
+function modelConfigs (raw: RawConfig['models']): Map<string, ModelConfig> {
+  return new Map(Object.entries(raw).map(([name, m]) => [name, m.options ? { options: m.options } : {}] as const))
 }
 
 /**

@@ -14,6 +14,12 @@ export interface Config extends CoreConfig {
 /** `limits`: the core's, and those the plugins' sections add (declaration merging, as `Config`). */
 export interface ConfigLimits extends CoreLimits {}
 
+/**
+ * One model's entry of `models`, resolved: the core's fields, and those the plugins' sections add for their
+ * per-model keys (declaration merging, as `Config`; each optional, since a model may leave its key out).
+ */
+export interface ModelConfig extends CoreModelConfig {}
+
 /** `ollama_listen`, resolved: where Ollama's clients are served. */
 export interface OllamaAddress extends HostPort {
   /**
@@ -36,8 +42,8 @@ export interface CoreConfig {
   streamFormat: 'sse' | 'ndjson'
   defaultOptions: Options
   /**
-   * Per model: option overrides, llama-server arguments (model files resolved), preloading and its keep-alive. A Map,
-   * as every table keyed by a model name: a name such as `constructor` must find nothing, not Object's own.
+   * Per model: its option overrides, and what the plugins' sections resolve of their keys. A Map, as every table
+   * keyed by a model name: a name such as `constructor` must find nothing, not Object's own.
    */
   models: ReadonlyMap<string, ModelConfig>
   limits: CoreLimits
@@ -58,38 +64,15 @@ export interface CoreConfig {
 /** The core's `limits`. */
 export interface CoreLimits {
   bodySize: number, queueLength: number, maxLoadedModels: number, loadTimeoutMs: number, streamStallMs: number,
-  /** The largest output schema or grammar a request may carry, in bytes; and the most enum values and consts in one. */
-  schemaBytes: number, schemaAlternatives: number,
-  /** How long an uploaded blob no model is made from is kept. */
-  unusedBlobMs: number,
-  /** The most bytes uploaded blobs no model is made from may hold together, uploads under way included; null: no quota. */
-  blobQuota: number | null,
   /** How long a request's body may take to arrive whole after its head. */
   bodyTimeoutMs: number,
-  /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
-  progressTimeoutMs: number,
   /** How long a request's head may take to arrive whole. */
   headerTimeoutMs: number,
   /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
   connectionsPerClient: number, unauthenticatedConnections: number,
-  /** How long requests for a loaded model go before a swap away from it; how long a model just loaded stays at least. */
-  swapWaitMs: number, minResidencyMs: number,
 }
 
-export interface ModelConfig {
+/** The core's keys of a model's entry, resolved (its `aliases` are `CoreConfig.aliases`). */
+export interface CoreModelConfig {
   options?: Options
-  /** Appended to the model's llama-server command line; once checked by the runtimes plugin, model file items are model names or absolute paths. */
-  args?: string[]
-  /** Loaded at start and kept (keepAliveMs, else forever). */
-  preload?: boolean
-  /** The preloaded model's keep-alive; unset: forever. */
-  keepAliveMs?: number
-  /** Names of `rpc.workers` the model's layers are split across. */
-  rpc?: string[]
-  /** llama-server's `--tensor-split`: each device's share of the layers. */
-  tensorSplit?: number[]
-  /** When models do not fit together: a higher one is swapped in first and out last. @default 0 */
-  priority?: number
-  /** Never unloaded to make room for another model; reloaded once room is back. */
-  pinned?: boolean
 }

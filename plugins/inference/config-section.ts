@@ -7,9 +7,13 @@ declare module '../../core/resolved-config.js' {
     /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
     vision: { allowRemoteImages: boolean, allowPrivateImageHosts: boolean, maxRemoteImages: number, maxRemoteImageBytes: number }
   }
+  interface ConfigLimits {
+    /** The largest output schema or grammar a request may carry, in bytes; and the most enum values and consts in one. */
+    schemaBytes: number, schemaAlternatives: number
+  }
 }
 
-/** config.yaml's `vision`: images a request names by URL. */
+/** config.yaml's `vision`: images a request names by URL; and `limits.schema_*`: what one output constraint may cost. */
 export const section = configSection({
   plugin: 'inference',
   doc: 'docs/operations.md',
@@ -21,12 +25,17 @@ export const section = configSection({
       max_remote_image_bytes: Type.Union([Size], { default: '20MiB', description: 'the most bytes fetched for one request\'s images together' }),
     }, { additionalProperties: false, default: {} }),
   },
-  resolve: ({ vision }, { size }) => ({
+  limits: {
+    schema_size: Type.Union([Size], { default: '64KiB', description: 'the largest output schema, grammar or tool schema one request may carry' }),
+    schema_alternatives: Type.Integer({ minimum: 1, default: 1024, description: 'the most enum values and consts one such schema may list' }),
+  },
+  resolve: ({ vision, limits }, { size }) => ({
     vision: {
       allowRemoteImages: vision.allow_remote_images,
       allowPrivateImageHosts: vision.allow_private_image_hosts,
       maxRemoteImages: vision.max_remote_images,
       maxRemoteImageBytes: size('vision.max_remote_image_bytes', vision.max_remote_image_bytes),
     },
+    limits: { schemaBytes: size('limits.schema_size', limits.schema_size), schemaAlternatives: limits.schema_alternatives },
   }),
 })

@@ -1,6 +1,6 @@
 import type { PluginManifest } from '../../core/plugin-manifest.js'
 
-/** The inference plugin's section of config.yaml (`vision`: config-section.ts). */
+/** The inference plugin's section of config.yaml (`vision`, `limits.schema_*`: config-section.ts). */
 export const manifest: PluginManifest = {
   name: 'inference',
   config: async () => (await import('./config-section.js')).section,

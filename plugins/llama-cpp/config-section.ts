@@ -8,6 +8,14 @@ declare module '../../core/resolved-config.js' {
     /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
     rpc: { workers: RpcWorkerConfig[] }
   }
+  interface ModelConfig {
+    /** Appended to the model's llama-server command line; once checked (config-check.ts), model file items are model names or absolute paths. */
+    args?: string[]
+    /** Names of `rpc.workers` the model's layers are split across. */
+    rpc?: string[]
+    /** llama-server's `--tensor-split`: each device's share of the layers. */
+    tensorSplit?: number[]
+  }
 }
 
 const RpcWorker = Type.Object({
@@ -16,7 +24,10 @@ const RpcWorker = Type.Object({
   allow_public: Type.Optional(Type.Boolean({ description: 'use it even on a public address (the RPC protocol has no authentication)' })),
 }, { additionalProperties: false })
 
-/** config.yaml's `rpc`, and the check that each model's `rpc` names its workers. */
+/**
+ * config.yaml's `rpc`, and each model's llama-server launch: `models.<name>.args`, `.rpc` (which must name workers)
+ * and `.tensor_split`.
+ */
 export const section = configSection({
   plugin: 'llama-cpp',
   doc: 'docs/scaling.md',
@@ -24,6 +35,16 @@ export const section = configSection({
     rpc: Type.Object({
       workers: Type.Array(RpcWorker, { default: [] }),
     }, { additionalProperties: false, default: {} }),
+  },
+  models: {
+    args: Type.Optional(Type.Array(Type.String())),
+    rpc: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names of rpc.workers this model is split across' })),
+    tensor_split: Type.Optional(Type.Array(Type.Number({ minimum: 0 }), { minItems: 1, description: 'the share of the layers on each device, in llama-server\'s device order (RPC workers first)' })),
+  },
+  // The flags in `args` are checked by the manifest's config check (config-check.ts), which knows llama-server's.
+  resolveModel ({ args, rpc, tensor_split: split }, name, { problem }) {
+    if (split && !split.some((share) => share > 0)) problem(`models.${name}.tensor_split gives every device 0: at least one share must be more than 0`)
+    return { ...(args?.length ? { args } : {}), ...(rpc ? { rpc } : {}), ...(split ? { tensorSplit: split } : {}) }
   },
   resolve (raw, { config, problem }) {
     const workers = rpcWorkers(raw.rpc.workers, problem)

@@ -3,8 +3,8 @@ import { checkModelArgs } from './config-check.js'
 import { rpcWorkerCommand } from './rpc-worker-command.js'
 
 /**
- * The runtimes' config section (`rpc`: config-section.ts), CLI command, doctor checks (hardware, builds, the one
- * chosen) and config check.
+ * The runtimes' config section (`rpc`; `models.<name>.args`, `.rpc`, `.tensor_split`: config-section.ts), CLI
+ * command, doctor checks (hardware, builds, the one chosen) and config check.
  */
 export const manifest: PluginManifest = {
   name: 'llama-cpp',

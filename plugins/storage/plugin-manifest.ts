@@ -1,8 +1,12 @@
 import type { PluginManifest } from '../../core/plugin-manifest.js'
 import { importCommand } from './import-command.js'
 
-/** The store's CLI command: registering a GGUF already on disk, server or not. */
+/**
+ * The store's section of config.yaml (`limits.unused_blob_ttl`: config-section.ts) and CLI command: registering a
+ * GGUF already on disk, server or not.
+ */
 export const manifest: PluginManifest = {
   name: 'storage',
+  config: async () => (await import('./config-section.js')).section,
   commands: [importCommand],
 }

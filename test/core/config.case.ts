@@ -25,6 +25,12 @@ t.test('the shipped config.yaml says exactly what the built-in defaults are', as
   const { schema } = configShape()
   t.same(Object.keys(shipped).sort(), Object.keys(schema.properties).sort())
   t.same(Object.keys(shipped.limits).sort(), Object.keys((schema.properties.limits as typeof schema).properties).sort())
+  // `models` is empty there: each key of a model's entry, the core's and the sections', is explained in its comment.
+  const models = schema.properties.models as unknown as { patternProperties: Record<string, typeof schema> }
+  const modelKeys = Object.keys(Object.values(models.patternProperties)[0]!.properties)
+  t.ok(modelKeys.length > 2, `${modelKeys.length} keys under models.<name>`)
+  const text = readFileSync(SHIPPED_CONFIG, 'utf8')
+  t.same(modelKeys.filter((key) => !new RegExp(`^#\\s+${key}\\s`, 'm').test(text)), [], 'config.yaml explains each')
 })
 
 t.test('precedence: defaults < config file < environment < flags', async (t) => {

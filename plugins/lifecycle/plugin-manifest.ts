@@ -1,0 +1,7 @@
+import type { PluginManifest } from '../../core/plugin-manifest.js'
+
+/** Lifecycle's section of config.yaml (`models.<name>.preload`, `.keep_alive`: config-section.ts). */
+export const manifest: PluginManifest = {
+  name: 'lifecycle',
+  config: async () => (await import('./config-section.js')).section,
+}

@@ -1,0 +1,42 @@
+import { Type } from 'typebox'
+import { Duration } from '../../core/config-schema.js'
+import { configSection } from '../../core/config-section.js'
+
+declare module '../../core/resolved-config.js' {
+  interface ConfigLimits {
+    /** How long a busy runtime may answer nothing, or move no slot on, before it is stopped. */
+    progressTimeoutMs: number
+    /** How long requests for a loaded model go before a swap away from it; how long a model just loaded stays at least. */
+    swapWaitMs: number, minResidencyMs: number
+  }
+  interface ModelConfig {
+    /** When models do not fit together: a higher one is swapped in first and out last. @default 0 */
+    priority?: number
+    /** Never unloaded to make room for another model; reloaded once room is back. */
+    pinned?: boolean
+  }
+}
+
+/** The swap policy's and the watchdog's `limits`, and `models.<name>.priority`, `.pinned`. */
+export const section = configSection({
+  plugin: 'scheduler',
+  doc: 'docs/operations.md',
+  keys: {},
+  limits: {
+    progress_timeout: Type.Union([Duration], { default: '5m', description: 'a busy runtime that answers nothing, or moves no slot on, this long is stopped and loaded again' }),
+    swap_wait: Type.Union([Duration], { default: '30s', description: 'when models do not fit together, requests for the loaded one go before a swap away from it for at most this long' }),
+    min_residency: Type.Union([Duration], { default: '5s', description: 'a model just loaded is not unloaded for another one sooner than this' }),
+  },
+  models: {
+    priority: Type.Optional(Type.Integer({ minimum: -100, maximum: 100, description: 'when models do not fit together, a higher one is swapped in first and out last (default 0)' })),
+    pinned: Type.Optional(Type.Boolean({ description: 'never unloaded to make room for another model; reloaded once room is back' })),
+  },
+  resolveModel: ({ priority, pinned }) => ({ ...(priority !== undefined ? { priority } : {}), ...(pinned === true ? { pinned } : {}) }),
+  resolve: ({ limits }, { duration, positiveDuration }) => ({
+    limits: {
+      progressTimeoutMs: positiveDuration('limits.progress_timeout', limits.progress_timeout),
+      swapWaitMs: duration('limits.swap_wait', limits.swap_wait),
+      minResidencyMs: duration('limits.min_residency', limits.min_residency),
+    },
+  }),
+})
