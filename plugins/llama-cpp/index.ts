@@ -1,5 +1,6 @@
 import fp from 'fastify-plugin'
 import { GpuRuntimeBuilder, planGpuBuild, RpcWorkers, RuntimeLauncher, RuntimeRegistry, runtimeProcesses } from '../../runtimes/index.js'
+import { missingPatchCosts, PATCH_FIX } from './patch-costs.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -28,6 +29,10 @@ export default fp(async (app) => {
   if (builder.note !== null) app.startupNotes.push(builder.note)
   const warning = plan.action === 'build' ? null : builder.warning ?? registry.warning
   if (warning !== null) app.log.warn(warning)
+  // doctor and /api/runtimes say it too, but a user who starts the server reads this: every cache group's reuse is at stake.
+  const { chosen } = registry
+  const costs = chosen !== null ? missingPatchCosts(chosen) : []
+  if (chosen !== null && costs.length > 0) app.log.warn(`WARNING: the llama-server in ${chosen.binDir} lacks llamagate's patches: ${costs.join('; ')}. To have them: ${PATCH_FIX}`)
   // The shell the first llama-server will start from, forked now rather than on the first request's path.
   runtimeProcesses.prepareStart()
   // Only a gateway that serves builds: an app driven by inject (tests, tools) never starts minutes of compiling.

@@ -1,7 +1,6 @@
-import { readFileSync } from 'node:fs'
 import { readFile, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { isAlive } from '../../core/process-alive.js'
+import { isAlive, startTime } from '../../core/process-alive.js'
 
 /** Who holds a writer's lock: written beside the lock by its holder, read by a writer who finds it taken. */
 interface Owner {
@@ -10,21 +9,6 @@ interface Owner {
   started: string | null
   /** The lock directory it holds (inode and birth time); null in records written before this was kept. */
   lock: string | null
-}
-
-/**
- * When a process started, from /proc (clock ticks since boot): with the pid it names one process for good,
- * so that a pid reused by another program is not taken for the lock's holder. Null where /proc has no such
- * field (not Linux): then a live pid counts as the holder.
- */
-function startTime (pid: number): string | null {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
-    // The command name (field 2) may hold spaces and parentheses: count fields after its closing one.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null
-  } catch {
-    return null
-  }
 }
 
 const SELF = { pid: process.pid, host: hostname(), started: startTime(process.pid) }

@@ -64,6 +64,7 @@ t.test('serve: a server with a loaded model stops it on SIGTERM, no llama-server
   const serve = await startServe(['--config', config], { LLAMAGATE_HOME: dir })
   t.teardown(() => { serve.child.kill('SIGKILL') })
   t.match(serve.output(), /runtime: cpu \(llama\.cpp /, 'the start line names the runtime')
+  t.notMatch(serve.output(), /lacks llamagate's patches/, 'and no warning about patches: the tests\' runtime has them')
   const tags = await fetch(`${serve.address}/api/tags`)
   t.equal(tags.status, 200, 'no API key is asked for: LLAMAGATE_API_KEYS stayed behind')
   const environ = await readFile(`/proc/${serve.child.pid}/environ`, 'latin1')

@@ -16,3 +16,13 @@ export function childEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
 
 const KEPT = new Set(['PATH', 'HOME', 'TMPDIR', 'LANG', 'LC_ALL', 'TZ'])
 const RUNNER = /^(NODE_OPTIONS|NODE_V8_COVERAGE|TAP|TAP_[A-Z_]+|_TAPJS_[A-Z_]+_|TS_NODE_[A-Z_]+)$/
+
+/**
+ * The environment of a program a user starts by hand: childEnv without the test runner's variables. For a program
+ * run by another Node than the suite's: tap's NODE_OPTIONS loads hooks built for this one.
+ */
+export function userEnv (extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = childEnv(extra)
+  for (const name of Object.keys(env)) if (RUNNER.test(name) && !(name in extra)) delete env[name]
+  return env
+}

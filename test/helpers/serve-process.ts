@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
 import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
-import { childEnv } from './child-env.js'
+import { childEnv, userEnv } from './child-env.js'
 
 export const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
 
@@ -27,14 +27,24 @@ export interface ServeProcess {
  * `wrapper`: a command line the gateway's is appended to (it must exec it).
  */
 export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000, wrapper: string[] = []): Promise<ServeProcess> {
-  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
   const mark = randomUUID()
   // `wrapper`: a command that runs the gateway's (unshare and a script that sets up a machine for it).
-  const command = [...wrapper, process.execPath, ...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args]
-  const child = spawn(command[0]!, command.slice(1), {
-    env: childEnv({ ...env, LLAMAGATE_TEST_MARK: mark }),
-    stdio: ['ignore', 'pipe', 'pipe'],
-  })
+  return await listening([...wrapper, process.execPath, ...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args], childEnv({ ...env, LLAMAGATE_TEST_MARK: mark }), mark, timeoutMs)
+}
+
+/**
+ * `llamagate serve` run by another Node than the suite's (`node`: its program), in the environment a user would start
+ * it from (userEnv: none of the test runner's hooks, which are built for the suite's Node).
+ */
+export async function startServeWith (node: string, args: string[], env: NodeJS.ProcessEnv = {}, timeoutMs = 30_000): Promise<ServeProcess> {
+  const mark = randomUUID()
+  return await listening([node, ...GATEWAY_NODE_FLAGS, CLI, 'serve', ...args], userEnv({ ...env, LLAMAGATE_TEST_MARK: mark }), mark, timeoutMs)
+}
+
+/** Starts `command` (a gateway's) and waits for its listening line. */
+async function listening (command: string[], env: NodeJS.ProcessEnv, mark: string, timeoutMs: number): Promise<ServeProcess> {
+  if (!existsSync(CLI)) throw new Error(`${CLI} is missing: run "npm run build" first (npm test does)`)
+  const child = spawn(command[0]!, command.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   child.stdout!.on('data', (d) => { output += d })
   child.stderr!.on('data', (d) => { output += d })
@@ -56,7 +66,16 @@ export async function startServe (args: string[], env: NodeJS.ProcessEnv = {}, t
 
 /** Runs `llamagate <args>` to completion, with the same clean environment as startServe. */
 export async function runCli (args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
-  const child = spawn(process.execPath, [CLI, ...args], { env: childEnv(env), stdio: ['ignore', 'pipe', 'pipe'] })
+  return await ran(process.execPath, args, childEnv(env))
+}
+
+/** Runs `llamagate <args>` to completion on another Node (`node`), in the environment of startServeWith. */
+export async function runCliWith (node: string, args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  return await ran(node, args, userEnv(env))
+}
+
+async function ran (node: string, args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number | null, stdout: string, stderr: string }> {
+  const child = spawn(node, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] })
   let stdout = ''
   let stderr = ''
   child.stdout.on('data', (d) => { stdout += d })

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto'
 import { constants } from 'node:fs'
 import { link, lstat, mkdir, open, readFile, realpath, rm, rmdir, stat } from 'node:fs/promises'
 import { dirname, isAbsolute, join, relative } from 'node:path'
-import { isAlive } from '../../process-alive.js'
+import { isAlive, startTime, stillRuns } from '../../process-alive.js'
 import { writeWhole } from '../../write-whole.js'
 import { UsageError } from '../usage-error.js'
 import type { AgentWiring, MergedSettings } from './recipe.js'
@@ -22,10 +22,14 @@ interface MergeRecord {
   /** sha256 of what launch wrote: anything else found there at the end was written by the agent or the user. */
   written: string
   pid: number
+  /** The agent launch started, once it has: it may outlive a launch that is killed, still using the merged file. */
+  agent?: { pid: number, started: string | null }
 }
 
 export interface Merge {
   file: string
+  /** Records the agent's process, so that no one puts the file back under it while it runs. */
+  started(pid: number): void
   /** Puts the user's file back; says on `note` what it did beyond that. */
   restore(note: (line: string) => void): Promise<void>
 }
@@ -83,6 +87,7 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
   const left = await readRecord(record, merged, home)
   if (left !== undefined) {
     if (left.pid !== process.pid && isAlive(left.pid)) throw oneAtATime(agent, left)
+    if (agentRuns(left)) throw new UsageError(`${agentOf(agent, left)} still runs with the settings in ${left.path}: stop it, then launch again`)
     await restoreFrom(record, left, note)
     note(`put back ${left.path}, left merged by a launch of ${agent} that was stopped before it could`)
   }
@@ -96,7 +101,8 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
     written: sha256(text),
     pid: process.pid,
   }
-  await mkdir(dirname(record), { recursive: true, mode: 0o700 })
+  // The folders launch makes for its records go again once empty: a launch leaves no trace in a HOME it found bare.
+  const madeFolder = await firstMissing(record, home) ?? dirname(record)
   // The record first: from here on, a launch killed at any point can be undone. It is also the lock: a launch that
   // merged between our look for a record and now holds it, and its file is no longer the user's to back up.
   await createRecord(record, JSON.stringify(entry), async () => {
@@ -108,10 +114,27 @@ export async function mergeSettings (agent: string, merged: MergedSettings, wiri
   } catch (err) {
     // Not written (a read-only folder, a full disk): the user's file is as it was, and nothing is left to undo.
     await rm(record, { force: true })
+    await removeEmpty(dirname(record), madeFolder)
     throw err
   }
-  return { file, restore: (n) => restoreFrom(record, entry, n) }
+  // The record rewritten with the agent's pid: restore waits for it, lest a late write bring the record back.
+  let noted: Promise<void> = Promise.resolve()
+  return {
+    file,
+    started: (pid) => {
+      entry.agent = { pid, started: startTime(pid) }
+      noted = writeWhole(record, JSON.stringify(entry), 0o600).catch((err: Error) => note(`could not note ${agent}'s pid in ${record}: ${err.message}`))
+    },
+    restore: async (n) => {
+      await noted
+      await restoreFrom(record, entry, n, madeFolder)
+    },
+  }
 }
+
+/** The agent a killed launch started is still running (the same process, not one that got its pid since). */
+const agentRuns = (entry: MergeRecord): boolean => entry.agent !== undefined && stillRuns(entry.agent.pid, entry.agent.started)
+const agentOf = (agent: string, entry: MergeRecord): string => `${agent} (pid ${entry.agent?.pid}), started by a launch that was killed,`
 
 /** `llamagate launch --undo <agent>`: puts back what a killed launch left merged; false when nothing was left. */
 export async function undoMerge (agent: string, merged: MergedSettings | undefined, home: string, note: (line: string) => void): Promise<boolean> {
@@ -120,6 +143,9 @@ export async function undoMerge (agent: string, merged: MergedSettings | undefin
   if (left === undefined) return false
   if (left.pid !== process.pid && isAlive(left.pid)) {
     throw new UsageError(`llamagate launch ${agent} (pid ${left.pid}) is still running: it puts ${left.path} back when ${agent} exits`)
+  }
+  if (agentRuns(left)) {
+    throw new UsageError(`${agentOf(agent, left)} still runs and may still read or write ${left.path}: stop it, then run llamagate launch --undo ${agent} again`)
   }
   await restoreFrom(record, left, note)
   return true
@@ -134,6 +160,7 @@ const oneAtATime = (agent: string, holder: MergeRecord): UsageError =>
  */
 async function createRecord (record: string, text: string, taken: () => Promise<Error>): Promise<void> {
   const temporary = `${record}.new-${process.pid}-${Math.random().toString(36).slice(2)}`
+  await mkdir(dirname(record), { recursive: true, mode: 0o700 })
   await writeWhole(temporary, text, 0o600)
   try {
     await link(temporary, record)
@@ -186,7 +213,7 @@ async function checked (record: string, entry: unknown, merged: MergedSettings |
   const e = entry as Partial<MergeRecord> | null
   if (e === null || typeof e !== 'object' || typeof e.path !== 'string' || typeof e.written !== 'string' || !Number.isInteger(e.pid) ||
     (e.original !== undefined && typeof e.original !== 'string') || (e.mode !== undefined && !Number.isInteger(e.mode)) ||
-    (e.madeDir !== undefined && typeof e.madeDir !== 'string')) {
+    (e.madeDir !== undefined && typeof e.madeDir !== 'string') || (e.agent !== undefined && !isAgent(e.agent))) {
     throw untrusted(record, 'it is not a launch record')
   }
   if (merged === undefined) throw untrusted(record, 'this agent\'s launch merges no settings file')
@@ -198,6 +225,11 @@ async function checked (record: string, entry: unknown, merged: MergedSettings |
   return e as MergeRecord
 }
 
+const isAgent = (a: unknown): boolean => {
+  const agent = a as Partial<NonNullable<MergeRecord['agent']>> | null
+  return agent !== null && typeof agent === 'object' && Number.isInteger(agent.pid) && (agent.started === null || typeof agent.started === 'string')
+}
+
 /** `inner` is strictly below `outer`. */
 function within (outer: string, inner: string): boolean {
   const rel = relative(outer, inner)
@@ -207,7 +239,8 @@ function within (outer: string, inner: string): boolean {
 const untrusted = (record: string, why: string): UsageError =>
   new UsageError(`${record} is not trusted (${why}): nothing was restored or changed; look at it, put your settings back by hand, and remove it`)
 
-async function restoreFrom (record: string, entry: MergeRecord, note: (line: string) => void): Promise<void> {
+/** Puts the user's file back, then removes the record, and its folders up to `recordFolders` once they are empty. */
+async function restoreFrom (record: string, entry: MergeRecord, note: (line: string) => void, recordFolders = dirname(record)): Promise<void> {
   const now = await readIfThere(entry.path)
   // The agent (or the user) changed the file during the run: theirs is kept beside the user's own.
   if (now !== undefined && sha256(now) !== entry.written) {
@@ -222,6 +255,7 @@ async function restoreFrom (record: string, entry: MergeRecord, note: (line: str
     if (entry.madeDir !== undefined) await removeEmpty(dirname(entry.path), entry.madeDir)
   }
   await rm(record, { force: true })
+  await removeEmpty(dirname(record), recordFolders)
 }
 
 /** Removes the empty folders from `dir` up to `top`, the ones launch made; stops at the first that holds anything. */

@@ -28,7 +28,7 @@ function extension ({ url, model, contextLength, outputLimit }: AgentWiring): st
 export const pi: AgentRecipe = {
   title: 'pi',
   command: 'pi',
-  npmPackage: '@mariozechner/pi-coding-agent',
+  npmPackage: '@earendil-works/pi-coding-agent',
   env: ({ key }) => ({ LLAMAGATE_API_KEY: key }),
   // Its startup network operations (version check, package updates) reach hosts a local setup need not.
   switches: { PI_OFFLINE: '1' },

@@ -40,7 +40,7 @@ export async function runAgent ({ name, recipe, wiring, rest, home, stderr }: Ag
     if (recipe.merged !== undefined) merge = await mergeSettings(name, recipe.merged, wiring, home, note)
     const env = agentEnv(recipe, wiring, dir)
     try {
-      return await spawnAgent(recipe, [...recipe.args(wiring, dir), ...rest], env, note)
+      return await spawnAgent(recipe, [...recipe.args(wiring, dir), ...rest], env, note, (pid) => merge?.started(pid))
     } finally {
       // Before the settings go back: the service it ends was started from them.
       if (recipe.afterExit !== undefined) await runQuietly(recipe.command, [...recipe.afterExit], env)
@@ -60,9 +60,10 @@ function runQuietly (command: string, args: string[], env: Record<string, string
   })
 }
 
-function spawnAgent (recipe: AgentRecipe, args: string[], env: Record<string, string>, note: (line: string) => void): Promise<number> {
+function spawnAgent (recipe: AgentRecipe, args: string[], env: Record<string, string>, note: (line: string) => void, started: (pid: number) => void): Promise<number> {
   return new Promise<number>((resolve) => {
     const child = spawn(recipe.command, args, { stdio: 'inherit', env: { ...process.env, ...env } })
+    child.once('spawn', () => started(child.pid!))
     // A terminal's Ctrl-C reaches the agent by itself (same process group); a signal sent to launch alone is passed
     // on. Either way launch waits for the agent to end, then cleans up.
     const forward = (signal: NodeJS.Signals): void => {

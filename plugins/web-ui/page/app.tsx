@@ -57,6 +57,8 @@ function errorText (err: unknown): string {
 
 export function App () {
   const [models, setModels] = useState<ModelRecord[]>([])
+  // Until the first list arrives, no model is not yet "no model": the page says it is loading instead.
+  const [modelsListed, setModelsListed] = useState(false)
   const [capabilities, setCapabilities] = useState<ReadonlyMap<string, string[]>>(new Map())
   const [loaded, setLoaded] = useState<LoadedModel[]>([])
   const [problem, setProblem] = useState<string | null>(null)
@@ -88,6 +90,7 @@ export function App () {
     try {
       const { models: list } = await getJson<{ models: ModelRecord[] }>('/api/tags')
       setModels(list)
+      setModelsListed(true)
       setProblem(null)
       const entries = await Promise.all(list.map(async (m) => {
         try {
@@ -311,7 +314,7 @@ export function App () {
           <label for="model">Model</label>
           <select id="model" value={current?.model ?? ''} disabled={models.length === 0 || streaming}
             onChange={(e) => { if (current) update(current.id, { model: e.currentTarget.value }) }}>
-            {models.length === 0 ? <option value="">no models</option> : null}
+            {models.length === 0 ? <option value="">{modelsListed ? 'no models' : 'loading…'}</option> : null}
             {models.map((m) => <option key={m.name} value={m.name}>{m.name} ({formatBytes(m.size)})</option>)}
           </select>
           {selected
@@ -344,7 +347,7 @@ export function App () {
           ? <p class="problem" role="alert">{problem} <button type="button" onClick={() => setProblem(null)}>Dismiss</button></p>
           : null}
         {view === 'models'
-          ? <ModelsView models={models} capabilities={capabilities} loaded={loaded} pulls={pulls}
+          ? <ModelsView models={models} listed={modelsListed} capabilities={capabilities} loaded={loaded} pulls={pulls}
               onPull={pull}
               onCancelPull={(id) => pulls.find((p) => p.id === id)?.controller.abort()}
               onDismissPull={(id) => setPulls((list) => list.filter((p) => p.id !== id))}
@@ -355,7 +358,7 @@ export function App () {
           : view === 'usage' ? <UsageView />
           : current
             ? <ChatView conversation={current} capabilities={capabilities.get(current.model) ?? []} streaming={streaming}
-                elsewhere={running !== null && !streaming} hasModel={models.length > 0}
+                elsewhere={running !== null && !streaming} hasModel={models.length > 0} modelsListed={modelsListed}
                 onSend={send} onToolResults={sendToolResults} onStop={() => running?.controller.abort()} onRegenerate={regenerate} onEdit={edit}
                 onChange={(change) => update(current.id, change)} />
             : null}

@@ -13,6 +13,8 @@ export interface ChatViewProps {
   /** An answer is being written in another conversation: one at a time, so that Stop always reaches it. */
   elsewhere: boolean
   hasModel: boolean
+  /** The first list of models has arrived: before it, no model yet only means not known yet. */
+  modelsListed: boolean
   onSend: (text: string, images: string[]) => void
   onToolResults: (results: Array<{ name: string, content: string }>) => void
   onStop: () => void
@@ -21,7 +23,7 @@ export interface ChatViewProps {
   onChange: (c: Partial<Conversation>) => void
 }
 
-export function ChatView ({ conversation, capabilities, streaming, elsewhere, hasModel, onSend, onToolResults, onStop, onRegenerate, onEdit, onChange }: ChatViewProps) {
+export function ChatView ({ conversation, capabilities, streaming, elsewhere, hasModel, modelsListed, onSend, onToolResults, onStop, onRegenerate, onEdit, onChange }: ChatViewProps) {
   const [draft, setDraft] = useState('')
   const [images, setImages] = useState<string[]>([])
   const [imageProblem, setImageProblem] = useState<string | null>(null)
@@ -62,7 +64,7 @@ export function ChatView ({ conversation, capabilities, streaming, elsewhere, ha
       <Settings conversation={conversation} toolsProblem={toolsProblem} onChange={onChange} />
       <section class="messages" ref={log} role="log" aria-label="Conversation" aria-busy={streaming} tabIndex={0}>
         {messages.length === 0
-          ? <p class="empty">{hasModel ? 'Ask something to start.' : 'No model yet: pull one under Models.'}</p>
+          ? <p class="empty" role={modelsListed ? undefined : 'status'}>{hasModel ? 'Ask something to start.' : modelsListed ? 'No model yet: pull one under Models.' : 'Loading the models…'}</p>
           : messages.map((m, i) => (
             <MessageView key={`${conversation.id}-${i}`} message={m} busy={streaming}
               streaming={streaming && i === messages.length - 1 && m.role === 'assistant'}

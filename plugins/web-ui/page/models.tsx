@@ -43,6 +43,8 @@ function whereItRuns (m: LoadedModel): string {
 
 export interface ModelsViewProps {
   models: ModelRecord[]
+  /** The first list of models has arrived (before it, an empty list means not known yet). */
+  listed: boolean
   capabilities: ReadonlyMap<string, string[]>
   loaded: LoadedModel[]
   pulls: PullState[]
@@ -104,7 +106,7 @@ export function ModelsView (props: ModelsViewProps) {
       <section aria-labelledby="local-heading">
         <h2 id="local-heading">Local models</h2>
         {models.length === 0
-          ? <p class="empty">No models yet.</p>
+          ? <p class="empty" role={props.listed ? undefined : 'status'}>{props.listed ? 'No models yet.' : 'Loading the models…'}</p>
           : <div class="table-wrap"><table>
               <thead><tr><th scope="col">Name</th><th scope="col">Size</th><th scope="col">Capabilities</th><th scope="col">Modified</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
               <tbody>

@@ -94,4 +94,5 @@ t.test('launch with no agent: each it knows, where it is on PATH or how to insta
   t.match(listed, new RegExp(`\\n  claude +Claude Code +${join(bin, 'claude')}\\n`))
   t.match(listed, /\n {2}codex +Codex CLI +not on PATH: npm install -g @openai\/codex\n/)
   t.match(listed, /\n {2}copilot +GitHub Copilot CLI +not on PATH: npm install -g @github\/copilot\n/)
+  t.match(listed, /\n {2}pi +pi +not on PATH: npm install -g @earendil-works\/pi-coding-agent\n/, 'pi under its current package name')
 })

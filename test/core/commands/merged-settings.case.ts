@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process'
+import { existsSync } from 'node:fs'
 import { chmod, lstat, mkdir, readFile, readdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -8,6 +9,7 @@ import type { AgentWiring, MergedSettings } from '../../../core/commands/agents/
 import { tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 import { until } from '../../helpers/until.js'
+import { isAlive } from '../../../core/process-alive.js'
 
 // Settings merged into a user's own file (for agents that read only that one): the user's file comes back byte for
 // byte, with its mode, whatever stops the run: the agent's exit, a signal to launch, or launch killed (then
@@ -38,7 +40,7 @@ t.test('merged for a run: mode 600 while it runs, the user\'s bytes and mode aft
   await merge.restore(silent)
   t.equal(await readFile(file, 'utf8'), USERS)
   t.equal(await mode(file), 0o644)
-  t.same(await readdir(join(home, '.llamagate/launch-backups')), [], 'the record gone')
+  t.notOk(existsSync(join(home, '.llamagate')), 'the record gone, and the folders launch made for it')
 
   // A dotfiles manager's link: its target is merged and put back, the link left as it was.
   const dotfiles = join(home, 'dotfiles.json')
@@ -59,7 +61,16 @@ t.test('no file of the user\'s: the file and the folders made for it go again', 
   const merge = await mergeSettings('fake', merged, wiring, home, silent)
   t.match(await readFile(join(home, '.fake/settings.json'), 'utf8'), /baseUrl/)
   await merge.restore(silent)
-  t.same((await readdir(home)).filter((e) => e !== '.llamagate'), [], 'no .fake left')
+  t.same(await readdir(home), [], 'a fresh HOME is left as it was: no .fake, no empty ~/.llamagate/launch-backups')
+})
+
+t.test('a ~/.llamagate of the user\'s stays; only the empty launch-backups folder goes', async (t) => {
+  const { home, file } = await userHome(t)
+  await mkdir(join(home, '.llamagate/models'), { recursive: true })
+  const merge = await mergeSettings('fake', merged, wiring, home, silent)
+  await merge.restore(silent)
+  t.equal(await readFile(file, 'utf8'), USERS)
+  t.same(await readdir(join(home, '.llamagate')), ['models'])
 })
 
 t.test('the file changed during the run: the user\'s comes back, the changed one is kept beside it', async (t) => {
@@ -116,17 +127,27 @@ t.test('launch stopped with SIGTERM: the agent gets it, the user\'s file comes b
   t.equal(await mode(file), 0o644)
 })
 
-t.test('launch killed: the record stays; a launch of another refuses while it lives; --undo (or the next launch) puts the file back', async (t) => {
+t.test('launch killed: the record stays; a launch of another refuses while it lives; --undo (or the next launch) puts the file back once the agent is gone too', async (t) => {
   const { home, file } = await userHome(t)
   const { agent, started } = await standIn(home)
   const launch = await startLaunch(t, home, agent)
   await until('the agent started', async () => (await readFile(started, 'utf8').catch(() => '')) !== '')
-  stopLater(t, Number(await readFile(started, 'utf8')))
+  const agentPid = Number(await readFile(started, 'utf8'))
+  stopLater(t, agentPid)
+  const noted = await until('the record names the agent', async () => (JSON.parse(await readFile(recordPath(home, 'fake'), 'utf8')) as { agent?: { pid: number } }).agent)
+  t.equal(noted.pid, agentPid, 'the record knows the agent\'s pid')
   await t.rejects(undoMerge('fake', merged, home, silent), /is still running: it puts .* back when fake exits/, 'not while that launch lives')
   await t.rejects(mergeSettings('fake', merged, wiring, home, silent), /another llamagate launch fake \(pid \d+\)/, 'one launch at a time')
   process.kill(launch.pid, 'SIGKILL')
   await launch.exit
   t.match(await readFile(file, 'utf8'), /baseUrl/, 'left merged')
+
+  // The agent outlives its launch (nothing passes SIGKILL on), still using the merged file: not put back under it.
+  await t.rejects(undoMerge('fake', merged, home, silent), new RegExp(`fake \\(pid ${agentPid}\\), started by a launch that was killed, still runs and may still read or write .*settings\\.json: stop it, then run llamagate launch --undo fake again`))
+  await t.rejects(mergeSettings('fake', merged, wiring, home, silent), new RegExp(`fake \\(pid ${agentPid}\\), started by a launch that was killed, still runs with the settings in .*: stop it, then launch again`))
+  t.match(await readFile(file, 'utf8'), /baseUrl/, 'still merged for the agent that runs')
+  process.kill(agentPid, 'SIGTERM')
+  await until('the agent exited', () => !isAlive(agentPid))
 
   t.equal(await undoMerge('fake', merged, home, silent), true, '--undo')
   t.equal(await readFile(file, 'utf8'), USERS)
@@ -191,5 +212,5 @@ t.test('two launches at once: one merges, the other is refused; the user\'s byte
   await won[0]?.value.restore(silent)
   t.equal(await readFile(file, 'utf8'), USERS)
   t.equal(await mode(file), 0o644)
-  t.same(await readdir(join(home, '.llamagate/launch-backups')), [], 'no record, no temporary left')
+  t.notOk(existsSync(join(home, '.llamagate/launch-backups')), 'no record, no temporary left, no empty folder')
 })

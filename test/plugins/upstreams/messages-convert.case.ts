@@ -30,8 +30,9 @@ async function bareServer (t: Parameters<typeof serveTinyModels>[0], kind: 'call
 
 /** The front, once its probes listed `count` upstream models. */
 async function front (t: Parameters<typeof serveTinyModels>[0], upstreams: unknown[], count: number): Promise<Anthropic> {
-  // A tool caller ends its turn after the call (no ignore_eos); a low temperature keeps it on its steering.
-  const { url } = await serveTinyModels(t, [], { upstreams, default_options: { ignore_eos: false, temperature: 0.2 } })
+  // A tool caller ends its turn after the call (no ignore_eos); a low temperature keeps it on its steering. The
+  // reasoner, unsteered, writes to its limit: a random-weight model may end its turn at any token.
+  const { url } = await serveTinyModels(t, [], { upstreams, default_options: { ignore_eos: false, temperature: 0.2 }, models: { 'acme/r1': { options: { ignore_eos: true } } } })
   await until('the upstreams\' models listed', async () => {
     const { data } = await (await fetch(`${url}/v1/models`)).json() as { data: unknown[] }
     return data.length === count ? data : null

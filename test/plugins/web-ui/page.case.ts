@@ -109,6 +109,29 @@ t.test('hostile model output goes through the page\'s renderer inert: no script 
   t.same(problems, [], 'no script error, nothing refused by the CSP (nothing tried to load)')
 })
 
+t.test('while the first list of models is on its way, the page says it is loading, not that there is no model', { skip }, async (t) => {
+  const url = await servePage(t, {}, [])
+  const { page, problems } = await openPage(t, await browser())
+  let release = (): void => {}
+  const held = new Promise<void>((resolve) => { release = resolve })
+  await page.route('**/api/tags', async (route: Route) => { await held; await route.continue() })
+  await page.goto(`${url}/ui/`)
+  await page.getByRole('status').filter({ hasText: 'Loading the models…' }).waitFor()
+  t.equal(await page.getByText('No model yet').count(), 0, 'no "no model" before the list has come')
+  t.equal(await page.locator('#model option').textContent(), 'loading…', 'nor in the model picker')
+  await page.getByRole('button', { name: 'Models', exact: true }).click()
+  await page.getByRole('status').filter({ hasText: 'Loading the models…' }).waitFor()
+  t.equal(await page.getByText('No models yet.').count(), 0, 'the Models view waits for it too')
+
+  release()
+  await page.getByText('No models yet.').waitFor()
+  await page.getByRole('button', { name: 'Chat', exact: true }).click()
+  await page.getByText('No model yet: pull one under Models.').waitFor()
+  t.equal(await page.getByText('Loading the models…').count(), 0, 'once listed, the page says there is none')
+  t.equal(await page.locator('#model option').textContent(), 'no models')
+  t.same(problems, [])
+})
+
 t.test('pull a model by name: a bar per file that fills and finishes; then delete it, after a confirmation', { skip }, async (t) => {
   const fake = await FakeHub.start()
   t.teardown(() => fake.close())
