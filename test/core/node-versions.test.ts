@@ -51,7 +51,7 @@ for (const major of SMOKE_NODES) {
     t.same(await health.json(), { status: 'ok' })
     const version = await fetch(`${serve.address}/api/version`)
     t.equal(version.status, 200)
-    t.match(await version.json(), { version: /^\d+\.\d+\.\d+/ })
+    t.match(await version.json(), { version: /^\d+\.\d+\.\d+/, llamagate_version: String })
 
     const chat = await post(`${serve.address}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 2 } })
     t.equal(chat.status, 200, '/api/chat answers')
