@@ -4,7 +4,7 @@
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../helpers/app.js'
 
 t.test('num_thread past the CPUs and n_gpu_layers past any model: 400 saying so, nothing started', async (t) => {

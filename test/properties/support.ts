@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import type { FastifyInstance, InjectOptions } from 'fastify'
 import fc from 'fast-check'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../helpers/app.js'
 import { FakeHub } from '../helpers/fake-hub.js'
 import { cpuRuntime } from '../helpers/runtime.js'

@@ -1,6 +1,6 @@
-// scripts/setup-converter.ts: its report, and that --check and --ci install nothing they should not.
+// scripts/build/setup-converter.ts: its report, and that --check and --ci install nothing they should not.
 import t, { type Test } from 'tap'
-import { describeReadiness, setupConverter } from '../../../scripts/setup-converter.js'
+import { describeReadiness, setupConverter } from '../../../scripts/build/setup-converter.js'
 import { testConfig } from '../../helpers/app.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { skipUnlessReady } from './fixtures.js'
