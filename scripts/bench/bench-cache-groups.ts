@@ -6,7 +6,7 @@ import { prose } from './bench-chat.js'
 import { killAll, startGateway, type ServerShape } from './bench-setups.js'
 
 /**
- * The cache-groups scenario (issue 51): what keeping keys' prompt caches apart costs a key's cache hit rate. Key A
+ * The cache-groups scenario: what keeping keys' prompt caches apart costs a key's cache hit rate. Key A
  * runs `conversations` conversations of `turns` turns each, in turn, all with one agent's system prompt
  * (`systemWords`); in the runs with B, key B runs as many of its own, with the same system prompt, a request of B
  * after each of A's. Four runs, each on a fresh gateway: keys off; A alone with keys on (A a group of its own); A and

@@ -171,7 +171,7 @@ const COLD = ['no-caches', 'router', 'restart'] as const
 /**
  * The restored follow-ups against the cold setups' (each evaluated its whole prompt): a follow-up counts as identical
  * when its text and token count equal every cold one's. The logprob differences are the largest over all of them: the
- * top-1's (the issue's bound: 1e-2), and the runner-up's, which still tells states apart where a steered token's is 0.
+ * top-1's (at most 1e-2 to count as the same state), and the runner-up's, which still tells states apart where a steered token's is 0.
  */
 function compareAnswers (followUps: Record<Setup, ChatResult[]>): { identical: number, maxTopDiff: number, maxRunnerUpDiff: number, runnerUps: number } {
   let identical = 0

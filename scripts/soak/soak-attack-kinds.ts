@@ -1,5 +1,5 @@
 // What an attacker of the hostile soak is, apart from the attackers themselves (scripts/soak/soak-attackers.ts and
-// the three of issue 51 in files of their own), so that each of them and the ledger can name it.
+// the three that have files of their own), so that each of them and the ledger can name it.
 
 export const ATTACK_KINDS = ['slow_body', 'non_reader', 'schema_bomb', 'refused_field', 'blob_flood', 'idle_connections', 'hostile_upstream', 'quota_dodger', 'cache_writer'] as const
 export type AttackKind = (typeof ATTACK_KINDS)[number]

@@ -6,9 +6,9 @@ import { RawConnection } from './soak-raw-connection.js'
 import { gatewaySideState, http } from './soak-probes.js'
 import { quotaDodger } from './soak-quota-dodger.js'
 
-// The hostile soak's attackers (issue 37): each attempt does its harm once and says what the gateway answered,
+// The hostile soak's attackers: each attempt does its harm once and says what the gateway answered,
 // and whether that was the refusal docs/operations.md ("Limits against hostile and careless clients") promises.
-// Issue 51's three, each in a file of its own: a hostile upstream, a quota dodger and a cache-folder writer.
+// Three more, each in a file of its own: a hostile upstream, a quota dodger and a cache-folder writer.
 
 export interface AttackContext {
   base: string

@@ -5,7 +5,7 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 
-// The hostile soak's cache-folder writer (issue 51): whoever can write into the models folder plants files in its
+// The hostile soak's cache-folder writer: whoever can write into the models folder plants files in its
 // prompt-cache folder (plugins/scheduler/prompt-cache-folder.ts): sidecars naming paths outside it, a save lying
 // about its size, links and a FIFO named like saves, files of its own; and swaps the gateway's live saves for links
 // out of the folder and for FIFOs. Files outside the folder must outlive the run untouched, and what the gateway
@@ -68,7 +68,7 @@ export class CacheWriter {
       variant: `before the start: ${variant}`, dueAt: 0, tidy: async () => {},
       judge: async () => await holds() ? { answer, expected: true } : { answer: `not ${answer}`, expected: false },
     })
-    // The attack as found (issue 51): a name of its own, an id climbing out, a size past any budget, used long ago.
+    // The attack as first found: a name of its own, an id climbing out, a size past any budget, used long ago.
     await writeFile(at('evil.json'), JSON.stringify({ id: '/../../../../victim', key: 'x', model: 'soak/alpha', tokens: 1, bytes: 1e12, savedAt: 0, lastUsed: 0 }))
     await writeFile(at('evil.bin'), 'x')
     // The same under the gateway's own names: the name says one thing, the sidecar another.

@@ -4,7 +4,7 @@ import { hostileUpstream, type Attack } from '../../test/plugins/upstreams/hosti
 import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 import { http } from './soak-probes.js'
 
-// The hostile soak's upstream (issue 51): a loopback fake in the soak's own process, configured as an upstream of
+// The hostile soak's upstream: a loopback fake in the soak's own process, configured as an upstream of
 // kind openai with a key, misbehaving as each request asks (test/plugins/upstreams/hostile-upstream.ts, the tests'
 // own). Its attacker, under a key that may use its models only, must get a 502 or an error event for each attack,
 // never a byte of the upstream's key, and no impossible count in its usage.

@@ -4,7 +4,7 @@ import { http } from './soak-probes.js'
 
 // The soak's three API keys (a keys file in its data folder), which key each request shows, and the audit at the
 // end: what GET /api/usage counted for each key against what the key's clients were told by the answers. The
-// hostile soak adds two attackers' keys (issue 51), outside the audit: each attacker checks its own usage.
+// hostile soak adds two attackers' keys, outside the audit: each attacker checks its own usage.
 
 export const KEY_NAMES = ['ops', 'chat', 'batch'] as const
 export type KeyName = (typeof KEY_NAMES)[number]

@@ -2,7 +2,7 @@ import type { AttackResult, AttackWorker } from './soak-attack-kinds.js'
 import { lines } from './soak-clients.js'
 import { http } from './soak-probes.js'
 
-// The hostile soak's quota dodger (issue 51): a key with a day of tokens that asks for long answers and leaves each
+// The hostile soak's quota dodger: a key with a day of tokens that asks for long answers and leaves each
 // after a few dozen tokens, now and then several at once, as if a stream it never finished were free. The gateway
 // reserves each request's prompt and cap at the door and books a stream cut short with what it sent
 // (docs/operations.md, "How tokens_per_day holds"): 200s until the day is spent, then 429s; its usage at the end

@@ -36,7 +36,7 @@ import { LONG_MODEL, soakSettings } from './soak-settings.js'
  * (`--out`), and exits 1 if anything did not hold.
  *
  * Keys (scripts/soak/soak-keys.ts): the gateway reads a keys file of three (five with `--hostile`, below). `ops` (every
- * scope, every model, no limits) runs the faults (or issue 37's attackers), the soak's probes, the leavers and
+ * scope, every model, no limits) runs the faults (or the hostile clients' attacks), the soak's probes, the leavers and
  * soak/gamma; the clients take turns between `chat` (infer on
  * alpha and beta, 2 at once) and `batch` (the same, 1 at once and 12 a minute), whose requests must stay whole: a
  * chat client now and then asks for soak/gamma, which must be refused (403), and batch is told to wait (429 with
@@ -46,7 +46,7 @@ import { LONG_MODEL, soakSettings } from './soak-settings.js'
  * `--hostile` puts hostile clients in the faults' place once the warm-up is over (scripts/soak/soak-attackers.ts):
  * slow bodies, streams nobody reads, schema bombs, refused llama-server fields, blob floods and idle
  * connections, each in a loop, with short limits.body_timeout and stream_stall_timeout, and a fourth, long-context
- * model for the streams (with a room of its own: max_loaded_models 3); and issue 51's: a hostile upstream (a loopback
+ * model for the streams (with a room of its own: max_loaded_models 3); and three more: a hostile upstream (a loopback
  * fake, `hostile/m`) under a key of its own, a key with tokens_per_day leaving its streams early, and a writer into
  * the prompt-cache folder (small limits.upstream_* and prompt_cache budget, so that each is cheap and met often).
  * The same keys file, with the attackers' two keys added. The normal clients must all be answered, every attacker

@@ -1,4 +1,4 @@
-// Nothing leaks to a caller without a key (issue 37): 502 and 507 messages carry llama-server's log lines and
+// Nothing leaks to a caller without a key: 502 and 507 messages carry llama-server's log lines and
 // absolute paths, and /readyz listed them to anyone. With keys on, every route either is public and says nothing
 // of the machine, or answers 401; this walks every route the app registered, so a route added later is covered.
 import { truncate, writeFile } from 'node:fs/promises'

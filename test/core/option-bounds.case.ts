@@ -1,4 +1,4 @@
-// Load options a client could use to hurt the server (issue 37's weaker spots): num_thread 1024 started 1,036
+// Load options a client could use to hurt the server: num_thread 1024 started 1,036
 // threads, n_gpu_layers 99999999999 was a 502 from a llama-server that could not start. Both are 400s now,
 // before anything starts.
 import { availableParallelism } from 'node:os'

@@ -1,4 +1,4 @@
-// Model names that are JavaScript object keys (issue 51): `constructor`, `__proto__` and every other name of
+// Model names that are JavaScript object keys: `constructor`, `__proto__` and every other name of
 // Object.prototype, sent as a model to every route that takes one (keys off, with a key limited to some models),
 // listed by an upstream, and written in config.yaml's `models:` and aliases. Each is a model name like any other:
 // a clean 400, 403 or 404 in the route's own shape, or the upstream's model answered; never a 500, and never a

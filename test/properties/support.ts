@@ -142,7 +142,7 @@ const ENGINE_ERRORS = [
 const REPO_DIR = join(new URL('.', import.meta.url).pathname, '..', '..')
 
 /**
- * What is wrong with an answer, by the properties of the issue: never a 500 (nor any 5xx other than the
+ * What is wrong with an answer, by the properties every answer must have: never a 500 (nor any 5xx other than the
  * runtime's 502 and 503), no stack trace, no engine error text, no path of the server's own files, and every
  * error in the shape of its surface (as JSON). Empty when all is well.
  */

@@ -1,4 +1,4 @@
-// The upload quota (issue 37, attack 5): uploads no model is made from were bounded by the disk alone, so one client
+// The upload quota, against a blob flood: uploads no model is made from were bounded by the disk alone, so one client
 // could fill it with blobs it never meant to use. limits.blob_quota bounds them together, uploads under way included.
 import { createHash, randomBytes } from 'node:crypto'
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises'

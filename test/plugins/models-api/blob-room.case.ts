@@ -1,4 +1,4 @@
-// Uploaded blobs (issue 37, attack 5): 100 MB of random bytes were kept forever, outlived the models made from
+// Uploaded blobs, against a blob flood: 100 MB of random bytes were kept forever, outlived the models made from
 // them, could not be deleted (405), and a full disk gave 500 where pulls give 507.
 import { createHash } from 'node:crypto'
 import { link, readdir, readFile, rm } from 'node:fs/promises'

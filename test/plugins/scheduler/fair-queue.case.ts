@@ -1,4 +1,4 @@
-// Fair queueing (issue 40): a freed slot goes round the API keys waiting for it, so a key flooding a model's queue
+// Fair queueing: a freed slot goes round the API keys waiting for it, so a key flooding a model's queue
 // delays another key's request by a turn, not by its whole backlog. Without keys the queue stays first come, first served.
 import { join } from 'node:path'
 import t from 'tap'

@@ -1,4 +1,4 @@
-// Keys with scopes (issue 40): every route the app has is walked with a key of each scope, so a route added later
+// Keys with scopes: every route the app has is walked with a key of each scope, so a route added later
 // either is in SCOPES below (and is checked) or fails this test; a route that declares no scope needs admin.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'

@@ -5,7 +5,7 @@ import { tempDir } from '../../helpers/app.js'
 import { runBench } from '../../helpers/bench-run.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
-// Issue 51's cache-groups bench end to end on a small load (four gateways, one after the other), so that a change
+// The cache-groups bench end to end on a small load (four gateways, one after the other), so that a change
 // that breaks a run or the report is caught here. The counts are checked for what must hold whatever the load: a key
 // alone gets the same hits with keys on as off (the runs are deterministic).
 t.test('npm run bench --scenario cache-groups, small: every run in the report; a key alone loses nothing to keys on', async (t) => {

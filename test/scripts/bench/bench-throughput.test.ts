@@ -6,7 +6,7 @@ import { tempDir } from '../../helpers/app.js'
 import { runBench } from '../../helpers/bench-run.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
-// The benchmark is how issue #9's targets are measured: this runs it end to end on the smallest load (the
+// The benchmark is how the gateway's throughput targets are measured: this runs it end to end on the smallest load (the
 // real llama-server direct, its router mode, the bare relay in front of it and a real `llamagate serve`), so
 // that a change that breaks one of the setups, the cold starts or the report is caught here and not on the day
 // of a measurement.

@@ -6,7 +6,7 @@ import { tempDir } from '../../helpers/app.js'
 import { runBench } from '../../helpers/bench-run.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
-// Issue 41's bench (cached prompt tokens by routing, the front's added time to first token) end to end on a small
+// The upstreams bench (cached prompt tokens by routing, the front's added time to first token) end to end on a small
 // load: two back llamagates, two fronts, both layouts, so that a change that breaks a setup or the report is caught
 // here rather than on the day of a measurement. Figures are checked for being there, not for their size.
 t.test('npm run bench --scenario upstreams, small: every figure of both routings and both layouts is in the report', async (t) => {

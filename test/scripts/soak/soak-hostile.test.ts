@@ -3,8 +3,8 @@ import { runSoak } from '../../helpers/soak-run.js'
 
 // The soak's hostile mode (npm run soak -- --hostile) end to end on a short load, beside soak.test.ts (its own
 // process, so that the two runs, each a gateway and its runtimes, go side by side).
-// The hostile section (issue 37): after the warm-up, attackers in the faults' place, each in a loop, API keys on;
-// issue 51's three beside them: a hostile upstream, a quota dodger and a cache-folder writer, each with its own key
+// The hostile section: after the warm-up, attackers in the faults' place, each in a loop, API keys on;
+// three more beside them: a hostile upstream, a quota dodger and a cache-folder writer, each with its own key
 // or files, and chat's and batch's usage audited as in the plain soak.
 // The run goes on past its 10 s until every attacker's first attempt has ended (a stream nobody reads takes the
 // longest: 4 MB of tokens must back up before the stall limit starts counting).
@@ -77,7 +77,7 @@ t.test('npm run soak --hostile, 10 s: every normal request answered, every attac
   t.ok(h.attackers.slow_body.ms['cut at body_timeout, nothing answered'].min >= 1800, 'cut no sooner than limits.body_timeout')
   t.ok(h.attackers.non_reader.ms['200, cut at stream_stall_timeout without its last event'].min >= 2000, 'non-readers cut no sooner than the stall limit')
   t.ok(h.attackers.blob_flood.answers['201'] >= 1 && h.attackers.blob_flood.answers['200'] >= 1, 'blobs uploaded and deleted')
-  // Issue 51's: the upstream's attacks answered before its usage was read; the dodger's streams let in and left; the
+  // The other three: the upstream's attacks answered before its usage was read; the dodger's streams let in and left; the
   // files planted before the start judged once each (the start-up scan met them), the victims whole to the end.
   const upstream = h.attackers.hostile_upstream
   t.ok(upstream.attempts >= 2 && upstream.answers['every count whole, at most 64 tokens a request'] === 1, `the hostile upstream: ${upstream.attempts - 1} attack(s), then its usage`)
