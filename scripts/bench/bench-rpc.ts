@@ -9,7 +9,7 @@ import { freePort } from '../../runtimes/process/free-port.js'
 import { healthStatus } from '../../runtimes/process/health-probe.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { probeRpcWorker } from '../../runtimes/rpc/rpc-probe.js'
-import { findOrFetchSource } from '../llama-cpp-source.js'
+import { findOrFetchSource } from './llama-cpp-source.js'
 import { writeRealisticModel } from '../fixtures/realistic-model.js'
 import { percentile } from '../stats.js'
 

@@ -18,7 +18,7 @@ import { benchUpstreams } from './bench-upstreams.js'
 import { benchTags } from './bench-tags.js'
 import { benchThroughput } from './bench-throughput.js'
 import { mergeReport } from './bench-report.js'
-import { findOrFetchSource } from '../llama-cpp-source.js'
+import { findOrFetchSource } from './llama-cpp-source.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 
 /**

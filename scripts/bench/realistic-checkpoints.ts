@@ -8,7 +8,7 @@ import { LlamaServer } from '../../runtimes/process/llama-server.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import type { RuntimeBuild } from '../../runtimes/types.js'
 import { prose } from './bench-chat.js'
-import { findOrFetchSource } from '../llama-cpp-source.js'
+import { findOrFetchSource } from './llama-cpp-source.js'
 import { CHAT_FORMATS, TINY_HYBRID } from '../fixtures/realistic-architectures/chat-formats.js'
 import { writeRealisticModel } from '../fixtures/realistic-model.js'
 
