@@ -3,8 +3,8 @@ import { join } from 'node:path'
 import { execa } from 'execa'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 
-/** scripts/converter-shim/run_converter.py: runs the converter with stand-ins for what Debian 12 lacks. */
-export const SHIM_RUNNER = join(PACKAGE_ROOT, 'scripts', 'converter-shim', 'run_converter.py')
+/** plugins/convert/converter-shim/run_converter.py: runs the converter with stand-ins for what Debian 12 lacks. */
+export const SHIM_RUNNER = join(PACKAGE_ROOT, 'plugins', 'convert', 'converter-shim', 'run_converter.py')
 
 /** What the converter needs from Debian/Ubuntu when no Python package index is reachable. */
 export const DEBIAN_PACKAGES = ['python3-numpy', 'python3-torch', 'python3-sentencepiece', 'python3-tqdm', 'python3-yaml'] as const

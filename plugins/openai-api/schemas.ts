@@ -31,7 +31,7 @@ const Common = {
   frequency_penalty: Type.Optional(Type.Union([Type.Number({ minimum: -2, maximum: 2 }), Type.Null()])),
   n: Type.Optional(Type.Union([Type.Literal(1), Type.Null()])),
   options: Type.Optional(OptionsSchema),
-  // Not OpenAI's, but what users of local servers ask for (Ollama #9355): seconds or a duration string.
+  // Not OpenAI's, but what users of local servers ask for: seconds or a duration string.
   keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
 }
 

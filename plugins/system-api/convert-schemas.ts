@@ -4,7 +4,7 @@ import { Type } from 'typebox'
 export const ConverterStatus = Type.Object({
   ready: Type.Boolean(),
   python: Type.Union([Type.String(), Type.Null()]),
-  /** True when the compatibility runner (scripts/converter-shim) stands in for missing packages. */
+  /** True when the compatibility runner (plugins/convert/converter-shim) stands in for missing packages. */
   shim: Type.Boolean(),
   papered: Type.Array(Type.String()),
   llamaCppSrc: Type.Union([Type.String(), Type.Null()]),

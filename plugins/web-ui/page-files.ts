@@ -22,7 +22,7 @@ const CONTENT_TYPES: Record<string, string> = {
 const HASHED = /-[A-Z0-9]{8}\.(?:js|css)$/
 
 /**
- * The page as `npm run build` wrote it (scripts/build-web-ui.ts): a handful of small files, read once at start,
+ * The page as `npm run build` wrote it (scripts/build/build-web-ui.ts): a handful of small files, read once at start,
  * so that a request never touches the disk and only these names can ever be served (no path to traverse).
  */
 export class PageFiles {

@@ -6,7 +6,7 @@ import { NotFoundError } from '../../core/errors.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { PageFiles } from './page-files.js'
 
-/** Where `npm run build` writes the page (scripts/build-web-ui.ts). */
+/** Where `npm run build` writes the page (scripts/build/build-web-ui.ts). */
 export const PAGE_DIR = join(PACKAGE_ROOT, 'dist', 'web-ui')
 
 /**

@@ -3,10 +3,11 @@ import { join, relative } from 'node:path'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 
-// docs/architecture.md is the map of the house: it cannot drift from the tree without this failing. Every plugin
-// plugins/builtin.json registers has its line in "The plugins, in order", in that order; every folder of runtimes/
-// is named; and every source path README.md and docs/ name (`plugins/inference/images.ts`, or short from a floor:
-// `inference/images.ts`, `helpers/cases.ts`) is a file that exists.
+// docs/architecture.md is the map of the house: it cannot drift from the tree without this failing, either way. Every
+// plugin plugins/builtin.json registers has its line in "The plugins, in order", in that order; every folder of
+// plugins/, runtimes/ and scripts/ is named; every folder the map names exists; and every source path README.md and
+// docs/ name (`plugins/inference/images.ts`, or short from a floor: `inference/images.ts`, `helpers/cases.ts`) is a
+// file that exists.
 
 const read = (path: string): string => readFileSync(join(PACKAGE_ROOT, path), 'utf8')
 const architecture = read('docs/architecture.md')
@@ -33,10 +34,50 @@ t.test('every plugin of plugins/builtin.json has its line in the map, in registr
   t.same(listed, builtin.filter((name) => lineOf(name) !== -1), 'in the order builtin.json registers them')
 })
 
-t.test('every folder of runtimes/ is named in the map', async (t) => {
-  const folders = readdirSync(join(PACKAGE_ROOT, 'runtimes')).filter((name) => statSync(join(PACKAGE_ROOT, 'runtimes', name)).isDirectory())
-  t.ok(folders.length > 2, `runtimes/ has ${folders.length} folders`)
-  t.same(folders.filter((name) => !architecture.includes(`runtimes/${name}/`)), [], 'each named as runtimes/<folder>/')
+const isDir = (path: string): boolean => {
+  try { return statSync(join(PACKAGE_ROOT, path)).isDirectory() } catch { return false }
+}
+const foldersOf = (floor: string): string[] => readdirSync(join(PACKAGE_ROOT, floor)).filter((name) => isDir(join(floor, name)))
+
+t.test('every folder of runtimes/ and scripts/ is named in the map', async (t) => {
+  for (const floor of ['runtimes', 'scripts']) {
+    const folders = foldersOf(floor)
+    t.ok(folders.length > 2, `${floor}/ has ${folders.length} folders`)
+    t.same(folders.filter((name) => !architecture.includes(`${floor}/${name}/`)), [], `each named as ${floor}/<folder>/`)
+  }
+})
+
+t.test('every folder of plugins/ is named in the map, registered or not', async (t) => {
+  const folders = foldersOf('plugins')
+  t.ok(folders.length > 10, `plugins/ has ${folders.length} folders`)
+  // Its line in "The plugins, in order" names it; a plugin the list leaves out is named by its path.
+  const lines = section('The plugins, in order')
+  const named = (name: string): boolean => lines.some((l) => new RegExp(`^\\s+${name}\\s`).test(l)) ||
+    new RegExp(`plugins/${name}(?![\\w-])`).test(architecture)
+  t.same(folders.filter((name) => !named(name)), [], 'each has its line, or is named as plugins/<folder>')
+})
+
+/**
+ * The folders the map names by a path from a floor: `runtimes/build/`, `plugins/web-ui/page/`, `**plugins/upstreams**`.
+ * A path without a slash at its end may name a file without its extension (`core/config`, as the request's path
+ * draws it), so it counts as a folder only when no such file is there.
+ */
+function namedFolders (text: string): string[] {
+  const folders = new Set<string>()
+  for (const [path] of text.matchAll(/\b(?:core|plugins|runtimes|scripts|test)(?:\/[a-z0-9_-]+)*\/(?![\w.-])/g)) folders.add(path)
+  for (const [path] of text.matchAll(/\b(?:core|plugins|runtimes|scripts|test)(?:\/[a-z0-9_-]+)+(?![\w./-])/g)) {
+    try { if (statSync(join(PACKAGE_ROOT, `${path}.ts`)).isFile()) continue } catch {}
+    folders.add(`${path}/`)
+  }
+  return [...folders]
+}
+
+t.test('every folder the map names exists', async (t) => {
+  const folders = namedFolders(architecture)
+  t.ok(folders.length > 20, `${folders.length} folders named`)
+  t.same(folders.filter((path) => !isDir(path)), [], 'none names a folder that is not there')
+  // The check itself: a folder that went, a file named without its extension, a file.
+  t.same(namedFolders('`runtimes/upstream/`, **plugins/gone**: core/config, plugins/scheduler/scheduler.ts'), ['runtimes/upstream/', 'plugins/gone/'])
 })
 
 /** README.md and every Markdown file under docs/. */

@@ -1,4 +1,4 @@
-// Connection caps at the door (issue 37, attack 3: 300 connections without a key trickling a body stayed open
+// Connection caps at the door (the slow-body attack: 300 connections without a key trickling a body stayed open
 // past 80 s; nothing capped them; slow heads were cut at ~65 s): connections per client address, connections
 // without a key when keys are on (the oldest silent ones closed to make room), and a request head's time to arrive.
 import { request as httpRequest } from 'node:http'

@@ -149,8 +149,8 @@ t.test('Dockerfile: port, entry point, command and the build script are the real
   const command = JSON.parse(/^CMD (\[.*\])$/m.exec(dockerfile)![1]!) as string[]
   t.ok(findCommand(await allCommands(), command[0]!), `"${command[0]}" is a command`)
   t.same(container.args, command, 'the pod runs the same command')
-  t.match(dockerfile, /node dist\/scripts\/build-runtime\.js --backend "\$\{BACKEND\}"/)
-  t.ok(existsSync(join(PACKAGE_ROOT, 'dist/scripts/build-runtime.js')), 'the runtime build script it runs is built')
+  t.match(dockerfile, /node dist\/scripts\/build\/build-runtime\.js --backend "\$\{BACKEND\}"/)
+  t.ok(existsSync(join(PACKAGE_ROOT, 'dist/scripts/build/build-runtime.js')), 'the runtime build script it runs is built')
 })
 
 /**

@@ -1,7 +1,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 import { processesWithMark, runCli, startServe, type ServeProcess } from '../helpers/serve-process.js'

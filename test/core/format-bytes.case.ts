@@ -2,7 +2,7 @@ import t from 'tap'
 import { formatBytes } from '../../core/units.js'
 
 t.test('sizes for people: units that tell two numbers apart', async (t) => {
-  // The case: an 11 MB file on a 6 MB disk read "0.01 GiB" twice.
+  // The case that was misread: an 11 MB file on a 6 MB disk read "0.01 GiB" twice.
   t.equal(formatBytes(11_000_000), '10.5 MiB')
   t.equal(formatBytes(6_000_000), '5.72 MiB')
   t.equal(formatBytes(0), '0 bytes')

@@ -4,7 +4,7 @@ import { Ollama } from 'ollama'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { OLLAMA_API_VERSION } from '../../core/version.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../helpers/app.js'
 
 const ownVersion = (): string => (JSON.parse(readFileSync(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { version: string }).version

@@ -1,4 +1,4 @@
-// Nothing leaks to a caller without a key (issue 37): 502 and 507 messages carry llama-server's log lines and
+// Nothing leaks to a caller without a key: 502 and 507 messages carry llama-server's log lines and
 // absolute paths, and /readyz listed them to anyone. With keys on, every route either is public and says nothing
 // of the machine, or answers 401; this walks every route the app registered, so a route added later is covered.
 import { truncate, writeFile } from 'node:fs/promises'
@@ -6,7 +6,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { loadConfig } from '../../core/config.js'
 import { openStore } from '../../plugins/storage/open-store.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { routesOf, sampleUrl as sample } from '../helpers/routes.js'
 import { cpuRuntime } from '../helpers/runtime.js'

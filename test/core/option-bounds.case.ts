@@ -1,10 +1,10 @@
-// Load options a client could use to hurt the server (issue 37's weaker spots): num_thread 1024 started 1,036
+// Load options a client could use to hurt the server: num_thread 1024 started 1,036
 // threads, n_gpu_layers 99999999999 was a 502 from a llama-server that could not start. Both are 400s now,
 // before anything starts.
 import { availableParallelism } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../helpers/app.js'
 
 t.test('num_thread past the CPUs and n_gpu_layers past any model: 400 saying so, nothing started', async (t) => {

@@ -1,4 +1,4 @@
-// Model names that are JavaScript object keys (issue 51): `constructor`, `__proto__` and every other name of
+// Model names that are JavaScript object keys: `constructor`, `__proto__` and every other name of
 // Object.prototype, sent as a model to every route that takes one (keys off, with a key limited to some models),
 // listed by an upstream, and written in config.yaml's `models:` and aliases. Each is a model name like any other:
 // a clean 400, 403 or 404 in the route's own shape, or the upstream's model answered; never a 500, and never a
@@ -9,7 +9,7 @@ import t, { type Test } from 'tap'
 import type { FastifyInstance, HTTPMethods } from 'fastify'
 import { loadConfig } from '../../core/config.js'
 import { hashSecret, writeKeysFile } from '../../plugins/security/keys-file.js'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../helpers/app.js'
 import { routesOf, sampleUrl } from '../helpers/routes.js'
 import { until } from '../helpers/until.js'

@@ -1,4 +1,4 @@
-// Slow bodies (issue 37, attack 3): 300 connections without a key trickling a body stayed open past 80 s, the
+// Slow bodies, an attack on the connections: 300 connections without a key trickling a body stayed open past 80 s, the
 // server reading on after its 401. A refusal now closes the connection; any body not received whole within
 // limits.body_timeout is cut off; model uploads are exempt.
 import { connect, type Socket } from 'node:net'

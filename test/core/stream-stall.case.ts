@@ -1,4 +1,4 @@
-// Clients that never read a stream (issue 37, attack 2): each held a runtime slot for as long as it kept its
+// Clients that never read a stream, an attack on the slots: each held a runtime slot for as long as it kept its
 // connection (four such sockets: every slot busy, a fifth request timed out, llama-server idle). A stream whose
 // client reads nothing for limits.stream_stall_timeout is cut off and its slot freed.
 import { connect, createServer, type Socket } from 'node:net'

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, testConfig, tempDir } from './app.js'
 import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'
 import { cpuRuntime } from './runtime.js'

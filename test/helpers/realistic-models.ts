@@ -3,10 +3,10 @@ import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
-import { writeTinyBert } from '../../scripts/realistic-bert.js'
-import { CHAT_FORMATS, TINY_HYBRID } from '../../scripts/realistic-architectures/chat-formats.js'
-import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/realistic-model.js'
-import { writeTinyProjector } from '../../scripts/realistic-projector.js'
+import { writeTinyBert } from '../../scripts/fixtures/realistic-bert.js'
+import { CHAT_FORMATS, TINY_HYBRID } from '../../scripts/fixtures/realistic-architectures/chat-formats.js'
+import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/fixtures/realistic-model.js'
+import { writeTinyProjector } from '../../scripts/fixtures/realistic-projector.js'
 import { cpuRuntime } from './runtime.js'
 
 /** The chat fixtures the tests use: a real vocabulary and template from the runtime's own llama.cpp tree. */
@@ -72,7 +72,7 @@ export const REALISTIC = {
    * checkpoints (and loses them with a slot saved to disk and restored): Qwen3.5's hybrid of Gated DeltaNet and
    * full attention, LFM2's of short convolutions and attention, Gemma 3's and Gemma 4's sliding windows of 256
    * tokens beside global layers. Four layers each, the fourth the global one; trained on 65536 tokens. Each
-   * answers "Done" and ends its turn (scripts/realistic-architectures/index.ts: CHAT_FORMATS, TINY_HYBRID).
+   * answers "Done" and ends its turn (scripts/fixtures/realistic-architectures/index.ts: CHAT_FORMATS, TINY_HYBRID).
    */
   qwen35: { ...CHAT_FORMATS.qwen35, ...TINY_HYBRID },
   lfm2: { ...CHAT_FORMATS.lfm2, ...TINY_HYBRID },

@@ -23,7 +23,7 @@ export function cpuRuntime (): Promise<RuntimeBuild> {
       if (!('error' in build)) return build
       errors.push(build.error)
     }
-    throw new Error(`no usable CPU llama-server for the tests (${errors.join('; ') || `nothing under ${root}`}). Build one (about 6 minutes on 2 cores): npm run build && node dist/scripts/ensure-runtime.js, or npm run runtime:build -- --backend cpu; or point LLAMAGATE_TEST_RUNTIME_BIN at a folder holding llama-server`)
+    throw new Error(`no usable CPU llama-server for the tests (${errors.join('; ') || `nothing under ${root}`}). Build one (about 6 minutes on 2 cores): npm run build && node dist/scripts/build/ensure-runtime.js, or npm run runtime:build -- --backend cpu; or point LLAMAGATE_TEST_RUNTIME_BIN at a folder holding llama-server`)
   })()
   return found
 }

@@ -8,7 +8,7 @@ import { tempDir } from './app.js'
 /** Runs the built soak with `args` to its end: its exit code, what it printed, and its JSON ledger. */
 export async function runSoak (t: Test, args: string[]): Promise<{ code: number | null, output: string, report: any }> {
   const out = join(await tempDir(t), 'soak.json')
-  const soak = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/soak.js'), ...args, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
+  const soak = spawn(process.execPath, [join(PACKAGE_ROOT, 'dist/scripts/soak/soak.js'), ...args, '--out', out], { stdio: ['ignore', 'pipe', 'pipe'] })
   let output = ''
   soak.stdout.on('data', (d) => { output += d })
   soak.stderr.on('data', (d) => { output += d })

@@ -1,6 +1,6 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { writeTinyGguf } from '../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { tempDir } from './app.js'
 
 type Test = { teardown: (fn: () => unknown) => void }

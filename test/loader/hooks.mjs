@@ -7,7 +7,7 @@ import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { transpile, VENDORED, vendorFile } from '../../scripts/transpile.mjs'
+import { transpile, VENDORED, vendorFile } from '../../scripts/build/transpile.mjs'
 
 const relative = /^(\.{1,2}\/|\/|file:)/
 
@@ -15,7 +15,7 @@ const relative = /^(\.{1,2}\/|\/|file:)/
  * A `./x.js` that is not on disk but whose `./x.ts` is names the .ts source (NodeNext's rule: imports name the
  * emitted file): imported from a .ts file, from a .js one (the plugin fixtures import the sources), or a worker
  * thread's entry, `new URL('./x.js', import.meta.url)`. A .js file that exists (dist/) is taken as is. A vendored
- * dependency (scripts/transpile.mjs) is its bundle in dist/vendor, as dist/ has it.
+ * dependency (scripts/build/transpile.mjs) is its bundle in dist/vendor, as dist/ has it.
  */
 export async function resolve (specifier, context, next) {
   if (VENDORED.includes(specifier)) {
@@ -43,7 +43,7 @@ export async function load (url, context, next) {
  * is transpiled once until it changes.
  */
 const CACHE = new URL('../../node_modules/.cache/llamagate-test-loader/', import.meta.url)
-const SALT = `${process.version}\0${await readFile(new URL('../../scripts/transpile.mjs', import.meta.url), 'utf8')}` +
+const SALT = `${process.version}\0${await readFile(new URL('../../scripts/build/transpile.mjs', import.meta.url), 'utf8')}` +
   `\0${await readFile(new URL('../../tsconfig.json', import.meta.url), 'utf8')}\0${await esbuildVersion()}`
 
 async function transpiled (file, source) {

@@ -1,5 +1,6 @@
 import fc from 'fast-check'
-import { fewTokens, keepAlive, modelName, obj, options, shortText, type Mode, type Req } from './support.js'
+import { fewTokens, keepAlive, type Mode, modelName, obj, options, shortText } from './body-generators.js'
+import type { Req } from './requests.js'
 
 // The routes that read a body, and the bodies of the inference routes as generators: each takes a mode,
 // 'valid' (bodies to put a hostile value anywhere in) or 'almost' (the right field names; now and then a field

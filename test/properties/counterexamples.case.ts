@@ -1,5 +1,9 @@
 import t from 'tap'
-import { Req, jsonReq, nested, problemsOf, send, statusRoutesBroken, tinyApp } from './support.js'
+import { problemsOf } from './answer-problems.js'
+import { statusRoutesBroken } from './property-checks.js'
+import { nested } from './raw-json.js'
+import { jsonReq, Req, send } from './requests.js'
+import { tinyApp } from './tiny-app.js'
 
 // The smallest bodies the properties of this folder found breaking them, kept as plain cases so that each one
 // is reported by name (a property stops at its first failure) and stays fixed. Each answer must pass the same

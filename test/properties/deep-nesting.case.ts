@@ -1,7 +1,11 @@
 import t from 'tap'
 import { realisticModel } from '../helpers/realistic-models.js'
 import { CASES } from './bodies.js'
-import { Tally, anywhere, checkWithStatusRoutes, deepValue, holds, jsonReq, tinyApp } from './support.js'
+import { anywhere } from './body-generators.js'
+import { deepValue } from './hostile-values.js'
+import { checkWithStatusRoutes, holds, Tally } from './property-checks.js'
+import { jsonReq } from './requests.js'
+import { tinyApp } from './tiny-app.js'
 
 // Property: nesting deep enough to overflow a recursive walk or JSON.stringify (1 000 to 12 000 levels of
 // arrays, objects, `content` chains, parts), put anywhere in a valid body of an inference route, is answered (a

@@ -2,7 +2,11 @@ import fc from 'fast-check'
 import t from 'tap'
 import { realisticModel } from '../helpers/realistic-models.js'
 import { CASES } from './bodies.js'
-import { Tally, anywhere, checkWithStatusRoutes, holds, hostileValue, is2xx, is400, jsonReq, tinyApp } from './support.js'
+import { anywhere } from './body-generators.js'
+import { hostileValue } from './hostile-values.js'
+import { checkWithStatusRoutes, holds, is2xx, is400, Tally } from './property-checks.js'
+import { jsonReq } from './requests.js'
+import { tinyApp } from './tiny-app.js'
 
 // Property: "almost valid" bodies of the inference routes (the right field names; now and then a field with a
 // hostile value, a field missing, a key that is not the route's), and valid bodies with one hostile value put

@@ -2,9 +2,12 @@ import { createHash } from 'node:crypto'
 import fc from 'fast-check'
 import t from 'tap'
 import { BODY_ROUTES, FIELD_NAMES, JSON_ROUTES } from './bodies.js'
-import {
-  Req, Tally, check, holds, hostileKey, hostileValue, is400, jsonReq, objectOf, surfaceOf, tinyApp, toJsonText,
-} from './support.js'
+import { surfaceOf } from './answer-problems.js'
+import { hostileKey, hostileValue } from './hostile-values.js'
+import { check, holds, is400, Tally } from './property-checks.js'
+import { objectOf, toJsonText } from './raw-json.js'
+import { jsonReq, Req } from './requests.js'
+import { tinyApp } from './tiny-app.js'
 
 // Property: whatever arrives as a body (random JSON of any type, JSON that is not JSON, a body under another
 // content type, the right field names with hostile values) no route answers 500, shows a stack trace, or

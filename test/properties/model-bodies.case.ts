@@ -3,10 +3,11 @@ import { mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import fc from 'fast-check'
 import t from 'tap'
-import {
-  Req, Tally, anywhere, check, checkWithStatusRoutes, holds, hostileString, hostileValue, is2xx, is400, jsonReq, obj, options,
-  shortText, tinyApp, type Mode,
-} from './support.js'
+import { anywhere, type Mode, obj, options, shortText } from './body-generators.js'
+import { hostileString, hostileValue } from './hostile-values.js'
+import { check, checkWithStatusRoutes, holds, is2xx, is400, Tally } from './property-checks.js'
+import { jsonReq, Req } from './requests.js'
+import { tinyApp } from './tiny-app.js'
 
 // Property: the bodies of the model-management routes (/api/copy, /api/create, /api/delete, /api/import,
 // /api/pull) never answer 500, a stack trace or an error out of the native shape, whether almost valid or valid

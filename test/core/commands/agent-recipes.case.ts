@@ -7,7 +7,7 @@ import { printAgent } from '../../../core/commands/agents/print-agent.js'
 import { settingsFolder, writeSettings } from '../../../core/commands/agents/settings-folder.js'
 import { tempDir } from '../../helpers/app.js'
 
-// Issue 51: any local user reads another's command line (`ps`, /proc/<pid>/cmdline), not its environment. Every
+// Any local user reads another's command line (`ps`, /proc/<pid>/cmdline), not its environment. Every
 // agent `llamagate launch` starts gets its key from the environment (or a file only its owner reads), never from its
 // arguments; settings written for a run are private (folder 700, files 600).
 

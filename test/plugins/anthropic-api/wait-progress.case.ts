@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
 import { eventLines, firstInLine, heldSlot, secondInLine, watchedFetch } from '../../helpers/held-slot.js'
 
-// Issue #39 on Anthropic's Messages: a streamed message that waits for a slot says so in SSE comments before its
+// Progress while waiting, on Anthropic's Messages: a streamed message that waits for a slot says so in SSE comments before its
 // first event (message_start), which the official Anthropic SDK skips; /api/ps shows it in line.
 
 // Greedy (top_k, which the SDK still sends though its types dropped it): the same few tokens each run, none of

@@ -1,6 +1,6 @@
-// scripts/setup-converter.ts: its report, and that --check and --ci install nothing they should not.
+// scripts/build/setup-converter.ts: its report, and that --check and --ci install nothing they should not.
 import t, { type Test } from 'tap'
-import { describeReadiness, setupConverter } from '../../../scripts/setup-converter.js'
+import { describeReadiness, setupConverter } from '../../../scripts/build/setup-converter.js'
 import { testConfig } from '../../helpers/app.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { skipUnlessReady } from './fixtures.js'
@@ -17,7 +17,7 @@ t.test('--check on this machine reports the interpreter, the runner and llama-qu
   t.same(said, [], '--check installs nothing')
   const lines = describeReadiness(r)
   t.match(lines[0], /^conversion is ready: \S*python\S*, llama\.cpp converter at \S+/)
-  if (r.shim) t.match(lines[1], /^compatibility runner in use \(scripts\/converter-shim\), standing in for: .*transformers/)
+  if (r.shim) t.match(lines[1], /^compatibility runner in use \(plugins\/convert\/converter-shim\), standing in for: .*transformers/)
   t.match(lines.at(-1), /^llama-quantize: \S+llama-quantize$/)
 })
 

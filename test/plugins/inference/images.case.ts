@@ -4,7 +4,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import t, { type Test } from 'tap'
-import { TINY_PROJECTOR, tinyPng } from '../../../scripts/realistic-projector.js'
+import { TINY_PROJECTOR, tinyPng } from '../../../scripts/fixtures/realistic-projector.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
 
 const PNG = tinyPng().toString('base64')

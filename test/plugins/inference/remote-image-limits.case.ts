@@ -1,4 +1,4 @@
-// Remote images (issue 37, attack 4): with vision.allow_remote_images on, 60 image URLs of 15 MiB each were all
+// Remote images, an attack through the gateway's own fetches: with vision.allow_remote_images on, 60 image URLs of 15 MiB each were all
 // fetched at once (RSS 193 MB -> 1.77 GB), loopback and private addresses were fetched, also after a redirect, and
 // the error words told a closed port from an open one.
 import { createServer, type Server } from 'node:http'

@@ -1,4 +1,4 @@
-// Body fields of llama-server's that step around the gateway (issue 37, attack 6): refused by name before any
+// Body fields of llama-server's that step around the gateway: refused by name before any
 // slot is taken, on every surface that hands a body to llama-server; fields no surface lists are not sent.
 import t from 'tap'
 import { ANTHROPIC_FIELDS, MAX_PROBS, OPENAI_CHAT_FIELDS, OPENAI_COMPLETION_FIELDS, runtimeFields } from '../../../plugins/inference/runtime-fields.js'

@@ -1,4 +1,4 @@
-// Schema bombs (issue 37, attack 1): a `format` enum of 50,000 values wedged a model for minutes, 5,000 held it
+// Schema bombs: a `format` enum of 50,000 values wedged a model for minutes, 5,000 held it
 // 24 s. Every output constraint a request carries is held to limits.schema_size and limits.schema_alternatives
 // before a slot is taken, on every surface.
 import t from 'tap'

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { isAlive } from '../../../core/process-alive.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 

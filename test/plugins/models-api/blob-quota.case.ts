@@ -1,4 +1,4 @@
-// The upload quota (issue 37, attack 5): uploads no model is made from were bounded by the disk alone, so one client
+// The upload quota, against a blob flood: uploads no model is made from were bounded by the disk alone, so one client
 // could fill it with blobs it never meant to use. limits.blob_quota bounds them together, uploads under way included.
 import { createHash, randomBytes } from 'node:crypto'
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
@@ -6,7 +6,7 @@ import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { formatBytes } from '../../../core/units.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels, sharedServer } from '../../helpers/inference.js'
 import { runCli } from '../../helpers/serve-process.js'

@@ -1,4 +1,4 @@
-// Uploaded blobs (issue 37, attack 5): 100 MB of random bytes were kept forever, outlived the models made from
+// Uploaded blobs, against a blob flood: 100 MB of random bytes were kept forever, outlived the models made from
 // them, could not be deleted (405), and a full disk gave 500 where pulls give 507.
 import { createHash } from 'node:crypto'
 import { link, readdir, readFile, rm } from 'node:fs/promises'
@@ -6,7 +6,7 @@ import { connect } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
 import { BlobStore } from '../../../plugins/storage/blob-store.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
 

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import { Ollama } from 'ollama'
 import t from 'tap'
 import { ollamaDetails } from '../../../plugins/models-api/tag-shape.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
 

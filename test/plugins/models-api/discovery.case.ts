@@ -4,7 +4,7 @@
 import { join } from 'node:path'
 import t from 'tap'
 import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'

@@ -3,7 +3,7 @@ import { importLongContextModel, ndjsonEvents, post, serveTinyModels, sseEvents 
 import { beforeFirstData, sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
 
-// Issue #39: a streamed request that waits (for a load, for a slot) hears where it stands before its first token, as
+// A streamed request that waits (for a load, for a slot) hears where it stands before its first token, as
 // SSE comments that clients skip; one that does not wait hears nothing extra; /api/ps shows the queue and its wait.
 
 type Entry = Record<string, any>

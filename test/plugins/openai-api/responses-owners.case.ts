@@ -4,7 +4,7 @@ import { hashSecret, writeKeysFile, type Scope } from '../../../plugins/security
 import { tempDir } from '../../helpers/app.js'
 import { serveTinyModels } from '../../helpers/inference.js'
 
-// Stored Responses are their key's (issue 51): another key finds one as absent as an unknown id, for GET, DELETE,
+// Stored Responses are their key's: another key finds one as absent as an unknown id, for GET, DELETE,
 // previous_response_id and item_reference alike, so that it cannot tell one exists; an admin key reads, lists and
 // deletes any. Real keys, the real gateway and llama-server on the tiny model.
 

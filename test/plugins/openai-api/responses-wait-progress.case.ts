@@ -2,7 +2,7 @@ import OpenAI from 'openai'
 import t from 'tap'
 import { eventLines, firstInLine, heldSlot, secondInLine, watchedFetch } from '../../helpers/held-slot.js'
 
-// Issue #39 on /v1/responses: a streamed response that waits for a slot says so in SSE comments before its first
+// Progress while waiting, on /v1/responses: a streamed response that waits for a slot says so in SSE comments before its first
 // event (response.created), which the official openai client skips; /api/ps shows it in line.
 
 // The answers in line end on their own (response.completed, not incomplete at max_output_tokens): the end-of-text

@@ -27,7 +27,7 @@ const PERSON = {
 }
 
 // The pinned llama.cpp no longer forces a call under tool_choice "required" (content may come first: its own
-// tests say so, PR #22654), and random weights write none on their own: the gateway forces it with a grammar of its
+// tests say so), and random weights write none on their own: the gateway forces it with a grammar of its
 // own (forced-tool-calls.case.ts). What this test holds is that the tools reach llama-server and its template, in
 // both directions of the conversation, "required" or not.
 t.test('tools and tool_choice reach the template: the prompt grows by the rendered tools; "required" is accepted', async (t) => {

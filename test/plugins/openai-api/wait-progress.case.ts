@@ -5,7 +5,7 @@ import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../
 import { beforeFirstData, sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
 
-// Issue #39 on /v1: a streamed completion that waits says so in SSE comments before its first chunk, which the
+// Progress while waiting, on /v1: a streamed completion that waits says so in SSE comments before its first chunk, which the
 // official openai client skips; one that does not wait gets nothing extra.
 
 type Entry = Record<string, any>

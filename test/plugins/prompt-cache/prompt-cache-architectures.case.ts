@@ -7,7 +7,7 @@
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { prose } from '../../../scripts/bench-chat.js'
+import { prose } from '../../../scripts/bench/bench-chat.js'
 import { post, serveRealisticModels, type InferenceServer } from '../../helpers/inference.js'
 import type { FixtureKind } from '../../helpers/realistic-models.js'
 import { restartGateway, watchCaches } from '../../helpers/prompt-cache-watch.js'

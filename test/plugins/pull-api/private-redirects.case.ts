@@ -1,4 +1,4 @@
-// Hub redirects to private addresses (issue 37, "hub redirects to loopback are followed"): a hub, a compromised
+// Hub redirects to private addresses (redirects to loopback were once followed): a hub, a compromised
 // mirror or anything on the way could make a pull fetch from the gateway's loopback, its LAN or the cloud metadata
 // service. The fake hub's CDN listens on 127.0.0.1 like the hub, so its usual redirects stay on the hub's own host.
 import { readdir } from 'node:fs/promises'

@@ -1,4 +1,4 @@
-// Per-key limits (issue 40) on a real llama-server: each limit reached answers 429 with Retry-After and a message
+// Per-key limits on a real llama-server: each limit reached answers 429 with Retry-After and a message
 // naming the key and the limit, in the shape of each surface (native, OpenAI, Anthropic), while another key goes on.
 import t, { type Test } from 'tap'
 import { nextUtcMidnight } from '../../../plugins/quotas/key-quotas.js'

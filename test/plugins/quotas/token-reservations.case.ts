@@ -1,4 +1,4 @@
-// Daily tokens against a key that cheats (issue 51), on a real llama-server: a client that leaves its streams early
+// Daily tokens against a key that cheats, on a real llama-server: a client that leaves its streams early
 // pays for what it was sent and is stopped at its limit; requests in parallel reserve their tokens at the door.
 import t from 'tap'
 import { firstEvent, post } from '../../helpers/inference.js'

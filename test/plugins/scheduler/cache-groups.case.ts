@@ -1,4 +1,4 @@
-// Keys kept apart in the prompt caches (issue 51), on the real llama-server built with llamagate's patch set: a key
+// Keys kept apart in the prompt caches, on the real llama-server built with llamagate's patch set: a key
 // never reuses what another group's key computed, while loaded, after a swap or after a restart; keys of one group do.
 import { join } from 'node:path'
 import t, { type Test } from 'tap'

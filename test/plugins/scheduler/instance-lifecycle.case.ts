@@ -1,4 +1,4 @@
-// The instance lifecycle (issue 52) with the stand-ins ports.ts exists for: no llama-server, a process whose start,
+// The instance lifecycle with the stand-ins ports.ts exists for: no llama-server, a process whose start,
 // stop and exit the test decides. The transitions and the one end path, and the races between a load and a stop.
 import t from 'tap'
 import { ModelNotFoundError, RuntimeError } from '../../../core/errors.js'

@@ -4,7 +4,7 @@ import { join } from 'node:path'
 import t from 'tap'
 import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { openStore } from '../../../plugins/storage/open-store.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 
 const OPEN_KEY = 'lg-test-open-0000123456789'

@@ -1,4 +1,4 @@
-// Keys with scopes (issue 40): every route the app has is walked with a key of each scope, so a route added later
+// Keys with scopes: every route the app has is walked with a key of each scope, so a route added later
 // either is in SCOPES below (and is checked) or fails this test; a route that declares no scope needs admin.
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
@@ -6,7 +6,7 @@ import t, { type Test } from 'tap'
 import { loadConfig } from '../../../core/config.js'
 import { hashSecret, writeKeysFile, type Scope } from '../../../plugins/security/keys-file.js'
 import { openStore } from '../../../plugins/storage/open-store.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
 import { buildTestApp, build, tempDir, testConfig } from '../../helpers/app.js'
 import { routesOf, sampleUrl } from '../../helpers/routes.js'

@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
 import { ConflictError } from '../../../core/errors.js'
 import { ModelStore } from '../../../plugins/storage/model-store.js'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 

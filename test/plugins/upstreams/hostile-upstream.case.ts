@@ -10,7 +10,7 @@ import { hostileUpstream, type Attack, type HostileUpstream } from './hostile-up
 
 // An upstream is another party: what it sends may not cost this server more than config.yaml's limits.upstream_*
 // allow, its numbers are checked before anything is made or booked from them, and its own key never reaches a
-// client or a log. Each attack of issue 51 against a front with its default limits: the bounded outcome, and a
+// client or a log. Each attack of a hostile upstream against a front with its default limits: the bounded outcome, and a
 // polite upstream's client answered in its usual time meanwhile.
 
 const KEY = 'sk-hostile-upstream-0123456789abcdef'

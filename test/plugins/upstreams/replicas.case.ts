@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { writeTinyGguf } from '../../../scripts/tiny-model.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir, testConfig } from '../../helpers/app.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'

@@ -2,7 +2,7 @@ import Anthropic from '@anthropic-ai/sdk'
 import { Ollama } from 'ollama'
 import OpenAI from 'openai'
 import t from 'tap'
-import { TINY_PROJECTOR, tinyPng } from '../../../scripts/realistic-projector.js'
+import { TINY_PROJECTOR, tinyPng } from '../../../scripts/fixtures/realistic-projector.js'
 import { post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 

@@ -1,7 +1,7 @@
 import { join } from 'node:path'
 import type { Locator, Page, Request } from 'playwright-core'
 import t from 'tap'
-import { TINY_PROJECTOR, tinyPng } from '../../../scripts/realistic-projector.js'
+import { TINY_PROJECTOR, tinyPng } from '../../../scripts/fixtures/realistic-projector.js'
 import { axeViolations, openBrowser, openPage, screenshotsDir, skipUnlessChromium } from '../../helpers/browser.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'

@@ -5,12 +5,12 @@ import { fileURLToPath } from 'node:url'
 import { execa } from 'execa'
 import t, { type Test } from 'tap'
 import { RuntimeRegistry } from '../../../runtimes/registry.js'
-import { buildRuntime, cudaArchitectures } from '../../../scripts/build-runtime.js'
+import { buildRuntime, cudaArchitectures } from '../../../scripts/build/build-runtime.js'
 import { testConfig, tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 
 const PROBES = fileURLToPath(new URL('../../fixtures/probes/', import.meta.url))
-const SCRIPT = fileURLToPath(new URL('../../../scripts/build-runtime.ts', import.meta.url))
+const SCRIPT = fileURLToPath(new URL('../../../scripts/build/build-runtime.ts', import.meta.url))
 
 /** A llama.cpp-like checkout (a git repository tagged b9999) and a fake cmake first on PATH. */
 async function setUp (t: Test): Promise<{ src: string, log: string }> {
