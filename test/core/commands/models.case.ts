@@ -8,14 +8,16 @@ import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveForCli } from '../../helpers/cli-server.js'
 import { sharedServer } from '../../helpers/inference.js'
-import { runCli } from '../../helpers/serve-process.js'
+import { runCli, runCliHere } from '../../helpers/serve-process.js'
 
 // One server for the file's tests (its models folder a temporary one, as no shell's default home would be).
 const served = sharedServer(() => serveForCli(t))
 
 t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, exit codes', async (t) => {
   const { url } = await served()
-  const cli = (...args: string[]): ReturnType<typeof runCli> => runCli([...args, '--host', url])
+  // The commands in this process (runCliHere: main with its output captured), a process each would cost a second
+  // or two; rm below runs as the program, its exit code and stderr as a shell sees them.
+  const cli = (...args: string[]): ReturnType<typeof runCliHere> => runCliHere([...args, '--host', url])
 
   const list = await cli('list')
   t.equal(list.code, 0, list.stderr)
@@ -57,7 +59,7 @@ t.test('list, ps, show, cp, stop and rm against a real server: tables, --json, e
   t.equal(stop.stdout, "stopped 'acme/qwen'\n")
   t.equal((await cli('ps')).stdout.split('\n').length, 2, 'nothing loaded after stop')
 
-  const rm = await cli('rm', 'acme/copy', 'acme/missing')
+  const rm = await runCli(['rm', 'acme/copy', 'acme/missing', '--host', url])
   t.equal(rm.code, 1, 'one of the names could not be deleted')
   t.equal(rm.stdout, "deleted 'acme/copy'\n", 'the other was')
   t.equal(rm.stderr, 'llamagate rm: model "acme/missing" not found, pull it first\n', 'one line for the one that failed')
