@@ -8,7 +8,7 @@ import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { FakeHub } from '../helpers/fake-hub.js'
 import { cpuRuntime } from '../helpers/runtime.js'
-import { processesWithMark, runCli, startServe, type ServeProcess } from '../helpers/serve-process.js'
+import { processesWithMark, runCli, runCliHere, startServe, type ServeProcess } from '../helpers/serve-process.js'
 
 // README's environment table: each variable changes what `llamagate serve` (the real CLI, as a process) does.
 // Precedence (README): built-in defaults < config.yaml (or --config, or LLAMAGATE_CONFIG) < environment < flags.
@@ -93,11 +93,12 @@ t.test('LLAMAGATE_CONFIG, _HOST, _PORT, _HOME, _MODELS, _KEEP_ALIVE, _RUNTIME, _
     LLAMAGATE_CONFIG: config, LLAMAGATE_HOST: host, LLAMAGATE_PORT: String(port), LLAMAGATE_HOME: home,
     LLAMAGATE_MODELS: models, LLAMAGATE_KEEP_ALIVE: '7m', LLAMAGATE_RUNTIME: 'cpu', LLAMAGATE_MAX_LOADED_MODELS: '1',
   }
-  // The CLI's import reads the same variables: the models land in LLAMAGATE_MODELS.
-  for (const [name, seed] of [['acme/a', 1], ['acme/b', 2]] as const) {
-    const imported = await runCli(['import', name, await tinyModel(t, seed)], env)
-    t.equal(imported.code, 0, `import ${name}: ${imported.stderr.trim()}`)
-  }
+  // The CLI's import reads the same variables: the model lands in LLAMAGATE_MODELS. The second model is set up
+  // in this process, into that folder by flag (a process more would only start Node again).
+  const imported = await runCli(['import', 'acme/a', await tinyModel(t, 1)], env)
+  t.equal(imported.code, 0, `import acme/a: ${imported.stderr.trim()}`)
+  const second = await runCliHere(['import', 'acme/b', await tinyModel(t, 2), '--config', config, '--models', models])
+  t.equal(second.code, 0, `import acme/b: ${second.stderr.trim()}`)
   const server = await serve(t, env)
   const url = server.address
   t.equal(url, `http://${host}:${port}`, 'LLAMAGATE_HOST and LLAMAGATE_PORT: the address it listens on')
@@ -173,7 +174,10 @@ t.test('LLAMAGATE_API_KEYS, LLAMAGATE_ORIGINS, LLAMAGATE_MAX_QUEUE; models under
 t.test('HF_ENDPOINT and HF_TOKEN: a pull goes to that hub with that token; LLAMA_CPP_SRC names the converter\'s tree; flags win over the environment: --port over LLAMAGATE_PORT, --models over LLAMAGATE_MODELS', async (t) => {
   const dir = await tempDir(t)
   const [envModels, flagModels] = [join(dir, 'env-models'), join(dir, 'flag-models')]
-  const imported = await runCli(['import', 'acme/flagged', await tinyModel(t, 5), '--models', flagModels], { LLAMAGATE_HOME: dir })
+  // Set up in this process (what serve then reads is the test), on a config of its own, not this home's.
+  const setup = join(dir, 'setup.yaml')
+  await writeFile(setup, `data_dir: ${dir}\n`)
+  const imported = await runCliHere(['import', 'acme/flagged', await tinyModel(t, 5), '--config', setup, '--models', flagModels])
   t.equal(imported.code, 0, imported.stderr)
   const hub = await FakeHub.start()
   t.teardown(() => hub.close())
