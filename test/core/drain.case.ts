@@ -4,7 +4,7 @@ import t, { type Test } from 'tap'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { cpuRuntime } from '../helpers/runtime.js'
-import { processesWithMark, runCli, startServe, type ServeProcess } from '../helpers/serve-process.js'
+import { processesWithMark, runCliHere, startServe, type ServeProcess } from '../helpers/serve-process.js'
 import { until } from '../helpers/until.js'
 
 // Readiness, preloading and the graceful drain on a real `llamagate serve` process with a real llama-server:
@@ -14,14 +14,17 @@ let imported: Promise<{ models: string, code: number | null, stderr: string }> |
 
 /**
  * The models folder every server of this file reads (each has a data folder of its own): a tiny model trained on
- * 32k tokens of context (for long answers), imported once by the real CLI.
+ * 32k tokens of context (for long answers), imported once by the CLI's import.
  */
 function tinyModels (): Promise<{ models: string, code: number | null, stderr: string }> {
   imported ??= (async () => {
     const dir = await tempDir(t)
     const model = (await writeTinyGguf({ file: join(dir, 'tiny.gguf'), nCtxTrain: 32_768 })).file
     const models = join(dir, 'models')
-    const { code, stderr } = await runCli(['import', 'acme/tiny', model, '--models', models], { LLAMAGATE_HOME: dir })
+    // In this process (the serve processes are the test), on a config of its own rather than this home's.
+    const config = join(dir, 'import.yaml')
+    await writeFile(config, `data_dir: ${dir}\n`)
+    const { code, stderr } = await runCliHere(['import', 'acme/tiny', model, '--config', config, '--models', models])
     return { models, code, stderr }
   })()
   return imported
