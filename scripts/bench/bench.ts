@@ -39,7 +39,7 @@ import { writeTinyGguf } from '../fixtures/tiny-model.js'
  *   in one (bench-cache-groups.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
- * llama-server's default), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
+ * llama-server's default), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
  * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
  * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; `--flash-attn on|off|auto` and
  * `--repack on|off`: llama-server's switches in every setup alike, both off unless given), `--out FILE`. The tiny throughput run writes
@@ -65,6 +65,7 @@ async function main (): Promise<void> {
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
+      'tags-models': { type: 'string', default: '1000' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -126,9 +127,9 @@ async function main (): Promise<void> {
       }
       report.throughput = { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, models }
       if (tinyOnly) {
-        const tags = await benchTags()
-        report.tags_1000 = tags
-        say(`\n/api/tags with 1,000 models: p50 ${tags.p50_ms.toFixed(2)} ms, p99 ${tags.p99_ms.toFixed(2)} ms`)
+        const tags = await benchTags(Number(values['tags-models']))
+        report[`tags_${tags.models}`] = tags
+        say(`\n/api/tags with ${tags.models.toLocaleString('en')} models: p50 ${tags.p50_ms.toFixed(2)} ms, p99 ${tags.p99_ms.toFixed(2)} ms`)
       }
     }
     if (scenarios.includes('swap')) {
