@@ -1,20 +1,25 @@
 // Prompt caches on the architectures whose memory llama-server cannot roll back (runtimes/build/patches 0002: slot
 // saves carry their context checkpoints): Qwen3.5's and LFM2's hybrids, Gemma 3's and Gemma 4's sliding windows
-// (256 tokens, the prompts 16 times longer). A follow-up with a new user turn on a conversation of 4,000 tokens
-// evaluates at most a fifth of its prompt while loaded, after the model was unloaded and after a gateway restart,
-// and says what a cold evaluation says: the same tokens, top-1 logprobs within 1e-2. Without the patch the follow-up
-// after a restore evaluated every token (4,044 of 4,044 on qwen35, 4,058 of 4,058 on gemma3).
+// (256 tokens). A follow-up with a new user turn on a conversation of 1,600 tokens (twice what a sliding-window layer
+// keeps: its window and a 512-token batch) evaluates at most a fifth of its prompt while loaded, after the model was
+// unloaded and after a gateway restart, and says what a cold evaluation says: the same tokens, top-1 logprobs within
+// 1e-2. Without the patch the follow-up after a restore evaluated every token of its prompt.
 import { readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { prose } from '../../../scripts/bench/bench-chat.js'
+import { TINY_HYBRID } from '../../../scripts/fixtures/realistic-architectures/chat-formats.js'
 import { post, serveRealisticModels, type InferenceServer } from '../../helpers/inference.js'
 import type { FixtureKind } from '../../helpers/realistic-models.js'
 import { restartGateway, watchCaches } from '../../helpers/prompt-cache-watch.js'
 import { until } from '../../helpers/until.js'
 
 const KINDS = ['qwen35', 'gemma3', 'lfm2', 'gemma4'] as const satisfies readonly FixtureKind[]
-const VALUES = { prompt_cache: { min_tokens: 256 }, default_options: { num_ctx: 8192, num_parallel: 1, max_tokens: 8 } }
+const VALUES = { prompt_cache: { min_tokens: 256 }, default_options: { num_ctx: 4096, num_parallel: 1, max_tokens: 8 } }
+/** Twice what a sliding-window layer keeps (its window and llama-server's 512-token batch), so that it has dropped most. */
+const LONG_PROMPT = 2 * (TINY_HYBRID.slidingWindow + 512)
+/** Words of prose that make a conversation of at least LONG_PROMPT tokens. */
+const PROSE_WORDS = 1600
 
 interface Message { role: string, content: string }
 interface Answer { content: string, prompt: number, evaluated: number, logprobs: number[], tokens: string[] }
@@ -45,13 +50,33 @@ function sameAsCold (t: Test, what: string, warm: Answer, cold: Answer): void {
   t.ok(drift <= 1e-2, `${what}: top-1 logprobs within ${drift.toExponential(1)} of a cold evaluation's`)
 }
 
-for (const kind of KINDS) {
-  t.test(`${kind}: a follow-up reuses the conversation loaded, after an unload and after a restart, as a cold run answers`, async (t) => {
+interface Events { restored: number[], reused: number[], missed: string[] }
+
+/** Each model's prompt-cache events on one gateway, listed as they come. */
+function eventsByModel (server: InferenceServer): (model: string) => Events {
+  const byModel = new Map<string, Events>()
+  const of = (model: string): Events => {
+    let events = byModel.get(model)
+    if (events === undefined) byModel.set(model, events = { restored: [], reused: [], missed: [] })
+    return events
+  }
+  const { events } = server.app.promptCache!
+  events.on('restored', (model, tokens) => of(model).restored.push(tokens))
+  events.on('reused', (model, tokens) => of(model).reused.push(tokens))
+  events.on('missed', (model, reason) => of(model).missed.push(reason))
+  return of
+}
+
+// The four architectures side by side in one gateway (each its own model and llama-server), restarted once.
+t.test('each architecture: a follow-up reuses the conversation loaded, after an unload and after a restart, as a cold run answers', async (t) => {
+  const values = { ...VALUES, limits: { max_loaded_models: KINDS.length } }
+  const server = await serveRealisticModels(t, Object.fromEntries(KINDS.map((kind) => [`tiny/${kind}`, kind])), values)
+  const before = eventsByModel(server)
+  const runs = await Promise.all(KINDS.map(async (kind) => {
     const model = `tiny/${kind}`
-    const server = watchCaches(await serveRealisticModels(t, { [model]: kind }, VALUES))
-    const conversation: Message[] = [{ role: 'user', content: `Read this. ${prose(3800, 11)}` }]
+    const conversation: Message[] = [{ role: 'user', content: `Read this. ${prose(PROSE_WORDS, 11)}` }]
     const first = await chat(server, model, conversation)
-    t.ok(first.prompt >= 4000, `a conversation of ${first.prompt} tokens`)
+    t.ok(first.prompt >= LONG_PROMPT, `${kind}: a conversation of ${first.prompt} tokens`)
     const turn = (answer: Answer, question: string): Message[] => {
       conversation.push({ role: 'assistant', content: answer.content }, { role: 'user', content: question })
       return [...conversation]
@@ -59,38 +84,42 @@ for (const kind of KINDS) {
 
     const loadedAsk = turn(first, 'What comes next?')
     const loaded = await chat(server, model, loadedAsk)
-    t.ok(loaded.evaluated <= loaded.prompt / 5, `loaded: ${loaded.evaluated} of ${loaded.prompt} evaluated`)
+    t.ok(loaded.evaluated <= loaded.prompt / 5, `${kind} loaded: ${loaded.evaluated} of ${loaded.prompt} evaluated`)
 
     await post(`${server.url}/api/stop`, { model })
     const swappedAsk = turn(loaded, 'And after that?')
     const swapped = await chat(server, model, swappedAsk)
-    t.equal(server.restored.length, 1, 'restored when it loaded again')
-    t.ok(swapped.evaluated <= swapped.prompt / 5, `after an unload: ${swapped.evaluated} of ${swapped.prompt} evaluated`)
-    await until('the restore judged', () => server.reused.length === 1)
+    t.equal(before(model).restored.length, 1, `${kind}: restored when it loaded again`)
+    t.ok(swapped.evaluated <= swapped.prompt / 5, `${kind} after an unload: ${swapped.evaluated} of ${swapped.prompt} evaluated`)
+    await until(`${kind}: the restore judged`, () => before(model).reused.length === 1)
+    return { kind, model, turn, loadedAsk, loaded, swappedAsk, swapped }
+  }))
 
-    await server.app.close()
-    const again = await restartGateway(t, server, VALUES)
+  await server.app.close()
+  const again = await restartGateway(t, server, values)
+  const after = eventsByModel(again)
+  await Promise.all(runs.map(async ({ kind, model, turn, loadedAsk, loaded, swappedAsk, swapped }) => {
     const restartedAsk = turn(swapped, 'Then what?')
     const restarted = await chat(again, model, restartedAsk)
-    t.equal(again.restored.length, 1, 'restored by the new gateway')
-    t.ok(restarted.evaluated <= restarted.prompt / 5, `after a restart: ${restarted.evaluated} of ${restarted.prompt} evaluated`)
-    await until('the restore judged', () => again.reused.length === 1)
-    t.same(again.missed, [])
+    t.equal(after(model).restored.length, 1, `${kind}: restored by the new gateway`)
+    t.ok(restarted.evaluated <= restarted.prompt / 5, `${kind} after a restart: ${restarted.evaluated} of ${restarted.prompt} evaluated`)
+    await until(`${kind}: the restore judged`, () => after(model).reused.length === 1)
+    t.same([...before(model).missed, ...after(model).missed], [], `${kind}: no miss`)
 
     // Cold: the same prompts evaluated from nothing (llama-server's cache_prompt off), after the cached runs.
     for (const [what, ask, warm] of [['loaded', loadedAsk, loaded], ['after an unload', swappedAsk, swapped], ['after a restart', restartedAsk, restarted]] as const) {
       const cold = await chat(again, model, ask, { cache_prompt: false })
-      t.equal(cold.evaluated, cold.prompt, `${what}: the cold run evaluated all ${cold.prompt}`)
-      sameAsCold(t, what, warm, cold)
+      t.equal(cold.evaluated, cold.prompt, `${kind} ${what}: the cold run evaluated all ${cold.prompt}`)
+      sameAsCold(t, `${kind} ${what}`, warm, cold)
     }
-  })
-}
+  }))
+})
 
 t.test('qwen35: four conversations in four slots are all saved and all restored, each to its own slot', async (t) => {
   const model = 'tiny/four'
-  const values = { ...VALUES, default_options: { num_ctx: 8192, num_parallel: 4, max_tokens: 8 } }
+  const values = { ...VALUES, default_options: { num_ctx: 4096, num_parallel: 4, max_tokens: 8 } }
   const server = watchCaches(await serveRealisticModels(t, { [model]: 'qwen35' }, values))
-  const conversations = [1, 2, 3, 4].map((seed) => [{ role: 'user', content: `Read this. ${prose(1200, 100 + seed)}` }])
+  const conversations = [1, 2, 3, 4].map((seed) => [{ role: 'user', content: `Read this. ${prose(600, 100 + seed)}` }])
   const firsts: Answer[] = []
   for (const messages of conversations) firsts.push(await chat(server, model, messages))
   await post(`${server.url}/api/stop`, { model })

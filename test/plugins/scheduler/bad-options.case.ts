@@ -1,5 +1,5 @@
 import t from 'tap'
-import { post, serveRealisticModels } from '../../helpers/inference.js'
+import { post, serveRealisticModels, sharedServer } from '../../helpers/inference.js'
 
 const ASK = { role: 'user', content: 'hi' }
 
@@ -9,12 +9,15 @@ async function chat (url: string, options: Record<string, unknown> = {}): Promis
   return { status: res.status, body: await res.json(), ms: Date.now() - started }
 }
 
+// One gateway and its instance for both tests: the first leaves it as it found it (one instance, serving).
+const chatModel = sharedServer(() => serveRealisticModels(t, { 'acme/chat': 'qwen25' }))
+
 async function loaded (url: string): Promise<Array<{ pid: number, context_length: number }>> {
   return ((await (await fetch(`${url}/api/ps`)).json()) as any).models
 }
 
 t.test('a bad num_ctx fails alone, before anything starts; every other request answers at once', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25' })
+  const { url } = await chatModel()
   const first = await chat(url)
   t.equal(first.status, 200, 'the model serves')
   const [before] = await loaded(url)
@@ -31,7 +34,7 @@ t.test('a bad num_ctx fails alone, before anything starts; every other request a
 })
 
 t.test('options llama-server cannot start with: that request fails and backs off alone; others are not held back', async (t) => {
-  const { url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25' })
+  const { url } = await chatModel()
   t.equal((await chat(url)).status, 200)
   const [serving] = await loaded(url)
 
