@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify'
 import fc from 'fast-check'
 import { problemsOf, prototypePollution } from './answer-problems.js'
-import { Req, send, type Answer } from './requests.js'
+import { Req, send, sentCount, type Answer } from './requests.js'
 
 // A property run: each request sent and its answer checked (the status routes too), the statuses tallied, a
 // failure reported through tap with fast-check's counterexample.
@@ -83,30 +83,25 @@ async function mend (app: FastifyInstance): Promise<void> {
   throw new Error(`the status routes stay broken with every model stopped: ${await statusRoutesBroken(app)}`)
 }
 
-/** The apps whose status routes answered right after their last request: nothing was sent to them since. */
-const answering = new WeakSet<FastifyInstance>()
+/** For each app, the count of requests sent to it when its status routes last answered after a check. */
+const answeredAt = new WeakMap<FastifyInstance, number>()
 
 /**
  * `check`, then the status routes (GET /api/ps, /api/tags, /v1/models) must still answer: a body must not leave
  * the server in a state that breaks another route. Each request is sent from a mended state (models stopped
  * until the status routes answer), and a failure is blamed on a body only if it recurs from a mended state, so
  * that fast-check shrinks to the body that does it, not to whatever ran next. The state the previous request
- * left is taken as mended when the status routes answered right after it, so as not to ask them twice in a row.
+ * left is mended already when the status routes answered right after it and nothing was sent since (mend then
+ * stops nothing): they are not asked twice in a row.
  */
 export async function checkWithStatusRoutes (app: FastifyInstance, req: Req, tally?: Tally, route?: string): Promise<void> {
-  const mended = !answering.delete(app)
-  if (mended) await mend(app)
-  try {
-    await check(app, req, tally, route)
-  } catch (err) {
-    if (mended) throw err
-    // The state before it was not checked: the body is blamed only if it fails again from a mended one.
-    await mend(app)
-    await check(app, req, tally, route)
-  }
+  // mend() changes nothing while the status routes answer: when they answered after the last request and nothing
+  // was sent since, the state is already what it would leave.
+  if (answeredAt.get(app) !== sentCount(app)) await mend(app)
+  await check(app, req, tally, route)
   const broken = await statusRoutesBroken(app)
   if (broken === null) {
-    answering.add(app)
+    answeredAt.set(app, sentCount(app))
     return
   }
   await mend(app)

@@ -33,7 +33,12 @@ export function jsonReq (method: Req['method'], url: string, body: unknown, cont
 
 export interface Answer { status: number, headers: Record<string, unknown>, body: string }
 
+/** How many requests each app was sent through `send`: whether anything reached it between two moments. */
+const sentTo = new WeakMap<FastifyInstance, number>()
+export const sentCount = (app: FastifyInstance): number => sentTo.get(app) ?? 0
+
 export async function send (app: FastifyInstance, req: Req): Promise<Answer> {
+  sentTo.set(app, sentCount(app) + 1)
   const options: InjectOptions = { method: req.method, url: req.url, headers: req.headers }
   if (req.payload !== undefined) options.payload = req.payload
   const res = await app.inject(options)
