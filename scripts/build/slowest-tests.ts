@@ -17,7 +17,8 @@ import { PACKAGE_ROOT } from '../../core/paths.js'
 const COUNT = 10
 
 interface ProcessRecord { externalID?: string, parent?: string | null, runtime?: number, date?: string }
-interface CaseTimes { group: string, started: number, files: Record<string, number> }
+interface CaseTimes { group: string, started: number, files: Record<string, number>, cpu?: Record<string, number> }
+interface CpuRecord { file?: string, seconds?: number, ended?: number }
 interface Timed { file: string, seconds: number }
 
 /** The test files that ran in a process of their own in the last run, each with its start and its run in seconds. */
@@ -34,16 +35,36 @@ async function testProcesses (root: string): Promise<Array<Timed & { started: nu
 }
 
 /** The case files of the groups that ran in the last run: a group's record older than its process is a run before. */
-async function caseFiles (root: string, processes: Array<{ file: string, started: number }>): Promise<Timed[]> {
+async function caseFiles (root: string, processes: Array<{ file: string, started: number }>): Promise<{ wall: Timed[], cpu: Timed[] }> {
   const dir = join(root, '.tap', 'case-times')
   const names = await readdir(dir).catch(() => [] as string[])
   const started = new Map(processes.map((p) => [p.file, p.started]))
-  const files: Timed[] = []
+  const wall: Timed[] = []
+  const cpu: Timed[] = []
   for (const name of names.filter((n) => n.endsWith('.json'))) {
     const record = JSON.parse(await readFile(join(dir, name), 'utf8')) as CaseTimes
     const groupStart = started.get(record.group)
     if (groupStart === undefined || record.started < groupStart) continue
-    files.push(...Object.entries(record.files).map(([file, seconds]) => ({ file, seconds })))
+    wall.push(...Object.entries(record.files).map(([file, seconds]) => ({ file, seconds })))
+    cpu.push(...Object.entries(record.cpu ?? {}).map(([file, seconds]) => ({ file, seconds })))
+  }
+  return { wall, cpu }
+}
+
+/**
+ * The CPU seconds of each test process of the last run, its reaped children's included (test/loader/cpu-time.mjs
+ * writes them): a record that ended before its process started is a run before.
+ */
+async function cpuTimes (root: string, processes: Array<{ file: string, started: number }>): Promise<Timed[]> {
+  const dir = join(root, '.tap', 'cpu-times')
+  const names = await readdir(dir).catch(() => [] as string[])
+  const started = new Map(processes.map((p) => [p.file, p.started]))
+  const files: Timed[] = []
+  for (const name of names.filter((n) => n.endsWith('.json'))) {
+    const record = JSON.parse(await readFile(join(dir, name), 'utf8')) as CpuRecord
+    const start = started.get(record.file ?? '')
+    if (start === undefined || typeof record.seconds !== 'number' || (record.ended ?? 0) < start) continue
+    files.push({ file: record.file!, seconds: record.seconds })
   }
   return files
 }
@@ -60,7 +81,13 @@ async function main (): Promise<void> {
   if (processes.length === 0) return
   let out = listing('test files (whole process, seconds)', processes)
   const cases = await caseFiles(root, processes)
-  if (cases.length > 0) out += listing('case files (their tests in their group\'s process, seconds)', cases)
+  if (cases.wall.length > 0) out += listing('case files (their tests in their group\'s process, seconds)', cases.wall)
+  const cpu = await cpuTimes(root, processes)
+  if (cpu.length > 0) {
+    const total = cpu.reduce((sum, f) => sum + f.seconds, 0)
+    out += listing(`test files by CPU (theirs and their children's, CPU seconds; ${Math.round(total)} in all)`, cpu)
+  }
+  if (cases.cpu.length > 0) out += listing('case files by CPU (CPU seconds)', cases.cpu)
   process.stderr.write(out)
 }
 

@@ -3,6 +3,7 @@ import { dirname, join, relative } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/paths.js'
+import { cpuSeconds } from '../loader/cpu-time.mjs'
 
 /** The suffix of a test file that runs in its folder's group (`cases.test.ts`) rather than in a process of its own. */
 export const CASE_SUFFIX = '.case.ts'
@@ -39,17 +40,24 @@ function timeCases (group: string): { current: string } {
   const state = { current: '' }
   const owner = new WeakMap<object, string>()
   const totals = new Map<string, number>()
+  // CPU seconds too (the process's and its reaped children's): on two cores, what a file costs the others.
+  const cpu = new Map<string, number>()
+  const cpuAtStart = new WeakMap<object, number>()
   t.on('subtestAdd', (test: object) => { owner.set(test, state.current) })
+  t.on('subtestStart', (test: object) => { cpuAtStart.set(test, cpuSeconds() ?? 0) })
   t.on('subtestEnd', (test: { time?: number }) => {
     const file = owner.get(test)
-    if (file !== undefined) totals.set(file, (totals.get(file) ?? 0) + (test.time ?? 0) / 1000)
+    if (file === undefined) return
+    totals.set(file, (totals.get(file) ?? 0) + (test.time ?? 0) / 1000)
+    const start = cpuAtStart.get(test)
+    if (start !== undefined) cpu.set(file, (cpu.get(file) ?? 0) + (cpuSeconds() ?? 0) - start)
   })
   const started = Date.now()
   process.once('exit', () => {
     const dir = join(PACKAGE_ROOT, CASE_TIMES_DIR)
     mkdirSync(dir, { recursive: true })
     const name = relative(PACKAGE_ROOT, group)
-    writeFileSync(join(dir, `${name.replaceAll('/', '_')}.json`), JSON.stringify({ group: name, started, files: Object.fromEntries(totals) }))
+    writeFileSync(join(dir, `${name.replaceAll('/', '_')}.json`), JSON.stringify({ group: name, started, files: Object.fromEntries(totals), cpu: Object.fromEntries(cpu) }))
   })
   return state
 }

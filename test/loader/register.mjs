@@ -2,6 +2,8 @@
 // (what .taprc gives every test process, and what a test's execArgv hands on to a node it spawns).
 import { register } from 'node:module'
 import { coverChildren } from './child-coverage.mjs'
+import { recordCpuTime } from './cpu-time.mjs'
 
 register('./hooks.mjs', import.meta.url)
 coverChildren()
+recordCpuTime()

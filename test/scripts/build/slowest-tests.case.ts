@@ -60,6 +60,29 @@ t.test('the case files of this run\'s groups, slowest first; a group\'s record f
   ])
 })
 
+t.test('CPU seconds per test file and per case file, with the run\'s total; a record from a run before is not read', async (t) => {
+  const root = await tempDir(t)
+  const info = join(root, '.tap', 'processinfo')
+  const cpu = join(root, '.tap', 'cpu-times')
+  const times = join(root, '.tap', 'case-times')
+  for (const dir of [info, cpu, times]) await mkdir(dir, { recursive: true })
+  const start = Date.parse('2026-11-25T10:00:00.000Z')
+  await writeFile(join(info, 'a.json'), JSON.stringify({ externalID: 'test/a/cases.test.ts', parent: null, runtime: 30_000, date: new Date(start).toISOString() }))
+  await writeFile(join(info, 'b.json'), JSON.stringify({ externalID: 'test/b.test.ts', parent: null, runtime: 20_000, date: new Date(start).toISOString() }))
+  await writeFile(join(cpu, 'test_a_cases.test.ts.json'), JSON.stringify({ file: 'test/a/cases.test.ts', seconds: 41.5, ended: start + 30_000 }))
+  // test/b's record ended before its process of this run started: it is a run before, and not listed.
+  await writeFile(join(cpu, 'test_b.test.ts.json'), JSON.stringify({ file: 'test/b.test.ts', seconds: 99, ended: start - 1 }))
+  await writeFile(join(times, 'test_a_cases.test.ts.json'), JSON.stringify({ group: 'test/a/cases.test.ts', started: start + 900, files: { 'test/a/x.case.ts': 12 }, cpu: { 'test/a/x.case.ts': 20.04 } }))
+  const { code, stderr } = await slowest(root)
+  t.equal(code, 0)
+  const blocks = stderr.trim().split('\n\n')
+  t.same(blocks[2]?.split('\n').map((l) => l.trim()), [
+    'the 1 slowest test files by CPU (theirs and their children\'s, CPU seconds; 42 in all):',
+    '41.5 s  test/a/cases.test.ts',
+  ])
+  t.same(blocks[3]?.split('\n').map((l) => l.trim()), ['the 1 slowest case files by CPU (CPU seconds):', '20.0 s  test/a/x.case.ts'])
+})
+
 t.test('no records (tap did not run): a line saying so, and exit 0, so that tap\'s code is what npm test ends with', async (t) => {
   const { code, stderr } = await slowest(await tempDir(t))
   t.equal(code, 0)
