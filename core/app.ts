@@ -96,7 +96,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
 
   try {
     for (const plugin of await builtinServerPlugins()) app.register(plugin)
-    await registerAdminPlugins(app, config.plugins)
+    await registerAdminPlugins(app, config)
     await app.ready()
   } catch (err) {
     // Plugins that did start (a runtime process, say) must not outlive a failed start.

@@ -1,7 +1,18 @@
 // Errors that mean something to a client. Each carries its HTTP status; the error handler turns them into
 // the native `{"error": "..."}` or OpenAI's `{"error": {...}}` shape. Anything else is a bug and answers 500.
 
+// Marks a GatewayError made by any copy of this module: a plugin package may bundle its own llamagate/plugin, and a
+// plugin's tests may run the sources beside dist/; each surface must still answer its errors with their status.
+const GATEWAY_ERROR = Symbol.for('llamagate.gateway-error')
+
 export class GatewayError extends Error {
+  /** `x instanceof GatewayError` holds for one made by another copy of this module too (its subclasses: their own). */
+  static override [Symbol.hasInstance] (value: unknown): boolean {
+    if (this !== GatewayError) return Function.prototype[Symbol.hasInstance].call(this, value)
+    return typeof value === 'object' && value !== null && (value as Record<symbol, unknown>)[GATEWAY_ERROR] === true
+  }
+
+  readonly [GATEWAY_ERROR] = true
   /** HTTP status to answer with. */
   readonly statusCode: number
   /** A machine-readable code for the OpenAI shape (`model_not_found`, ...). */

@@ -1,0 +1,36 @@
+/**
+ * `llamagate/plugin`: what a third-party plugin may use, at run time and as types. Everything here keeps its
+ * meaning within a major PLUGIN_API_VERSION; what is not exported here is the gateway's inside and may change.
+ * The decorators the built-in plugins add (`app.store`, `app.leases`, `app.scheduler`, ...) come typed with it:
+ * the published declarations (scripts/build/build-types.ts) bring each built-in's augmentation of Fastify's types.
+ */
+
+/** The version of this API: a plugin may check it (a change that breaks a plugin raises it). */
+export const PLUGIN_API_VERSION = 1
+
+export { definePlugin } from './plugin-definition.js'
+export type { LlamagatePlugin, PluginSpec } from './plugin-definition.js'
+// TypeBox, for a plugin's options schema and route schemas: the same the gateway validates with.
+export { Type } from 'typebox'
+export type { Static, TSchema } from 'typebox'
+
+// Errors a route or hook throws: each surface answers it in its own shape with the status it carries.
+export {
+  BadRequestError, ClientGoneError, ConflictError, ContextExceededError, ForbiddenError, GatewayError,
+  InvalidModelNameError, ModelNotFoundError, NotFoundError, QueueFullError, RuntimeError, TooManyRequestsError,
+  UnauthorizedError, UnavailableError,
+} from './errors.js'
+
+// The resolved configuration (`app.config`), widened by each plugin's section through declaration merging.
+export type { Config, ConfigLimits, ModelConfig } from './resolved-config.js'
+export { configSection, list, numberOrText } from './config-section.js'
+export type { ConfigPart, ConfigSection, EnvVariable, SectionContext } from './config-section.js'
+export type { ConfigCheck, ConfigCheckContext, DoctorContext, DoctorReport, PluginManifest, StartCheck } from './plugin-manifest.js'
+
+// A surface of one's own: its paths' metrics label and error shape (`app.surfaces.register`).
+export type { ErrorShape, SurfaceSpec, Surfaces } from './surfaces.js'
+export type { ErrorReply } from './error-shapes.js'
+export type { RequestUsage } from './request-usage.js'
+export { EventHub } from './event-hub.js'
+export { parseModelName } from './model-name.js'
+export type { ModelName } from './model-name.js'
