@@ -50,6 +50,24 @@ t.test('RestoreChecks: each restored slot judged once, as soon as its first task
   t.equal(reads(), 2, 'nothing left to read')
 })
 
+t.test('RestoreChecks: a check asked while a read is under way reads again after it', async (t) => {
+  let answer = (): void => {}
+  let slots: SlotCache[] = [slot({ task: undefined })]
+  const { checks, verdicts, reads } = judgeOver(async () => {
+    const then = slots
+    if (reads() === 1) await new Promise<void>((resolve) => { answer = resolve })
+    return then
+  }, [restored])
+  const first = checks.check()
+  // A request took the slot after that read went out: its first token asks again.
+  slots = [slot({ busy: true, common: 4000, reused: 3990 })]
+  const second = checks.check()
+  answer()
+  await Promise.all([first, second])
+  t.equal(reads(), 2)
+  t.same(verdicts, ['abc-1:reused'], 'seen by the read after, not lost with the one before')
+})
+
 t.test('RestoreChecks: a slot whose task has not begun its prompt is looked at again by itself', async (t) => {
   let slots: SlotCache[] = [slot({ busy: true, common: 0, reused: 0 })]
   const { checks, verdicts } = judgeOver(() => slots, [restored])
