@@ -158,8 +158,12 @@ export class PromptCaches implements SchedulerPromptCache {
         if (verdict.outcome === 'reused') this.events.emit('reused', shape.model, verdict.reused)
         else if (verdict.outcome === 'unused') this.events.emit('unused', shape.model, save.tokens)
         else {
-          this.events.emit('missed', shape.model, verdict.reason)
-          if (verdict.broken) await this.dropSave(save.save)
+          // Told once the save is gone (or its deletion failed): an observer finds the folder as the miss left it.
+          try {
+            if (verdict.broken) await this.dropSave(save.save)
+          } finally {
+            this.events.emit('missed', shape.model, verdict.reason)
+          }
         }
       },
     })
