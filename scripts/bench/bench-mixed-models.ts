@@ -25,20 +25,23 @@ function format (f: ChatFormat): Omit<ChatFormat, 'steering'> {
   return rest
 }
 
-const WIDTH = 768
-/** Each about 57M parameters in its blocks (~400 prompt tokens a second on one thread of these cores). */
+const WIDTH = 384
+/**
+ * About 7M parameters in each one's blocks (4 layers × 384, feed-forward 1024) beside its real vocabulary: a 2,000-token
+ * prompt takes a few seconds to read on one thread of a busy 2-core machine (the tiny shapes: a tenth of a second).
+ */
 const REALISTIC: Record<MixedModel['kind'], Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>> = {
   hybrid: {
-    ...format(CHAT_FORMATS.qwen35), nEmbd: WIDTH, nLayer: 8, nHead: 6, nHeadKv: 2, headDim: 128, nFf: 2048,
-    linear: { keyHeads: 6, valueHeads: 6, headDim: 128 }, globalEvery: 4, nCtxTrain: 65_536, tiedSteering: 'Done',
+    ...format(CHAT_FORMATS.qwen35), nEmbd: WIDTH, nLayer: 4, nHead: 6, nHeadKv: 2, headDim: 64, nFf: 1024,
+    linear: { keyHeads: 6, valueHeads: 6, headDim: 64 }, globalEvery: 4, nCtxTrain: 65_536, tiedSteering: 'Done',
   },
   'sliding-window': {
-    ...format(CHAT_FORMATS.gemma3), nEmbd: WIDTH, nLayer: 8, nHead: 6, nHeadKv: 2, headDim: 128, nFf: 2048,
+    ...format(CHAT_FORMATS.gemma3), nEmbd: WIDTH, nLayer: 4, nHead: 6, nHeadKv: 2, headDim: 64, nFf: 1024,
     slidingWindow: 512, globalEvery: 4, nCtxTrain: 65_536, embeddingScale: 0.5 / Math.sqrt(WIDTH),
   },
   plain: {
     architecture: 'llama', vocab: 'llama-bpe', eosToken: '<|eot_id|>', template: 'meta-llama-Llama-3.2-3B-Instruct',
-    nEmbd: WIDTH, nLayer: 8, nHead: 6, nHeadKv: 2, nFf: 2048, nCtxTrain: 131_072,
+    nEmbd: WIDTH, nLayer: 4, nHead: 6, nHeadKv: 2, nFf: 1024, nCtxTrain: 131_072,
   },
 }
 

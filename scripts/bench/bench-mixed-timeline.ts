@@ -40,9 +40,13 @@ async function routerStates (url: string): Promise<Array<{ name: string, state: 
   return list.data.map((m) => ({ name: m.id, state: m.status?.value ?? 'unknown' }))
 }
 
+/**
+ * A model llamagate is unloading still holds the room (its caches are saved, its process stops), as router mode's
+ * model does until its child has exited, which its `/models` calls loaded all the while: both alike.
+ */
 async function gatewayStates (url: string): Promise<Array<{ name: string, state: string }>> {
   const ps = await (await fetch(`${url}/api/ps`)).json() as { models: Array<{ name: string, state?: string }> }
-  return ps.models.map((m) => ({ name: m.name, state: m.state ?? 'loaded' }))
+  return ps.models.map((m) => ({ name: m.name, state: m.state === 'unloading' ? 'loaded' : m.state ?? 'loaded' }))
 }
 
 /** One model's stay in the room: from the first sign it was loaded to the last, before another took its place. */

@@ -121,7 +121,9 @@ async function runSetup (o: MixedOptions, setup: string, plans: UserPlan[], shap
       modelName = (m) => m.label
     } else {
       const limits = o.gatewayLimits.find((l) => gatewaySetupName(l) === setup)!
-      const gateway = await startGateway(setupDir, o.build, Object.fromEntries(o.models.map((m) => [gatewayName(m), m.file])), shape, { maxLoaded: 1, limits })
+      // Only the models some user asks for: each import is a CLI process of its own.
+      const used = o.models.filter((_, i) => plans.some((p) => p.model === i))
+      const gateway = await startGateway(setupDir, o.build, Object.fromEntries(used.map((m) => [gatewayName(m), m.file])), shape, { maxLoaded: 1, limits })
       child = gateway.child
       url = gateway.url
       modelName = gatewayName
