@@ -202,9 +202,11 @@ async function main (): Promise<void> {
       say(`\n== mixed: agent users on three models of three architectures, room for one, ${mixedShape} shape`)
       const { dir: src } = await findOrFetchSource(config.dataDir, config.llamaCppSrc, say)
       const [thinkLow, thinkHigh] = values.think.split(',').map((x) => Number(x) * 1000)
+      const counts = { '--rounds': Number(values.rounds ?? 1), '--users': Number(values.users), '--turns': Number(values.turns ?? 6) }
+      for (const [flag, n] of Object.entries(counts)) if (!Number.isInteger(n) || n < 1) throw new Error(`${flag}: one whole number of at least 1 for the mixed scenario`)
       report[`mixed_${mixedShape}`] = await benchMixed({
         build, models: await ensureMixedModels({ shape: mixedShape, build, llamaCppSrc: src, benchDir, say }), dir: join(dir, 'mixed'), shape: mixedShape,
-        users: Number(values.users), turns: Number(values.turns ?? 6), seeds: values.seed.split(',').map(Number), rounds: Number(values.rounds ?? 1),
+        users: counts['--users'], turns: counts['--turns'], seeds: values.seed.split(',').map(Number), rounds: counts['--rounds'],
         thinkMs: [thinkLow!, thinkHigh ?? thinkLow!], reply: Number(values.reply), systemWords: 1500, messageWords: 140,
         gatewayLimits: values['gateway-limits'] ?? [''], ...(threads !== undefined ? { threads } : {}), say,
       })
