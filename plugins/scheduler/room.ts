@@ -229,10 +229,10 @@ export class Room {
     return Math.min(lookAgainAt, decision.until)
   }
 
-  /** Unloads `victim` for `instance` now, measuring how long the unload took (a cost of every later swap). */
+  /** Unloads `victim` for `instance` now, measuring how long the unload took (a cost of every later swap). The log line's start is read by the soak and bench reports. */
   private async give (victim: Instance, instance: Instance, reason: SwapReason, costs?: string): Promise<void> {
     const { log, events, estimate } = this.deps
-    log.info({ model: victim.model.name, for: instance.model.name, reason, ...(costs !== undefined ? { costs } : {}) }, `unloading ${victim.model.name} to make room for ${instance.model.name} (${reason})`)
+    log.info({ model: victim.model.name, for: instance.model.name, reason, ...(costs !== undefined ? { costs } : {}) }, `unloading an idle model to make room (${reason})`)
     this.swappedIn.set(instance, { replaced: victim.model.name, reason })
     events.emit('evicted', victim.model.name, instance.model.name, reason)
     const started = performance.now()
