@@ -84,9 +84,9 @@ export async function startPipe (port: number): Promise<Started> {
 
 /**
  * `llamagate serve` with `models` (name → GGUF) imported by its CLI, every model kept loaded until another must
- * take its place (`maxLoaded`). `root`: another built checkout, to compare with.
+ * take its place (`maxLoaded`); `limits`: more of config.yaml's `limits` (`min_residency: 0s`). `root`: another built checkout, to compare with.
  */
-export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, root?: string, extra?: string[], argsFor?: string[] } = {}): Promise<Started> {
+export async function startGateway (dir: string, build: RuntimeBuild, models: Record<string, string>, shape: ServerShape, options: { maxLoaded?: number, limits?: string, root?: string, extra?: string[], argsFor?: string[] } = {}): Promise<Started> {
   await mkdir(dir, { recursive: true })
   const config = join(dir, 'llamagate.yaml')
   const root = options.root ?? PACKAGE_ROOT
@@ -94,7 +94,7 @@ export async function startGateway (dir: string, build: RuntimeBuild, models: Re
     `data_dir: ${join(dir, 'gateway')}`, 'port: 0', 'log_level: info', 'keep_alive: -1',
     `runtimes:\n  ${build.backend}: { bin: ${build.binDir} }`, `runtime: ${build.backend}`,
     `default_options: { num_ctx: ${shape.ctxPerSlot}, num_parallel: ${shape.parallel}${shape.threads !== undefined ? `, num_thread: ${shape.threads}` : ''} }`,
-    `limits: { queue_length: 1000${options.maxLoaded !== undefined ? `, max_loaded_models: ${options.maxLoaded}` : ''} }`,
+    `limits: { queue_length: 1000${options.maxLoaded !== undefined ? `, max_loaded_models: ${options.maxLoaded}` : ''}${options.limits ? `, ${options.limits}` : ''} }`,
     ...options.extra ?? [],
     // The models' llama-server flags: those imported now, or (argsFor) those a restart finds imported already.
     ...modelArgs(options.argsFor ?? Object.keys(models), shape.extraArgs ?? []),

@@ -11,6 +11,8 @@ import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } from './bench-models.js'
 import { benchCacheGroups } from './bench-cache-groups.js'
 import { benchLongPrompt } from './bench-long-prompt.js'
+import { benchMixed } from './bench-mixed.js'
+import { ensureMixedModels, MIXED_SHAPES, type MixedShape } from './bench-mixed-models.js'
 import { benchMultiTurn } from './bench-multi-turn.js'
 import { benchSwap } from './bench-swap.js'
 import { benchSwapCache } from './bench-swap-cache.js'
@@ -36,7 +38,12 @@ import { writeTinyGguf } from '../fixtures/tiny-model.js'
  *   each way; bench-upstreams.ts);
  * - cache-groups: what keys kept apart in the prompt caches cost a key's cached share, on the tiny model: `--conversations`
  *   x `--upstream-turns` with a shared system prompt (`--system-words`), keys off, one key, two keys in two groups and
- *   in one (bench-cache-groups.ts).
+ *   in one (bench-cache-groups.ts);
+ * - mixed: `--users N` agent users on three models of three architectures (hybrid, sliding window, plain), room for
+ *   one, each with a ~1,500-token system prompt and a growing conversation (`--turns N`, 6; answers of `--reply N`
+ *   tokens; think times of `--think 1,5` seconds), seeded (`--seed 1,2`), against router mode and llamagate side by side,
+ *   `--rounds N` each (medians); `--mixed-shape tiny|realistic`; `--gateway-limits 'min_residency: 0s'` (repeatable,
+ *   '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
@@ -46,7 +53,7 @@ import { writeTinyGguf } from '../fixtures/tiny-model.js'
  * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
  */
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -58,14 +65,16 @@ async function main (): Promise<void> {
   const { values } = parseArgs({
     options: {
       scenario: { type: 'string', default: 'throughput' }, model: { type: 'string' }, shape: { type: 'string' },
-      concurrency: { type: 'string', default: '1,8,32' }, rounds: { type: 'string', default: '16,4,2' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' },
+      concurrency: { type: 'string', default: '1,8,32' }, rounds: { type: 'string' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' },
       tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' },
       backend: { type: 'string', default: 'cpu' }, baseline: { type: 'string' }, 'prompt-tokens': { type: 'string', default: '4096,16384' },
-      switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string', default: '20' },
+      switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
       'tags-models': { type: 'string', default: '1000' },
+      users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '1,5' },
+      'mixed-shape': { type: 'string', default: 'tiny' }, 'gateway-limits': { type: 'string', multiple: true },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -121,7 +130,7 @@ async function main (): Promise<void> {
         say(`\n== throughput, model ${label}`)
         models.push(await benchThroughput({
           build, file, label, dir: modelDir, shape: { ctxPerSlot: CTX_PER_SLOT, parallel: PARALLEL, ...(threads !== undefined ? { threads } : {}) },
-          levels: values.concurrency.split(',').filter((c) => c !== '').map(Number), rounds: values.rounds.split(',').map(Number), reps, maxTokens, cold: Number(values.cold),
+          levels: values.concurrency.split(',').filter((c) => c !== '').map(Number), rounds: (values.rounds ?? '16,4,2').split(',').map(Number), reps, maxTokens, cold: Number(values.cold),
           ...(values.baseline !== undefined ? { baseline: values.baseline } : {}), say,
         }))
       }
@@ -184,7 +193,20 @@ async function main (): Promise<void> {
       say(`\n== multi-turn, ${main}`)
       report.multi_turn = await benchMultiTurn({
         build, file: await realistic(main), label: main, dir: join(dir, 'multi-turn'), conversations: Number(values.conversations),
-        turns: Number(values.turns), words: Number(values.words), reply: Number(values.reply), ...(threads !== undefined ? { threads } : {}), say,
+        turns: Number(values.turns ?? 20), words: Number(values.words), reply: Number(values.reply), ...(threads !== undefined ? { threads } : {}), say,
+      })
+    }
+    if (scenarios.includes('mixed')) {
+      const mixedShape = values['mixed-shape'] as MixedShape
+      if (!MIXED_SHAPES.includes(mixedShape)) throw new Error(`unknown --mixed-shape ${JSON.stringify(mixedShape)}: one of ${MIXED_SHAPES.join(', ')}`)
+      say(`\n== mixed: agent users on three models of three architectures, room for one, ${mixedShape} shape`)
+      const { dir: src } = await findOrFetchSource(config.dataDir, config.llamaCppSrc, say)
+      const [thinkLow, thinkHigh] = values.think.split(',').map((x) => Number(x) * 1000)
+      report[`mixed_${mixedShape}`] = await benchMixed({
+        build, models: await ensureMixedModels({ shape: mixedShape, build, llamaCppSrc: src, benchDir, say }), dir: join(dir, 'mixed'), shape: mixedShape,
+        users: Number(values.users), turns: Number(values.turns ?? 6), seeds: values.seed.split(',').map(Number), rounds: Number(values.rounds ?? 1),
+        thinkMs: [thinkLow!, thinkHigh ?? thinkLow!], reply: Number(values.reply), systemWords: 1500, messageWords: 140,
+        gatewayLimits: values['gateway-limits'] ?? [''], ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const path = resolve(PACKAGE_ROOT, output)
