@@ -171,7 +171,10 @@ export class Scheduler implements LeaseSource {
     // Waiting for room, a request hears the costs' estimate of when its model loads.
     const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
     try {
-      await instance.waitUntilLoaded()
+      const loaded = instance.waitUntilLoaded()
+      // One more request waiting for room raises what its wait costs: the swap decision looks again.
+      if (instance.process === null) this.room.wake()
+      await loaded
       if (instance.state !== 'loaded') return false
       // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
       return await instance.line.take({

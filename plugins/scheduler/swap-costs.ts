@@ -63,9 +63,9 @@ export class SwapCosts {
       if (next === null) return go('idle-given-up')
       // Holding costs every waiting request the time until the expected one has been served; giving up costs that one
       // the way back. And once the waiting has cost as much as the way back, it goes whatever comes.
-      const holdMs = waiting * (next + (estimate.requestMs(estimateKey(resident.model.name, resident.purpose)) ?? 0))
+      const holdMs = waiting * (next.inMs + (estimate.requestMs(estimateKey(resident.model.name, resident.purpose)) ?? 0))
       if (holdMs >= backMs || waitCostMs >= backMs) return go('queue-cost')
-      return holdUntil(Math.min(now + next, swapIn.arrived + Math.ceil(backMs / waiting), latest))
+      return holdUntil(Math.min(now + next.lateAfterMs, swapIn.arrived + Math.ceil(backMs / waiting), latest))
     }
     if (waitCostMs >= swapCostMs) return go('queue-cost')
     return holdUntil(Math.min(swapIn.arrived + Math.ceil(swapCostMs / waiting), latest))

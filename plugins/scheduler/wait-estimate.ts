@@ -80,13 +80,14 @@ export class WaitEstimate {
    * How long until `model`'s next request is expected: its typical gap less how long it has been idle; null when too
    * few gaps were seen, it is not idle, or it has been idle much longer than usual (nobody is expected back soon).
    */
-  nextArrivalMs (model: string, now = Date.now()): number | null {
+  nextArrivalMs (model: string, now = Date.now()): { inMs: number, lateAfterMs: number } | null {
     const since = this.idleSince.get(model)
     const gaps = this.gaps.get(model)
     if (since === undefined || gaps === undefined || gaps.length < MIN_GAPS) return null
     const typical = median(gaps)!
     const idleFor = now - since
-    return idleFor > GAP_PATIENCE * typical ? null : Math.max(typical - idleFor, 0)
+    // `lateAfterMs`: when it stops being expected (and a hold for it ends).
+    return idleFor >= GAP_PATIENCE * typical ? null : { inMs: Math.max(typical - idleFor, 0), lateAfterMs: GAP_PATIENCE * typical - idleFor }
   }
 
   /**

@@ -147,9 +147,10 @@ t.test('the costs: an idle model is held only while a request for it is expected
   const decide = costs(estimate)
   const held = decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050)
   t.match(held, { go: false }, 'held: its user is expected back in 150 ms, and going away and back costs a reload of 8 s')
-  t.ok(!held.go && held.until <= 10_200, 'held only until the expected request')
-  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_500), { go: true, reason: 'idle-given-up' }, 'given up once its user is late: nothing is expected any more')
+  t.ok(!held.go && held.until <= 10_400, 'held only until the expected request is late (twice its usual gap)')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_400), { go: true, reason: 'idle-given-up' }, 'given up once its user is late: nothing is expected any more')
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 40, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'given up when 40 waiting requests would pay more for the hold than coming back costs')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_300), { go: false }, 'held a little past the usual gap')
   // A small model's reload is cheaper than holding the waiting request through the gap.
   const small = new WaitEstimate()
   for (let i = 0; i < 3; i++) { small.wentIdle('acme/small', 0); small.arrived('acme/small', 2000) }
