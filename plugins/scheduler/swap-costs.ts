@@ -32,7 +32,8 @@ type CostSettings = Pick<SchedulerSettings, 'swapWaitMs' | 'maxPassedOver'>
  * costs the resident's unload and the swap-in's load, and coming back costs the swap-in's unload, the resident's load
  * (its restore included) and the swap-in's queued work, which the resident's next request waits through.
  * - An idle resident is given up at once, unless a request for it is expected (its usual gap after going idle) and
- *   holding for it costs the waiting requests less than coming back would cost it.
+ *   holding for it costs the waiting requests less than coming back would cost it (what they waited already is paid
+ *   either way); the hold ends with that request, or when it is late.
  * - A busy resident serves what it has (nothing running is cut, and its line is served before the swap); it takes new
  *   requests until the waiting cost passes the swap's and the way back's, then is closed to them.
  * - Bounds over the costs: limits.min_residency (a floor, swap-policy.ts), limits.swap_wait (the longest a swap-in
@@ -62,10 +63,11 @@ export class SwapCosts {
       const next = estimate.nextArrivalMs(resident.model.name, now)
       if (next === null) return go('idle-given-up')
       // Holding costs every waiting request the time until the expected one has been served; giving up costs that one
-      // the way back. And once the waiting has cost as much as the way back, it goes whatever comes.
+      // the way back. What the waiting requests have waited already is paid either way: only what is to come counts
+      // (a hold ends with the expected request, which makes the model busy, or when it is late).
       const holdMs = waiting * (next.inMs + (estimate.requestMs(estimateKey(resident.model.name, resident.purpose)) ?? 0))
-      if (holdMs >= backMs || waitCostMs >= backMs) return go('queue-cost')
-      return holdUntil(Math.min(now + next.lateAfterMs, swapIn.arrived + Math.ceil(backMs / waiting), latest))
+      if (holdMs >= backMs) return go('queue-cost')
+      return holdUntil(Math.min(now + next.lateAfterMs, latest))
     }
     if (waitCostMs >= swapCostMs) return go('queue-cost')
     return holdUntil(Math.min(swapIn.arrived + Math.ceil(swapCostMs / waiting), latest))

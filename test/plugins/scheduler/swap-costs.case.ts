@@ -151,6 +151,7 @@ t.test('the costs: an idle model is held only while a request for it is expected
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_400), { go: true, reason: 'idle-given-up' }, 'given up once its user is late: nothing is expected any more')
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 40, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'given up when 40 waiting requests would pay more for the hold than coming back costs')
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_300), { go: false }, 'held a little past the usual gap')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 1_000), 10_050), { go: false }, 'what the waiting request waited already is paid either way: still held')
   // A small model's reload is cheaper than holding the waiting request through the gap.
   const small = new WaitEstimate()
   for (let i = 0; i < 3; i++) { small.wentIdle('acme/small', 0); small.arrived('acme/small', 2000) }
