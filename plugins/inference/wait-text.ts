@@ -11,7 +11,7 @@ export function waitText (wait: WaitProgress): string {
   switch (wait.stage) {
     case 'room':
       // Before its llama-server is made: room for it (other models unloading), or a conversion, or a moment's set-up.
-      return `waiting: to start loading ${wait.model} (${seconds(wait.elapsedMs)})`
+      return `waiting: to start loading ${wait.model} (${seconds(wait.elapsedMs)}${wait.expectedMs !== undefined ? `, about ${seconds(wait.expectedMs)} left` : ''})`
     case 'load':
       return `waiting: loading ${wait.model} (${seconds(wait.elapsedMs)}${wait.expectedMs !== undefined ? `, usually ${seconds(wait.expectedMs)}` : ''})`
     case 'queue':

@@ -100,7 +100,8 @@ export interface AcquireRequest {
 
 /**
  * Where a waiting request stands. `room`: its model waits for others to unload; `load`: its model's llama-server
- * is starting (`elapsedMs` of that load, `expectedMs` from earlier loads of the model); `queue`: in line for a slot,
+ * is starting (`elapsedMs` of that load, `expectedMs` from earlier loads of the model; for `room`, the swap costs'
+ * estimate of the rest of the wait); `queue`: in line for a slot,
  * `position` of `of` (`expectedMs`: wait-estimate.ts's guess from the model's recent requests). Estimates are absent
  * until there is something measured to base them on.
  */

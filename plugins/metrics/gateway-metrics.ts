@@ -10,6 +10,8 @@ export interface GatewayState {
   requestCounts(): Map<string, { inFlight: number, queued: number }>
   /** Runtimes loaded and serving, by model (a chat model embedding has a second one). */
   loadedCounts(): Map<string, number>
+  /** What the scheduler's swap decision has measured of a model, in ms (null: nothing yet). @default none */
+  swapCosts?(model: string): Record<'loadMs' | 'restoreMs' | 'unloadMs' | 'requestMs' | 'returnGapMs', number | null>
 }
 
 // Seconds. Requests run from a cached /api/tags (sub-millisecond) to long generations; loads from tens of
@@ -33,7 +35,7 @@ export class GatewayMetrics {
   private readonly generatedTokens: Counter<'model'>
   private readonly loadSeconds: Histogram<'model'>
   private readonly loadFailures: Counter<'model'>
-  private readonly evictions: Counter<'model'>
+  private readonly evictions: Counter<'model' | 'reason'>
   private readonly crashes: Counter<'model'>
   private readonly kvCacheUsage: Gauge<'model'>
   private readonly runtimeScrapeFailures: Counter<'model'>
@@ -71,10 +73,27 @@ export class GatewayMetrics {
       for (const name of state.modelNames()) g.set({ model: name }, 0)
       for (const [model, count] of state.loadedCounts()) g.set({ model }, count)
     })
+    const costs = state.swapCosts
+    if (costs) {
+      new Gauge({
+        name: 'llamagate_model_swap_cost_seconds',
+        help: 'What the scheduler has measured of a model and weighs when models do not fit together (medians): cost load (spawn to serving, restore included), restore, unload, request (a slot held), return_gap (idle to its next request)',
+        labelNames: ['model', 'cost'],
+        registers,
+        collect () {
+          this.reset()
+          for (const model of state.modelNames()) {
+            const c = costs(model)
+            const figures = { load: c.loadMs, restore: c.restoreMs, unload: c.unloadMs, request: c.requestMs, return_gap: c.returnGapMs }
+            for (const [cost, ms] of Object.entries(figures)) if (ms !== null) this.set({ model, cost }, ms / 1000)
+          }
+        },
+      })
+    }
     this.kvCacheUsage = new Gauge({ name: 'llamagate_kv_cache_usage_ratio', help: 'Share of a model\'s context (its KV cache) held by requests being processed, 0 to 1, read from its runtime when asked', labelNames: ['model'], registers })
     this.loadSeconds = new Histogram({ name: 'llamagate_model_load_duration_seconds', help: 'Time from a runtime\'s start to serving (not the wait for room or a conversion)', labelNames: ['model'], buckets: LOAD_BUCKETS, registers })
     this.loadFailures = new Counter({ name: 'llamagate_model_load_failures_total', help: 'Runtime starts that failed', labelNames: ['model'], registers })
-    this.evictions = new Counter({ name: 'llamagate_model_evictions_total', help: 'Idle models unloaded to make room for another', labelNames: ['model'], registers })
+    this.evictions = new Counter({ name: 'llamagate_model_evictions_total', help: 'Idle models unloaded to make room for another, by why the swap happened (plugins/scheduler/swap-costs.ts)', labelNames: ['model', 'reason'], registers })
     this.crashes = new Counter({ name: 'llamagate_runtime_crashes_total', help: 'Loaded runtimes that exited without being asked to', labelNames: ['model'], registers })
     this.runtimeScrapeFailures = new Counter({ name: 'llamagate_runtime_scrape_failures_total', help: 'Times a runtime\'s own metrics could not be read in time for /metrics (its series were left out)', labelNames: ['model'], registers })
     this.pullBytes = new Counter({ name: 'llamagate_pull_bytes_total', help: 'Bytes of model files received from the hub', registers })
@@ -102,7 +121,7 @@ export class GatewayMetrics {
 
   loaded (model: string, seconds: number): void { this.loadSeconds.observe({ model }, seconds) }
   loadFailed (model: string): void { this.loadFailures.inc({ model }) }
-  evicted (model: string): void { this.evictions.inc({ model }) }
+  evicted (model: string, reason: string): void { this.evictions.inc({ model, reason }) }
   crashed (model: string): void { this.crashes.inc({ model }) }
   pulled (bytes: number): void { this.pullBytes.inc(bytes) }
   pullRetried (): void { this.pullRetries.inc() }

@@ -34,6 +34,7 @@ export default fp(async (app) => {
       for (const { model } of scheduler.loadedRuntimes()) counts.set(model, (counts.get(model) ?? 0) + 1)
       return counts
     },
+    swapCosts: (model) => scheduler.costs(model),
   })
   app.decorate('metrics', metrics)
   observeServices(metrics, { scheduler, leases: app.leases, promptCache: app.promptCache, puller: app.puller, converter: app.converter })

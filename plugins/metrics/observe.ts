@@ -13,7 +13,7 @@ export function observeServices (metrics: GatewayMetrics, services: { scheduler:
   leases.events.on('tokens', (model, prompt, generated) => metrics.tokens(model, prompt, generated))
   scheduler.events.on('loaded', (model, _purpose, seconds) => metrics.loaded(model, seconds))
   scheduler.events.on('loadFailed', (model) => metrics.loadFailed(model))
-  scheduler.events.on('evicted', (model) => metrics.evicted(model))
+  scheduler.events.on('evicted', (model, _for, reason) => metrics.evicted(model, reason))
   scheduler.events.on('crashed', (model) => metrics.crashed(model))
   promptCache?.events.on('saved', (model, tokens, bytes) => metrics.promptCache(model, 'saved', tokens, bytes))
   promptCache?.events.on('restored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))

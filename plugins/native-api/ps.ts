@@ -7,6 +7,7 @@ import { ModelBody, PsReply } from './schemas.js'
 // keep_alive < 0 keeps a model loaded for good; Ollama shows such a model with a far-future expiry.
 const FOREVER = '2318-01-01T00:00:00.000Z'
 const seconds = (ms: number): number => Math.round(ms / 100) / 10
+const orNull = (value: number | null, shape: (v: number) => number): number | null => value === null ? null : shape(value)
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: PsReply } } }, async () => {
@@ -37,6 +38,17 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       expected_wait: m.expectedWaitMs === null ? null : seconds(m.expectedWaitMs),
       // Names from config.yaml's rpc.workers that hold its layers; GET /api/rpc-workers says how each is.
       rpc_workers: m.rpcWorkers,
+      // What the swap decision weighs (docs/operations.md, "When models do not fit together"), and why it came in.
+      estimates: {
+        load: orNull(m.costs.loadMs, seconds),
+        restore: orNull(m.costs.restoreMs, seconds),
+        unload: orNull(m.costs.unloadMs, seconds),
+        request: orNull(m.costs.requestMs, seconds),
+        return_gap: orNull(m.costs.returnGapMs, seconds),
+        prompt_tokens_per_s: orNull(m.costs.promptTokensPerS, Math.round),
+        generated_tokens_per_s: orNull(m.costs.generatedTokensPerS, Math.round),
+      },
+      swap: m.swap,
       where: 'local' as const,
     }))
     return { models: [...local, ...upstreamsInUse(app.leases.requestCounts(), app.upstreams.list())] }

@@ -87,6 +87,9 @@ export const PsEntry = Type.Object({
   loading: Type.Union([Type.Object({ elapsed: Type.Number(), expected: Type.Union([Type.Number(), Type.Null()]) }), Type.Null()]),
   expected_wait: Type.Union([Type.Number(), Type.Null()]),
   rpc_workers: Type.Array(Type.String()),
+  // The scheduler's measured costs of a local model (seconds, tokens/s; null: not measured yet), and what it replaced.
+  estimates: Type.Optional(Type.Record(Type.String(), Type.Union([Type.Number(), Type.Null()]))),
+  swap: Type.Optional(Type.Union([Type.Object({ replaced: Type.String(), reason: Type.String() }), Type.Null()])),
   where: Type.Optional(Type.Union([Type.Literal('local'), Type.Literal('upstream')])),
   upstream: Type.Optional(Type.String()),
   remote_host: Type.Optional(Type.String()),

@@ -34,6 +34,7 @@ export default fp(async (app) => {
       progressTimeoutMs: config.limits.progressTimeoutMs,
       swapWaitMs: config.limits.swapWaitMs,
       minResidencyMs: config.limits.minResidencyMs,
+      maxPassedOver: config.limits.maxPassedOver,
       defaultOptions: config.defaultOptions,
       modelOptions: config.models,
     },

@@ -3,7 +3,8 @@ import { growthCap, servedContext } from './context-fit.js'
 import type { Instance, InstanceState } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
 import type { SchedulableModel } from './ports.js'
-import { estimateKey, type WaitEstimate } from './wait-estimate.js'
+import type { SwapReason } from './swap-costs.js'
+import { estimateKey, type CostFigures, type WaitEstimate } from './wait-estimate.js'
 
 /** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
 export interface LoadedModel {
@@ -31,10 +32,14 @@ export interface LoadedModel {
   readonly expectedWaitMs: number | null
   /** The RPC workers (config names) its layers are split across; empty when it runs here alone. */
   readonly rpcWorkers: string[]
+  /** What the scheduler has measured of it, the swap decision's costs (wait-estimate.ts). */
+  readonly costs: CostFigures
+  /** The model it replaced when it got its room, and why (swap-costs.ts); null when it took free room. */
+  readonly swap: { replaced: string, reason: SwapReason } | null
 }
 
 /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
-export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[]): LoadedModel[] {
+export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap']): LoadedModel[] {
   const now = Date.now()
   // An instance still waiting for room has started nothing: it is not a loaded (or loading) model yet.
   return instances.filter((i) => i.process !== null).map((i) => ({
@@ -53,6 +58,8 @@ export function loadedModels (instances: readonly Instance[], estimate: WaitEsti
     queuedRequests: i.queued + i.awaitingLoad,
     ...waitFigures(i, estimate, now),
     rpcWorkers: workersOf(i.model),
+    costs: estimate.figures(estimateKey(i.model.name, i.purpose), i.model.name),
+    swap: swapOf(i),
   }))
 }
 

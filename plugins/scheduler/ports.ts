@@ -60,11 +60,13 @@ export interface SchedulerSettings {
   progressTimeoutMs?: number
   /**
    * When models do not fit together, requests for the loaded one go before a swap away from it for at most this long
-   * (swap-policy.ts). @default 0
+   * (swap-costs.ts: the costs decide within it). @default 0
    */
   swapWaitMs?: number
-  /** A model just loaded is not unloaded for another one sooner than this. @default 0 */
+  /** A model just loaded is not unloaded for another one sooner than this (a floor under the costs). @default 0 */
   minResidencyMs?: number
+  /** A load waiting for room that this many swaps of other models went ahead of goes first. @default unbounded */
+  maxPassedOver?: number
   defaultOptions: Options
   /**
    * config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths),

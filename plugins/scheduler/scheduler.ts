@@ -5,7 +5,8 @@ import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
-import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
+import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
+import type { RequestUsage } from '../../core/request-usage.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
@@ -13,8 +14,10 @@ import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
+import { SwapCosts } from './swap-costs.js'
 import { SwapPolicy } from './swap-policy.js'
-import { estimateKey, WaitEstimate } from './wait-estimate.js'
+import { timedPromptCache } from './timed-prompt-cache.js'
+import { estimateKey, WaitEstimate, type CostFigures } from './wait-estimate.js'
 
 
 /**
@@ -31,7 +34,7 @@ export class Scheduler implements LeaseSource {
   private readonly room: Room
   private readonly swaps: SwapPolicy
   private readonly growth: ContextGrowth
-  /** Load and request times measured per model: the expected waits of /api/ps and streamed progress. */
+  /** Costs measured per model (loads, restores, unloads, requests, speeds, gaps): the swap decision and the expected waits. */
   private readonly estimate = new WaitEstimate()
   private closing = false
   /** Where its leases tell their first token and tokens: the lease router's observers, or its own. */
@@ -43,12 +46,16 @@ export class Scheduler implements LeaseSource {
     this.swaps = new SwapPolicy(deps.settings)
     this.growth = new ContextGrowth(deps.log)
     this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
-    this.instances = new Instances({ ...deps, room: () => this.room, events: this.events })
+    // Restores timed on their way through: a swap's cost, measured on the scheduler's side of the port.
+    const promptCache = deps.promptCache && timedPromptCache(deps.promptCache, (model, ms) => this.estimate.restored(estimateKey(model, 'generate'), ms))
+    this.instances = new Instances({ ...deps, ...(promptCache ? { promptCache } : {}), room: () => this.room, events: this.events })
     this.room = new Room({
       instances: () => this.instances.all(),
       settings: deps.settings,
       runtimes: deps.runtimes,
       swaps: this.swaps,
+      costs: new SwapCosts({ estimate: this.estimate, swaps: this.swaps, settings: deps.settings }),
+      estimate: this.estimate,
       workersOf: (model) => this.instances.workersOf(model),
       // A request waits on this unload, and the victim is idle: killed at once, not asked to finish.
       evict: (victim) => this.instances.end(victim, { reason: new UnavailableError('evicted'), graceMs: 0 }),
@@ -80,6 +87,7 @@ export class Scheduler implements LeaseSource {
   async acquire (name: string, request: AcquireRequest = {}): Promise<Lease> {
     const started = performance.now()
     const plan = planRequest(this.deps.store.get(name), request, { settings: this.deps.settings, growth: this.growth, swaps: this.swaps })
+    this.estimate.arrived(plan.model.name)
     for (;;) {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
@@ -125,7 +133,12 @@ export class Scheduler implements LeaseSource {
 
   /** What is loaded now, for /api/ps. */
   snapshot (): LoadedModel[] {
-    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model))
+    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model), (i) => this.room.swapOf(i))
+  }
+
+  /** What the swap decision has measured of a model's generating runtime (wait-estimate.ts), for /metrics. */
+  costs (name: string): CostFigures {
+    return this.estimate.figures(estimateKey(name, 'generate'), name)
   }
 
   /** A stored model's context: trained, loaded now, and the most a request may fill (context-window.ts). @throws ModelNotFoundError */
@@ -154,9 +167,14 @@ export class Scheduler implements LeaseSource {
    * instance went away meanwhile.
    */
   private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<boolean> {
-    const waiting = request.onWait ? reportWait(instance, this.estimate, started, request.onWait) : null
+    const onWait = request.onWait
+    // Waiting for room, a request hears the costs' estimate of when its model loads.
+    const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
     try {
-      await instance.waitUntilLoaded()
+      const loaded = instance.waitUntilLoaded()
+      // One more request waiting for room raises what its wait costs: the swap decision looks again.
+      if (instance.process === null) this.room.wake()
+      await loaded
       if (instance.state !== 'loaded') return false
       // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
       return await instance.line.take({
@@ -191,7 +209,7 @@ export class Scheduler implements LeaseSource {
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
         instance.sessions.release(slot)
-        this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs)
+        this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
         this.release(instance)
       },
     })
@@ -202,6 +220,8 @@ export class Scheduler implements LeaseSource {
     instance.handOver()
     if (instance.restoreChecks?.done === false) void instance.restoreChecks.check()
     if (!instance.idle || instance.state !== 'loaded') return
+    // The gap to its next request is a cost the swap decision reads: measured from when nothing of the model is left.
+    if (this.instances.all().every((i) => i.model.name !== instance.model.name || (i.idle && i.awaitingLoad === 0))) this.estimate.wentIdle(instance.model.name)
     const expire = (): void => { void this.instances.end(instance, { reason: new UnavailableError('keep_alive expired') }) }
     if (instance.unloadsWhenIdle) { expire(); return }
     instance.armExpiry(expire)
@@ -211,4 +231,19 @@ export class Scheduler implements LeaseSource {
   private async endAll (which: (instance: Instance) => boolean, reason: Error): Promise<void> {
     await Promise.all(this.instances.all().filter(which).map((i) => this.instances.end(i, { reason })))
   }
+}
+
+/** A room-stage report with the costs' estimate of the rest of its wait, when there is one. */
+function withRoomEstimate (wait: WaitProgress, expectedMs: number | null): WaitProgress {
+  return expectedMs === null ? wait : { ...wait, expectedMs }
+}
+
+/**
+ * What a request's usage record says of its prompt and generation, for the speeds: the tokens evaluated (not taken
+ * from a cache), those generated, and how long after its slot was granted its first token came (a streamed one).
+ */
+function servedTokens (usage: RequestUsage | undefined, started: number, granted: number): { evaluated: number, generated: number, firstTokenAfterMs?: number } | undefined {
+  if (usage === undefined || usage.counted !== true) return undefined
+  const firstTokenAfterMs = usage.firstTokenMs === undefined ? undefined : usage.firstTokenMs - (granted - started)
+  return { evaluated: usage.promptTokens - (usage.cachedTokens ?? 0), generated: usage.generatedTokens, ...(firstTokenAfterMs !== undefined ? { firstTokenAfterMs } : {}) }
 }

@@ -10,7 +10,7 @@ import { until } from '../../helpers/until.js'
 
 type Entry = Record<string, any>
 const FIELDS = ['name', 'model', 'size', 'format', 'digest', 'details', 'expires_at', 'size_vram', 'context_length', 'max_context_length',
-  'num_parallel', 'state', 'purpose', 'runtime', 'pid', 'active_requests', 'queued_requests', 'loading', 'expected_wait', 'rpc_workers', 'where']
+  'num_parallel', 'state', 'purpose', 'runtime', 'pid', 'active_requests', 'queued_requests', 'loading', 'expected_wait', 'rpc_workers', 'estimates', 'swap', 'where']
 
 async function ps (url: string): Promise<Entry[]> {
   const res = await fetch(`${url}/api/ps`)
@@ -58,6 +58,10 @@ t.test('/api/ps: every documented field, with its value', async (t) => {
   t.equal(m.loading, null, 'loading: null once it serves')
   t.equal(m.expected_wait, 0, 'expected_wait: 0 with a slot free')
   t.same(m.rpc_workers, [], 'rpc_workers: none, it runs here alone')
+  t.type(m.estimates.load, 'number', 'estimates.load: its load was measured')
+  t.type(m.estimates.request, 'number', 'estimates.request: its request was measured')
+  t.equal(m.estimates.return_gap, null, 'estimates.return_gap: no request came back to it yet')
+  t.equal(m.swap, null, 'swap: it took free room, replacing nothing')
   t.ok(near(m.expires_at, Date.now() + 10 * MINUTE), `expires_at ${m.expires_at}: about 10 minutes away (keep_alive "10m")`)
   t.match(m.expires_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/, 'ISO 8601 UTC with milliseconds')
   // pid: the live llama-server running this model with these options.

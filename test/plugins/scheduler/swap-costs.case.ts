@@ -1,0 +1,178 @@
+// The swap decision by measured costs, with the stand-ins ports.ts exists for: no llama-server, processes that start
+// and stop at once, leases the test takes and gives back. The limits are config.yaml's defaults, so that what is
+// tested is what a server does unless told otherwise.
+import t from 'tap'
+import { ModelNotFoundError } from '../../../core/errors.js'
+import { resolveConfig } from '../../../core/config.js'
+import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../runtimes/index.js'
+import type { Instance } from '../../../plugins/scheduler/instance.js'
+import type { Lease } from '../../../plugins/leases/lease.js'
+import type { RuntimeProcess, SchedulableModel, SchedulerSettings, SchedulerStore } from '../../../plugins/scheduler/ports.js'
+import { Scheduler } from '../../../plugins/scheduler/scheduler.js'
+import { SwapCosts } from '../../../plugins/scheduler/swap-costs.js'
+import type { SwapReason } from '../../../plugins/scheduler/swap-costs.js'
+import { SwapPolicy } from '../../../plugins/scheduler/swap-policy.js'
+import { WaitEstimate } from '../../../plugins/scheduler/wait-estimate.js'
+
+const { limits } = resolveConfig([])
+const DEFAULTS = { swapWaitMs: limits.swapWaitMs, minResidencyMs: limits.minResidencyMs, maxPassedOver: limits.maxPassedOver }
+
+const model = (name: string, size = 1000): SchedulableModel => ({ name, format: 'gguf', size })
+const MODELS: Record<string, SchedulableModel> = Object.fromEntries(['acme/a', 'acme/b', 'acme/low', 'acme/high1', 'acme/high2'].map((n) => [n, model(n)]))
+
+const store: SchedulerStore = {
+  get: (name) => { const m = MODELS[name]; if (!m) throw new ModelNotFoundError(name); return m },
+  lookup: (name) => MODELS[name] ?? null,
+  ggufPath: (m) => `/models/${m.name}.gguf`,
+  projectorPath: () => null,
+}
+
+/** A runtime that starts and stops at once. */
+class QuickProcess implements RuntimeProcess {
+  private readonly exits: Array<(info: ExitInfo) => void> = []
+  readonly separatesCaches = true
+  readonly saves = { checkpoints: true, cachedPrompts: true }
+  readonly backend = 'cpu'
+  readonly pid = 4242
+  constructor (readonly options: RuntimeSpawnOptions) {}
+  get endpoint (): RuntimeEndpoint { return {} as RuntimeEndpoint }
+  async start (): Promise<void> {}
+  async stop (): Promise<void> { for (const exit of this.exits) exit({ code: 0, signal: 'SIGTERM', expected: true, logTail: [] }) }
+  onExit (listener: (info: ExitInfo) => void): void { this.exits.push(listener) }
+}
+
+/** A scheduler on stand-ins; `created` names each runtime made, in order, and when. */
+function scheduler (t: { teardown(fn: () => unknown): void }, settings: Partial<SchedulerSettings> = {}): { scheduler: Scheduler, created: Array<{ model: string, at: number }>, evicted: Array<{ model: string, for: string, reason: SwapReason }> } {
+  const created: Array<{ model: string, at: number }> = []
+  const quiet = { info: () => {}, warn: () => {}, error: () => {} }
+  const s = new Scheduler({
+    store,
+    runtimes: { freeMemory: async () => 1e12, create: (options) => { created.push({ model: options.alias, at: performance.now() }); return new QuickProcess(options) } },
+    settings: { keepAliveMs: 60_000, maxLoadedModels: 1, queueLength: 16, loadTimeoutMs: 20_000, defaultOptions: { num_ctx: 512, num_parallel: 1 }, modelOptions: new Map(), ...DEFAULTS, ...settings },
+    log: quiet,
+  })
+  const evicted: Array<{ model: string, for: string, reason: SwapReason }> = []
+  s.events.on('evicted', (m, forModel, reason) => evicted.push({ model: m, for: forModel, reason }))
+  t.teardown(() => s.unloadAll())
+  return { scheduler: s, created, evicted }
+}
+
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+async function until (what: string, ok: () => boolean): Promise<void> {
+  for (let i = 0; i < 5000 && !ok(); i++) await settle()
+  if (!ok()) throw new Error(`never: ${what}`)
+}
+const waitingFor = (s: Scheduler, name: string): number => s.requestCounts().get(name)?.queued ?? 0
+
+t.test('an idle model is given up at once for a waiting request, even one two clients wanted at once', async (t) => {
+  const { scheduler: s, created, evicted } = scheduler(t)
+  const a = await s.acquire('acme/a')
+  // acme/b's request waits while acme/a serves: two clients want the room at once (the old fixed hold's case).
+  const b = s.acquire('acme/b')
+  await until('acme/b to wait for room', () => waitingFor(s, 'acme/b') === 1)
+  const released = performance.now()
+  a.release()
+  ;(await b).release()
+  const bCreated = created.find((c) => c.model === 'acme/b')!
+  t.ok(bCreated.at - released < 1000, `acme/b's runtime was made ${Math.round(bCreated.at - released)} ms after acme/a went idle, not after a hold`)
+  t.same(evicted, [{ model: 'acme/a', for: 'acme/b', reason: 'idle-given-up' }], 'the swap says why: acme/a was idle and nothing for it was expected')
+  t.same(s.snapshot().map((m) => ({ name: m.model.name, swap: m.swap })), [{ name: 'acme/b', swap: { replaced: 'acme/a', reason: 'idle-given-up' } }], '/api/ps says what acme/b replaced and why')
+})
+
+t.test('a burst is served before a swap: every queued request of the loaded model gets its slot before the other model loads', async (t) => {
+  const { scheduler: s, created } = scheduler(t)
+  const first = await s.acquire('acme/a')
+  const order: string[] = []
+  const queued = [1, 2, 3].map((n) => s.acquire('acme/a').then((lease) => { order.push(`a${n}`); return lease }))
+  await until('acme/a\'s three to queue', () => waitingFor(s, 'acme/a') === 3)
+  const b = s.acquire('acme/b').then((lease) => { order.push('b'); return lease })
+  await until('acme/b to wait for room', () => waitingFor(s, 'acme/b') === 1)
+  // Each of acme/a's requests gives its slot back as soon as it has it: the burst goes through one slot in turn.
+  let last = performance.now()
+  first.release()
+  for (const lease of queued) { last = performance.now(); (await lease).release() }
+  ;(await b).release()
+  t.same(order, ['a1', 'a2', 'a3', 'b'], 'acme/a\'s queued requests, then acme/b')
+  t.same(created.map((c) => c.model), ['acme/a', 'acme/b'], 'one swap for the whole burst')
+  const bCreated = created[1]!.at
+  t.ok(bCreated - last < 1000, `acme/b loaded ${Math.round(bCreated - last)} ms after the burst's last request, not after a fixed hold`)
+})
+
+t.test('no request is passed over by more than limits.max_passed_over swaps, whatever the priorities', async (t) => {
+  const { scheduler: s, created, evicted } = scheduler(t, {
+    maxPassedOver: 1,
+    modelOptions: new Map([['acme/high1', { priority: 10 }], ['acme/high2', { priority: 10 }]]),
+  })
+  const a = await s.acquire('acme/a')
+  const low = s.acquire('acme/low')
+  await until('acme/low to wait for room', () => waitingFor(s, 'acme/low') === 1)
+  const high1 = s.acquire('acme/high1')
+  await until('acme/high1 to wait for room', () => waitingFor(s, 'acme/high1') === 1)
+  a.release()
+  // acme/high1 goes ahead of acme/low (priority): acme/low has been passed over once, the bound.
+  const h1 = await high1
+  const high2 = s.acquire('acme/high2')
+  await until('acme/high2 to wait for room', () => waitingFor(s, 'acme/high2') === 1)
+  h1.release()
+  ;(await low).release()
+  ;(await high2).release()
+  t.same(created.map((c) => c.model), ['acme/a', 'acme/high1', 'acme/low', 'acme/high2'], 'acme/low loaded before acme/high2, which asked after the bound was reached')
+  t.same(evicted.map((e) => `${e.model} for ${e.for}: ${e.reason}`), [
+    'acme/a for acme/high1: priority',
+    'acme/high1 for acme/low: bound-reached',
+    'acme/low for acme/high2: priority',
+  ])
+})
+
+/** An instance as the decision reads it. */
+function resident (name: string, busy: { active?: number, queued?: number } = {}, size = 1000): Instance {
+  const active = busy.active ?? 0
+  const queued = busy.queued ?? 0
+  return { model: model(name, size), purpose: 'generate', active, queued, awaitingLoad: 0, idle: active + queued === 0, loadedAt: 1, contended: true, options: { num_parallel: 1 } } as unknown as Instance
+}
+function swapIn (name: string, waiting: number, arrived: number): { instance: Instance, arrived: number, passedOver: number } {
+  return { instance: { model: model(name), purpose: 'generate', awaitingLoad: waiting, options: { num_parallel: 1 } } as unknown as Instance, arrived, passedOver: 0 }
+}
+function costs (estimate: WaitEstimate): SwapCosts {
+  return new SwapCosts({ estimate, swaps: new SwapPolicy({ modelOptions: new Map(), minResidencyMs: DEFAULTS.minResidencyMs }), settings: DEFAULTS })
+}
+
+t.test('the costs: an idle model is held only while a request for it is expected and coming back would cost more', async (t) => {
+  const estimate = new WaitEstimate()
+  // acme/big's users come back 200 ms after it goes idle, and its load takes 8 s.
+  for (let i = 0; i < 3; i++) { estimate.wentIdle('acme/big', 0); estimate.arrived('acme/big', 200) }
+  estimate.loaded('acme/big\0generate', 8000)
+  estimate.served('acme/big\0generate', 300)
+  estimate.wentIdle('acme/big', 10_000)
+  const decide = costs(estimate)
+  const held = decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050)
+  t.match(held, { go: false }, 'held: its user is expected back in 150 ms, and going away and back costs a reload of 8 s')
+  t.ok(!held.go && held.until <= 10_400, 'held only until the expected request is late (twice its usual gap)')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_400), { go: true, reason: 'idle-given-up' }, 'given up once its user is late: nothing is expected any more')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 40, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'given up when 40 waiting requests would pay more for the hold than coming back costs')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_300), { go: false }, 'held a little past the usual gap')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 1_000), 10_050), { go: false }, 'what the waiting request waited already is paid either way: still held')
+  // A small model's reload is cheaper than holding the waiting request through the gap.
+  const small = new WaitEstimate()
+  for (let i = 0; i < 3; i++) { small.wentIdle('acme/small', 0); small.arrived('acme/small', 2000) }
+  small.loaded('acme/small\0generate', 300)
+  small.wentIdle('acme/small', 10_000)
+  t.match(costs(small).decide(resident('acme/small'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'a cheap reload is not held for')
+  t.match(costs(new WaitEstimate()).decide(resident('acme/a'), swapIn('acme/b', 1, 0), 1), { go: true, reason: 'idle-given-up' }, 'with no gap measured, nothing is expected: given up')
+})
+
+t.test('the costs: a busy model takes new requests until the waiting requests\' cost passes a swap and the way back', async (t) => {
+  const estimate = new WaitEstimate()
+  estimate.loaded('acme/a\0generate', 1000)
+  estimate.loaded('acme/b\0generate', 1000)
+  estimate.unloaded('acme/a\0generate', 100)
+  estimate.unloaded('acme/b\0generate', 100)
+  const decide = costs(estimate)
+  // A swap: 100 + 1000, and back: 100 + 1000, so 2200 request-ms.
+  const early = decide.decide(resident('acme/a', { active: 1 }), swapIn('acme/b', 2, 0), 1000)
+  t.match(early, { go: false, waitCostMs: 2000, swapCostMs: 2200 }, 'two requests waiting a second cost less than the swap')
+  t.ok(!early.go && early.until === 1100, 'looked at again when the cost is reached')
+  t.match(decide.decide(resident('acme/a', { active: 1 }), swapIn('acme/b', 2, 0), 1100), { go: true, reason: 'queue-cost' })
+  t.match(decide.decide(resident('acme/a', { active: 1 }), swapIn('acme/b', 1, 0), DEFAULTS.swapWaitMs), { go: true }, 'never past limits.swap_wait')
+  t.match(decide.decide(resident('acme/a', { active: 1 }), { ...swapIn('acme/b', 1, 0), passedOver: DEFAULTS.maxPassedOver }, 1), { go: true, reason: 'bound-reached' })
+})
