@@ -23,6 +23,8 @@ export interface ChatResult {
    * client's TTFT less this is what the request cost outside the model, which a proxy adds to.
    */
   promptMs: number
+  /** The prompt tokens the server evaluated (llama-server's timings.prompt_n), -1 if not reported. */
+  promptEvaluated: number
 }
 
 /**
@@ -45,8 +47,9 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
   const logprobs: ChatResult['logprobs'] = []
   let usage: { prompt_tokens?: number, completion_tokens?: number, prompt_tokens_details?: { cached_tokens?: number } } = {}
   let promptMs = -1
+  let promptEvaluated = -1
   let done = false
-  const failed = (error: string): ChatResult => ({ ok: false, error, ttftMs, totalMs: performance.now() - started, text, promptTokens: 0, cachedTokens: 0, completionTokens: 0, logprobs, promptMs })
+  const failed = (error: string): ChatResult => ({ ok: false, error, ttftMs, totalMs: performance.now() - started, text, promptTokens: 0, cachedTokens: 0, completionTokens: 0, logprobs, promptMs, promptEvaluated })
   try {
     const response = await pool.request({
       method: 'POST', path: '/v1/chat/completions', headers: { 'content-type': 'application/json' },
@@ -62,7 +65,7 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
         if (!line.startsWith('data: ')) continue
         const data = line.slice(6).trim()
         if (data === '[DONE]') { done = true; continue }
-        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null, reasoning_content?: string | null }, logprobs?: { content?: Array<{ logprob: number, top_logprobs?: Array<{ logprob: number }> }> | null } | null }>, usage?: typeof usage, timings?: { prompt_ms?: number }, error?: unknown }
+        const event = JSON.parse(data) as { choices?: Array<{ delta?: { content?: string | null, reasoning_content?: string | null }, logprobs?: { content?: Array<{ logprob: number, top_logprobs?: Array<{ logprob: number }> }> | null } | null }>, usage?: typeof usage, timings?: { prompt_ms?: number, prompt_n?: number }, error?: unknown }
         if (event.error !== undefined) return failed(`error event: ${JSON.stringify(event.error)}`)
         const delta = event.choices?.[0]?.delta
         // A thinking model's first tokens are its reasoning (Qwen3.5's template opens <think> in the prompt):
@@ -78,6 +81,7 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
         }
         if (event.usage) usage = event.usage
         if (typeof event.timings?.prompt_ms === 'number') promptMs = event.timings.prompt_ms
+        if (typeof event.timings?.prompt_n === 'number') promptEvaluated = event.timings.prompt_n
       }
     }
   } catch (err) {
@@ -86,7 +90,7 @@ async function chatAttempt (pool: Pool, body: Record<string, unknown>): Promise<
   if (!done) return failed('the stream ended without [DONE]')
   return {
     ok: true, ttftMs, totalMs: performance.now() - started, text,
-    promptTokens: usage.prompt_tokens ?? 0, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0, logprobs, promptMs,
+    promptTokens: usage.prompt_tokens ?? 0, cachedTokens: usage.prompt_tokens_details?.cached_tokens ?? 0, completionTokens: usage.completion_tokens ?? 0, logprobs, promptMs, promptEvaluated,
   }
 }
 
