@@ -4,25 +4,31 @@ import { destination } from 'pino'
  * Standard output for the server's log, the lines of one turn of the event loop written together, by libuv's threads,
  * once the turn is over. pino's default writes each line on its own through a thread: a round trip between threads
  * for every request's access-log line, several per turn when streams end together. No line waits longer than the
- * turn it was logged in; pino writes what is left when the process exits, a crash included.
+ * turn it was logged in (or the write before it); what is left is written when the process exits, a crash included.
  */
 export function batchedStdout (): { write(line: string): boolean, flush(): void } {
-  // minLength: the lines stay in the buffer until the flush at the end of the turn (or 8 KiB of them; sonic-boom
-  // takes at most its 16 KiB maxWrite).
-  const out = destination({ dest: 1, sync: false, minLength: 8 << 10 })
-  let flushing = false
+  // The turn's lines are gathered here, not with sonic-boom's minLength: a flush asked while a write is under way
+  // does nothing there, and the lines would wait for the next log line, seconds or hours later. Without minLength,
+  // what is written during a write goes out right after it.
+  const out = destination({ dest: 1, sync: false })
+  let lines: string[] = []
   const flush = (): void => {
-    flushing = false
-    out.flush()
+    if (lines.length === 0) return
+    const text = lines.join('')
+    lines = []
+    out.write(text)
   }
+  // pino's own exit hook (sonic-boom's flushSync) may have run before this one: what was gathered goes out after it.
+  process.once('exit', () => {
+    flush()
+    try { out.flushSync() } catch { /* stdout gone: nothing to tell it */ }
+  })
   return {
     write: (line) => {
-      if (!flushing) {
-        flushing = true
-        setImmediate(flush)
-      }
-      return out.write(line)
+      if (lines.length === 0) setImmediate(flush)
+      lines.push(line)
+      return true
     },
-    flush: () => { out.flush() },
+    flush,
   }
 }
