@@ -5,8 +5,8 @@ import { join } from 'node:path'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 
 /**
- * Writes dist/types: the declarations of `llamagate/plugin` (package.json's `exports` points there), so that a
- * plugin written in TypeScript type-checks against the gateway it runs in. Its entry, plugin.d.ts, is
+ * Writes dist/types: the declarations of `llamagate/plugin` and `llamagate/testing` (package.json's `exports` points
+ * there), so that a plugin written in TypeScript, and its tests, type-check against the gateway it runs in. Its entry, plugin.d.ts, is
  * core/plugin-api.ts's, plus every file that widens a type it exports (a built-in plugin's decorators on Fastify's
  * instance, its config section's keys): so `app.store.list()` and `app.config.conversion` are typed in a plugin as
  * in the gateway.
@@ -19,6 +19,8 @@ const AUGMENTS = /^declare module '/m
 const FLOORS = ['core', 'plugins', 'runtimes']
 // The web page is built apart, for the browser (tsconfig.json leaves it out too).
 const EXCLUDED = 'plugins/web-ui/page'
+// llamagate/testing's entry: a gateway started in a plugin's own tests.
+const TESTING = 'scripts/testing/test-gateway.ts'
 
 function augmentingFiles (): string[] {
   const files = FLOORS.flatMap((floor) => readdirSync(join(PACKAGE_ROOT, floor), { recursive: true, encoding: 'utf8' })
@@ -37,15 +39,22 @@ function main (): void {
     extends: '../../tsconfig.json',
     compilerOptions: { declaration: true, emitDeclarationOnly: true, noEmit: false, sourceMap: false, outDir: '.', rootDir: '../..' },
     include: [],
-    files: ['core/plugin-api.ts', ...plugins].map((file) => `../../${file}`),
+    files: ['core/plugin-api.ts', TESTING, ...plugins].map((file) => `../../${file}`),
   }))
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
   execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' })
   rmSync(project)
+  const augments = plugins.map((file) => `export type {} from './${file.replace(/\.ts$/, '.js')}'`)
   writeFileSync(join(OUT, 'plugin.d.ts'), [
     '// llamagate/plugin: the public plugin API (core/plugin-api.ts) and what the built-in plugins add to its types.',
     "export * from './core/plugin-api.js'",
-    ...plugins.map((file) => `export type {} from './${file.replace(/\.ts$/, '.js')}'`),
+    ...augments,
+    '',
+  ].join('\n'))
+  writeFileSync(join(OUT, 'testing.d.ts'), [
+    `// llamagate/testing: a gateway for a plugin's own tests (${TESTING}), its app typed as the plugins have it.`,
+    `export * from './${TESTING.replace(/\.ts$/, '.js')}'`,
+    ...augments,
     '',
   ].join('\n'))
 }

@@ -14,6 +14,8 @@ import { buildTestApp, tempDir } from '../helpers/app.js'
 // (package.json's exports, dist/types), compiled, installed as a package beside config.yaml, loaded by name.
 
 const EXAMPLE = join(PACKAGE_ROOT, 'docs/examples/greeting-plugin.ts')
+// Its own test, on llamagate/testing.
+const EXAMPLE_TEST = join(PACKAGE_ROOT, 'docs/examples/greeting-plugin.test.ts')
 const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc')
 type Test = Parameters<typeof tempDir>[0]
 
@@ -42,6 +44,7 @@ async function start (dir: string, plugins: string, dataDir = dir): Promise<Awai
 t.test('a TypeScript plugin type-checks against the published types; a wrong use of them does not', async (t) => {
   const dir = await projectDir(t)
   await writeFile(join(dir, 'good.ts'), await readFile(EXAMPLE, 'utf8'))
+  await writeFile(join(dir, 'good.test.ts'), await readFile(EXAMPLE_TEST, 'utf8'))
   // Two mistakes the types must catch: an option used as what its schema says it is not, a decorator's method
   // that does not exist.
   await writeFile(join(dir, 'bad.ts'), (await readFile(EXAMPLE, 'utf8'))
@@ -49,7 +52,7 @@ t.test('a TypeScript plugin type-checks against the published types; a wrong use
     .replace('app.store.list().length', 'app.store.listAll().length'))
   await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({
     compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [join(PACKAGE_ROOT, 'node_modules/@types')] },
-    files: ['good.ts', 'bad.ts'],
+    files: ['good.ts', 'good.test.ts', 'bad.ts'],
   }))
   const result = await promisify(execFile)(process.execPath, [TSC, '-p', dir], { cwd: dir }).then(() => ({ stdout: '' }), (err: { stdout: string }) => err)
   const errors = result.stdout.split('\n').filter((line) => /error TS\d+/.test(line))
@@ -70,6 +73,19 @@ t.test('a plugin package installed beside config.yaml loads by name, with its op
   const refused = await app.inject({ url: '/api/greeting?who=' })
   t.equal(refused.statusCode, 400)
   t.same(refused.json(), { error: 'who, when given, must not be empty' })
+})
+
+t.test('a plugin\'s own test runs on llamagate/testing: the gateway in its process, the plugin loaded by name', async (t) => {
+  const dir = await projectDir(t)
+  await installExample(dir, 'llamagate-plugin-greeting')
+  const { code } = await transform(await readFile(EXAMPLE_TEST, 'utf8'), { loader: 'ts', format: 'esm' })
+  await writeFile(join(dir, 'greeting.test.mjs'), code)
+  // As its author runs it: a process of its own (no test loader), from the plugin's folder.
+  const env = { PATH: process.env.PATH, HOME: process.env.HOME, LLAMAGATE_HOME: process.env.LLAMAGATE_HOME, LLAMAGATE_TEST_RUNTIME_BIN: process.env.LLAMAGATE_TEST_RUNTIME_BIN }
+  const result = await promisify(execFile)(process.execPath, ['--test', 'greeting.test.mjs'], { cwd: dir, env: JSON.parse(JSON.stringify(env)) })
+    .then(({ stdout }) => ({ code: 0, stdout }), (err: { code: number, stdout: string }) => err)
+  t.equal(result.code, 0, result.stdout)
+  t.match(result.stdout, /# pass 1\n# fail 0/)
 })
 
 t.test('a plugin package installed under <data_dir>/plugins loads by name', async (t) => {

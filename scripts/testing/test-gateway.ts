@@ -1,0 +1,81 @@
+/**
+ * `llamagate/testing`: a plugin's own tests start the whole gateway in their process, on a real socket, with the
+ * real CPU llama-server and tiny random-weight models, and their plugin loaded through config.yaml's `plugins:` as an
+ * admin would load it (so its options are checked and its load failures named the same way).
+ */
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
+import { join } from 'node:path'
+import type { FastifyInstance } from 'fastify'
+import { buildApp } from '../../core/app.js'
+import { resolveConfig } from '../../core/config.js'
+import { writeTinyGguf } from '../fixtures/tiny-model.js'
+import { cpuRuntimeBuild } from './cpu-runtime.js'
+
+export interface TestGatewayOptions {
+  /**
+   * config.yaml's `plugins:` entries: `path` a package name (resolved from `cwd`, as beside config.yaml) or an
+   * absolute path to the plugin's built module.
+   */
+  plugins?: Array<{ path: string, options?: Record<string, unknown> }>
+  /** Tiny models to import, by name (`owner/name`), each its own random weights. @default ['test/tiny'] */
+  models?: string[]
+  /** More config.yaml keys, as written there (`limits`, `auth`, `default_options`...). */
+  config?: Record<string, unknown>
+  /** Where package names are resolved from: the folder config.yaml would be in. @default process.cwd() */
+  cwd?: string
+}
+
+export interface TestGateway {
+  /** The running gateway (`app.inject` works too). */
+  app: FastifyInstance
+  /** `http://127.0.0.1:<port>`: every surface (/api, /v1, Anthropic's /v1/messages) answers there. */
+  url: string
+  /** Closes the gateway, stops its llama-servers and deletes its temporary folder. */
+  close(): Promise<void>
+}
+
+/**
+ * Starts a gateway for a test: a temporary data folder, silent logs, llama-server on one thread (on a small machine
+ * its default threads spin on every core), tiny models of a few hundred KB, an address of its own.
+ * Close it when the test ends (`t.teardown(gateway.close)`).
+ * @throws when no CPU llama-server is built (the message says how to build one), or a plugin does not load
+ */
+export async function startTestGateway (options: TestGatewayOptions = {}): Promise<TestGateway> {
+  const runtime = await cpuRuntimeBuild()
+  const dir = await mkdtemp(join(tmpdir(), 'llamagate-testing-'))
+  const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true })
+  let app: FastifyInstance | undefined
+  try {
+    const given = options.config ?? {}
+    const config = resolveConfig([{
+      source: 'llamagate/testing',
+      values: {
+        log_level: 'silent',
+        build_gpu_runtime: false,
+        ollama_listen: 'off',
+        ...given,
+        data_dir: dir,
+        runtime: 'cpu',
+        runtimes: { cpu: { bin: runtime.binDir } },
+        plugins: options.plugins ?? [],
+        default_options: { num_thread: 1, num_ctx: 512, max_tokens: 32, ...(given.default_options as object | undefined) },
+      },
+    // Package names resolve from beside config.yaml: the test's own folder stands for it.
+    }], join(options.cwd ?? process.cwd(), 'config.yaml'))
+    app = await buildApp(config)
+    let seed = 1
+    for (const name of options.models ?? ['test/tiny']) {
+      const file = join(dir, `${name.replace('/', '--')}.gguf`)
+      await writeTinyGguf({ file, seed: seed++, name })
+      await app.store.import(name, file)
+    }
+    const url = await app.listen({ host: '127.0.0.1', port: 0 })
+    const running = app
+    return { app: running, url, close: async () => { await running.close(); await cleanup() } }
+  } catch (err) {
+    await app?.close()
+    await cleanup()
+    throw err
+  }
+}
