@@ -102,9 +102,9 @@ export class GatewayMetrics {
     this.conversionSeconds = new Histogram({ name: 'llamagate_conversion_duration_seconds', help: 'Time to make a GGUF variant of a SafeTensors model', labelNames: ['dtype'], buckets: CONVERSION_BUCKETS, registers })
     this.conversionFailures = new Counter({ name: 'llamagate_conversion_failures_total', help: 'SafeTensors conversions that failed (not those cancelled)', labelNames: ['dtype'], registers })
     const cacheLabels = ['model', 'action'] as const
-    this.promptCaches = new Counter({ name: 'llamagate_prompt_caches_total', help: 'Slot prompt caches saved before a runtime stopped (action saved), restored into a fresh one (action restored), and whose first request after the restore reused them (action reused) or did not (action miss: the save is deleted)', labelNames: cacheLabels, registers })
+    this.promptCaches = new Counter({ name: 'llamagate_prompt_caches_total', help: 'Slot prompt caches saved before a runtime stopped (action saved) and restored into a fresh one (action restored); each restore then judged once: the first request its slot took reused it (action reused) or reused too little of it (action miss), or its runtime stopped before a request took it (action unused), so reused + miss + unused = restored once judged', labelNames: cacheLabels, registers })
     this.promptCacheBytes = new Counter({ name: 'llamagate_prompt_cache_bytes_total', help: 'Bytes of slot prompt caches saved and restored', labelNames: cacheLabels, registers })
-    this.promptCacheTokens = new Counter({ name: 'llamagate_prompt_cache_tokens_total', help: 'Tokens in slot prompt caches saved, and restored (tokens a follow-up need not evaluate again)', labelNames: cacheLabels, registers })
+    this.promptCacheTokens = new Counter({ name: 'llamagate_prompt_cache_tokens_total', help: 'Tokens in slot prompt caches saved and restored; of the restores judged, those a follow-up did not evaluate again (action reused) and those no request used (action unused)', labelNames: cacheLabels, registers })
   }
 
   request (surface: string, model: string, status: number, seconds: number): void {
@@ -130,7 +130,7 @@ export class GatewayMetrics {
   conversionFailed (dtype: string): void { this.conversionFailures.inc({ dtype }) }
   runtimeScrapeFailed (model: string): void { this.runtimeScrapeFailures.inc({ model }) }
 
-  promptCache (model: string, action: 'saved' | 'restored' | 'reused' | 'miss', tokens: number, bytes: number): void {
+  promptCache (model: string, action: 'saved' | 'restored' | 'reused' | 'miss' | 'unused', tokens: number, bytes: number): void {
     this.promptCaches.inc({ model, action })
     this.promptCacheBytes.inc({ model, action }, bytes)
     this.promptCacheTokens.inc({ model, action }, tokens)

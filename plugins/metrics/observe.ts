@@ -19,6 +19,7 @@ export function observeServices (metrics: GatewayMetrics, services: { scheduler:
   promptCache?.events.on('restored', (model, tokens, bytes) => metrics.promptCache(model, 'restored', tokens, bytes))
   promptCache?.events.on('reused', (model, tokens) => metrics.promptCache(model, 'reused', tokens, 0))
   promptCache?.events.on('missed', (model) => metrics.promptCache(model, 'miss', 0, 0))
+  promptCache?.events.on('unused', (model, tokens) => metrics.promptCache(model, 'unused', tokens, 0))
   puller.events.on('bytes', (count) => metrics.pulled(count))
   puller.events.on('retry', () => metrics.pullRetried())
   puller.events.on('failed', () => metrics.pullFailed())

@@ -12,7 +12,10 @@ declare module 'fastify' {
 export default fp(async (app) => {
   const { promptCache } = app.config
   // Beside the models (a dot folder the store skips), so that replicas sharing the folder share the caches too.
-  app.decorate('promptCache', promptCache.enabled
+  const caches = promptCache.enabled
     ? new PromptCaches({ dir: promptCacheDir(app.config.modelsDir), sizeBytes: promptCache.sizeBytes, minTokens: promptCache.minTokens, log: app.log })
-    : null)
-}, { name: 'prompt-cache' })
+    : null
+  app.decorate('promptCache', caches)
+  // A request's first token: its slot read its prompt, so a restore there can be judged before the request ends.
+  if (caches !== null) app.leases.events.on('firstToken', (model) => caches.judgeRestores(model))
+}, { name: 'prompt-cache', dependencies: ['leases'] })

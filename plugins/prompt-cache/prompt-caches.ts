@@ -49,6 +49,9 @@ export class PromptCaches implements SchedulerPromptCache {
   private readonly tokens = new Map<string, Uint32Array>()
   private readonly folder: PromptCacheFolder
   private ready: Promise<boolean> | null = null
+  /** The judges of restores not all judged yet, and each runtime's: its last look comes before its saves. */
+  private readonly judging = new Set<RestoreChecks>()
+  private readonly judges = new WeakMap<RuntimeEndpoint, RestoreChecks>()
 
   constructor (private readonly options: PromptCacheOptions) {
     this.folder = new PromptCacheFolder(options.dir)
@@ -91,6 +94,9 @@ export class PromptCaches implements SchedulerPromptCache {
    * only logs.
    */
   async saveFrom ({ endpoint, saves }: CachingRuntime, shape: CacheShape): Promise<void> {
+    // What its slots say of the restores is read before the saves, while it still answers (a save changes no slot's
+    // counts, but the stop that follows ends them).
+    await this.judges.get(endpoint)?.stop()
     if (!await this.init()) return
     const { cachedPrompts } = saves
     const signal = AbortSignal.timeout(TRANSFER_LIMIT_MS)
@@ -133,25 +139,49 @@ export class PromptCaches implements SchedulerPromptCache {
 
   /**
    * Restores this shape's most recently used caches into a fresh runtime's slots, before it takes requests; each is
-   * then judged by the first task its slot takes (restore-checks.ts), and one that did not serve is deleted.
+   * then judged once (restore-checks.ts): reused or missed by the first task its slot takes, or unused when the
+   * runtime stops first. One that did not serve is deleted.
    * @returns the judge of those restores, null when none was restored
    */
   async restoreInto ({ endpoint, saves }: CachingRuntime, shape: CacheShape): Promise<RestoreJudge | null> {
     const restored = await this.restore(endpoint, shape)
     if (restored.length === 0) return null
-    return new RestoreChecks({
+    const checks: RestoreChecks = new RestoreChecks({
       model: shape.model,
       endpoint,
       restored,
       minTokens: this.options.minTokens,
       checkpoints: saves.checkpoints,
       ...(this.options.log ? { log: this.options.log } : {}),
-      onReused: (model, tokens) => this.events.emit('reused', model, tokens),
-      onMiss: async (model, save, reason) => {
-        this.events.emit('missed', model, reason)
-        await this.dropSave(save)
+      onVerdict: async (save, verdict) => {
+        if (checks.done) this.judging.delete(checks)
+        if (verdict.outcome === 'reused') this.events.emit('reused', shape.model, verdict.reused)
+        else if (verdict.outcome === 'unused') this.events.emit('unused', shape.model, save.tokens)
+        else {
+          // Told once the save is gone (or its deletion failed): an observer finds the folder as the miss left it.
+          try {
+            if (verdict.broken) await this.dropSave(save.save)
+          } finally {
+            this.events.emit('missed', shape.model, verdict.reason)
+          }
+        }
       },
     })
+    this.judging.add(checks)
+    this.judges.set(endpoint, checks)
+    return checks
+  }
+
+  /**
+   * A request on `model` has its first token: its prompt was read, so llama-server can tell whether it reused a
+   * restore in its slot; judged now rather than at its end (a model swapped out right after would not wait).
+   */
+  judgeRestores (model: string): void {
+    for (const checks of this.judging) {
+      // Done without a verdict to say so: a build that does not tell what a slot reused.
+      if (checks.done) this.judging.delete(checks)
+      else if (checks.model === model) void checks.check()
+    }
   }
 
   /** Restores caches into the runtime's slots, one each. Never throws: a cache that does not restore is deleted. */

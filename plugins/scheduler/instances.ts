@@ -177,6 +177,8 @@ export class Instances {
     this.backoff.succeeded(failureKey)
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
     if (caches) instance.restoreChecks = await caches.restoreInto(process, cacheShape(instance))
+    // Its end began during the restores, before it had a judge to stop: what no request took is judged unused.
+    if (instance.ending) void instance.restoreChecks?.stop()
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {

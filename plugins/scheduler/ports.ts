@@ -117,8 +117,8 @@ export interface RestoreJudge {
   readonly done: boolean
   /** Never throws. */
   check(): Promise<void>
-  /** Stops looking (its runtime stops). */
-  stop(): void
+  /** Its runtime is about to stop: a last look while it answers, then what no request took is judged unused. Never throws. */
+  stop(): Promise<void>
 }
 
 /**
