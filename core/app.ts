@@ -12,6 +12,7 @@ import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
 import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
 import { Surfaces } from './surfaces.js'
+import { Authenticators } from './authenticators.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -74,6 +75,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('config', config)
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())
+  app.decorate('authenticators', new Authenticators())
   installErrorHandling(app)
   installBodyTimeout(app, config.limits.bodyTimeoutMs)
   installConnectionCaps(app, config)

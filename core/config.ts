@@ -165,6 +165,7 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
       headerTimeoutMs: context.positiveDuration('limits.header_timeout', raw.limits.header_timeout),
       connectionsPerClient: raw.limits.connections_per_client,
       unauthenticatedConnections: raw.limits.unauthenticated_connections,
+      hookTimeoutMs: context.positiveDuration('limits.hook_timeout', raw.limits.hook_timeout),
     },
     runtime: raw.runtime,
     buildGpuRuntime: raw.build_gpu_runtime,

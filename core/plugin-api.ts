@@ -34,3 +34,7 @@ export type { RequestUsage } from './request-usage.js'
 export { EventHub } from './event-hub.js'
 export { parseModelName } from './model-name.js'
 export type { ModelName } from './model-name.js'
+
+// Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators`).
+export type { Authenticator, AuthGrant, AuthResult, Authenticators } from './authenticators.js'
+export type { Grant, KeyLimits, Scope } from './grant.js'

@@ -70,6 +70,8 @@ export interface CoreLimits {
   headerTimeoutMs: number,
   /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
   connectionsPerClient: number, unauthenticatedConnections: number,
+  /** How long a plugin's hook (an authenticator) may take before its request fails. */
+  hookTimeoutMs: number,
 }
 
 /** The core's keys of a model's entry, resolved (its `aliases` are `CoreConfig.aliases`). */

@@ -59,15 +59,25 @@ export default fp(async (app) => {
 
   app.decorateRequest('keyHolder', false)
   app.decorateRequest('grant', null)
-  // Callback-style, as every hook a request passes: an async hook costs each request a promise and a turn.
+  // Callback-style, as every hook a request passes: an async hook costs each request a promise and a turn, paid
+  // only where a plugin added a credential type (app.authenticators, asked before the key).
+  const { authenticators } = app
+  const hookTimeoutMs = app.config.limits.hookTimeoutMs
   app.addHook('onRequest', (request, reply, done) => {
-    try {
-      guard.admit(request)
-    } catch (err) {
+    const refuse = (err: unknown): void => {
       // A refused request's body is not read: its connection closes after the refusal (a client trickling a body
       // without a key otherwise held the connection for as long as it kept sending).
       if (!request.raw.complete) reply.header('connection', 'close')
       done(err as Error)
+    }
+    if (authenticators.size > 0) {
+      guard.admitWith(request, authenticators, hookTimeoutMs).then(() => done(), refuse)
+      return
+    }
+    try {
+      guard.admit(request)
+    } catch (err) {
+      refuse(err)
       return
     }
     done()

@@ -5,21 +5,9 @@ import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, typ
 import type { Logger } from '../../core/logger.js'
 import type { NameReach } from '../storage/name-reach.js'
 import { matchesPattern } from './host-guard.js'
+import type { Grant } from '../../core/grant.js'
 
-/** What a valid key may do, as the requests it authenticates carry it (`request.grant`). */
-export interface Grant {
-  /** The key's name (`config-1`... for auth.api_keys): the label of its usage, never its secret. */
-  readonly name: string
-  readonly scopes: ReadonlySet<Scope>
-  /** Names, aliases and `*` patterns; `*` alone: every model. */
-  readonly models: readonly string[]
-  readonly limits: Readonly<KeyLimits>
-  /**
-   * The prompt-cache group its requests compute and reuse prompts in (the keys file's `cache_group`, else the key's
-   * own name); null while every key is in one group, which then shares its caches as a server without keys does.
-   */
-  readonly cacheGroup: string | null
-}
+export type { Grant } from '../../core/grant.js'
 
 /** What a secret is: a grant, a key that was revoked, or nothing known. */
 export type KeyCheck = { grant: Grant } | { revoked: string } | null

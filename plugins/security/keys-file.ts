@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { parse, stringify } from 'yaml'
+import { SCOPES, type KeyLimits, type Scope } from '../../core/grant.js'
 import { writeWhole } from '../../core/write-whole.js'
 
 /**
@@ -8,20 +9,8 @@ import { writeWhole } from '../../core/write-whole.js'
  * `llamagate keys`, read (and re-read on change) by the security plugin. Only a hash of each secret is kept.
  */
 
-/** What a key may do: `infer` (chat, generate, embed, rerank), `manage` (pull, create, copy, delete, stop, import),
- * `admin` (metrics, runtimes, RPC workers, everyone's usage). */
-export type Scope = 'infer' | 'manage' | 'admin'
-export const SCOPES: readonly Scope[] = ['infer', 'manage', 'admin']
-
-export interface KeyLimits {
-  /** Requests of this key running or waiting at once. */
-  concurrent?: number
-  requests_per_minute?: number
-  /** Prompt plus generated tokens per UTC day. */
-  tokens_per_day?: number
-  /** The part (0-1] of a model's queue (`limits.queue_length`) this key's waiting requests may fill. */
-  queue_share?: number
-}
+// The core's (core/grant.ts): a plugin's credential type carries the same scopes and limits as a key.
+export { SCOPES, type KeyLimits, type Scope }
 
 export interface KeyEntry {
   name: string

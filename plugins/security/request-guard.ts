@@ -1,10 +1,11 @@
 import type { FastifyRequest } from 'fastify'
+import type { Authenticators } from '../../core/authenticators.js'
 import type { ConnectionCaps } from '../../core/connection-caps.js'
 import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
 import type { OllamaListener } from '../../core/ollama-listener.js'
 import { cacheGroupOf } from './cache-group.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
-import { allowsModel, type KeyRing } from './key-ring.js'
+import { allowsModel, type Grant, type KeyRing } from './key-ring.js'
 import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
 import type { NameReach } from '../storage/name-reach.js'
 
@@ -49,7 +50,32 @@ export class RequestGuard {
 
   /** At the door (onRequest): Host, Origin, API key, scope; marks the request's key holder, grant and usage key. */
   admit (request: FastifyRequest): void {
-    const { host, allowedHosts, keys, ollamaListener, connections } = this.options
+    this.checkSite(request)
+    this.admitKey(request)
+  }
+
+  /**
+   * At the door with the plugins' credential types: Host and Origin, then the authenticators in order (a grant one
+   * gives is taken as a key's), then the API key. On a public route a credential refused or failing counts as none.
+   */
+  async admitWith (request: FastifyRequest, authenticators: Authenticators, timeoutMs: number): Promise<void> {
+    this.checkSite(request)
+    // A preflight carries no credential.
+    if (request.method === 'OPTIONS') return this.admitKey(request)
+    let grant: Grant | null
+    try {
+      grant = await authenticators.run(request, timeoutMs)
+    } catch (err) {
+      if (request.routeOptions.config.public !== true) throw err
+      grant = null
+    }
+    if (grant === null) this.admitKey(request)
+    else this.admitGrant(request, grant)
+  }
+
+  /** Host and Origin: where the request comes from, before any credential. */
+  private checkSite (request: FastifyRequest): void {
+    const { host, allowedHosts, ollamaListener } = this.options
     // A page on another site can make a browser send requests to 127.0.0.1 under its own host name (DNS
     // rebinding); a loopback server only answers to loopback names and the ones an admin allowed. Each address is
     // judged by what it is bound to: the Ollama listener (ollama_listen) may be on loopback when the main one is not.
@@ -61,6 +87,11 @@ export class RequestGuard {
     if (origin && !this.originAllowed(origin)) {
       throw new ForbiddenError(`origin "${origin}" is not allowed; add it to cors.origins in config.yaml or to LLAMAGATE_ORIGINS`, 'origin_not_allowed')
     }
+  }
+
+  /** The API key the request shows, and its scope. */
+  private admitKey (request: FastifyRequest): void {
+    const { keys } = this.options
     // Re-read first: a first key added since the last request (the watcher may not have fired, or had no folder to
     // watch) turns keys on for this request already.
     keys.refresh()
@@ -72,24 +103,27 @@ export class RequestGuard {
     const xApiKey = typeof apiKey === 'string' ? apiKey : undefined
     const given = (/^Bearer\s+(.+)$/i.exec(request.headers.authorization ?? '')?.[1] ?? xApiKey)?.trim()
     const found = given ? keys.check(given) : null
-    if (found !== null && 'grant' in found) {
-      request.grant = found.grant
-      request.keyHolder = true
-      // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
-      const usage = request.usage
-      if (usage) usage.key = found.grant.name
-      // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
-      connections.authenticate(request.raw.socket)
-    }
+    if (found !== null && 'grant' in found) return this.admitGrant(request, found.grant)
     if (request.method === 'OPTIONS' || request.routeOptions.config.public === true) return
     if (found === null) {
       throw new UnauthorizedError(given ? 'invalid API key' : 'missing API key: send "Authorization: Bearer <key>" (or "x-api-key: <key>")')
     }
-    if ('revoked' in found) throw new UnauthorizedError(`the API key "${found.revoked}" was revoked`)
-    if (request.is404) return
+    throw new UnauthorizedError(`the API key "${found.revoked}" was revoked`)
+  }
+
+  /** A valid credential's grant (a key's, or an authenticator's): marks the request with it, then its scope. */
+  private admitGrant (request: FastifyRequest, grant: Grant): void {
+    request.grant = grant
+    request.keyHolder = true
+    // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
+    const usage = request.usage
+    if (usage) usage.key = grant.name
+    // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
+    this.options.connections.authenticate(request.raw.socket)
+    if (request.method === 'OPTIONS' || request.routeOptions.config.public === true || request.is404) return
     const scope = request.routeOptions.config.scope ?? 'admin'
-    if (scope !== 'any' && !found.grant.scopes.has(scope)) {
-      throw new ForbiddenError(`the API key "${found.grant.name}" may not ${SCOPE_WORDS[scope]}: it lacks the "${scope}" scope`, 'permission_denied')
+    if (scope !== 'any' && !grant.scopes.has(scope)) {
+      throw new ForbiddenError(`the API key "${grant.name}" may not ${SCOPE_WORDS[scope]}: it lacks the "${scope}" scope`, 'permission_denied')
     }
   }
 
