@@ -24,12 +24,13 @@ export async function tempDir (t: Test, prefix = 'llamagate-test-'): Promise<str
  * listening app would start minutes of compiling; the tests of that build turn it on), no second address for Ollama's
  * clients (`auto` would take 127.0.0.1:11434 in every app the suite's parallel processes build: a test gives its own,
  * `127.0.0.1:0`, or `auto` inside holdOllamaPort), and the given raw config keys on top (the same keys as config.yaml). Resolved from
- * these layers alone: no config file and no environment variable of the caller's counts.
+ * these layers alone: no config file and no environment variable of the caller's counts. `configFile`: the
+ * config.yaml these values stand for (plugins installed beside it are found by name), not read.
  */
-export async function testConfig (t: Test, values: Record<string, unknown> = {}): Promise<Config> {
+export async function testConfig (t: Test, values: Record<string, unknown> = {}, configFile: string | null = null): Promise<Config> {
   const dataDir = await tempDir(t)
   const defaultOptions = defined({ num_thread: 1, ...(values.default_options as object) })
-  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', build_gpu_runtime: false, ollama_listen: 'off', ...values, default_options: defaultOptions } }])
+  return resolveConfig([{ source: 'test', values: { data_dir: dataDir, log_level: 'silent', build_gpu_runtime: false, ollama_listen: 'off', ...values, default_options: defaultOptions } }], configFile)
 }
 
 /** The keys whose value is not undefined (so that a test can unset a default by naming it undefined). */

@@ -1,5 +1,6 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
+import type { BuildOptions } from '../../core/app.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, testConfig, tempDir } from './app.js'
 import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'
@@ -16,9 +17,10 @@ export interface InferenceServer {
 /**
  * The whole gateway on a real socket, with the real CPU llama-server and tiny models imported under the
  * given names (each with its own seed, so they differ). Closed, with every runtime stopped, when the test ends.
- * llama-server runs on one thread (testConfig's num_thread 1; a test about threads unsets it).
+ * llama-server runs on one thread (testConfig's num_thread 1; a test about threads unsets it). `configFile`: the
+ * config.yaml the values stand for (testConfig); `build`: buildApp's options (a logger to read).
  */
-export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'], values: Record<string, unknown> = {}): Promise<InferenceServer> {
+export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'], values: Record<string, unknown> = {}, { configFile = null, build = {} }: { configFile?: string | null, build?: BuildOptions } = {}): Promise<InferenceServer> {
   const runtime = await cpuRuntime()
   const files = await tempDir(t, 'llamagate-models-')
   const config = await testConfig(t, {
@@ -27,8 +29,8 @@ export async function serveTinyModels (t: Test, names: string[] = ['acme/tiny'],
     ...values,
     // ignore_eos: a random-weights model may end early; tests count tokens.
     default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 32, ignore_eos: true, ...(values.default_options as object) },
-  })
-  const app = await buildTestApp(config)
+  }, configFile)
+  const app = await buildTestApp(config, build)
   t.teardown(() => app.close())
   let seed = 1
   for (const name of names) {
