@@ -22,7 +22,7 @@ const inAnHour = (): number => Math.floor(Date.now() / 1000) + 3600
 const GOOD = token({ sub: 'team-a', scopes: ['infer'], models: ['acme/tiny'], exp: inAnHour(), limits: { requests_per_minute: 1000 } })
 
 // An authenticator of another plugin, asked first, that misbehaves as its request's x-flaky header says.
-const FLAKY = `import { definePlugin } from 'llamagate/plugin'
+const FLAKY = `import { definePlugin, ForbiddenError } from 'llamagate/plugin'
 export default definePlugin({ name: 'flaky-sso', register (app) {
   app.authenticators.add({ name: 'flaky-sso', order: -1, authenticate (request, signal) {
     const mode = request.headers['x-flaky']
@@ -30,6 +30,7 @@ export default definePlugin({ name: 'flaky-sso', register (app) {
     if (mode === 'reject') return Promise.reject(new TypeError('cannot read s3cr3t of undefined'))
     if (mode === 'hang') return new Promise((resolve) => signal.addEventListener('abort', () => { request.log.warn('flaky-sso gave up'); resolve(undefined) }))
     if (mode === 'garbage') return { name: 'x', scopes: 'all', models: [] }
+    if (mode === 'forbid') throw new ForbiddenError('your SSO group may not use this gateway', 'sso_group')
     return undefined
   } })
 } })
@@ -115,7 +116,7 @@ t.test('a signed token is accepted and scoped as a key on every inference surfac
   t.equal(tags.models.length, 2)
 })
 
-t.test('a wrong, expired or unknown-key token is refused 401 in each surface\'s shape', async (t) => {
+t.test('a wrong, expired or unknown-key token is refused 401 in each surface\'s shape; an authenticator\'s 403 too', async (t) => {
   const { url } = await tiny()
   const now = Math.floor(Date.now() / 1000)
   const claims = { sub: 'team-a', scopes: ['infer'], models: ['*'], exp: inAnHour() }
@@ -132,6 +133,11 @@ t.test('a wrong, expired or unknown-key token is refused 401 in each surface\'s 
       t.equal(res.headers.get('www-authenticate'), 'Bearer')
       t.match(messageOf(t, surface.shape, await res.json(), 'authentication_error'), message, `${what} on ${surface.path}`)
     }
+  }
+  for (const surface of SURFACES) {
+    const res = await post(url + surface.path, surface.body('acme/tiny', true), { ...bearer(GOOD), 'x-flaky': 'forbid' })
+    t.equal(res.status, 403, `forbidden on ${surface.path}`)
+    t.equal(messageOf(t, surface.shape, await res.json(), 'permission_error'), 'your SSO group may not use this gateway')
   }
 })
 
@@ -160,5 +166,7 @@ t.test('an authenticator that throws, rejects, hangs or grants nonsense fails on
     t.equal(next.status, 200, `after ${mode}: the next request is served`)
     await next.text()
   }
+  // A public route (a probe) is answered whatever an authenticator does: its failure counts as no credential there.
+  t.equal((await fetch(`${url}/livez`, { headers: { 'x-flaky': 'throw' } })).status, 200)
 })
 
