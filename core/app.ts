@@ -1,3 +1,4 @@
+import sensible from '@fastify/sensible'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
@@ -71,6 +72,9 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // httpErrors, reply.notFound(), reply.vary(), reply.cacheControl() for the built-in plugins and a plugin's alike;
+  // the error handler answers its errors in each surface's shape.
+  app.register(sensible)
   app.decorate('config', config)
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())
