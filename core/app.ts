@@ -11,7 +11,8 @@ import { headerTimeoutOptions } from './header-timeout.js'
 import { lazyCompilers } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
-import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
+import { builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
+import { allManifests } from './plugin-manifests.js'
 import { Surfaces } from './surfaces.js'
 
 declare module 'fastify' {
@@ -58,7 +59,7 @@ export interface BuildOptions {
  */
 export async function buildApp (given: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   // What only a plugin can tell about the configuration is checked before anything starts.
-  const config = await checkConfig(given, await builtinManifests())
+  const config = await checkConfig(given, await allManifests(given))
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,

@@ -34,3 +34,9 @@ export type { RequestUsage } from './request-usage.js'
 export { EventHub } from './event-hub.js'
 export { parseModelName } from './model-name.js'
 export type { ModelName } from './model-name.js'
+
+// CLI commands, doctor checks and config sections of a plugin's manifest (definePlugin's `manifest`); the
+// `httpErrors`, `reply.notFound()`, `reply.vary()` and `reply.cacheControl()` of @fastify/sensible come typed with it.
+export type { Command, CommandContext, OptionSpec } from './commands/command.js'
+export type { Check } from './commands/doctor-checks.js'
+export type { HttpErrors } from '@fastify/sensible'

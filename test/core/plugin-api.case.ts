@@ -1,6 +1,5 @@
 import { execFile } from 'node:child_process'
-import { mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
-import { createRequire } from 'node:module'
+import { readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { transform } from 'esbuild'
@@ -9,6 +8,7 @@ import { loadConfig } from '../../core/config.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { PluginLoadError } from '../../core/plugin-loader.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
+import { installExample as installPackage, projectDir, typeErrors } from '../helpers/plugin-package.js'
 
 // A third party's plugin as people write and install it: TypeScript against the published `llamagate/plugin`
 // (package.json's exports, dist/types), compiled, installed as a package beside config.yaml, loaded by name.
@@ -16,24 +16,10 @@ import { buildTestApp, tempDir } from '../helpers/app.js'
 const EXAMPLE = join(PACKAGE_ROOT, 'docs/examples/greeting-plugin.ts')
 // Its own test, on llamagate/testing.
 const EXAMPLE_TEST = join(PACKAGE_ROOT, 'docs/examples/greeting-plugin.test.ts')
-const TSC = createRequire(import.meta.url).resolve('typescript/bin/tsc')
-type Test = Parameters<typeof tempDir>[0]
-
-/** A folder where `llamagate` is installed (a link to this checkout), as beside a user's config.yaml. */
-async function projectDir (t: Test): Promise<string> {
-  const dir = await tempDir(t)
-  await mkdir(join(dir, 'node_modules'))
-  await symlink(PACKAGE_ROOT, join(dir, 'node_modules', 'llamagate'), 'dir')
-  return dir
-}
 
 /** Installs the example, compiled to JavaScript, as the package `name` under `dir`'s node_modules. */
 async function installExample (dir: string, name: string, edit = (code: string) => code): Promise<void> {
-  const { code } = await transform(edit(await readFile(EXAMPLE, 'utf8')), { loader: 'ts', format: 'esm' })
-  const pkg = join(dir, 'node_modules', name)
-  await mkdir(pkg, { recursive: true })
-  await writeFile(join(pkg, 'package.json'), JSON.stringify({ name, type: 'module', exports: './index.js' }))
-  await writeFile(join(pkg, 'index.js'), code)
+  await installPackage(EXAMPLE, dir, name, edit)
 }
 
 async function start (dir: string, plugins: string, dataDir = dir): Promise<Awaited<ReturnType<typeof buildTestApp>>> {
@@ -50,12 +36,7 @@ t.test('a TypeScript plugin type-checks against the published types; a wrong use
   await writeFile(join(dir, 'bad.ts'), (await readFile(EXAMPLE, 'utf8'))
     .replace('`${options.greeting}, ', '`${options.greeting.toFixed(1)}, ')
     .replace('app.store.list().length', 'app.store.listAll().length'))
-  await writeFile(join(dir, 'tsconfig.json'), JSON.stringify({
-    compilerOptions: { module: 'NodeNext', moduleResolution: 'NodeNext', target: 'ES2022', strict: true, noEmit: true, skipLibCheck: true, types: ['node'], typeRoots: [join(PACKAGE_ROOT, 'node_modules/@types')] },
-    files: ['good.ts', 'good.test.ts', 'bad.ts'],
-  }))
-  const result = await promisify(execFile)(process.execPath, [TSC, '-p', dir], { cwd: dir }).then(() => ({ stdout: '' }), (err: { stdout: string }) => err)
-  const errors = result.stdout.split('\n').filter((line) => /error TS\d+/.test(line))
+  const errors = await typeErrors(dir, ['good.ts', 'good.test.ts', 'bad.ts'])
   t.same(errors.filter((line) => !line.startsWith('bad.ts')), [], 'the example has no type error')
   t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS\d+: Property 'toFixed' does not exist on type 'string'/)
   t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2339: Property 'listAll' does not exist on type 'ModelStore'/)
