@@ -40,8 +40,9 @@ export async function loadConfigAndPlugins (flags: ConfigFlags = {}, env: NodeJS
   const listed = first.layers.some((l) => Array.isArray(l.values.plugins) && l.values.plugins.length > 0)
   if (!listed) return { config: resolveConfig(first.layers, first.configFile), manifests: await builtinManifests() }
   const admin = await adminManifests(resolveConfig(first.layers.map(builtinKeysOnly), first.configFile))
-  const own = await Promise.all(admin.map(async (m) => m.config ? [await m.config()] : []))
-  const sections = [...BUILTIN_SECTIONS, ...own.flat()]
+  const own = (await Promise.all(admin.map(async (m) => m.config ? [await m.config()] : []))).flat()
+  // The built-ins' list itself when no plugin adds a section: its schema is compiled once per list.
+  const sections = own.length === 0 ? BUILTIN_SECTIONS : [...BUILTIN_SECTIONS, ...own]
   try {
     configShape(sections)
   } catch (err) {
@@ -53,7 +54,7 @@ export async function loadConfigAndPlugins (flags: ConfigFlags = {}, env: NodeJS
     return { config: resolveConfig(layers, configFile, sections), manifests: [...await builtinManifests(), ...admin] }
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
-    throw new ConfigError(err.problems.map((problem) => nameOwner(problem, own.flat())))
+    throw new ConfigError(err.problems.map((problem) => nameOwner(problem, own)))
   }
 }
 
