@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
-import { realpathSync } from 'node:fs'
+import { existsSync, realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { ConfigError } from './config-error.js'
@@ -69,6 +69,12 @@ export async function main (argv: string[], out: CliOutput = process): Promise<n
 async function pluginCommands (argv: string[], builtin: readonly Command[]): Promise<Command[]> {
   const at = argv.findIndex((arg) => arg === '--config' || arg.startsWith('--config='))
   const config = at < 0 ? undefined : argv[at]!.startsWith('--config=') ? argv[at]!.slice('--config='.length) : argv[at + 1]
+  // Only the file lists plugins (no variable does): one that lists none costs no load of the configuration's schema.
+  const [{ readConfigFile }, { resolvePath, SHIPPED_CONFIG }] = await Promise.all([import('./config-layers.js'), import('./paths.js')])
+  const given = config ?? process.env.LLAMAGATE_CONFIG
+  const file = given !== undefined ? resolvePath(given, process.cwd()) : SHIPPED_CONFIG
+  const plugins = existsSync(file) ? readConfigFile(file).plugins : undefined
+  if (!Array.isArray(plugins) || plugins.length === 0) return []
   const { adminCommands } = await import('./plugin-manifests.js')
   return adminCommands({ config }, process.env, new Set(builtin.flatMap((c) => [c.name, ...c.aliases ?? []])))
 }
