@@ -36,7 +36,15 @@ export async function allManifests (config: Pick<Config, 'plugins' | 'configFile
  * @throws ConfigError naming each bad key (a plugin's key, with the plugin) · PluginLoadError naming the plugin
  */
 export async function loadConfigAndPlugins (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Promise<{ config: Config, manifests: PluginManifest[] }> {
-  const first = configLayers(flags, env, BUILTIN_SECTIONS)
+  return resolveConfigAndPlugins((sections) => configLayers(flags, env, sections))
+}
+
+/**
+ * loadConfigAndPlugins of layers of one's own (llamagate/testing's): `layersFor` gives them for a list of sections (the
+ * environment's layer reads their variables).
+ */
+export async function resolveConfigAndPlugins (layersFor: (sections: readonly ConfigSection[]) => { layers: Layer[], configFile: string | null }): Promise<{ config: Config, manifests: PluginManifest[] }> {
+  const first = layersFor(BUILTIN_SECTIONS)
   const listed = first.layers.some((l) => Array.isArray(l.values.plugins) && l.values.plugins.length > 0)
   if (!listed) return { config: resolveConfig(first.layers, first.configFile), manifests: await builtinManifests() }
   const admin = await adminManifests(resolveConfig(first.layers.map(builtinKeysOnly), first.configFile))
@@ -49,7 +57,7 @@ export async function loadConfigAndPlugins (flags: ConfigFlags = {}, env: NodeJS
     // Two sections claiming one key: the message names the plugin that came second.
     throw new ConfigError([(err as Error).message])
   }
-  const { layers, configFile } = configLayers(flags, env, sections)
+  const { layers, configFile } = layersFor(sections)
   try {
     return { config: resolveConfig(layers, configFile, sections), manifests: [...await builtinManifests(), ...admin] }
   } catch (err) {
