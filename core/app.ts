@@ -1,3 +1,4 @@
+import sensible from '@fastify/sensible'
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify'
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox'
 import type { Config } from './config.js'
@@ -10,7 +11,8 @@ import { headerTimeoutOptions } from './header-timeout.js'
 import { lazyCompilers } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
-import { builtinManifests, builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
+import { builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
+import { allManifests } from './plugin-manifests.js'
 import { Surfaces } from './surfaces.js'
 import { Authenticators } from './authenticators.js'
 
@@ -58,7 +60,7 @@ export interface BuildOptions {
  */
 export async function buildApp (given: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   // What only a plugin can tell about the configuration is checked before anything starts.
-  const config = await checkConfig(given, await builtinManifests())
+  const config = await checkConfig(given, await allManifests(given))
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
@@ -72,6 +74,9 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
     },
   }).withTypeProvider<TypeBoxTypeProvider>()
 
+  // httpErrors, reply.notFound(), reply.vary(), reply.cacheControl() for the built-in plugins and a plugin's alike;
+  // the error handler answers its errors in each surface's shape.
+  app.register(sensible)
   app.decorate('config', config)
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())

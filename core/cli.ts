@@ -1,5 +1,5 @@
 #!/usr/bin/env -S node --max-semi-space-size=2
-import { realpathSync } from 'node:fs'
+import { existsSync, realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
 import { ConfigError } from './config-error.js'
@@ -33,7 +33,18 @@ export async function main (argv: string[], out: CliOutput = process): Promise<n
     out.stdout.write(`${version()} (Ollama API ${OLLAMA_API_VERSION})\n`)
     return 0
   }
-  const commands = await allCommands()
+  let commands = await allCommands()
+  const asked = name === 'help' ? rest[0] : name
+  // config.yaml's plugins are loaded only for help, or for a name no built-in command has.
+  if (asked === undefined || asked === '--help' || asked === '-h' || findCommand(commands, asked) === undefined) {
+    try {
+      commands = [...commands, ...await pluginCommands(argv, commands)]
+    } catch (err) {
+      if (!(err instanceof ConfigError || err instanceof PluginLoadError)) throw err
+      out.stderr.write(`llamagate: the commands of config.yaml's plugins are not listed: ${err.message}\n`)
+      if (asked !== undefined && asked !== '--help' && asked !== '-h') return 2
+    }
+  }
   switch (name) {
     case undefined: case '--help': case '-h':
       out.stdout.write(usage(commands))
@@ -54,6 +65,20 @@ export async function main (argv: string[], out: CliOutput = process): Promise<n
   return runCommand(command, rest, out)
 }
 
+/** The commands of the admin plugins of the config.yaml `--config FILE` (anywhere in argv), else the usual one names. */
+async function pluginCommands (argv: string[], builtin: readonly Command[]): Promise<Command[]> {
+  const at = argv.findIndex((arg) => arg === '--config' || arg.startsWith('--config='))
+  const config = at < 0 ? undefined : argv[at]!.startsWith('--config=') ? argv[at]!.slice('--config='.length) : argv[at + 1]
+  // Only the file lists plugins (no variable does): one that lists none costs no load of the configuration's schema.
+  const [{ readConfigFile }, { resolvePath, SHIPPED_CONFIG }] = await Promise.all([import('./config-layers.js'), import('./paths.js')])
+  const given = config ?? process.env.LLAMAGATE_CONFIG
+  const file = given !== undefined ? resolvePath(given, process.cwd()) : SHIPPED_CONFIG
+  const plugins = existsSync(file) ? readConfigFile(file).plugins : undefined
+  if (!Array.isArray(plugins) || plugins.length === 0) return []
+  const { adminCommands } = await import('./plugin-manifests.js')
+  return adminCommands({ config }, process.env, new Set(builtin.flatMap((c) => [c.name, ...c.aliases ?? []])))
+}
+
 async function runCommand (command: Command, args: string[], out: CliOutput): Promise<number> {
   const prefix = `llamagate ${command.name}`
   try {
@@ -68,6 +93,7 @@ async function runCommand (command: Command, args: string[], out: CliOutput): Pr
       : undefined
     return await command.run({
       values, positionals, stdout: out.stdout, stderr: out.stderr, stdin: process.stdin, client: clientFor(values, process.env, readConfig),
+      config: async () => (await (await import('./plugin-manifests.js')).loadConfigAndPlugins({ config: values.config as string | undefined })).config,
     })
   } catch (err) {
     if (err instanceof UsageError) {

@@ -47,6 +47,12 @@ export const CONFIG_ENVIRONMENT: readonly string[] = [...environment(BUILTIN_SEC
  * @throws ConfigError naming the key, the value, where it came from and what is allowed.
  */
 export function loadConfig (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env, sections = BUILTIN_SECTIONS): Config {
+  const { layers, configFile } = configLayers(flags, env, sections)
+  return resolveConfig(layers, configFile, sections)
+}
+
+/** The layers `loadConfig` resolves, lowest first, and the config file read (null when none is). @throws ConfigError */
+export function configLayers (flags: ConfigFlags, env: NodeJS.ProcessEnv, sections: readonly ConfigSection[]): { layers: Layer[], configFile: string | null } {
   const explicitFile = flags.config ?? env.LLAMAGATE_CONFIG
   const file = explicitFile !== undefined ? resolvePath(explicitFile, process.cwd()) : SHIPPED_CONFIG
   const layers: Layer[] = []
@@ -59,7 +65,7 @@ export function loadConfig (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = pr
   }
   layers.push(envLayer(env, environment(sections)))
   layers.push(flagLayer(flags))
-  return resolveConfig(layers, configFile, sections)
+  return { layers, configFile }
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { FastifyBaseLogger, FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify'
 import FindMyWay from 'find-my-way'
-import { fromGatewayError, type ErrorReply } from './error-shapes.js'
+import { fromGatewayError, fromHttpError, isHttpError, type ErrorReply } from './error-shapes.js'
 import { ClientGoneError, GatewayError } from './errors.js'
 
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'] as const
@@ -13,6 +13,7 @@ export function toErrorReply (err: unknown, log?: FastifyBaseLogger): ErrorReply
   // A client leaving mid-answer is an everyday event, not a failure of the server.
   if (err instanceof ClientGoneError) log?.info('client went away before the answer was complete')
   if (err instanceof GatewayError) return fromGatewayError(err)
+  if (isHttpError(err)) return fromHttpError(err)
   const fastifyError = err as Partial<FastifyError> & { validation?: unknown }
   if (fastifyError.validation) {
     return { statusCode: 400, message: `invalid request: ${withAllowedValues(fastifyError.message ?? '', fastifyError.validation)}`, code: 'invalid_request', headers: {} }

@@ -31,8 +31,13 @@ export function negotiateStreamFormat (accept: string | undefined, fallback: Str
 export function streamFormatOf (request: FastifyRequest): StreamFormat {
   const { config, ollamaListener } = request.server
   const fallback = ollamaListener?.has(request.raw.socket) === true ? 'ndjson' : config.streamFormat
+  negotiated.add(request)
   return negotiateStreamFormat(request.headers.accept, fallback)
 }
+
+// Requests whose stream format their Accept chose: the answer says it varies with Accept (a cache must not give an
+// NDJSON answer to a client that asked for SSE).
+const negotiated = new WeakSet<FastifyRequest>()
 
 /**
  * One writer for every streamed answer: SSE (`data: <json>\n\n`) or NDJSON (`<json>\n`).
@@ -79,6 +84,7 @@ export class EventStream {
   open (): void {
     if (this.opened) return
     this.opened = true
+    if (negotiated.has(this.request)) this.reply.vary('Accept')
     this.reply.hijack()
     this.raw.writeHead(200, {
       ...(this.reply.getHeaders() as Record<string, string>),

@@ -38,3 +38,8 @@ export type { ModelName } from './model-name.js'
 // Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators`).
 export type { Authenticator, AuthGrant, AuthResult, Authenticators } from './authenticators.js'
 export type { Grant, KeyLimits, Scope } from './grant.js'
+// CLI commands, doctor checks and config sections of a plugin's manifest (definePlugin's `manifest`); the
+// `httpErrors`, `reply.notFound()`, `reply.vary()` and `reply.cacheControl()` of @fastify/sensible come typed with it.
+export type { Command, CommandContext, OptionSpec } from './commands/command.js'
+export type { Check } from './commands/doctor-checks.js'
+export type { HttpErrors } from '@fastify/sensible'

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Static, TSchema } from 'typebox'
+import type { PluginManifest } from './plugin-manifest.js'
 
 /** Where definePlugin keeps what the loader needs to know of a plugin: its name and its options' schema. */
 export const PLUGIN_SPEC = Symbol.for('llamagate.plugin-spec')
@@ -25,6 +26,12 @@ export interface PluginSpec<Options extends TSchema> {
    * plugin's decorators and hooks stay inside it (Fastify's encapsulation). @default false
    */
   shared?: boolean
+  /**
+   * What it brings besides its routes, read without registering it: CLI commands, `llamagate doctor` checks, a
+   * section of config.yaml of its own, checks of the configuration and before a start (core/plugin-manifest.ts,
+   * under the plugin's name; docs/plugins.md).
+   */
+  manifest?: Omit<PluginManifest, 'name'>
   /** Adds the plugin's routes, hooks and decorators; `options` are config.yaml's, checked against `options`. */
   register: (app: FastifyInstance, options: Static<Options>) => Promise<void> | void
 }

@@ -5,7 +5,8 @@ import { Ajv } from 'ajv'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { resolve as resolveModule } from 'import-meta-resolve'
 import { describeErrors } from './config-problems.js'
-import { pluginSpec } from './plugin-definition.js'
+import { pluginSpec, type PluginSpec } from './plugin-definition.js'
+import type { TSchema } from 'typebox'
 import type { Config } from './resolved-config.js'
 import { PACKAGE_ROOT } from './paths.js'
 import type { PluginManifest } from './plugin-manifest.js'
@@ -67,19 +68,7 @@ export async function registerAdminPlugins (app: FastifyInstance, config: Pick<C
   if (config.plugins.length === 0) return
   await app.after()
   for (const [index, { path, options }] of config.plugins.entries()) {
-    const url = locatePlugin(path, config)
-    let module: { default?: unknown }
-    try {
-      module = await import(url)
-    } catch (err) {
-      throw new PluginLoadError(`"${path}"`, `importing ${fileURLToPath(url)} threw: ${(err as Error).message}`, { cause: err })
-    }
-    const plugin = module.default ?? module
-    if (typeof plugin !== 'function') {
-      throw new PluginLoadError(`"${path}"`, 'its default export is not a Fastify plugin function (see docs/plugins.md: export default definePlugin({ ... }))')
-    }
-    const spec = pluginSpec(plugin)
-    const label = spec !== null && spec.name !== path ? `"${spec.name}" (${path})` : `"${path}"`
+    const { plugin, spec, label } = await importAdminPlugin(path, config)
     const checked = spec?.options !== undefined ? checkOptions(label, spec.options, options, `plugins[${index}].options`) : options
     try {
       await app.register(plugin as FastifyPluginAsync, checked)
@@ -87,6 +76,29 @@ export async function registerAdminPlugins (app: FastifyInstance, config: Pick<C
       throw new PluginLoadError(label, `it threw while registering: ${(err as Error).message}`, { cause: err })
     }
   }
+}
+
+/** An admin plugin of config.yaml, imported: its function, its spec (definePlugin's, else null), how errors name it. */
+export interface AdminPlugin { plugin: Function, spec: PluginSpec<TSchema> | null, label: string }
+
+/**
+ * Imports the admin plugin at `path` (the module cache makes a second import of it free).
+ * @throws PluginLoadError when it is not found, its import throws or its default export is not a function
+ */
+export async function importAdminPlugin (path: string, config: Pick<Config, 'configFile' | 'dataDir'>): Promise<AdminPlugin> {
+  const url = locatePlugin(path, config)
+  let module: { default?: unknown }
+  try {
+    module = await import(url)
+  } catch (err) {
+    throw new PluginLoadError(`"${path}"`, `importing ${fileURLToPath(url)} threw: ${(err as Error).message}`, { cause: err })
+  }
+  const plugin = module.default ?? module
+  if (typeof plugin !== 'function') {
+    throw new PluginLoadError(`"${path}"`, 'its default export is not a Fastify plugin function (see docs/plugins.md: export default definePlugin({ ... }))')
+  }
+  const spec = pluginSpec(plugin)
+  return { plugin, spec, label: spec !== null && spec.name !== path ? `"${spec.name}" (${path})` : `"${path}"` }
 }
 
 /**

@@ -1,6 +1,7 @@
 import type { ParseArgsConfig } from 'node:util'
 import { GatewayClient } from './gateway-client.js'
 import type { ReadConfig } from '../config-layers.js'
+import type { Config } from '../resolved-config.js'
 import { serverAddress } from './server-address.js'
 
 export { UsageError } from './usage-error.js'
@@ -17,6 +18,11 @@ export interface CommandContext {
   stdin: NodeJS.ReadStream
   /** The client of the server named by --host, the environment or config.yaml. */
   client: () => GatewayClient
+  /**
+   * The configuration as `serve` would resolve it (`--config FILE`, else $LLAMAGATE_CONFIG, else the shipped
+   * config.yaml; the admin plugins' sections included), read on first call. @throws ConfigError, PluginLoadError
+   */
+  config: () => Promise<Config>
 }
 
 export interface Command {

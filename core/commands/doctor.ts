@@ -29,11 +29,12 @@ export const doctor: Command = {
   async run ({ values, stdout, client }) {
     const { config: file, models } = values as { config?: string, models?: string }
     // Loaded here, not at the top: the other commands must start without the server's modules.
-    const [{ loadConfig }, { checkConfig }, { builtinManifests }] = await Promise.all([
-      import('../config.js'), import('../config-checks.js'), import('../plugin-loader.js'),
+    const [{ loadConfigAndPlugins }, { checkConfig }] = await Promise.all([
+      import('../plugin-manifests.js'), import('../config-checks.js'),
     ])
-    const manifests = await builtinManifests()
-    const config = await checkConfig(loadConfig({ config: file, models }), manifests)
+    const loaded = await loadConfigAndPlugins({ config: file, models })
+    const manifests = loaded.manifests
+    const config = await checkConfig(loaded.config, manifests)
     const server = checkServer(client())
     const ollamaClients = ollamaAddressCheck(config.ollamaListen, client().url)
     const folder = inspectModelsFolder(config.modelsDir)

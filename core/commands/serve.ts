@@ -20,12 +20,11 @@ export const serve: Command = {
   positionals: { min: 0, max: 0 },
   async run ({ values, stderr }) {
     // Loaded here, not at the top: the client commands must start without the server's modules.
-    const { loadConfig } = await import('../config.js')
-    const config = loadConfig(values as ConfigFlags)
+    const { loadConfigAndPlugins } = await import('../plugin-manifests.js')
+    const { config, manifests } = await loadConfigAndPlugins(values as ConfigFlags)
     // What the plugins must say before the start (an address open without keys): a refusal stops it here.
-    const { builtinManifests } = await import('../plugin-loader.js')
     const warnings: string[] = []
-    for (const manifest of await builtinManifests()) {
+    for (const manifest of manifests) {
       const check = await manifest.startCheck?.(config) ?? {}
       if (check.refusal !== undefined) {
         stderr.write(`llamagate: refusing to start: ${check.refusal}\n`)

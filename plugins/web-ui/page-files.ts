@@ -7,7 +7,8 @@ export interface PageFile {
   body: Buffer
   contentType: string
   etag: string
-  cacheControl: string
+  /** Its name has its content's hash: browsers may keep it for good. Else it is checked again on each load. */
+  immutable: boolean
 }
 
 const CONTENT_TYPES: Record<string, string> = {
@@ -44,7 +45,7 @@ export class PageFiles {
         contentType,
         etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
         // index.html and source maps are checked again on each load (a cheap 304), so a rebuilt page shows at once.
-        cacheControl: HASHED.test(name) ? 'public, max-age=31536000, immutable' : 'no-cache',
+        immutable: HASHED.test(name),
       })
     }
     return new PageFiles(files)

@@ -57,7 +57,9 @@ export const webUiRoutes: FastifyPluginAsyncTypebox<WebUiOptions> = async (app, 
         ? `no such file of the web page: /ui/${name}`
         : 'the web page is not built here: run "npm run build"')
     }
-    reply.header('cache-control', file.cacheControl).header('etag', file.etag)
+    if (file.immutable) reply.cacheControl('public').cacheControl('max-age', '365d').cacheControl('immutable')
+    else reply.cacheControl('no-cache')
+    reply.header('etag', file.etag)
     if (request.headers['if-none-match'] === file.etag) return reply.code(304).send()
     return reply.type(file.contentType).send(file.body)
   }

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { buildApp } from '../../core/app.js'
-import { resolveConfig } from '../../core/config.js'
+import { resolveConfigAndPlugins } from '../../core/plugin-manifests.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 import { cpuRuntimeBuild } from './cpu-runtime.js'
 
@@ -48,7 +48,8 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
   let app: FastifyInstance | undefined
   try {
     const given = options.config ?? {}
-    const config = resolveConfig([{
+    // With the sections of the plugins' manifests, as `serve` reads config.yaml.
+    const { config } = await resolveConfigAndPlugins(() => ({ configFile: join(options.cwd ?? process.cwd(), 'config.yaml'), layers: [{
       source: 'llamagate/testing',
       values: {
         log_level: 'silent',
@@ -62,7 +63,7 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
         default_options: { num_thread: 1, num_ctx: 512, max_tokens: 32, ...(given.default_options as object | undefined) },
       },
     // Package names resolve from beside config.yaml: the test's own folder stands for it.
-    }], join(options.cwd ?? process.cwd(), 'config.yaml'))
+    }] }))
     app = await buildApp(config)
     let seed = 1
     for (const name of options.models ?? ['test/tiny']) {

@@ -29,6 +29,9 @@ t.test('NDJSON when the client asks for it', async (t) => {
   const app = await build(t, { plugins: [{ path: STREAM_PLUGIN }] })
   const res = await app.inject({ method: 'POST', url: '/api/stream', headers: { accept: 'application/x-ndjson' }, payload: { count: 2 } })
   t.match(res.headers['content-type'], /^application\/x-ndjson/)
+  t.match(res.headers.vary, /^Origin, Accept$/, 'the format Accept chose: a cache must tell the answers apart (CORS\'s Origin kept)')
+  const openai = await app.inject({ method: 'POST', url: '/v1/stream', headers: { accept: 'application/x-ndjson' }, payload: { count: 1 } })
+  t.equal(openai.headers.vary, 'Origin', 'OpenAI streams are SSE whatever Accept says')
   t.same(res.body.trimEnd().split('\n').map((l) => JSON.parse(l)), [{ i: 0, text: 'héllo 日本' }, { i: 1, text: 'héllo 日本' }])
 })
 

@@ -84,7 +84,7 @@ t.test('import: through the running server into its store; with none, into this 
     const write = { write: (text: string) => { out += text; return true } } as unknown as NodeJS.WriteStream
     const values = { host, config }
     try {
-      const code = await importCommand.run({ values, positionals: [name, path], stdout: write, stderr: write, stdin: process.stdin, client: clientFor(values, {}, undefined) })
+      const code = await importCommand.run({ values, positionals: [name, path], stdout: write, stderr: write, stdin: process.stdin, client: clientFor(values, {}, undefined), config: async () => { throw new Error('not read') } })
       return { code, out }
     } catch (err) {
       return { code: null, out: (err as Error).message }
