@@ -38,3 +38,7 @@ export type { ModelName } from './model-name.js'
 // Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators`).
 export type { Authenticator, AuthGrant, AuthResult, Authenticators } from './authenticators.js'
 export type { Grant, KeyLimits, Scope } from './grant.js'
+
+// Registries: a backend of one's own (`app.backends.add`), a model source answering pulls (`app.modelSources.add`).
+export type { BackendSpec, Backends } from './backends.js'
+export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from './model-sources.js'
