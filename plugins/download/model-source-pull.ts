@@ -3,7 +3,9 @@ import { basename, join } from 'node:path'
 import type { ModelSourceSpec, ModelSources, PullProgress } from '../../core/model-sources.js'
 import { GatewayError } from '../../core/errors.js'
 import type { ModelStore } from '../storage/model-store.js'
-import type { PullEvent } from './pull-service.js'
+
+/** One event of a pull stream, as pull-service.ts's PullEvent (imported from there it would make a circle). */
+interface PullEvent { status: string, digest?: string, total?: number, completed?: number }
 
 const SOURCE_NAME = /^[A-Za-z0-9._-]{1,64}$/
 const PROGRESS_INTERVAL_MS = 100
