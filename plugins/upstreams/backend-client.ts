@@ -81,6 +81,7 @@ export class BackendClient implements UpstreamClient {
     const bound = new Bound(this.timeoutMs, (err) => controller.abort(err))
     try {
       const response = await bound.race(this.called(path, body, controller.signal), signal)
+      if (typeof response?.ok !== 'boolean' || typeof response.status !== 'number') throw new RuntimeError('its fetch() resolved with no Response', [], 'backend_failed')
       const reader = response.body?.getReader()
       if (!response.ok) {
         const text = reader === undefined ? '' : (await readAtMost(Readable.from(this.chunks(reader, bound, signal)), this.limits.errorBytes, () => this.limits.tooLarge('errorBytes'))).toString('utf8')

@@ -20,6 +20,10 @@ export class PluginBackends implements Backends {
   add (spec: BackendSpec): void {
     if (typeof spec?.name !== 'string' || !BACKEND_NAME.test(spec.name)) throw new Error(`a backend's name must be 1-64 of A-Z a-z 0-9 . _ - (got ${JSON.stringify(spec?.name)})`)
     if (typeof spec.fetch !== 'function' || typeof spec.models !== 'function') throw new Error(`backend "${spec.name}" needs a models() and a fetch() function`)
+    for (const field of ['maxConcurrent', 'timeoutMs'] as const) {
+      const value = spec[field]
+      if (value !== undefined && !(Number.isInteger(value) && value >= 1)) throw new Error(`backend "${spec.name}": ${field} must be a whole number of at least 1 (got ${JSON.stringify(value)})`)
+    }
     const upstream: UpstreamConfig = {
       name: spec.name, url: `plugin:${spec.name}`, kind: 'openai', key: null, models: [], prefix: '',
       maxConcurrent: spec.maxConcurrent ?? 16, messages: 'convert', limits: this.limits, plugin: true,

@@ -111,7 +111,12 @@ t.test('a backend that throws or hangs fails only its own request, in its surfac
     timeoutMs: 150,
     fetch: async () => new Response(new ReadableStream({ start (c) { c.enqueue(new TextEncoder().encode('data: {"choices":[{"index":0,"delta":{"content":"so"},"finish_reason":null}]}\n\n')) } })),
   })
+  app.backends.add({ name: 'empty', models: () => ['bad/empty'], fetch: async () => undefined as unknown as Response })
   t.throws(() => app.backends.add({ name: 'echo', models: () => [], fetch: async () => new Response('') }), /the name "echo" is taken/)
+  t.throws(() => app.backends.add({ name: 'quick', models: () => [], timeoutMs: 0, fetch: async () => new Response('') }), /backend "quick": timeoutMs must be a whole number of at least 1/)
+  const empty = await ask(app, '/v1/completions', { model: 'bad/empty', prompt: 'hi' })
+  t.equal(empty.statusCode, 502)
+  t.match(empty.json(), { error: { message: /backend "empty" .*its fetch\(\) resolved with no Response/ } })
   const thrown = await ask(app, '/v1/chat/completions', { model: 'bad/throws', messages: [{ role: 'user', content: 'hi' }] })
   t.equal(thrown.statusCode, 502)
   t.match(thrown.json(), { error: { message: /^backend "thrower" is unavailable for model "bad\/throws": it threw: the GPU box is on fire$/ } }, 'OpenAI\'s shape')
