@@ -34,6 +34,11 @@ export interface ModelSourceSpec {
    * naming the source (a GatewayError it throws, a ModelNotFoundError, keeps its own status).
    */
   pull(model: string, context: PullContext): Promise<string>
+  /**
+   * The longest it may go without telling a step (`progress`): past it the pull fails with a 502 naming this bound
+   * (`timeoutMs`), and `signal` aborts. @default 300000
+   */
+  timeoutMs?: number
 }
 
 /** Where plugins add their model sources (`app.modelSources`); the first that claims a name pulls it. */

@@ -9,6 +9,8 @@ interface PullEvent { status: string, digest?: string, total?: number, completed
 
 const SOURCE_NAME = /^[A-Za-z0-9._-]{1,64}$/
 const PROGRESS_INTERVAL_MS = 100
+/** How long a source may go without telling a step of its pull, unless its spec says. */
+const SOURCE_TIMEOUT_MS = 300_000
 
 /** Plugins' model sources (`app.modelSources`, core/model-sources.ts): the first that claims a pulled name pulls it. */
 export class ModelSourceRegistry implements ModelSources {
@@ -17,6 +19,7 @@ export class ModelSourceRegistry implements ModelSources {
   add (spec: ModelSourceSpec): void {
     if (typeof spec?.name !== 'string' || !SOURCE_NAME.test(spec.name)) throw new Error(`a model source's name must be 1-64 of A-Z a-z 0-9 . _ - (got ${JSON.stringify(spec?.name)})`)
     if (typeof spec.claims !== 'function' || typeof spec.pull !== 'function') throw new Error(`model source "${spec.name}" needs a claims() and a pull() function`)
+    if (spec.timeoutMs !== undefined && !(Number.isInteger(spec.timeoutMs) && spec.timeoutMs >= 1)) throw new Error(`model source "${spec.name}": timeoutMs must be a whole number of at least 1 (got ${JSON.stringify(spec.timeoutMs)})`)
     if (this.sources.some((s) => s.name === spec.name)) throw new Error(`the model source name "${spec.name}" is taken`)
     this.sources.push(spec)
   }
@@ -46,12 +49,27 @@ export async function pullFromSource (source: ModelSourceSpec, model: string, de
   const dir = await mkdtemp(join(scratch, `${source.name}-`))
   try {
     let file: unknown
+    // The source's own signal: the pull's, or its bound (no step told for timeoutMs), whichever comes first.
+    const quietMs = source.timeoutMs ?? SOURCE_TIMEOUT_MS
+    const own = new AbortController()
+    const stop = (): void => own.abort(signal.reason)
+    signal.addEventListener('abort', stop, { once: true })
+    let timer: NodeJS.Timeout | undefined
+    const watch = (): void => {
+      clearTimeout(timer)
+      timer = setTimeout(() => own.abort(sourceFailed(source, `it told nothing of its pull of ${model} for ${quietMs} ms (its timeoutMs)`)), quietMs)
+    }
+    const told = throttled(`pulling ${model} from ${source.name}`, emit)
+    watch()
     try {
-      file = await untilAborted(source.pull(model, { signal, dir, progress: throttled(`pulling ${model} from ${source.name}`, emit) }), signal)
+      file = await untilAborted(source.pull(model, { signal: own.signal, dir, progress: (step) => { watch(); told(step) } }), own.signal)
     } catch (err) {
-      if (signal.aborted) throw signal.reason
+      if (own.signal.aborted) throw own.signal.reason
       if (err instanceof GatewayError) throw err
       throw sourceFailed(source, `it failed to pull ${model}: ${messageOf(err)}`)
+    } finally {
+      clearTimeout(timer)
+      signal.removeEventListener('abort', stop)
     }
     if (typeof file !== 'string' || file === '') throw sourceFailed(source, `it gave no file for ${model}`)
     emit({ status: `importing ${basename(file)}` })

@@ -152,7 +152,7 @@ t.test('the folder source answers /api/pull, streamed and whole; the model is th
   t.equal(ran.json().eval_count, 2, 'it runs')
 })
 
-t.test('a source that throws, or has no such model, gives a clean error', async (t) => {
+t.test('a source that throws, hangs, or has no such model, gives a clean error naming it', async (t) => {
   const { app } = await gateway()
   app.modelSources.add({ name: 'broken', claims: (model) => model.startsWith('broken/'), pull: async () => { throw new Error('the share is unmounted') } })
   const missing = await ask(app, '/api/pull', { model: 'folder/nothing-here', stream: false })
@@ -163,5 +163,10 @@ t.test('a source that throws, or has no such model, gives a clean error', async 
   t.same(thrown.json(), { error: 'model source "broken": it failed to pull broken/model: the share is unmounted' })
   const streamed = await ask(app, '/api/pull', { model: 'broken/model' })
   t.match(streamed.payload, /"error":"model source \\"broken\\": it failed to pull broken\/model: the share is unmounted"/, 'streamed: an error event')
+  // It never tells a step nor heeds its signal: the bound ends the pull.
+  app.modelSources.add({ name: 'silent', timeoutMs: 150, claims: (model) => model.startsWith('silent/'), pull: () => new Promise<string>(() => {}) })
+  const hung = await ask(app, '/api/pull', { model: 'silent/model', stream: false })
+  t.equal(hung.statusCode, 502)
+  t.same(hung.json(), { error: 'model source "silent": it told nothing of its pull of silent/model for 150 ms (its timeoutMs)' })
   t.throws(() => app.modelSources.add({ name: 'folder', claims: () => false, pull: async () => '' }), /"folder" is taken/)
 })
