@@ -6,6 +6,7 @@ import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../helpers/app.js'
 import { examplePath, installExample, projectDir, startFromConfig, typeCheck } from '../helpers/example-plugins.js'
 import { sharedServer } from '../helpers/inference.js'
+import { runCliHere } from '../helpers/serve-process.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 
 // The registries' examples as a third party installs them: docs/examples/echo-backend-plugin.ts (a backend of one's
@@ -23,6 +24,7 @@ const gateway = sharedServer(async () => {
   await mkdir(shelf)
   await writeTinyGguf({ file: join(shelf, 'tiny.gguf'), seed: 3 })
   await copyFile(join(shelf, 'tiny.gguf'), join(shelf, 'tiny2.gguf'))
+  await copyFile(join(shelf, 'tiny.gguf'), join(shelf, 'tiny3.gguf'))
   const runtime = await cpuRuntime()
   const more = `build_gpu_runtime: false\nruntime: cpu\nruntimes: { cpu: { bin: ${runtime.binDir} } }\ndefault_options: { num_thread: 1, num_ctx: 512, num_parallel: 1, ignore_eos: true }\n`
   const app = await startFromConfig(dir, `  - path: llamagate-plugin-echo\n    options: { models: [echo/parrot] }\n  - path: llamagate-plugin-folder-source\n    options: { dir: ${shelf} }\n`, await tempDir(t), more)
@@ -150,6 +152,17 @@ t.test('the folder source answers /api/pull, streamed and whole; the model is th
   const ran = await ask(app, '/api/generate', { model: 'folder/tiny', prompt: 'hi', stream: false, options: { num_predict: 2 } })
   t.equal(ran.statusCode, 200)
   t.equal(ran.json().eval_count, 2, 'it runs')
+})
+
+t.test('llamagate pull asks the folder source through the server, with its progress', async (t) => {
+  const { app } = await gateway()
+  const url = await app.listen({ host: '127.0.0.1', port: 0 })
+  const { code, stdout, stderr } = await runCliHere(['pull', 'folder/tiny3', '--host', url])
+  t.equal(code, 0, stderr)
+  t.match(stderr, /pulling folder\/tiny3 from folder/)
+  t.match(stderr, /tiny3\.gguf/, 'its progress, by file')
+  t.match(stdout, /folder\/tiny3/)
+  t.ok(app.store.find('folder/tiny3'), 'stored')
 })
 
 t.test('a source that throws, hangs, or has no such model, gives a clean error naming it', async (t) => {
