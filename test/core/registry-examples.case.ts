@@ -1,10 +1,11 @@
-import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises'
+import { copyFile, mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import type { FastifyInstance } from 'fastify'
+import { loadConfig } from '../../core/config.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
-import { tempDir } from '../helpers/app.js'
-import { examplePath, installExample, projectDir, startFromConfig, typeCheck } from '../helpers/example-plugins.js'
+import { buildTestApp, tempDir } from '../helpers/app.js'
+import { exampleSource, installPlugin, projectDir, typeCheck } from '../helpers/example-plugin.js'
 import { sharedServer } from '../helpers/inference.js'
 import { runCliHere } from '../helpers/serve-process.js'
 import { cpuRuntime } from '../helpers/runtime.js'
@@ -13,13 +14,19 @@ import { cpuRuntime } from '../helpers/runtime.js'
 // own, app.backends) and docs/examples/folder-source-plugin.ts (a model source, app.modelSources), type-checked
 // against the published types, installed beside config.yaml and loaded by name into one gateway for the file.
 
-const ECHO = examplePath('echo-backend-plugin.ts')
-const FOLDER = examplePath('folder-source-plugin.ts')
+const ECHO = 'echo-backend-plugin.ts'
+const FOLDER = 'folder-source-plugin.ts'
+
+/** The gateway of `dir/config.yaml`, its `plugins:` list (YAML lines) and `more` keys. */
+async function startFromConfig (dir: string, plugins: string, dataDir: string, more: string): Promise<FastifyInstance> {
+  await writeFile(join(dir, 'config.yaml'), `data_dir: ${dataDir}\nlog_level: silent\n${more}plugins:\n${plugins}`)
+  return buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
+}
 
 const gateway = sharedServer(async () => {
   const dir = await projectDir(t)
-  await installExample(dir, 'llamagate-plugin-echo', ECHO)
-  await installExample(dir, 'llamagate-plugin-folder-source', FOLDER)
+  await installPlugin(dir, 'llamagate-plugin-echo', await exampleSource(ECHO))
+  await installPlugin(dir, 'llamagate-plugin-folder-source', await exampleSource(FOLDER))
   const shelf = join(dir, 'shelf')
   await mkdir(shelf)
   await writeTinyGguf({ file: join(shelf, 'tiny.gguf'), seed: 3 })
@@ -67,12 +74,13 @@ async function ask (app: FastifyInstance, url: string, body: Record<string, unkn
 
 t.test('both examples type-check against the published types, in one tsc run; a wrong use of the registries does not', async (t) => {
   const dir = await projectDir(t)
-  await writeFile(join(dir, 'echo.ts'), await readFile(ECHO, 'utf8'))
-  await writeFile(join(dir, 'folder.ts'), await readFile(FOLDER, 'utf8'))
-  await writeFile(join(dir, 'bad.ts'), (await readFile(FOLDER, 'utf8'))
-    .replace('return to\n', 'return { file: to }\n')
-    .replace("import { definePlugin, ModelNotFoundError, Type } from 'llamagate/plugin'", "import { definePlugin, ModelNotFoundError, Type, type BackendSpec } from 'llamagate/plugin'\nexport const wrong: BackendSpec = { name: 'x', models: () => 5, fetch: async () => new Response('') }"))
-  const errors = await typeCheck(dir, ['echo.ts', 'folder.ts', 'bad.ts'])
+  const folder = await exampleSource(FOLDER)
+  const errors = await typeCheck(dir, {
+    'echo.ts': await exampleSource(ECHO),
+    'folder.ts': folder,
+    'bad.ts': folder.replace('return to\n', 'return { file: to }\n')
+      .replace("import { definePlugin, ModelNotFoundError, Type } from 'llamagate/plugin'", "import { definePlugin, ModelNotFoundError, Type, type BackendSpec } from 'llamagate/plugin'\nexport const wrong: BackendSpec = { name: 'x', models: () => 5, fetch: async () => new Response('') }"),
+  })
   t.same(errors.filter((line) => !line.startsWith('bad.ts')), [], 'the examples have no type error')
   t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2322: Type '.*Promise<\{ file: string; \}>' is not assignable to type '\(model: string, context: PullContext\) => Promise<string>'/)
   t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2322: Type 'number' is not assignable to type 'readonly string\[\]'/)
