@@ -43,3 +43,7 @@ export type { Grant, KeyLimits, Scope } from './grant.js'
 export type { Command, CommandContext, OptionSpec } from './commands/command.js'
 export type { Check } from './commands/doctor-checks.js'
 export type { HttpErrors } from '@fastify/sensible'
+
+// Registries: a backend of one's own (`app.backends.add`), a model source answering pulls (`app.modelSources.add`).
+export type { BackendSpec, Backends } from './backends.js'
+export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from './model-sources.js'

@@ -1,6 +1,8 @@
 import fp from 'fastify-plugin'
 import { HubClient } from './hub-client.js'
 import { PullService } from './pull-service.js'
+import type { ModelSources } from '../../core/model-sources.js'
+import { ModelSourceRegistry } from './model-source-pull.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -8,6 +10,8 @@ declare module 'fastify' {
     hub: HubClient
     /** Pulls of models from the hub, shared per model. */
     puller: PullService
+    /** Plugins' model sources (core/model-sources.ts): `/api/pull` asks them before the hub. */
+    modelSources: ModelSources
   }
 }
 
@@ -18,10 +22,13 @@ export default fp(async (app) => {
     onRetry: (reason) => puller.events.emit('retry', reason),
   })
   app.decorate('hub', hub)
+  const sources = new ModelSourceRegistry()
+  app.decorate('modelSources', sources)
   // A SafeTensors model is converted at the end of its pull, to the default dtype (or the pull's own).
   const puller = new PullService({
     store: app.store,
     client: hub,
+    sources,
     convert: (name, dtype, emit, signal) => app.ensureVariant(name, dtype ?? app.config.defaultOptions.dtype ?? 'f16', {
       signal, onProgress: (p) => emit({ status: p.status, ...(p.total !== undefined ? { total: p.total, completed: p.completed } : {}) }),
     }),

@@ -11,6 +11,8 @@ import { downloadFile, type FileProgress } from './download-file.js'
 import { planFiles } from './file-plan.js'
 import type { HubClient, HubFile } from './hub-client.js'
 import type { PullEvents } from './pull-events.js'
+import { pullFromSource, type ModelSourceRegistry } from './model-source-pull.js'
+import type { ModelSourceSpec } from '../../core/model-sources.js'
 
 /** One event of a pull stream (rest-interface §2.6, contract: Pull). */
 export interface PullEvent { status: string, digest?: string, total?: number, completed?: number }
@@ -52,11 +54,14 @@ export class PullService {
     client: HubClient
     /** Makes the GGUF of a SafeTensors model once it is whole (the converter). */
     convert?: (name: string, dtype: string | undefined, emit: Listener, signal: AbortSignal) => Promise<void>
+    /** Plugins' model sources: a name one claims is pulled from it, not from the hub. */
+    sources?: ModelSourceRegistry
   }) {}
 
   /** Resolves when the model is whole; events go to `listener`. Leaving (signal) cancels if nobody else waits. */
   async pull (name: string, listener: Listener, signal?: AbortSignal, dtype?: string): Promise<void> {
     const { id, tag } = parseModelName(name)
+    const source = this.deps.sources?.claimant(name) ?? null
     const key = `${id.toLowerCase()}:${(tag ?? '').toLowerCase()}`
     let job = this.jobs.get(key)
     // A job whose last client just left is still winding down: wait for it, then start afresh from its partial data.
@@ -73,7 +78,7 @@ export class PullService {
       // Listening before the job starts: its first event is emitted before anything is awaited.
       job.listeners.add(listener)
       const started = job
-      job.done = this.run(started, id, tag, dtype).catch((err: unknown) => {
+      job.done = (source !== null ? this.runSource(started, source, name, id) : this.run(started, id, tag, dtype)).catch((err: unknown) => {
         if (!started.controller.signal.aborted) this.events.emit('failed', err)
         throw err
       }).finally(() => this.jobs.delete(key))
@@ -151,6 +156,13 @@ export class PullService {
     }
     // The SafeTensors model is listed (and usable for a later try) even if its conversion fails.
     if (format === 'safetensors' && this.deps.convert) await this.deps.convert(id, dtype, (e) => job.emit(e), signal)
+    job.emit({ status: 'success' })
+  }
+
+  /** The pull of a name a plugin's model source claims: its file, imported. */
+  private async runSource (job: PullJob, source: ModelSourceSpec, name: string, id: string): Promise<void> {
+    job.emit({ status: `pulling ${id} from ${source.name}` })
+    await pullFromSource(source, name, { store: this.deps.store, signal: job.controller.signal, emit: (e) => job.emit(e) })
     job.emit({ status: 'success' })
   }
 

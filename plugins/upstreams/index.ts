@@ -1,4 +1,6 @@
 import fp from 'fastify-plugin'
+import type { Backends } from '../../core/backends.js'
+import { PluginBackends } from './plugin-backends.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
 import { upstreamEndpoint } from './upstream-endpoint.js'
 import { UpstreamLeases } from './upstream-leases.js'
@@ -8,6 +10,8 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The models of config.yaml's upstreams, as their probes see them: listed and served as if they were local. */
     upstreams: UpstreamCatalog
+    /** Plugins' backends (core/backends.ts): served as upstreams are, through the plugin's own function. */
+    backends: Backends
   }
 }
 
@@ -25,12 +29,14 @@ export default fp(async (app) => {
   })
   app.decorate('upstreams', catalog)
   const { config } = app
+  const backends = new PluginBackends(catalog, config.limits.upstream)
+  app.decorate('backends', backends)
   const leases = new UpstreamLeases({
     upstreams: {
       find: (name, route) => catalog.find(name, route),
       share: (name, route, localLoad) => catalog.share(name, route, localLoad),
       recheck: (upstream) => catalog.recheck(upstream),
-      endpoint: upstreamEndpoint,
+      endpoint: (upstream, remoteModel) => backends.endpoint(upstream, remoteModel) ?? upstreamEndpoint(upstream, remoteModel),
     },
     queueLength: config.limits.queueLength,
     defaultOptions: config.defaultOptions,

@@ -8,6 +8,8 @@ export interface UpstreamWatch {
   start(): void
   stop(): void
   probeNow(): Promise<void>
+  /** Whether it serves `name` though it does not list it (a plugin's backend, core/backends.ts). @default none */
+  claims?(name: string): boolean
 }
 
 /** An upstream's model under the name it is served by here. */
@@ -38,7 +40,7 @@ export interface UpstreamCatalogOptions {
  * request for one goes. Several healthy upstreams offering one model share its requests (upstream-routing.ts).
  */
 export class UpstreamCatalog {
-  private readonly entries: UpstreamCatalogOptions['upstreams']
+  private readonly entries: UpstreamCatalogOptions['upstreams'][number][]
   private readonly isLocal: (name: string) => boolean
   private readonly routing: UpstreamRouting
   /** Per model name: the turn of the next request among its healthy upstreams. */
@@ -47,12 +49,18 @@ export class UpstreamCatalog {
   private built: { states: Array<UpstreamWatch['state']>, all: UpstreamModel[], byName: Map<string, UpstreamModel[]> } | null = null
 
   constructor (options: UpstreamCatalogOptions) {
-    this.entries = options.upstreams
+    this.entries = [...options.upstreams]
     this.isLocal = options.isLocal
     this.routing = options.routing ?? 'prefix'
   }
 
   get size (): number { return this.entries.length }
+
+  /** One more upstream (a plugin's backend), asked after those before it. @throws Error when its name is taken */
+  add (entry: UpstreamCatalogOptions['upstreams'][number]): void {
+    if (this.entries.some((e) => e.upstream.name === entry.upstream.name)) throw new Error(`the name "${entry.upstream.name}" is taken by another upstream or backend`)
+    this.entries.push(entry)
+  }
 
   start (): void {
     for (const { watch } of this.entries) watch.start()
@@ -76,7 +84,7 @@ export class UpstreamCatalog {
     const offers = this.offersOf(key)
     const healthy = offers.filter((m) => m.healthy && exclude?.has(m.upstream.name) !== true)
     if (exclude !== undefined) return healthy.length === 0 ? null : healthy[this.pick(key, healthy, route!)]!
-    if (offers.length === 0) return this.underDown(name)
+    if (offers.length === 0) return this.underDown(name) ?? this.claimed(name)
     if (healthy.length === 0) return offers[0]!
     return route === undefined ? healthy[0]! : healthy[this.pick(key, healthy, route)]!
   }
@@ -119,6 +127,14 @@ export class UpstreamCatalog {
     if (!down) return null
     const { checkedAt, error } = down.watch.state
     return { name, upstream: down.upstream, remoteModel: name.slice(down.upstream.prefix.length), healthy: false, checkedAt, error }
+  }
+
+  /** A name a plugin's backend serves without listing it. */
+  private claimed (name: string): UpstreamModel | null {
+    const claimant = this.entries.find(({ watch }) => watch.claims?.(name) === true)
+    if (claimant === undefined) return null
+    const { upstream, watch: { state } } = claimant
+    return { name, upstream, remoteModel: name.slice(upstream.prefix.length), healthy: state.healthy, checkedAt: state.checkedAt, error: state.error }
   }
 
   /** Every upstream model that a local one does not hide, the first upstream's first where several offer one name. */

@@ -39,6 +39,8 @@ export interface UpstreamConfig {
   messages?: 'auto' | 'native' | 'convert'
   /** What is read of its answers: `limits.upstream_*`, the same for every upstream. */
   limits: UpstreamLimits
+  /** A plugin's backend (core/backends.ts), not a server: messages call it one. @default false */
+  plugin?: boolean
 }
 
 /** One entry of config.yaml's `upstreams`. */

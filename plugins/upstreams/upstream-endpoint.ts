@@ -10,6 +10,9 @@ import { UpstreamModelClient } from './upstream-model-client.js'
 
 type Body = Record<string, unknown>
 
+/** How an endpoint reaches one model in the upstream's own paths: over HTTP (UpstreamModelClient), or a plugin's backend (BackendClient). */
+export type UpstreamClient = Pick<UpstreamModelClient, 'name' | 'post' | 'postJson' | 'events' | 'lines' | 'relay' | 'close'>
+
 /** Paths whose relay never takes a detour (see `detour`): a chat's stream is relayed as the upstream sends it. */
 const RELAYED_AS_ASKED = new Set(['/v1/chat/completions'])
 
@@ -23,14 +26,14 @@ const RELAYED_AS_ASKED = new Set(['/v1/chat/completions'])
 export class UpstreamEndpoint implements ModelEndpoint {
   /** For messages: "<model> (upstream <name>)". */
   readonly name: string
-  private readonly client: UpstreamModelClient
+  private readonly client: UpstreamClient
   /** The upstream's own paths, for the detours: never back through this class's detours. */
   private readonly calls: UpstreamCalls
   /** Whether Anthropic Messages go to it as they are or as chat completions (config's `upstreams[].messages`). */
   private readonly messages: MessagesSupport
 
-  constructor (readonly upstream: UpstreamConfig, readonly remoteModel: string) {
-    const client = this.client = new UpstreamModelClient(upstream, remoteModel)
+  constructor (readonly upstream: UpstreamConfig, readonly remoteModel: string, client: UpstreamClient = new UpstreamModelClient(upstream, remoteModel)) {
+    this.client = client
     this.name = client.name
     this.calls = {
       json: (path, body, signal) => client.postJson(path, body, signal),

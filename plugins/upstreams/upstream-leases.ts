@@ -251,7 +251,7 @@ function upstreamModel (name: string): LeaseModel {
 /** The message names the upstream and the model; the upstream's key lives in a header and its URL carries none (config.ts). */
 function unavailable (upstream: UpstreamConfig, model: string, why: string): RuntimeError {
   const said = upstream.key === null ? why : why.split(upstream.key).join('***')
-  return new RuntimeError(`upstream "${upstream.name}" is unavailable for model "${model}": ${said}`, [], 'upstream_unavailable')
+  return new RuntimeError(`${upstream.plugin === true ? 'backend' : 'upstream'} "${upstream.name}" is unavailable for model "${model}": ${said}`, [], 'upstream_unavailable')
 }
 
 /**
