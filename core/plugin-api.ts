@@ -38,3 +38,7 @@ export type { ModelName } from './model-name.js'
 // Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators`).
 export type { Authenticator, AuthGrant, AuthResult, Authenticators } from './authenticators.js'
 export type { Grant, KeyLimits, Scope } from './grant.js'
+
+// Call hooks: before, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
+export { HookFailedError } from './call-hooks.js'
+export type { CallHook, CallHooks, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'
