@@ -50,10 +50,12 @@ export class HookedCall {
   private cut = false
   private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
   private readonly reads: boolean
+  private readonly pieceHooks: readonly CallHook[]
 
   /** `streamed`: whether the client gets the answer streamed (the model's server may stream it either way). */
   constructor (private readonly context: CallContext, private readonly model: string, private readonly streamed: boolean) {
-    this.reads = context.hooks.of('piece').length > 0 || context.hooks.of('after').length > 0
+    this.pieceHooks = context.hooks.of('piece')
+    this.reads = this.pieceHooks.length > 0 || context.hooks.of('after').length > 0
   }
 
   /** `lease` with its endpoint going through the hooks. */
@@ -165,7 +167,7 @@ export class HookedCall {
     const request = this.request!
     for (const [index, slot] of slots.entries()) {
       const piece: CallPiece = { kind: slot.kind, text: slot.text, whole }
-      for (const hook of hooks.of('piece')) {
+      for (const hook of this.pieceHooks) {
         let verdict = hooks.run(hook, 'piece', log, () => hook.piece!(piece, request))
         if (verdict instanceof Promise) verdict = await verdict
         if (verdict === 'cut') return index

@@ -12,8 +12,13 @@ export async function relayEvents (path: string, events: AsyncGenerator<Record<s
   sink.open()
   let first = true
   let finished = false
+  // The last events written, enough of them for `tail`: made into it once, at the end (or on a failure).
+  let recent: Buffer[] = [progress.tail]
+  let recentBytes = progress.tail.length
   const write = async (bytes: Buffer, count: number): Promise<void> => {
-    progress.tail = Buffer.concat([progress.tail, bytes]).subarray(-progress.tailBytes)
+    recent.push(bytes)
+    recentBytes += bytes.length
+    if (recentBytes - recent[0]!.length >= progress.tailBytes) recentBytes -= recent.shift()!.length
     const headBytes = progress.headBytes ?? 0
     if (headBytes > 0 && (progress.head?.length ?? 0) < headBytes) progress.head = Buffer.concat([progress.head ?? EMPTY, bytes]).subarray(0, headBytes)
     const out = progress.rewrite === undefined ? bytes : progress.rewrite.push(bytes) ?? bytes
@@ -24,12 +29,17 @@ export async function relayEvents (path: string, events: AsyncGenerator<Record<s
     progress.onEvents?.(count)
     if (out.length > 0 && !sink.writeRaw(out)) await sink.drained()
   }
-  for await (const event of events) {
-    if (endsAnswer(path, event)) finished = true
-    await write(Buffer.from(sseEvent(path, event)), 1)
+  try {
+    for await (const event of events) {
+      if (endsAnswer(path, event)) finished = true
+      await write(Buffer.from(sseEvent(path, event)), 1)
+    }
+    const end = finished ? streamEnd(path) : ''
+    if (end !== '') await write(Buffer.from(end), 1)
+  } finally {
+    progress.tail = Buffer.concat(recent).subarray(-progress.tailBytes)
+    recent = []
   }
-  const end = finished ? streamEnd(path) : ''
-  if (end !== '') await write(Buffer.from(end), 1)
   const rest = progress.rewrite?.end()
   if (rest !== undefined && rest.length > 0) sink.writeRaw(rest)
 }

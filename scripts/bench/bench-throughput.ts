@@ -68,8 +68,8 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
     for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
     const rows: Array<{ setup: Setup } & LoadResult> = []
     // CPU of the two proxies in front of llama-server, per concurrency level (ms over all its repetitions).
-    const proxyCpu = async (): Promise<{ gateway: number, pipe: number }> => ({ gateway: (await procStat(gateway.child.pid!)).cpuMs, pipe: (await procStat(pipe.child.pid!)).cpuMs })
-    const cpuMs: Record<number, { gateway: number, pipe: number }> = {}
+    const proxyCpu = async (): Promise<{ gateway: number, pipe: number, plugin: number }> => ({ gateway: (await procStat(gateway.child.pid!)).cpuMs, pipe: (await procStat(pipe.child.pid!)).cpuMs, plugin: plugin !== null ? (await procStat(plugin.child.pid!)).cpuMs : 0 })
+    const cpuMs: Record<number, { gateway: number, pipe: number, plugin: number }> = {}
     for (const [index, concurrency] of o.levels.entries()) {
       const rounds = o.rounds[index] ?? o.rounds.at(-1)!
       const before = await proxyCpu()
@@ -81,7 +81,7 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
         }
       }
       const after = await proxyCpu()
-      cpuMs[concurrency] = { gateway: after.gateway - before.gateway, pipe: after.pipe - before.pipe }
+      cpuMs[concurrency] = { gateway: after.gateway - before.gateway, pipe: after.pipe - before.pipe, plugin: after.plugin - before.plugin }
     }
     const gatewayMemory = await procStat(gateway.child.pid!)
     const summary = o.levels.map((concurrency) => {
@@ -106,7 +106,10 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
         entry.ratio_vs_baseline = med('llamagate', 'aggregateTps') / med('baseline', 'aggregateTps')
         entry.baseline_added_ttft_p50_ms = med('baseline', 'ttftP50') - med('direct', 'ttftP50')
       }
-      if (plugin !== null) entry.plugin_vs_llamagate = med('plugin', 'aggregateTps') / med('llamagate', 'aggregateTps')
+      if (plugin !== null) {
+        entry.plugin_vs_llamagate = med('plugin', 'aggregateTps') / med('llamagate', 'aggregateTps')
+        entry.plugin_cpu_us_per_token = cpuMs[concurrency]!.plugin * 1000 / tokens('plugin')
+      }
       return entry
     })
     const [llamagateColdMs, routerColdMs] = await coldStarts([
@@ -159,7 +162,7 @@ function printTable (say: (line: string) => void, label: string, summary: Array<
       say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  llamagate/pipe ${row.ratio_vs_pipe.toFixed(3)}  pipe/direct ${row.pipe_vs_direct.toFixed(3)}`)
-    if (row.plugin_vs_llamagate !== undefined) say(`      with the plugin/without ${row.plugin_vs_llamagate.toFixed(3)}`)
+    if (row.plugin_vs_llamagate !== undefined) say(`      with the plugin/without ${row.plugin_vs_llamagate.toFixed(3)}  its gateway's CPU ${row.plugin_cpu_us_per_token.toFixed(0)} µs per token`)
     if (row.ratio_vs_baseline !== undefined) say(`      llamagate/baseline ${row.ratio_vs_baseline.toFixed(3)}  added TTFT p50: baseline ${row.baseline_added_ttft_p50_ms.toFixed(2)} ms`)
     say(`      added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token; the pipe's ${row.pipe_cpu_us_per_token.toFixed(0)})`)
   }
