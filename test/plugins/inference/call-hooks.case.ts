@@ -18,6 +18,8 @@ const FORCER = `export default async function forcer (app) {
   app.callHooks.add({
     name: 'forcer',
     before (request) {
+      // The key's grant comes with the request: its name, its scopes.
+      if (request.key !== 'config-1' || request.grant?.name !== 'config-1' || !request.grant.scopes.has('infer')) throw new Error('no grant')
       const text = input(request)
       if (text.includes('HOOK-THROW')) throw new Error('forcer broke')
       if (text.includes('HOOK-REJECT')) return Promise.reject(new Error('forcer rejected'))
@@ -38,6 +40,8 @@ const FORCER = `export default async function forcer (app) {
 }
 `
 
+const KEY = 'call-hooks-secret'
+
 const server = sharedServer(async () => {
   const dir = await projectDir(t)
   await installPlugin(dir, 'llamagate-plugin-guardrail', await exampleSource('guardrail-plugin.ts'))
@@ -49,6 +53,7 @@ const server = sharedServer(async () => {
     runtime: 'cpu',
     runtimes: { cpu: { bin: runtime.binDir } },
     limits: { hook_timeout: '300ms' },
+    auth: { api_keys: [KEY] },
     default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 4, ignore_eos: true },
     plugins: [
       { path: join(dir, 'forcer.mjs') },
@@ -88,7 +93,7 @@ function ask (surface: Surface, text: string, stream: boolean, tokens = 4): { pa
 async function send (surface: Surface, text: string, stream: boolean, tokens?: number): Promise<{ status: number, body: string }> {
   const { url } = await server()
   const { path, body } = ask(surface, text, stream, tokens)
-  const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body) })
+  const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${KEY}` }, body: JSON.stringify(body) })
   return { status: res.status, body: await res.text() }
 }
 
@@ -154,7 +159,7 @@ for (const stream of [false, true]) {
     const lines = (await readFile(audit, 'utf8')).split('\n').filter(Boolean).slice(before).map((l) => JSON.parse(l))
     t.equal(lines.length, SURFACES.length, 'one line a request')
     for (const [i, line] of lines.entries()) {
-      t.match(line, { model: 'acme/tiny', key: null, streamed: stream, cut: false, completion_tokens: 4 }, SURFACES[i]!)
+      t.match(line, { model: 'acme/tiny', key: 'config-1', streamed: stream, cut: false, completion_tokens: 4 }, SURFACES[i]!)
       t.ok(line.prompt_tokens > 0 && line.duration_ms >= 0, `${SURFACES[i]!}: prompt tokens and duration`)
     }
     t.same(lines.map((l) => l.surface), ['native', 'native', 'openai', 'openai', 'openai', 'anthropic'])
