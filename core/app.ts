@@ -15,6 +15,7 @@ import { builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
 import { allManifests } from './plugin-manifests.js'
 import { Surfaces } from './surfaces.js'
 import { Authenticators } from './authenticators.js'
+import { CallHooks } from './call-hooks.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -24,6 +25,8 @@ declare module 'fastify' {
     startupNotes: string[]
     /** The API surfaces the plugins registered: the label a path is counted by, the shape its errors take. */
     surfaces: Surfaces
+    /** Plugins' hooks on every inference call: before, each piece, after, failure (core/call-hooks.ts). */
+    callHooks: CallHooks
     /** The second address for Ollama's clients (`ollama_listen`), or null. */
     ollamaListener: OllamaListener | null
     /** The connection caps on both addresses; the security plugin tells it which connections showed a valid key. */
@@ -81,6 +84,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('startupNotes', [] as string[])
   app.decorate('surfaces', new Surfaces())
   app.decorate('authenticators', new Authenticators())
+  app.decorate('callHooks', new CallHooks(config.limits.hookTimeoutMs))
   installErrorHandling(app)
   installBodyTimeout(app, config.limits.bodyTimeoutMs)
   installConnectionCaps(app, config)

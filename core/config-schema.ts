@@ -62,7 +62,7 @@ export const ConfigSchema = Type.Object({
     header_timeout: Type.Union([Duration], { default: '15s', description: 'a connection whose request head has not arrived whole this long is answered 408 and closed' }),
     connections_per_client: Type.Integer({ minimum: 1, default: 256, description: 'open connections one client address may hold; the next is answered 503 and closed' }),
     unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),
-    hook_timeout: Type.Union([Duration], { default: '10s', description: 'a plugin\'s hook (an authenticator) that has not answered this long fails its request (5xx)' }),
+    hook_timeout: Type.Union([Duration], { default: '10s', description: 'a plugin\'s hook (an authenticator, a call hook) that has not answered this long fails its request (5xx)' }),
   }, { additionalProperties: false, default: {} }),
   runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
   build_gpu_runtime: Type.Boolean({ default: true, description: 'a GPU found with its toolkit but no llama.cpp build for it gets one built in the background at start' }),

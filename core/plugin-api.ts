@@ -47,3 +47,7 @@ export type { HttpErrors } from '@fastify/sensible'
 // Registries: a backend of one's own (`app.backends.add`), a model source answering pulls (`app.modelSources.add`).
 export type { BackendSpec, Backends } from './backends.js'
 export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from './model-sources.js'
+
+// Call hooks: before, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
+export { HookFailedError } from './call-hooks.js'
+export type { CallHook, CallHooks, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'

@@ -70,7 +70,7 @@ export interface CoreLimits {
   headerTimeoutMs: number,
   /** Open connections per client address; and, with API keys on, connections no valid key was shown on yet. */
   connectionsPerClient: number, unauthenticatedConnections: number,
-  /** How long a plugin's hook (an authenticator) may take before its request fails. */
+  /** How long a plugin's hook (an authenticator, a call hook: core/call-hooks.ts) may take before its request fails. */
   hookTimeoutMs: number,
 }
 

@@ -9,6 +9,7 @@ import { sessionOf } from './session-affinity.js'
 import { forcedAnswer, forcedChunks } from './forced-call.js'
 import { forcedCallFields, type ForcedCall } from './forced-call-schema.js'
 import { runLeased } from './run-leased.js'
+import { callContext } from './hooked-call.js'
 import { OPENAI_CHAT_FIELDS, runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
 
@@ -66,6 +67,7 @@ export async function runParsedChat (leases: LeaseSource, request: FastifyReques
     keepAlive,
     log: request.log,
     usage: request.usage,
+    call: callContext(request),
     affinity: () => conversationAffinity(chat.body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
     session: sessionOf(request.headers, request.body),

@@ -7,6 +7,7 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
 import { sessionOf } from './session-affinity.js'
 import { runLeased } from './run-leased.js'
+import { callContext } from './hooked-call.js'
 import { runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
 
@@ -63,6 +64,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     keepAlive,
     log: request.log,
     usage: request.usage,
+    call: callContext(request),
     affinity: () => conversationAffinity(body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
     session: sessionOf(request.headers, request.body),

@@ -3,6 +3,7 @@ import { parseKeepAlive } from '../../core/units.js'
 import type { Logger } from '../../core/logger.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
+import { CallReroute, HookedCall, type CallContext } from './hooked-call.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
 
@@ -37,6 +38,8 @@ export interface LeaseAsk {
   session?: string
   /** The request's usage record (`request.usage`), filled by its lease. */
   usage?: RequestUsage
+  /** The plugins' call hooks it goes through (hooked-call.ts `callContext`); null or absent: none registered. */
+  call?: CallContext | null
 }
 
 export interface LeasedRun<T> extends LeaseAsk {
@@ -84,14 +87,18 @@ function affinityOf (ask: LeaseAsk): Pick<AcquireRequest, 'affinity' | 'session'
  */
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
   // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
-  const model = leases.modelName(run.model)
+  let model = leases.modelName(run.model)
+  // Only where a plugin registered call hooks: the lease's endpoint then goes through them.
+  const call = run.call != null ? new HookedCall(run.call, model, run.stream !== null) : null
   // A stream that has waited two seconds says so, then every second (the scheduler's reportWait, wait-text.ts), before its first token.
   const stream = run.stream
   const request = acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined)
   let lease: Lease
   try {
     lease = await leases.acquire(model, request)
+    if (call !== null) lease = call.lease(lease)
   } catch (err) {
+    await call?.failed(err)
     // Progress opened the stream: the head is out, so the failure (a load that failed, a full queue) is its last event.
     if (stream === null || !stream.isOpen) throw err
     stream.fail(err)
@@ -102,12 +109,19 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
       try {
         return await run.work(lease)
       } catch (err) {
+        if (call !== null && err instanceof CallReroute) {
+          lease.release()
+          model = leases.modelName(err.model)
+          lease = call.lease(await leases.acquire(model, request))
+          continue
+        }
         const answering = (run.stream?.hasData ?? run.stream?.isOpen) === true
         // A stored model shared with upstreams, all of which failed before a byte of the answer: served here instead.
         if (!answering && !request.here && isUpstreamUnavailable(err) && leases.storedHere?.(model) === true) {
           lease.release()
           request.here = true
           lease = await leases.acquire(model, request)
+          if (call !== null) lease = call.lease(lease)
           continue
         }
         if (!(err instanceof ContextExceededError) || answering || attempt >= MAX_REFITS) throw err
@@ -115,6 +129,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
         if (fit.grown) {
           lease.release()
           lease = await leases.acquire(model, request)
+          if (call !== null) lease = call.lease(lease)
         } else if (!run.shorten?.(err)) {
           throw new ContextExceededError(err.promptTokens, fit.limit, fit.why)
         }
@@ -122,6 +137,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
     }
   } catch (err) {
     const reason = await upstreamFailure(lease, err)
+    await call?.failed(reason)
     if (run.stream === null) throw reason
     if (run.stream.isOpen) run.beforeErrorEvent?.()
     run.stream.fail(reason)

@@ -5,6 +5,7 @@ import { runtimeSampling } from '../../runtimes/index.js'
 import { conversationAffinity } from '../inference/conversation-affinity.js'
 import { sessionOf } from '../inference/session-affinity.js'
 import { runLeased } from '../inference/run-leased.js'
+import { callContext } from '../inference/hooked-call.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
 import { cachedTokens, doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
@@ -70,6 +71,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     keepAlive: run.keepAlive,
     log: request.log,
     usage: request.usage,
+    call: callContext(request),
     affinity: () => conversationAffinity(run.body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.
     session: sessionOf(request.headers, request.body),

@@ -8,6 +8,7 @@ import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { forcedChunks } from '../inference/forced-call.js'
 import { forcedCallFields } from '../inference/forced-call-schema.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
+import { callContext } from '../inference/hooked-call.js'
 import { checkSchemaBudget } from '../inference/schema-budget.js'
 import { systemPlacement } from '../inference/system-placement.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
@@ -66,6 +67,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     keepAlive: body.keep_alive,
     log: request.log,
     usage: request.usage,
+    call: callContext(request),
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,
     work: async (lease) => {

@@ -13,7 +13,7 @@ import { percentile } from '../stats.js'
  * against the router, in turns.
  */
 
-const SETUPS = ['direct', 'router', 'pipe', 'llamagate', 'baseline'] as const
+const SETUPS = ['direct', 'router', 'pipe', 'llamagate', 'baseline', 'plugin'] as const
 type Setup = (typeof SETUPS)[number]
 interface Target { setup: Setup, url: string, model: string }
 
@@ -34,6 +34,8 @@ export interface ThroughputOptions {
   cold: number
   /** Another built llamagate checkout, run as a fifth setup. */
   baseline?: string
+  /** A plugin (a file, or `noop`: call hooks that do nothing) loaded by this llamagate in a setup of its own. */
+  plugin?: string
   say: (line: string) => void
 }
 
@@ -51,19 +53,23 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
     children.push(gateway.child)
     const baseline = o.baseline !== undefined ? await startGateway(join(o.dir, 'baseline'), o.build, { [MODEL]: o.file }, o.shape, { root: resolve(o.baseline) }) : null
     if (baseline !== null) children.push(baseline.child)
+    const pluginFile = o.plugin === 'noop' ? join(import.meta.dirname, 'noop-hooks-plugin.js') : o.plugin !== undefined ? resolve(o.plugin) : null
+    const plugin = pluginFile !== null ? await startGateway(join(o.dir, 'plugin'), o.build, { [MODEL]: o.file }, o.shape, { extra: [`plugins:\n  - path: ${pluginFile}`] }) : null
+    if (plugin !== null) children.push(plugin.child)
     const targets: Target[] = [
       { setup: 'direct', url: direct.endpoint.address.baseUrl, model: MODEL },
       { setup: 'router', url: router.url, model: router.models[0]! },
       { setup: 'pipe', url: pipe.url, model: MODEL },
       { setup: 'llamagate', url: gateway.url, model: MODEL },
       ...(baseline !== null ? [{ setup: 'baseline' as const, url: baseline.url, model: MODEL }] : []),
+      ...(plugin !== null ? [{ setup: 'plugin' as const, url: plugin.url, model: MODEL }] : []),
     ]
     const targetOf = (setup: Setup): Target => targets.find((t) => t.setup === setup)!
     for (const target of targets) await runLoad(target.url, target.model, 2, 1, 8) // warm up (and load)
     const rows: Array<{ setup: Setup } & LoadResult> = []
     // CPU of the two proxies in front of llama-server, per concurrency level (ms over all its repetitions).
-    const proxyCpu = async (): Promise<{ gateway: number, pipe: number }> => ({ gateway: (await procStat(gateway.child.pid!)).cpuMs, pipe: (await procStat(pipe.child.pid!)).cpuMs })
-    const cpuMs: Record<number, { gateway: number, pipe: number }> = {}
+    const proxyCpu = async (): Promise<{ gateway: number, pipe: number, plugin: number }> => ({ gateway: (await procStat(gateway.child.pid!)).cpuMs, pipe: (await procStat(pipe.child.pid!)).cpuMs, plugin: plugin !== null ? (await procStat(plugin.child.pid!)).cpuMs : 0 })
+    const cpuMs: Record<number, { gateway: number, pipe: number, plugin: number }> = {}
     for (const [index, concurrency] of o.levels.entries()) {
       const rounds = o.rounds[index] ?? o.rounds.at(-1)!
       const before = await proxyCpu()
@@ -75,7 +81,7 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
         }
       }
       const after = await proxyCpu()
-      cpuMs[concurrency] = { gateway: after.gateway - before.gateway, pipe: after.pipe - before.pipe }
+      cpuMs[concurrency] = { gateway: after.gateway - before.gateway, pipe: after.pipe - before.pipe, plugin: after.plugin - before.plugin }
     }
     const gatewayMemory = await procStat(gateway.child.pid!)
     const summary = o.levels.map((concurrency) => {
@@ -99,6 +105,10 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
       if (baseline !== null) {
         entry.ratio_vs_baseline = med('llamagate', 'aggregateTps') / med('baseline', 'aggregateTps')
         entry.baseline_added_ttft_p50_ms = med('baseline', 'ttftP50') - med('direct', 'ttftP50')
+      }
+      if (plugin !== null) {
+        entry.plugin_vs_llamagate = med('plugin', 'aggregateTps') / med('llamagate', 'aggregateTps')
+        entry.plugin_cpu_us_per_token = cpuMs[concurrency]!.plugin * 1000 / tokens('plugin')
       }
       return entry
     })
@@ -152,6 +162,7 @@ function printTable (say: (line: string) => void, label: string, summary: Array<
       say(`${String(row.concurrency).padStart(4)}  ${setup.padEnd(10)} ${f(r.aggregate_tps)}  ${f(r.per_stream_tps)}  ${f(r.ttft_p50_ms, 2)}  ${f(r.ttft_p99_ms, 2)}${r.failed ? `  (${r.failed} failed)` : ''}${r.retried ? `  (${r.retried} resent after a closed connection)` : ''}`)
     }
     say(`      llamagate/direct ${row.ratio_vs_direct.toFixed(3)}  llamagate/router ${row.ratio_vs_router.toFixed(3)}  llamagate/pipe ${row.ratio_vs_pipe.toFixed(3)}  pipe/direct ${row.pipe_vs_direct.toFixed(3)}`)
+    if (row.plugin_vs_llamagate !== undefined) say(`      with the plugin/without ${row.plugin_vs_llamagate.toFixed(3)}  its gateway's CPU ${row.plugin_cpu_us_per_token.toFixed(0)} µs per token`)
     if (row.ratio_vs_baseline !== undefined) say(`      llamagate/baseline ${row.ratio_vs_baseline.toFixed(3)}  added TTFT p50: baseline ${row.baseline_added_ttft_p50_ms.toFixed(2)} ms`)
     say(`      added TTFT p50 ${row.added_ttft_p50_ms.toFixed(2)} ms  gateway CPU ${row.gateway_cpu_ms} ms (${row.gateway_cpu_us_per_token.toFixed(0)} µs per token; the pipe's ${row.pipe_cpu_us_per_token.toFixed(0)})`)
   }

@@ -45,7 +45,8 @@ import { writeTinyGguf } from '../fixtures/tiny-model.js'
  *   `--rounds N` each (medians); `--mixed-shape tiny|realistic`; `--gateway-limits 'min_residency: 0s'` (repeatable,
  *   '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
- * llamagate checkout to the throughput rotation; `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
+ * llamagate checkout to the throughput rotation, `--plugin FILE` this llamagate with that plugin loaded (`noop`: a call
+ * hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts); `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
  * llama-server's default), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
  * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
  * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; `--flash-attn on|off|auto` and
@@ -74,7 +75,7 @@ async function main (): Promise<void> {
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
       'tags-models': { type: 'string', default: '1000' },
       users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '1,5' },
-      'mixed-shape': { type: 'string', default: 'tiny' }, 'gateway-limits': { type: 'string', multiple: true },
+      'mixed-shape': { type: 'string', default: 'tiny' }, 'gateway-limits': { type: 'string', multiple: true }, plugin: { type: 'string' },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -131,7 +132,7 @@ async function main (): Promise<void> {
         models.push(await benchThroughput({
           build, file, label, dir: modelDir, shape: { ctxPerSlot: CTX_PER_SLOT, parallel: PARALLEL, ...(threads !== undefined ? { threads } : {}) },
           levels: values.concurrency.split(',').filter((c) => c !== '').map(Number), rounds: (values.rounds ?? '16,4,2').split(',').map(Number), reps, maxTokens, cold: Number(values.cold),
-          ...(values.baseline !== undefined ? { baseline: values.baseline } : {}), say,
+          ...(values.baseline !== undefined ? { baseline: values.baseline } : {}), ...(values.plugin !== undefined ? { plugin: values.plugin } : {}), say,
         }))
       }
       report.throughput = { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, models }

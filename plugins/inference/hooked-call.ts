@@ -1,0 +1,222 @@
+import type { FastifyRequest } from 'fastify'
+import type { CallHook, CallHooks, CallOutcome, CallPiece, CallRequest, HookLog } from '../../core/call-hooks.js'
+import type { Grant } from '../../core/grant.js'
+import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
+import type { Lease } from '../leases/lease.js'
+import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, wholePieces, type PieceSlot } from './answer-pieces.js'
+import { relayEvents } from './relay-events.js'
+
+type Json = Record<string, any>
+
+/** Who a call is, for its hooks: made by `callContext` only when some plugin registered call hooks. */
+export interface CallContext {
+  hooks: CallHooks
+  surface: string
+  route: string
+  key: string | null
+  grant: Grant | null
+  log: HookLog
+}
+
+/** The request's call context, or null when no plugin registered call hooks (its path then costs nothing more). */
+export function callContext (request: FastifyRequest): CallContext | null {
+  const hooks = request.server.callHooks
+  if (hooks.empty) return null
+  const { surfaces } = request.server
+  return { hooks, surface: surfaces.labelOf(request.url), route: request.url.split('?', 1)[0]!, key: request.grant?.name ?? null, grant: request.grant ?? null, log: request.log }
+}
+
+/** A `before` hook named another model: runLeased takes a lease on that one and runs the request again there. */
+export class CallReroute extends Error {
+  constructor (readonly model: string) { super(`routed to ${model}`) }
+}
+
+const NORMALIZED = ['messages', 'system', 'prompt', 'tools'] as const
+const KEPT = new Set(['model', 'stream', 'stream_options', ...NORMALIZED])
+
+/**
+ * One inference request's call hooks, where every surface meets its model's server: the lease's endpoint, wrapped.
+ * What it sends on a generating path is shown to `before` hooks as a CallRequest and rewritten as they leave it;
+ * what comes back, streamed events or a whole answer, passes each `piece` hook; then `after`, or on error `failure`.
+ */
+export class HookedCall {
+  private request: CallRequest | null = null
+  /** The `before` hooks' changes, kept to apply again without them (a rerun on a larger context, another model). */
+  private edits: ((body: Json) => Json) | null = null
+  private readonly started = performance.now()
+  private firstPieceMs: number | null = null
+  private text = ''
+  private reasoning = ''
+  private cut = false
+  private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
+  private readonly reads: boolean
+  private readonly pieceHooks: readonly CallHook[]
+
+  /** `streamed`: whether the client gets the answer streamed (the model's server may stream it either way). */
+  constructor (private readonly context: CallContext, private readonly model: string, private readonly streamed: boolean) {
+    this.pieceHooks = context.hooks.of('piece')
+    this.reads = this.pieceHooks.length > 0 || context.hooks.of('after').length > 0
+  }
+
+  /** `lease` with its endpoint going through the hooks. */
+  lease (lease: Lease): Lease {
+    const inner = lease.endpoint
+    const endpoint: ModelEndpoint = {
+      post: async (path, body, signal) => {
+        if (!GENERATING_PATHS.has(path)) return inner.post(path, body, signal)
+        const text = await inner.post(path, await this.before(body as Json), signal)
+        return this.reads ? JSON.stringify(await this.whole(path, JSON.parse(text) as Json)) : text
+      },
+      postJson: async <T>(path: string, body: unknown, signal: AbortSignal) => {
+        if (!GENERATING_PATHS.has(path)) return inner.postJson<T>(path, body, signal)
+        const answer = await inner.postJson<T>(path, await this.before(body as Json), signal)
+        return this.reads ? await this.whole(path, answer as Json) as T : answer
+      },
+      events: async (path, body, signal) => {
+        if (!GENERATING_PATHS.has(path)) return inner.events(path, body, signal)
+        const events = await inner.events(path, await this.before(body as Json), signal)
+        return this.reads ? this.stream(path, events as AsyncGenerator<Json>) : events
+      },
+      relay: async (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal) => {
+        if (!GENERATING_PATHS.has(path)) return inner.relay(path, payload, sink, progress, signal)
+        const body = await this.before(JSON.parse(payload) as Json)
+        // Without a hook that reads the answer, its bytes go as they come.
+        if (!this.reads) return inner.relay(path, JSON.stringify(body), sink, progress, signal)
+        return relayEvents(path, this.stream(path, await inner.events(path, body, signal) as AsyncGenerator<Json>), sink, progress)
+      },
+    }
+    return { ...lease, endpoint }
+  }
+
+  /** Tells the `failure` hooks; what they throw is logged (by the hooks' runner), never answered. */
+  async failed (error: unknown): Promise<void> {
+    const request = this.request ?? { surface: this.context.surface, route: this.context.route, model: this.model, options: {}, key: this.context.key, grant: this.context.grant }
+    for (const hook of this.context.hooks.of('failure')) {
+      try {
+        await this.context.hooks.run(hook, 'failure', this.context.log, () => hook.failure!(error, request))
+      } catch {}
+    }
+  }
+
+  /** The body the `before` hooks leave; the first time, they run (and may route the request elsewhere). */
+  private async before (body: Json): Promise<Json> {
+    if (this.edits !== null) return this.edits(body)
+    const { hooks, log } = this.context
+    const request = this.normalized(body)
+    this.request = request
+    const seen = snapshot(request)
+    for (const hook of hooks.of('before')) await hooks.run(hook, 'before', log, () => hook.before!(request))
+    this.edits = editsOf(seen, request)
+    if (request.model !== body.model) throw new CallReroute(request.model)
+    return this.edits(body)
+  }
+
+  private normalized (body: Json): CallRequest {
+    const options: Json = {}
+    for (const [field, value] of Object.entries(body)) if (!KEPT.has(field)) options[field] = value
+    const request: CallRequest = { surface: this.context.surface, route: this.context.route, model: body.model ?? this.model, options, key: this.context.key, grant: this.context.grant }
+    for (const field of NORMALIZED) if (body[field] !== undefined) request[field] = body[field]
+    return request
+  }
+
+  private async * stream (path: string, events: AsyncGenerator<Json>): AsyncGenerator<Json> {
+    let last: Json | null = null
+    let open: number | null = null
+    let sent = 0
+    let finished = false
+    for await (const event of events) {
+      if (event.error !== undefined) {
+        yield event
+        continue
+      }
+      readUsage(event, this.usage)
+      if (event.type === 'content_block_start') open = event.index
+      else if (event.type === 'content_block_stop') open = null
+      if (await this.pieces(eventPieces(path, event), false) !== -1) {
+        this.cut = true
+        // Closing the runtime's answer stops its generation.
+        await events.return(undefined)
+        yield * cutEvents(path, last, open, sent)
+        finished = true
+        break
+      }
+      if (endsAnswer(path, event)) finished = true
+      sent++
+      last = event
+      yield event
+    }
+    if (finished) await this.after()
+  }
+
+  private async whole (path: string, answer: Json): Promise<Json> {
+    readUsage(answer, this.usage)
+    const slots = wholePieces(path, answer)
+    const cutAt = await this.pieces(slots, true)
+    if (cutAt !== -1) {
+      this.cut = true
+      // The piece it cut at and those after it are left out.
+      for (const slot of slots.slice(cutAt)) slot.set('')
+    }
+    await this.after()
+    return answer
+  }
+
+  /** Each slot through every `piece` hook, in order: the index of the one a hook cut at (it is not sent), or -1. */
+  private async pieces (slots: PieceSlot[], whole: boolean): Promise<number> {
+    const { hooks, log } = this.context
+    const request = this.request!
+    for (const [index, slot] of slots.entries()) {
+      const piece: CallPiece = { kind: slot.kind, text: slot.text, whole }
+      for (const hook of this.pieceHooks) {
+        let verdict = hooks.run(hook, 'piece', log, () => hook.piece!(piece, request))
+        if (verdict instanceof Promise) verdict = await verdict
+        if (verdict === 'cut') return index
+      }
+      if (piece.text !== slot.text) slot.set(piece.text)
+      this.firstPieceMs ??= performance.now() - this.started
+      if (piece.kind === 'text') this.text += piece.text
+      else if (piece.kind === 'reasoning') this.reasoning += piece.text
+    }
+    return -1
+  }
+
+  private async after (): Promise<void> {
+    const { hooks, log } = this.context
+    const outcome: CallOutcome = {
+      request: this.request!, text: this.text, reasoning: this.reasoning, usage: { ...this.usage },
+      timings: { durationMs: performance.now() - this.started, firstPieceMs: this.firstPieceMs }, streamed: this.streamed, cut: this.cut,
+    }
+    for (const hook of hooks.of('after')) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
+  }
+}
+
+/** What the `before` hooks may change, as text: a hook may edit in place (a message's content) or replace. */
+function snapshot (request: CallRequest): Record<string, string> {
+  const seen: Record<string, string> = { model: request.model }
+  for (const field of NORMALIZED) seen[field] = JSON.stringify(request[field])
+  for (const [option, value] of Object.entries(request.options)) seen[`options.${option}`] = JSON.stringify(value)
+  return seen
+}
+
+/** The changes from `seen` to `request`, as a function that makes them to a body. */
+function editsOf (seen: Record<string, string>, request: CallRequest): (body: Json) => Json {
+  const set: Json = {}
+  const dropped: string[] = []
+  for (const field of NORMALIZED) {
+    if (JSON.stringify(request[field]) === seen[field]) continue
+    if (request[field] === undefined) dropped.push(field)
+    else set[field] = request[field]
+  }
+  for (const [option, value] of Object.entries(request.options)) {
+    if (JSON.stringify(value) !== seen[`options.${option}`]) set[option] = value
+  }
+  for (const key of Object.keys(seen)) {
+    if (key.startsWith('options.') && !(key.slice(8) in request.options)) dropped.push(key.slice(8))
+  }
+  if (dropped.length === 0 && Object.keys(set).length === 0) return (body) => body
+  return (body) => {
+    const edited = { ...body, ...set }
+    for (const field of dropped) delete edited[field]
+    return edited
+  }
+}

@@ -1,0 +1,214 @@
+import { readFile, writeFile } from 'node:fs/promises'
+import { join } from 'node:path'
+import t from 'tap'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
+import { buildTestApp, testConfig, tempDir } from '../../helpers/app.js'
+import { exampleSource, installPlugin, projectDir, typeCheck } from '../../helpers/example-plugin.js'
+import { sharedServer } from '../../helpers/inference.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+
+// Call hooks on every inference surface, through the two example plugins (docs/examples/guardrail-plugin.ts and
+// audit-plugin.ts) compiled and installed as packages beside config.yaml, loaded by name. A random-weights model
+// never writes a card number: a plugin of the test's, listed first, makes its pieces say one (and cuts, throws,
+// rejects, hangs or routes on a word of the prompt).
+
+const FORCER = `export default async function forcer (app) {
+  const counts = new WeakMap()
+  const input = (request) => JSON.stringify([request.messages, request.system, request.prompt])
+  app.callHooks.add({
+    name: 'forcer',
+    before (request) {
+      // The key's grant comes with the request: its name, its scopes.
+      if (request.key !== 'config-1' || request.grant?.name !== 'config-1' || !request.grant.scopes.has('infer')) throw new Error('no grant')
+      const text = input(request)
+      if (text.includes('HOOK-THROW')) throw new Error('forcer broke')
+      if (text.includes('HOOK-REJECT')) return Promise.reject(new Error('forcer rejected'))
+      if (text.includes('HOOK-HANG')) return new Promise(() => {})
+      if (text.includes('ROUTE-OTHER')) request.model = 'acme/other'
+    },
+    piece (piece, request) {
+      const text = input(request)
+      if (text.includes('PIECE-THROW')) throw new Error('a piece broke it')
+      if (text.includes('CARD') && piece.kind === 'text') piece.text = 'pay 4111 1111 1111 1111 now. '
+      if (text.includes('CUT')) {
+        const n = counts.get(request) ?? 0
+        counts.set(request, n + 1)
+        if (piece.whole || n === 2) return 'cut'
+      }
+    },
+  })
+}
+`
+
+const KEY = 'call-hooks-secret'
+
+const server = sharedServer(async () => {
+  const dir = await projectDir(t)
+  await installPlugin(dir, 'llamagate-plugin-guardrail', await exampleSource('guardrail-plugin.ts'))
+  await installPlugin(dir, 'llamagate-plugin-audit', await exampleSource('audit-plugin.ts'))
+  await writeFile(join(dir, 'forcer.mjs'), FORCER)
+  const audit = join(dir, 'audit.jsonl')
+  const runtime = await cpuRuntime()
+  const config = await testConfig(t, {
+    runtime: 'cpu',
+    runtimes: { cpu: { bin: runtime.binDir } },
+    limits: { hook_timeout: '300ms' },
+    auth: { api_keys: [KEY] },
+    default_options: { num_ctx: 512, num_parallel: 2, max_tokens: 4, ignore_eos: true },
+    plugins: [
+      { path: join(dir, 'forcer.mjs') },
+      { path: 'llamagate-plugin-guardrail', options: { banned: ['classified'], redaction: '[card]' } },
+      { path: 'llamagate-plugin-audit', options: { file: audit } },
+    ],
+  })
+  // As loaded from a config.yaml in `dir`: packages resolve beside it.
+  const app = await buildTestApp({ ...config, configFile: join(dir, 'config.yaml') })
+  t.teardown(() => app.close())
+  let seed = 1
+  for (const name of ['acme/tiny', 'acme/other']) {
+    const file = join(dir, `${name.replace('/', '--')}.gguf`)
+    await writeTinyGguf({ file, seed: seed++, name })
+    await app.store.import(name, file)
+  }
+  return { url: await app.listen({ host: '127.0.0.1', port: 0 }), audit }
+})
+
+type Surface = 'native chat' | 'native generate' | 'openai chat' | 'openai completions' | 'openai responses' | 'anthropic'
+const SURFACES: Surface[] = ['native chat', 'native generate', 'openai chat', 'openai completions', 'openai responses', 'anthropic']
+
+/** A request of `surface` saying `text`, for `tokens` tokens. */
+function ask (surface: Surface, text: string, stream: boolean, tokens = 4): { path: string, body: object } {
+  const model = 'acme/tiny'
+  const messages = [{ role: 'user', content: text }]
+  switch (surface) {
+    case 'native chat': return { path: '/api/chat', body: { model, messages, stream, options: { num_predict: tokens } } }
+    case 'native generate': return { path: '/api/generate', body: { model, prompt: text, stream, options: { num_predict: tokens } } }
+    case 'openai chat': return { path: '/v1/chat/completions', body: { model, messages, stream, max_tokens: tokens } }
+    case 'openai completions': return { path: '/v1/completions', body: { model, prompt: text, stream, max_tokens: tokens } }
+    case 'openai responses': return { path: '/v1/responses', body: { model, input: text, stream, max_output_tokens: tokens } }
+    case 'anthropic': return { path: '/v1/messages', body: { model, messages, stream, max_tokens: tokens } }
+  }
+}
+
+async function send (surface: Surface, text: string, stream: boolean, tokens?: number): Promise<{ status: number, body: string }> {
+  const { url } = await server()
+  const { path, body } = ask(surface, text, stream, tokens)
+  const res = await fetch(url + path, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream', authorization: `Bearer ${KEY}` }, body: JSON.stringify(body) })
+  return { status: res.status, body: await res.text() }
+}
+
+/** How a surface's answer says it finished, streamed (its last events) or whole. */
+const FINISHED: Record<Surface, RegExp> = {
+  'native chat': /"done":true/,
+  'native generate': /"done":true/,
+  'openai chat': /"finish_reason":"(stop|length)"/,
+  'openai completions': /"finish_reason":"(stop|length)"/,
+  'openai responses': /"status":"(completed|incomplete)"/,
+  anthropic: /"stop_reason":"(end_turn|max_tokens)"/,
+}
+const STREAM_END: Record<Surface, RegExp> = {
+  'native chat': /"done":true[^\n]*\n+$/,
+  'native generate': /"done":true[^\n]*\n+$/,
+  'openai chat': /data: \[DONE\]\n\n$/,
+  'openai completions': /data: \[DONE\]\n\n$/,
+  'openai responses': /event: response\.(completed|incomplete)\n[^\n]*\n\n$/,
+  anthropic: /event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/,
+}
+
+/** The message of an error answer in the surface's shape, or null when it is not in that shape. */
+function errorMessage (surface: Surface, body: string): string | null {
+  const json = JSON.parse(body)
+  if (surface.startsWith('native')) return typeof json.error === 'string' ? json.error : null
+  if (surface === 'anthropic') return json.type === 'error' && typeof json.error?.message === 'string' ? json.error.message : null
+  return typeof json.error?.message === 'string' && typeof json.error.type === 'string' ? json.error.message : null
+}
+
+t.test('the examples type-check against the published types', async (t) => {
+  const dir = await projectDir(t)
+  const errors = await typeCheck(dir, {
+    'guardrail.ts': await exampleSource('guardrail-plugin.ts'),
+    'audit.ts': await exampleSource('audit-plugin.ts'),
+    // A piece hook that answers what the API does not take must not type-check.
+    'bad.ts': "import type { CallHook } from 'llamagate/plugin'\nexport const hook: CallHook = { name: 'x', piece: () => 'stop' }\n",
+  })
+  t.same(errors.filter((line) => !line.startsWith('bad.ts')), [], 'no type error in the examples')
+  t.equal(errors.length, 1, 'the wrong piece verdict is one')
+})
+
+for (const stream of [false, true]) {
+  const how = stream ? 'streamed' : 'whole'
+  t.test(`${how}: a banned word is refused in each surface's shape`, async (t) => {
+    for (const surface of SURFACES) {
+      const { status, body } = await send(surface, 'tell me the classified plans', stream)
+      t.equal(status, 403, surface)
+      t.match(errorMessage(surface, body), /the request names "classified"/, surface)
+    }
+  })
+
+  t.test(`${how}: a card number in the answer is redacted on every surface, and each request audited`, async (t) => {
+    const { audit } = await server()
+    const before = (await readFile(audit, 'utf8').catch(() => '')).split('\n').filter(Boolean).length
+    for (const surface of SURFACES) {
+      const { status, body } = await send(surface, `say a CARD number ${surface}`, stream)
+      t.equal(status, 200, surface)
+      t.notMatch(body, /4111/, `${surface}: no card number went out`)
+      t.match(body, /pay \[card\] now/, `${surface}: redacted`)
+      t.match(body, FINISHED[surface], `${surface}: finished`)
+      if (stream) t.match(body, STREAM_END[surface], `${surface}: the stream ended as it does`)
+    }
+    const lines = (await readFile(audit, 'utf8')).split('\n').filter(Boolean).slice(before).map((l) => JSON.parse(l))
+    t.equal(lines.length, SURFACES.length, 'one line a request')
+    for (const [i, line] of lines.entries()) {
+      t.match(line, { model: 'acme/tiny', key: 'config-1', streamed: stream, cut: false, completion_tokens: 4 }, SURFACES[i]!)
+      t.ok(line.prompt_tokens > 0 && line.duration_ms >= 0, `${SURFACES[i]!}: prompt tokens and duration`)
+    }
+    t.same(lines.map((l) => l.surface), ['native', 'native', 'openai', 'openai', 'openai', 'anthropic'])
+  })
+
+  t.test(`${how}: a piece hook that cuts the answer ends it as each surface ends a finished one`, async (t) => {
+    for (const surface of SURFACES) {
+      const { status, body } = await send(surface, `CUT it short ${surface}`, stream, 8)
+      t.equal(status, 200, surface)
+      t.match(body, FINISHED[surface], `${surface}: finished`)
+      t.notMatch(body, /"error":[{"]|"type":"error"|event: error/, `${surface}: no error`)
+      if (stream) t.match(body, STREAM_END[surface], `${surface}: the stream ended as it does`)
+    }
+    const { audit } = await server()
+    const lines = (await readFile(audit, 'utf8')).split('\n').filter(Boolean).slice(-SURFACES.length).map((l) => JSON.parse(l))
+    t.ok(lines.every((l) => l.cut === true), 'audited as cut')
+  })
+}
+
+t.test('a before hook that throws, rejects or hangs fails only its request, in its surface\'s shape', async (t) => {
+  for (const [surface, word] of [['native chat', 'HOOK-THROW'], ['openai chat', 'HOOK-REJECT'], ['anthropic', 'HOOK-HANG']] as const) {
+    for (const stream of [false, true]) {
+      const { status, body } = await send(surface, `${word} please`, stream)
+      t.equal(status, 500, `${surface} ${word}`)
+      t.match(errorMessage(surface, body), /the plugin "forcer" failed in its before hook/)
+    }
+    t.equal((await send(surface, 'fine', false)).status, 200, 'the next request is answered')
+  }
+  const { audit } = await server()
+  t.match(await readFile(audit, 'utf8'), /"error":"the plugin \\"forcer\\" failed in its before hook/, 'the failure hook heard of it')
+})
+
+t.test('a piece hook that throws mid-stream ends the open stream with an error event', async (t) => {
+  const { status, body } = await send('openai chat', 'PIECE-THROW', true)
+  t.equal(status, 200)
+  t.match(body, /the plugin \\?"forcer\\?" failed in its piece hook/)
+  const whole = await send('anthropic', 'PIECE-THROW', false)
+  t.equal(whole.status, 500)
+})
+
+t.test('a before hook routes a request to another model', async (t) => {
+  const { status, body } = await send('openai chat', 'ROUTE-OTHER', false)
+  t.equal(status, 200)
+  t.equal(JSON.parse(body).model, 'acme/other')
+})
+
+t.test('with no hook registered the gateway has none to run', async (t) => {
+  const dir = await tempDir(t)
+  const app = await buildTestApp(await testConfig(t, { data_dir: dir }))
+  t.teardown(() => app.close())
+  t.equal(app.callHooks.empty, true)
+})
