@@ -8,7 +8,7 @@ import { loadConfig } from '../../core/config.js'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { PluginLoadError } from '../../core/plugin-loader.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
-import { exampleSource, installPlugin, projectDir, typeCheck } from '../helpers/example-plugin.js'
+import { exampleSource, installPlugin, projectDir } from '../helpers/example-plugin.js'
 
 // The greeting example's own test, on llamagate/testing.
 const EXAMPLE_TEST = join(PACKAGE_ROOT, 'docs/examples/greeting-plugin.test.ts')
@@ -22,23 +22,6 @@ async function start (dir: string, plugins: string, dataDir = dir): Promise<Awai
   await writeFile(join(dir, 'config.yaml'), `data_dir: ${dataDir}\nlog_level: silent\nplugins:\n${plugins}`)
   return buildTestApp(loadConfig({ config: join(dir, 'config.yaml') }, { LLAMAGATE_OLLAMA_LISTEN: 'off' }))
 }
-
-t.test('a TypeScript plugin type-checks against the published types; a wrong use of them does not', async (t) => {
-  const dir = await projectDir(t)
-  const example = await exampleSource('greeting-plugin.ts')
-  // Two mistakes the types must catch: an option used as what its schema says it is not, a decorator's method
-  // that does not exist.
-  const errors = await typeCheck(dir, {
-    'good.ts': example,
-    'good.test.ts': await readFile(EXAMPLE_TEST, 'utf8'),
-    'bad.ts': example.replace('`${options.greeting}, ', '`${options.greeting.toFixed(1)}, ')
-      .replace('app.store.list().length', 'app.store.listAll().length'),
-  })
-  t.same(errors.filter((line) => !line.startsWith('bad.ts')), [], 'the example has no type error')
-  t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS\d+: Property 'toFixed' does not exist on type 'string'/)
-  t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2339: Property 'listAll' does not exist on type 'ModelStore'/)
-  t.equal(errors.length, 2)
-})
 
 t.test('a plugin package installed beside config.yaml loads by name, with its options checked and defaulted', async (t) => {
   const dir = await projectDir(t)

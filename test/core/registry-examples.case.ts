@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify'
 import { loadConfig } from '../../core/config.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
-import { exampleSource, installPlugin, projectDir, typeCheck } from '../helpers/example-plugin.js'
+import { exampleSource, installPlugin, projectDir } from '../helpers/example-plugin.js'
 import { sharedServer } from '../helpers/inference.js'
 import { runCliHere } from '../helpers/serve-process.js'
 import { cpuRuntime } from '../helpers/runtime.js'
@@ -71,21 +71,6 @@ const SURFACES: Array<[string, Record<string, unknown>]> = [
 async function ask (app: FastifyInstance, url: string, body: Record<string, unknown>): Promise<Awaited<ReturnType<typeof app.inject>>> {
   return await app.inject({ method: 'POST', url, payload: body })
 }
-
-t.test('both examples type-check against the published types, in one tsc run; a wrong use of the registries does not', async (t) => {
-  const dir = await projectDir(t)
-  const folder = await exampleSource(FOLDER)
-  const errors = await typeCheck(dir, {
-    'echo.ts': await exampleSource(ECHO),
-    'folder.ts': folder,
-    'bad.ts': folder.replace('return to\n', 'return { file: to }\n')
-      .replace("import { definePlugin, ModelNotFoundError, Type } from 'llamagate/plugin'", "import { definePlugin, ModelNotFoundError, Type, type BackendSpec } from 'llamagate/plugin'\nexport const wrong: BackendSpec = { name: 'x', models: () => 5, fetch: async () => new Response('') }"),
-  })
-  t.same(errors.filter((line) => !line.startsWith('bad.ts')), [], 'the examples have no type error')
-  t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2322: Type '.*Promise<\{ file: string; \}>' is not assignable to type '\(model: string, context: PullContext\) => Promise<string>'/)
-  t.match(errors.join('\n'), /bad\.ts\(\d+,\d+\): error TS2322: Type 'number' is not assignable to type 'readonly string\[\]'/)
-  t.equal(errors.length, 2, errors.join('\n'))
-})
 
 t.test('the echo backend answers on every inference surface, whole and streamed, and is listed', async (t) => {
   const { app } = await gateway()
