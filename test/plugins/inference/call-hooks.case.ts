@@ -218,13 +218,6 @@ t.test('a before hook routes a request to another model', async (t) => {
   t.equal(JSON.parse(body).model, 'acme/other')
 })
 
-t.test('with no hook registered the gateway has none to run', async (t) => {
-  const dir = await tempDir(t)
-  const app = await buildTestApp(await testConfig(t, { data_dir: dir }))
-  t.teardown(() => app.close())
-  t.equal(app.callHooks.empty, true)
-})
-
 // Alongside hooks: moderation that runs while the model answers and may cancel it.
 const MODERATED: Surface[] = ['native chat', 'openai chat', 'anthropic']
 
@@ -265,4 +258,12 @@ t.test('an alongside hook that hangs is cut by limits.hook_timeout: its request 
   t.match(lastEventError('anthropic', streamed.body), /the plugin "forcer" failed in its alongside hook/)
   t.notMatch(streamed.body, FINISHED.anthropic, 'not said finished')
   t.equal((await send('native chat', 'fine', false)).status, 200, 'the next request is answered')
+})
+
+// Last: after a second gateway started and closed here, the shared one's runtime was seen to stop answering.
+t.test('with no hook registered the gateway has none to run', async (t) => {
+  const dir = await tempDir(t)
+  const app = await buildTestApp(await testConfig(t, { data_dir: dir }))
+  t.teardown(() => app.close())
+  t.equal(app.callHooks.empty, true)
 })
