@@ -65,6 +65,13 @@ export interface CallHook {
   name: string
   /** Before the model's server is asked: may rewrite `request` in place, route it (`request.model`), or refuse it. */
   before?(request: CallRequest): void | Promise<void>
+  /**
+   * Started once the `before` hooks left the request, run while the model answers (moderation by a slow classifier,
+   * a budget check elsewhere). Throwing or rejecting with a refusal (a 4xx) cancels the call: the model's server is
+   * told to stop and the client gets the refusal. An answer that finished first waits for it (bounded by
+   * limits.hook_timeout) before it is returned or its stream ends. `signal` aborts when the call ends or is cancelled.
+   */
+  alongside?(request: Readonly<CallRequest>, signal: AbortSignal): void | Promise<void>
   /** Each piece of the answer, streamed or whole, in order: may read it, set its `text`, or cut the answer there. */
   piece?(piece: CallPiece, request: Readonly<CallRequest>): PieceVerdict | Promise<PieceVerdict>
   /** Once the answer went out whole: audit, billing. */
@@ -73,7 +80,7 @@ export interface CallHook {
   failure?(error: unknown, request: Readonly<CallRequest>): void | Promise<void>
 }
 
-export type CallPhase = 'before' | 'piece' | 'after' | 'failure'
+export type CallPhase = 'before' | 'alongside' | 'piece' | 'after' | 'failure'
 
 /** A hook that threw, rejected or hung: its request fails with this 500 (the cause is in the log). */
 export class HookFailedError extends GatewayError {
@@ -98,7 +105,7 @@ export class CallHooks {
   /** Adds a plugin's hooks; they run after those added before them. */
   add (hook: CallHook): void {
     if (typeof hook?.name !== 'string' || hook.name === '') throw new TypeError('a call hook needs the name of its plugin')
-    for (const phase of ['before', 'piece', 'after', 'failure'] as const) {
+    for (const phase of ['before', 'alongside', 'piece', 'after', 'failure'] as const) {
       if (hook[phase] !== undefined && typeof hook[phase] !== 'function') throw new TypeError(`call hook "${hook.name}": ${phase} must be a function`)
     }
     this.hooks = [...this.hooks, hook]

@@ -76,6 +76,11 @@ export function endsAnswer (path: string, event: Json): boolean {
   return typeof event.choices?.[0]?.finish_reason === 'string'
 }
 
+/** Whether an event tells the client the answer finished: the end, or Anthropic's message_delta that says why before it. */
+export function saysFinished (path: string, event: Json): boolean {
+  return endsAnswer(path, event) || (path === '/v1/messages' && event.type === 'message_delta')
+}
+
 /**
  * The events that end an answer a hook cut, in the path's own shape, as if the model had stopped there: each surface
  * then closes its answer as it does a finished one. `last`: the last event that went out; `open`: Anthropic's content

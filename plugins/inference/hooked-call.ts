@@ -2,8 +2,10 @@ import type { FastifyRequest } from 'fastify'
 import type { CallHook, CallHooks, CallOutcome, CallPiece, CallRequest, HookLog } from '../../core/call-hooks.js'
 import type { Grant } from '../../core/grant.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
+import { linkedSignal } from '../../core/linked-signal.js'
 import type { Lease } from '../leases/lease.js'
-import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, wholePieces, type PieceSlot } from './answer-pieces.js'
+import { AlongsideHooks } from './alongside-hooks.js'
+import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, saysFinished, wholePieces, type PieceSlot } from './answer-pieces.js'
 import { relayEvents } from './relay-events.js'
 
 type Json = Record<string, any>
@@ -37,7 +39,9 @@ const KEPT = new Set(['model', 'stream', 'stream_options', ...NORMALIZED])
 /**
  * One inference request's call hooks, where every surface meets its model's server: the lease's endpoint, wrapped.
  * What it sends on a generating path is shown to `before` hooks as a CallRequest and rewritten as they leave it;
- * what comes back, streamed events or a whole answer, passes each `piece` hook; then `after`, or on error `failure`.
+ * `alongside` hooks run meanwhile and may cancel the call (alongside-hooks.ts): the lease's signal then aborts with
+ * their refusal, which stops the model's server and is what the call fails with; a finished answer waits for them.
+ * What comes back, streamed events or a whole answer, passes each `piece` hook; then `after`, or on error `failure`.
  */
 export class HookedCall {
   private request: CallRequest | null = null
@@ -51,11 +55,15 @@ export class HookedCall {
   private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
   private readonly reads: boolean
   private readonly pieceHooks: readonly CallHook[]
+  private readonly alongside: AlongsideHooks | null
 
   /** `streamed`: whether the client gets the answer streamed (the model's server may stream it either way). */
   constructor (private readonly context: CallContext, private readonly model: string, private readonly streamed: boolean) {
     this.pieceHooks = context.hooks.of('piece')
-    this.reads = this.pieceHooks.length > 0 || context.hooks.of('after').length > 0
+    const alongside = context.hooks.of('alongside')
+    this.alongside = alongside.length > 0 ? new AlongsideHooks(context.hooks, alongside, context.log) : null
+    // Alongside hooks read the answer too: its end is held back until they settled.
+    this.reads = this.pieceHooks.length > 0 || context.hooks.of('after').length > 0 || this.alongside !== null
   }
 
   /** `lease` with its endpoint going through the hooks. */
@@ -64,17 +72,17 @@ export class HookedCall {
     const endpoint: ModelEndpoint = {
       post: async (path, body, signal) => {
         if (!GENERATING_PATHS.has(path)) return inner.post(path, body, signal)
-        const text = await inner.post(path, await this.before(body as Json), signal)
+        const text = await inner.post(path, await this.before(body as Json), signal).catch(this.refused)
         return this.reads ? JSON.stringify(await this.whole(path, JSON.parse(text) as Json)) : text
       },
       postJson: async <T>(path: string, body: unknown, signal: AbortSignal) => {
         if (!GENERATING_PATHS.has(path)) return inner.postJson<T>(path, body, signal)
-        const answer = await inner.postJson<T>(path, await this.before(body as Json), signal)
+        const answer = await inner.postJson<T>(path, await this.before(body as Json), signal).catch(this.refused)
         return this.reads ? await this.whole(path, answer as Json) as T : answer
       },
       events: async (path, body, signal) => {
         if (!GENERATING_PATHS.has(path)) return inner.events(path, body, signal)
-        const events = await inner.events(path, await this.before(body as Json), signal)
+        const events = await inner.events(path, await this.before(body as Json), signal).catch(this.refused)
         return this.reads ? this.stream(path, events as AsyncGenerator<Json>) : events
       },
       relay: async (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal) => {
@@ -82,10 +90,23 @@ export class HookedCall {
         const body = await this.before(JSON.parse(payload) as Json)
         // Without a hook that reads the answer, its bytes go as they come.
         if (!this.reads) return inner.relay(path, JSON.stringify(body), sink, progress, signal)
-        return relayEvents(path, this.stream(path, await inner.events(path, body, signal) as AsyncGenerator<Json>), sink, progress)
+        return relayEvents(path, this.stream(path, await inner.events(path, body, signal).catch(this.refused) as AsyncGenerator<Json>), sink, progress)
       },
     }
-    return { ...lease, endpoint }
+    if (this.alongside === null) return { ...lease, endpoint }
+    // The surfaces hand the lease's signal to its endpoint: a refusal alongside aborts the model's request with it.
+    const linked = linkedSignal([lease.signal, this.alongside.cancelled])
+    return { ...lease, endpoint, signal: linked.signal, release: () => { linked.unlink(); lease.release() } }
+  }
+
+  /** The call is over: its alongside hooks' signal aborts, and what they do from now on is ignored. */
+  end (): void {
+    this.alongside?.end()
+  }
+
+  /** Rethrows what a request to the model's server failed with, or the refusal that cancelled it. */
+  private readonly refused = (err: unknown): never => {
+    throw this.alongside === null ? err : this.alongside.reason(err)
   }
 
   /** Tells the `failure` hooks; what they throw is logged (by the hooks' runner), never answered. */
@@ -100,7 +121,10 @@ export class HookedCall {
 
   /** The body the `before` hooks leave; the first time, they run (and may route the request elsewhere). */
   private async before (body: Json): Promise<Json> {
-    if (this.edits !== null) return this.edits(body)
+    if (this.edits !== null) {
+      this.watch()
+      return this.edits(body)
+    }
     const { hooks, log } = this.context
     const request = this.normalized(body)
     this.request = request
@@ -108,7 +132,15 @@ export class HookedCall {
     for (const hook of hooks.of('before')) await hooks.run(hook, 'before', log, () => hook.before!(request))
     this.edits = editsOf(seen, request)
     if (request.model !== body.model) throw new CallReroute(request.model)
+    this.watch()
     return this.edits(body)
+  }
+
+  /** Starts the alongside hooks once the request is as `before` left it (and where it stays); a refusal they threw at once stops it here. */
+  private watch (): void {
+    if (this.alongside === null) return
+    this.alongside.start(this.request!)
+    this.alongside.check()
   }
 
   private normalized (body: Json): CallRequest {
@@ -119,7 +151,8 @@ export class HookedCall {
     return request
   }
 
-  private async * stream (path: string, events: AsyncGenerator<Json>): AsyncGenerator<Json> {
+  private async * stream (path: string, runtime: AsyncGenerator<Json>): AsyncGenerator<Json> {
+    const events = this.alongside === null ? runtime : this.cancellable(runtime)
     let last: Json | null = null
     let open: number | null = null
     let sent = 0
@@ -136,10 +169,13 @@ export class HookedCall {
         this.cut = true
         // Closing the runtime's answer stops its generation.
         await events.return(undefined)
+        await this.alongside?.wait()
         yield * cutEvents(path, last, open, sent)
         finished = true
         break
       }
+      // The end waits for the alongside hooks: until then, one may still refuse the answer.
+      if (this.alongside !== null && saysFinished(path, event)) await this.alongside.wait()
       if (endsAnswer(path, event)) finished = true
       sent++
       last = event
@@ -148,7 +184,19 @@ export class HookedCall {
     if (finished) await this.after()
   }
 
+  /** The runtime's events, failing with the refusal that cancelled the call however its aborted request ended. */
+  private async * cancellable (events: AsyncGenerator<Json>): AsyncGenerator<Json> {
+    try {
+      yield * events
+    } catch (err) {
+      this.refused(err)
+    }
+    this.alongside!.check()
+  }
+
   private async whole (path: string, answer: Json): Promise<Json> {
+    // Not returned before the alongside hooks settled: one may still refuse it.
+    await this.alongside?.wait()
     readUsage(answer, this.usage)
     const slots = wholePieces(path, answer)
     const cutAt = await this.pieces(slots, true)

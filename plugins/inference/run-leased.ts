@@ -144,6 +144,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
     return undefined
   } finally {
     lease.release()
+    call?.end()
   }
 }
 

@@ -10,10 +10,14 @@ import { cpuRuntime } from '../../helpers/runtime.js'
 // Call hooks on every inference surface, through the two example plugins (docs/examples/guardrail-plugin.ts and
 // audit-plugin.ts) compiled and installed as packages beside config.yaml, loaded by name. A random-weights model
 // never writes a card number: a plugin of the test's, listed first, makes its pieces say one (and cuts, throws,
-// rejects, hangs or routes on a word of the prompt).
+// rejects, hangs, routes or moderates alongside on a word of the prompt).
 
-const FORCER = `export default async function forcer (app) {
+const FORCER = `import { ForbiddenError } from 'llamagate/plugin'
+
+export default async function forcer (app) {
   const counts = new WeakMap()
+  // What an alongside hook does once its request's answer began (at its first piece).
+  const begun = new WeakMap()
   const input = (request) => JSON.stringify([request.messages, request.system, request.prompt])
   app.callHooks.add({
     name: 'forcer',
@@ -26,7 +30,17 @@ const FORCER = `export default async function forcer (app) {
       if (text.includes('HOOK-HANG')) return new Promise(() => {})
       if (text.includes('ROUTE-OTHER')) request.model = 'acme/other'
     },
+    alongside (request, signal) {
+      const text = input(request)
+      if (!(signal instanceof AbortSignal) || signal.aborted) throw new Error('no signal')
+      if (text.includes('ALONG-HANG')) return new Promise(() => {})
+      if (text.includes('ALONG-REFUSE-NOW')) return Promise.reject(new ForbiddenError('the moderation refused it'))
+      if (text.includes('ALONG-REFUSE')) return new Promise((resolve, reject) => begun.set(request, () => reject(new ForbiddenError('the moderation refused it'))))
+      if (text.includes('ALONG-FINE-NOW')) return new Promise((resolve) => setImmediate(resolve))
+      if (text.includes('ALONG-FINE')) return new Promise((resolve) => begun.set(request, resolve))
+    },
     piece (piece, request) {
+      begun.get(request)?.()
       const text = input(request)
       if (text.includes('PIECE-THROW')) throw new Error('a piece broke it')
       if (text.includes('CARD') && piece.kind === 'text') piece.text = 'pay 4111 1111 1111 1111 now. '
@@ -123,6 +137,16 @@ function errorMessage (surface: Surface, body: string): string | null {
   return typeof json.error?.message === 'string' && typeof json.error.type === 'string' ? json.error.message : null
 }
 
+/** The message of a stream's last event when it is an error in the surface's shape, else null. */
+function lastEventError (surface: Surface, body: string): string | null {
+  const last = body.trim().split('\n').at(-1) ?? ''
+  try {
+    return errorMessage(surface, last.startsWith('data: ') ? last.slice(6) : last)
+  } catch {
+    return null
+  }
+}
+
 for (const stream of [false, true]) {
   const how = stream ? 'streamed' : 'whole'
   t.test(`${how}: a banned word is refused in each surface's shape`, async (t) => {
@@ -194,6 +218,49 @@ t.test('a before hook routes a request to another model', async (t) => {
   t.equal(JSON.parse(body).model, 'acme/other')
 })
 
+// Alongside hooks: moderation that runs while the model answers and may cancel it.
+const MODERATED: Surface[] = ['native chat', 'openai chat', 'anthropic']
+
+t.test('an alongside hook that refuses cancels the call: an open stream ends with its error event, a whole answer is the refusal', async (t) => {
+  for (const surface of MODERATED) {
+    // Forced long: it refuses at the first piece, long before the answer would finish.
+    const streamed = await send(surface, `ALONG-REFUSE ${surface}`, true, 64)
+    t.equal(streamed.status, 200, `${surface}: the stream was open`)
+    t.match(lastEventError(surface, streamed.body), /the moderation refused it/, `${surface}: the error event`)
+    t.notMatch(streamed.body, FINISHED[surface], `${surface}: the answer did not finish`)
+    const whole = await send(surface, `ALONG-REFUSE-NOW ${surface}`, false, 64)
+    t.equal(whole.status, 403, surface)
+    t.match(errorMessage(surface, whole.body), /the moderation refused it/, `${surface}: in its shape`)
+  }
+  t.equal((await send('native chat', 'fine', false)).status, 200, 'the next request is answered')
+  const { audit } = await server()
+  t.match(await readFile(audit, 'utf8'), /"error":"the moderation refused it"/, 'the failure hook heard of it')
+})
+
+t.test('an alongside hook that resolves changes nothing', async (t) => {
+  for (const surface of MODERATED) {
+    const streamed = await send(surface, `ALONG-FINE ${surface}`, true)
+    t.equal(streamed.status, 200, surface)
+    t.match(streamed.body, STREAM_END[surface], `${surface}: the stream ended as it does`)
+    const whole = await send(surface, `ALONG-FINE-NOW ${surface}`, false)
+    t.equal(whole.status, 200, surface)
+    t.match(whole.body, FINISHED[surface], `${surface}: finished`)
+  }
+})
+
+t.test('an alongside hook that hangs is cut by limits.hook_timeout: its request fails alone', async (t) => {
+  const whole = await send('openai chat', 'ALONG-HANG', false)
+  t.equal(whole.status, 500)
+  t.match(errorMessage('openai chat', whole.body), /the plugin "forcer" failed in its alongside hook/)
+  // The answer (4 tokens) finished first: its end waited for the hook, and got its failure.
+  const streamed = await send('anthropic', 'ALONG-HANG', true)
+  t.equal(streamed.status, 200)
+  t.match(lastEventError('anthropic', streamed.body), /the plugin "forcer" failed in its alongside hook/)
+  t.notMatch(streamed.body, FINISHED.anthropic, 'not said finished')
+  t.equal((await send('native chat', 'fine', false)).status, 200, 'the next request is answered')
+})
+
+// Last: after a second gateway started and closed here, the shared one's runtime was seen to stop answering.
 t.test('with no hook registered the gateway has none to run', async (t) => {
   const dir = await tempDir(t)
   const app = await buildTestApp(await testConfig(t, { data_dir: dir }))
