@@ -48,6 +48,6 @@ export type { HttpErrors } from '@fastify/sensible'
 export type { BackendSpec, Backends } from './backends.js'
 export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from './model-sources.js'
 
-// Call hooks: before, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
+// Call hooks: before, alongside, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
 export { HookFailedError } from './call-hooks.js'
 export type { CallHook, CallHooks, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'
