@@ -55,15 +55,17 @@ export class HookedCall {
   private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
   private readonly reads: boolean
   private readonly pieceHooks: readonly CallHook[]
+  private readonly afterHooks: readonly CallHook[]
   private readonly alongside: AlongsideHooks | null
 
   /** `streamed`: whether the client gets the answer streamed (the model's server may stream it either way). */
   constructor (private readonly context: CallContext, private readonly model: string, private readonly streamed: boolean) {
     this.pieceHooks = context.hooks.of('piece')
+    this.afterHooks = context.hooks.of('after')
     const alongside = context.hooks.of('alongside')
     this.alongside = alongside.length > 0 ? new AlongsideHooks(context.hooks, alongside, context.log) : null
     // Alongside hooks read the answer too: its end is held back until they settled.
-    this.reads = this.pieceHooks.length > 0 || context.hooks.of('after').length > 0 || this.alongside !== null
+    this.reads = this.pieceHooks.length > 0 || this.afterHooks.length > 0 || this.alongside !== null
   }
 
   /** `lease` with its endpoint going through the hooks. */
@@ -222,6 +224,8 @@ export class HookedCall {
       }
       if (piece.text !== slot.text) slot.set(piece.text)
       this.firstPieceMs ??= performance.now() - this.started
+      // The whole text only `after` hooks read: not gathered on the streaming path for nobody.
+      if (this.afterHooks.length === 0) continue
       if (piece.kind === 'text') this.text += piece.text
       else if (piece.kind === 'reasoning') this.reasoning += piece.text
     }
@@ -229,12 +233,13 @@ export class HookedCall {
   }
 
   private async after (): Promise<void> {
+    if (this.afterHooks.length === 0) return
     const { hooks, log } = this.context
     const outcome: CallOutcome = {
       request: this.request!, text: this.text, reasoning: this.reasoning, usage: { ...this.usage },
       timings: { durationMs: performance.now() - this.started, firstPieceMs: this.firstPieceMs }, streamed: this.streamed, cut: this.cut,
     }
-    for (const hook of hooks.of('after')) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
+    for (const hook of this.afterHooks) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
   }
 }
 
