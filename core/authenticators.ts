@@ -68,12 +68,19 @@ export class Authenticators {
    * Asks each in order until one answers. Returns the grant of the first that accepts, or null when none claims the
    * request (the key check's then). A refusal (any of llamagate/plugin's errors) is thrown as it was made; anything
    * else an authenticator throws or rejects, a grant that is not one, or no answer within `timeoutMs`, is logged
-   * naming it and thrown as a 500 (504 for the bound) that names nothing of it.
+   * naming it and thrown as a 500 (504 for the bound) that names nothing of it. So is a grant under a name `taken`
+   * says an API key has: it would share that key's usage, limits and cached prompts.
    */
-  async run (request: FastifyRequest, timeoutMs: number): Promise<Grant | null> {
+  async run (request: FastifyRequest, timeoutMs: number, taken: (name: string) => boolean = () => false): Promise<Grant | null> {
     for (const authenticator of this.list) {
       const given = await ask(authenticator, request, timeoutMs)
-      if (given !== null && given !== undefined) return toGrant(given, authenticator.name, request)
+      if (given === null || given === undefined) continue
+      const grant = toGrant(given, authenticator.name, request)
+      if (taken(grant.name)) {
+        request.log.error({ plugin: authenticator.name }, `authenticator "${authenticator.name}" granted the name "${grant.name}", which an API key has: refused`)
+        throw failed()
+      }
+      return grant
     }
     return null
   }

@@ -64,7 +64,9 @@ export class RequestGuard {
     if (request.method === 'OPTIONS') return this.admitKey(request)
     let grant: Grant | null
     try {
-      grant = await authenticators.run(request, timeoutMs)
+      // A plugin's credential never takes an API key's name (its usage, its limits, its cache group).
+      this.options.keys.refresh()
+      grant = await authenticators.run(request, timeoutMs, (name) => this.options.keys.has(name))
     } catch (err) {
       if (request.routeOptions.config.public !== true) throw err
       grant = null

@@ -159,3 +159,16 @@ t.test('an authenticator that throws, rejects, hangs or grants nonsense fails on
   t.equal((await fetch(`${url}/livez`, { headers: { 'x-flaky': 'throw' } })).status, 200)
 })
 
+
+t.test('a grant under an API key\'s name is refused: it would share that key\'s usage, limits and cached prompts', async (t) => {
+  const { url } = await tiny()
+  log = ''
+  const impostor = token({ sub: 'config-1', scopes: ['infer'], models: ['acme/tiny'], exp: inAnHour() })
+  const res = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 1 } }, bearer(impostor))
+  t.equal(res.status, 500)
+  t.match((await res.json() as { error: string }).error, /^authentication failed inside the server/)
+  t.match(log, /authenticator \\"signed-token\\" granted the name \\"config-1\\", which an API key has: refused/)
+  const own = await post(`${url}/api/chat`, { model: 'acme/tiny', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { num_predict: 1 } }, bearer(KEY))
+  t.equal(own.status, 200, 'the API key itself is served')
+  await own.text()
+})
