@@ -70,7 +70,7 @@ export class Room {
     if (swapIn === undefined) return null
     const { swaps } = this.deps
     const resident = swaps.evictionOrder(this.deps.instances().filter((i) => i !== instance && i.state === 'loaded' && !swaps.isPinned(i.model.name)))[0]
-    return resident === undefined ? null : this.deps.costs.expectedRoomMs(resident, swapIn)
+    return resident === undefined ? null : this.deps.costs.expectedRoomMs(resident, swapIn, Date.now(), this.othersWaiting(swapIn.instance, resident))
   }
 
   /** Closed to new requests for a swap-in (they wait for its next load). */
@@ -204,7 +204,7 @@ export class Room {
     const idle = movable.find((i) => i.idle)
     if (idle !== undefined) {
       const closed = this.swapOuts.get(idle)
-      const decision = closed === undefined ? costs.decide(idle, swapIn, now) : null
+      const decision = closed === undefined ? costs.decide(idle, swapIn, now, this.othersWaiting(instance, idle)) : null
       // Past the load's deadline the idle one goes whatever the costs: the load does not fail for a hold.
       const reason = closed?.reason ?? (decision!.go ? decision!.reason : now >= turn.deadline ? 'swap-wait' : null)
       if (reason !== null) {
@@ -274,6 +274,15 @@ export class Room {
     for (const other of this.awaiting.values()) {
       if (other.instance.model.name !== instance.model.name && line.indexOf(other.instance) < at) other.passedOver++
     }
+  }
+
+  /** The requests waiting for the loads of models other than `instance`'s and `resident`'s. */
+  private othersWaiting (instance: Instance, resident: Instance): number {
+    let count = 0
+    for (const { instance: other } of this.awaiting.values()) {
+      if (other.model.name !== instance.model.name && other.model.name !== resident.model.name) count += other.awaitingLoad
+    }
+    return count
   }
 
   /** ", pinned: ..." when some of `instances` are pinned (they never leave for another model). */

@@ -32,8 +32,8 @@ type CostSettings = Pick<SchedulerSettings, 'swapWaitMs' | 'maxPassedOver'>
  * costs the resident's unload and the swap-in's load, and coming back costs the swap-in's unload, the resident's load
  * (its restore included) and the swap-in's queued work, which the resident's next request waits through.
  * - An idle resident is given up at once, unless a request for it is expected (its usual gap after going idle) and
- *   holding for it costs the waiting requests less than coming back would cost it (what they waited already is paid
- *   either way); the hold ends with that request, or when it is late.
+ *   holding for it until that request is late costs every request waiting for room (any model's) less than coming
+ *   back would cost it (what they waited already is paid either way); the hold ends with that request, or when late.
  * - A busy resident serves what it has (nothing running is cut, and its line is served before the swap); it takes new
  *   requests until the waiting cost passes the swap's and the way back's, then is closed to them.
  * - Bounds over the costs: limits.min_residency (a floor, swap-policy.ts), limits.swap_wait (the longest a swap-in
@@ -42,7 +42,8 @@ type CostSettings = Pick<SchedulerSettings, 'swapWaitMs' | 'maxPassedOver'>
 export class SwapCosts {
   constructor (private readonly deps: { estimate: WaitEstimate, swaps: SwapPolicy, settings: CostSettings }) {}
 
-  decide (resident: Instance, swapIn: SwapIn, now = Date.now()): SwapDecision {
+  /** `othersWaiting`: the requests waiting for other models' loads, which wait through a hold as well. */
+  decide (resident: Instance, swapIn: SwapIn, now = Date.now(), othersWaiting = 0): SwapDecision {
     const { estimate, swaps, settings } = this.deps
     const incoming = swapIn.instance
     const waiting = Math.max(incoming.awaitingLoad, 1)
@@ -62,10 +63,11 @@ export class SwapCosts {
     if (resident.idle) {
       const next = estimate.nextArrivalMs(resident.model.name, now)
       if (next === null) return go('idle-given-up')
-      // Holding costs every waiting request the time until the expected one has been served; giving up costs that one
-      // the way back. What the waiting requests have waited already is paid either way: only what is to come counts
-      // (a hold ends with the expected request, which makes the model busy, or when it is late).
-      const holdMs = waiting * (next.inMs + (estimate.requestMs(estimateKey(resident.model.name, resident.purpose)) ?? 0))
+      // Holding costs every request waiting for room, whichever model it is for, the hold and the expected request's
+      // service; giving up costs that one the way back. The hold is counted to its end (the expected request is late):
+      // an arrival is a guess, and a wrong one is paid by every waiting request. What they have waited already is
+      // paid either way: only what is to come counts.
+      const holdMs = (waiting + othersWaiting) * (next.lateAfterMs + (estimate.requestMs(estimateKey(resident.model.name, resident.purpose)) ?? 0))
       if (holdMs >= backMs) return go('queue-cost')
       return holdUntil(Math.min(now + next.lateAfterMs, latest))
     }
@@ -96,11 +98,11 @@ export class SwapCosts {
    * How long until `incoming` serves, if `resident` is what is in its way: what the resident has to do (or how long
    * it is held), its unload, and the incoming's load.
    */
-  expectedRoomMs (resident: Instance, swapIn: SwapIn, now = Date.now()): number {
+  expectedRoomMs (resident: Instance, swapIn: SwapIn, now = Date.now(), othersWaiting = 0): number {
     const { estimate } = this.deps
     const incomingKey = estimateKey(swapIn.instance.model.name, swapIn.instance.purpose)
     const residentKey = estimateKey(resident.model.name, resident.purpose)
-    const decision = this.decide(resident, swapIn, now)
+    const decision = this.decide(resident, swapIn, now, othersWaiting)
     const held = decision.go ? 0 : decision.until - now
     const busy = (resident.active + resident.queued) * (estimate.requestMs(residentKey) ?? 0) / Math.max(resident.options.num_parallel, 1)
     return Math.round(Math.max(held, busy) + estimate.swapOutMs(residentKey) + estimate.swapInMs(incomingKey, swapIn.instance.model.size))

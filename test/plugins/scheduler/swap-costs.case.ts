@@ -161,6 +161,24 @@ t.test('the costs: an idle model is held only while a request for it is expected
   t.match(costs(new WaitEstimate()).decide(resident('acme/a'), swapIn('acme/b', 1, 0), 1), { go: true, reason: 'idle-given-up' }, 'with no gap measured, nothing is expected: given up')
 })
 
+t.test('the costs: a hold is paid by every request waiting for room, whichever model it waits for', async (t) => {
+  const estimate = new WaitEstimate()
+  // acme/big's user comes back about a second after it goes idle; its load takes 5 s.
+  for (let i = 0; i < 3; i++) { estimate.wentIdle('acme/big', 0); estimate.arrived('acme/big', 1000) }
+  estimate.loaded('acme/big\0generate', 5000)
+  estimate.served('acme/big\0generate', 300)
+  estimate.wentIdle('acme/big', 10_000)
+  const decide = costs(estimate)
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050), { go: false }, 'one request waiting: holding through the gap costs it less than a reload of 5 s')
+  t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050, 2), { go: true, reason: 'queue-cost' }, 'two more waiting for another model: the hold would cost the three of them more than coming back')
+  // Counted to the hold's end (the request late), not to its expected arrival: a user who does not come back costs the waiting the whole hold.
+  const slow = new WaitEstimate()
+  for (let i = 0; i < 3; i++) { slow.wentIdle('acme/big', 0); slow.arrived('acme/big', 3000) }
+  slow.loaded('acme/big\0generate', 5000)
+  slow.wentIdle('acme/big', 10_000)
+  t.match(costs(slow).decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'expected in 3 s, late after 6: a hold of up to 6 s costs more than a reload of 5')
+})
+
 t.test('the costs: a busy model takes new requests until the waiting requests\' cost passes a swap and the way back', async (t) => {
   const estimate = new WaitEstimate()
   estimate.loaded('acme/a\0generate', 1000)
