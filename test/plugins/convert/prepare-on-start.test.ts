@@ -2,17 +2,21 @@
 // environment: an overlay over /usr and /var in a mount namespace of its own, where Debian's python3-numpy is
 // removed) installs what is missing with apt-get in the background, and a SafeTensors pull sent at once waits,
 // streaming the install as its progress, then converts. Its own process: the install takes ~10-20 s of one core.
+// apt-get is held (clean-python-env.sh's APT_GATE) until the pull says it waits on it: on a slow machine the install
+// could otherwise end before the pull reaches its conversion.
 import { execFile } from 'node:child_process'
-import { readdir, readFile, writeFile } from 'node:fs/promises'
+import { constants } from 'node:fs'
+import { open, readdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { promisify } from 'node:util'
 import t from 'tap'
 import { tempDir } from '../../helpers/app.js'
 import { FakeHub } from '../../helpers/fake-hub.js'
-import { ndjsonEvents, post } from '../../helpers/inference.js'
+import { post } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { startServe } from '../../helpers/serve-process.js'
+import { until } from '../../helpers/until.js'
 import { checkpoint, REQUIRE_CONVERTER, runtimeSource } from './fixtures.js'
 
 const CLEAN_ENV = fileURLToPath(new URL('../../fixtures/clean-python-env.sh', import.meta.url))
@@ -48,10 +52,34 @@ t.test('a server whose Python lacks numpy installs it at start; a SafeTensors pu
     runtime: 'cpu', runtimes: { cpu: { bin: (await cpuRuntime()).binDir } }, llama_cpp_src: await runtimeSource(),
     hub: { endpoint: hub.url }, default_options: { num_thread: 1 },
   }))
-  const serve = await startServe(['--config', config, '--port', '0'], {}, 60_000, ['unshare', '--mount', '--propagation', 'private', CLEAN_ENV, join(root, 'overlay')])
-  t.teardown(async () => { serve.child.kill('SIGTERM'); await serve.exited })
+  const gate = join(root, 'apt-gate')
+  await run('mkfifo', [gate])
+  const serve = await startServe(['--config', config, '--port', '0'], { APT_GATE: gate }, 60_000, ['unshare', '--mount', '--propagation', 'private', CLEAN_ENV, join(root, 'overlay')])
+  t.teardown(async () => {
+    // An apt-get still held (the test failed before it let it go) is let go, so that nothing is left waiting.
+    const handle = await open(gate, constants.O_RDWR | constants.O_NONBLOCK)
+    await handle.write('go\n').finally(() => handle.close())
+    serve.child.kill('SIGTERM')
+    await serve.exited
+  })
 
-  const events = await ndjsonEvents(await post(`${serve.address}/api/pull`, { model: 'acme/first-run' }, { accept: 'application/x-ndjson' })) as Array<{ status: string, error?: string }>
+  const res = await post(`${serve.address}/api/pull`, { model: 'acme/first-run' }, { accept: 'application/x-ndjson' })
+  const events: Array<{ status: string, error?: string }> = []
+  let letGo: Promise<void> | null = null
+  let buffer = ''
+  for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+    buffer += chunk
+    for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
+      const line = buffer.slice(0, nl).trim()
+      buffer = buffer.slice(nl + 1)
+      if (line === '') continue
+      const event = JSON.parse(line) as { status: string, error?: string }
+      events.push(event)
+      // The pull waits on the preparation: now apt-get may run (opening the FIFO waits for its reader).
+      if (letGo === null && event.status?.startsWith('preparing the converter: ')) letGo = writeFile(gate, 'go\n')
+    }
+  }
+  await letGo
   const statuses = events.map((e) => e.status ?? `error: ${e.error}`)
   const preparing = statuses.findIndex((s) => s.startsWith('preparing the converter: '))
   const converting = statuses.indexOf('converting to gguf (f16)')
@@ -64,7 +92,8 @@ t.test('a server whose Python lacks numpy installs it at start; a SafeTensors pu
   t.equal(status.ready, true)
   t.match(status.preparation, { state: 'ready', route: 'apt', detail: null })
   t.match(serve.output(), /preparing the converter in the background: \/usr\/bin\/python3 lacks numpy.*: installing them \(apt-get\)/, 'the log says what it installs')
-  t.match(serve.output(), /the converter is ready \(prepared with apt in \d+ s\)/)
+  await until('the log says the converter is ready', () => /the converter is ready \(prepared with apt in \d+ s\)/.test(serve.output()))
+  t.pass('the log says when the converter is ready')
 
   // ignore_eos: a random-weight model may end its turn at any token; held to the limit, it writes exactly 3.
   const chat = await post(`${serve.address}/api/chat`, { model: 'acme/first-run', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 3, ignore_eos: true } })
