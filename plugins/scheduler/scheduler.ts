@@ -6,6 +6,7 @@ import { contextWindow, type ContextWindow } from './context-window.js'
 import { reportWait, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
+import type { Seat } from '../leases/key-line.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
@@ -92,7 +93,8 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.instances.find(plan.model, plan.resolved, plan.purpose, plan.minContext) ?? this.instances.start(plan.model, plan.resolved, plan.keepAliveMs, plan.purpose)
-      if (await this.takeSlot(instance, request, started)) return this.lease(instance, plan, started, request)
+      const seat = await this.takeSlot(instance, request, started)
+      if (seat !== null) return this.lease(instance, plan, started, request, seat)
       // The instance went away while we waited. After a crash the next request starts a fresh one; after a stop
       // (or shutdown) the waiting requests end with the reason.
       const reason: unknown = instance.signal.reason
@@ -163,10 +165,10 @@ export class Scheduler implements LeaseSource {
 
   /**
    * Waits for the instance's load, then for a slot in its API key's line (the key its usage record names): turns go
-   * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). False when the
+   * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). Null when the
    * instance went away meanwhile.
    */
-  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<boolean> {
+  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<Seat | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
     const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
@@ -175,23 +177,24 @@ export class Scheduler implements LeaseSource {
       // One more request waiting for room raises what its wait costs: the swap decision looks again.
       if (instance.process === null) this.room.wake()
       await loaded
-      if (instance.state !== 'loaded') return false
+      if (instance.state !== 'loaded') return null
       // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
-      return await instance.line.take({
+      return await instance.line.takeSeat({
         model: instance.model.name,
         queueLength: this.deps.settings.queueLength,
         oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
-      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket })
+      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket, early: request.streams === true })
     } finally {
       waiting?.stop()
     }
   }
 
-  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest): Lease {
+  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat): Lease {
     instance.claim(plan.keepAliveMs)
     // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
-    // read the cache there: the groups' salts differ).
-    const session = plan.purpose === 'generate' && request.session !== undefined ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
+    // read the cache there: the groups' salts differ). One handed on early goes where llama-server puts it: no slot
+    // is known to be free for it.
+    const session = plan.purpose === 'generate' && request.session !== undefined && !seat.early ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
     const slot = instance.sessions.take(session)
     const process = instance.process!
     // Each request of a cache group carries its group's salt; a session's its slot.
@@ -202,6 +205,7 @@ export class Scheduler implements LeaseSource {
       sampling: plan.resolved.sampling,
       contextLength: instance.options.num_ctx,
       started,
+      ...(seat.early ? { seated: seat.seated } : {}),
       usage: request.usage,
       signal: instance.signal,
       clientSignal: request.signal,
@@ -209,15 +213,16 @@ export class Scheduler implements LeaseSource {
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
         instance.sessions.release(slot)
-        this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
-        this.release(instance)
+        // One that never got a slot says nothing of how long a request holds one.
+        if (!seat.early || heldMs > 0) this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
+        this.release(instance, seat)
       },
     })
   }
 
   /** A request gave its slot back: the next in line takes it, or the keep-alive clock starts (keep_alive 0: it goes). */
-  private release (instance: Instance): void {
-    instance.handOver()
+  private release (instance: Instance, seat: Seat): void {
+    instance.leave(seat)
     if (instance.restoreChecks?.done === false) void instance.restoreChecks.check()
     if (!instance.idle || instance.state !== 'loaded') return
     // The gap to its next request is a cost the swap decision reads: measured from when nothing of the model is left.
