@@ -21,13 +21,14 @@ import type { FitResult, Lease, LeaseModel } from './lease.js'
 function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
-}, seated?: Promise<void>): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: () => number, held: () => number } {
+}, seated?: Promise<void>, onSeated?: () => void): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: () => number, held: () => number } {
   let granted: number | null = null
   let closed = false
   const seat = (): void => {
     if (closed || granted !== null) return
     granted = performance.now()
     if (usage) { usage.model = name; usage.queueMs = (usage.queueMs ?? 0) + (granted - started) }
+    onSeated?.()
   }
   if (seated === undefined) seat()
   else void seated.then(seat)
@@ -112,6 +113,8 @@ export interface LeaseGrant {
    * backend's own queue first (plugins/leases/key-line.ts). @default held at once
    */
   seated?: Promise<void>
+  /** Told once when a request handed on early is seated: by its line, or by its answer beginning. */
+  onSeated?: () => void
   /** The source's own signal (an instance that went away, the app closing); the client's, if any. */
   signal: AbortSignal
   clientSignal: AbortSignal | undefined
@@ -132,7 +135,7 @@ export function grantLease (grant: LeaseGrant): Lease {
   const books = leaseBooks(model.name, started, usage, {
     firstToken: (name, seconds) => grant.events.emit('firstToken', name, seconds),
     tokens: (name, prompt, generated) => grant.events.emit('tokens', name, prompt, generated),
-  }, grant.seated)
+  }, grant.seated, grant.onSeated)
   // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
   // Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
   const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])

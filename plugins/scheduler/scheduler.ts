@@ -3,7 +3,7 @@ import { RuntimeError, UnavailableError } from '../../core/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
-import { reportWait, type Instance } from './instance.js'
+import { reportWait, type Instance, type WaitReport } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
 import type { Seat } from '../leases/key-line.js'
@@ -93,8 +93,8 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.instances.find(plan.model, plan.resolved, plan.purpose, plan.minContext) ?? this.instances.start(plan.model, plan.resolved, plan.keepAliveMs, plan.purpose)
-      const seat = await this.takeSlot(instance, request, started)
-      if (seat !== null) return this.lease(instance, plan, started, request, seat)
+      const taken = await this.takeSlot(instance, request, started)
+      if (taken !== null) return this.lease(instance, plan, started, request, taken.seat, taken.waiting)
       // The instance went away while we waited. After a crash the next request starts a fresh one; after a stop
       // (or shutdown) the waiting requests end with the reason.
       const reason: unknown = instance.signal.reason
@@ -168,10 +168,11 @@ export class Scheduler implements LeaseSource {
    * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). Null when the
    * instance went away meanwhile.
    */
-  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<Seat | null> {
+  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
     const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
+    let seat: Seat | null = null
     try {
       const loaded = instance.waitUntilLoaded()
       // One more request waiting for room raises what its wait costs: the swap decision looks again.
@@ -179,17 +180,19 @@ export class Scheduler implements LeaseSource {
       await loaded
       if (instance.state !== 'loaded') return null
       // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
-      return await instance.line.takeSeat({
+      seat = await instance.line.takeSeat({
         model: instance.model.name,
         queueLength: this.deps.settings.queueLength,
         oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
       }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket, early: request.streams === true })
+      return seat === null ? null : { seat, waiting }
     } finally {
-      waiting?.stop()
+      // One handed on early still waits (in llama-server's queue): it hears where it stands until it is seated.
+      if (seat === null || !seat.early) waiting?.stop()
     }
   }
 
-  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat): Lease {
+  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat, waiting: WaitReport | null): Lease {
     instance.claim(plan.keepAliveMs)
     // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
     // read the cache there: the groups' salts differ). One handed on early goes where llama-server puts it: no slot
@@ -205,13 +208,14 @@ export class Scheduler implements LeaseSource {
       sampling: plan.resolved.sampling,
       contextLength: instance.options.num_ctx,
       started,
-      ...(seat.early ? { seated: seat.seated } : {}),
+      ...(seat.early ? { seated: seat.seated, onSeated: () => waiting?.stop() } : {}),
       usage: request.usage,
       signal: instance.signal,
       clientSignal: request.signal,
       events: this.leaseEvents,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
+        waiting?.stop()
         instance.sessions.release(slot)
         // One that never got a slot says nothing of how long a request holds one.
         if (!seat.early || heldMs > 0) this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
