@@ -10,6 +10,12 @@ export interface Seat {
   readonly seated: Promise<void>
   /** Whether it still waits in the backend's own queue (handed on early, not seated yet). */
   readonly early: boolean
+  /**
+   * Its answer began at the backend (its head came back, or the call ended): the backend took it out of its own queue.
+   * On a line with early places, nothing more is handed on early until every seat granted has begun. Once; also
+   * resolves `seated`.
+   */
+  begun(): void
   /** Gives the place back (once; later calls do nothing): the next in turn takes it. */
   leave(): void
 }
@@ -46,13 +52,17 @@ export interface LineTerms {
  * A backend with a queue of its own (llama-server's) may also get `early` requests more than its places, in turn as
  * any grant: they wait in its queue and start the moment a place frees there, where one sent only then would leave the
  * place idle for a round trip through the gateway. Such a request holds its seat from then on (`takeSeat`); it counts
- * as waiting (`queued`) until it is seated, oldest first, when a place is given back.
+ * as waiting (`queued`) until it is seated, oldest first, when a place is given back. They go one at a time: the next
+ * only once every request granted before it has begun (`Seat.begun`), since a backend takes two requests sent a moment
+ * apart in the order it happens to read them, and its queue would not keep the line's order.
  */
 export class KeyLine {
   /** Requests holding one of the backend's places (seated). */
   private inFlight = 0
   /** Requests handed on early, not seated yet, in the order they went (the backend's queue is first come, first served). */
   private readonly handedOn: Array<{ seat: () => void, key: string, ticket?: object }> = []
+  /** Seats granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
+  private unbegun = 0
   /** Waiting requests, one queue per key (in arrival order), and how many in all. */
   private readonly lines = new Map<string, Waiter[]>()
   private waiting = 0
@@ -105,7 +115,7 @@ export class KeyLine {
     request.signal?.throwIfAborted()
     const key = request.usage?.key ?? NO_KEY
     if (this.tryTake()) return this.seat(key, false)
-    if (request.early === true && this.waiting === 0 && this.handedOn.length < this.early) return this.seat(key, true, request.ticket)
+    if (request.early === true && this.waiting === 0 && this.mayHandOn()) return this.seat(key, true, request.ticket)
     // Those handed on early wait too: the line's length and a key's share count them.
     if (this.queued >= terms.queueLength) throw new QueueFullError(terms.model)
     request.usage?.mayQueue?.({ ...terms, waitingOf: (of) => this.queuedOf(of) })
@@ -189,11 +199,14 @@ export class KeyLine {
    * the places stay free until one of the backend's own frees for it (nobody passes it).
    */
   private handOn (): void {
-    while (this.handedOn.length < this.early) {
-      const next = this.nextInTurn(true)
-      if (next === null) return
-      next.grant(this.seat(next.key, true, next.ticket))
-    }
+    if (!this.mayHandOn()) return
+    const next = this.nextInTurn(true)
+    if (next !== null) next.grant(this.seat(next.key, true, next.ticket))
+  }
+
+  /** An early place is free, and every request granted before has begun at the backend (nothing it could pass). */
+  private mayHandOn (): boolean {
+    return this.handedOn.length < this.early && this.unbegun === 0
   }
 
   /**
@@ -217,10 +230,26 @@ export class KeyLine {
     const seated = early ? new Promise<void>((resolve) => { seatedNow = resolve }) : Promise.resolve()
     const holder = { key, ticket, seat: () => { state = 'seated'; seatedNow() } }
     if (early) this.handedOn.push(holder)
+    // A line without early places hands nothing on: what has begun does not matter there.
+    let begun = this.early === 0
+    if (!begun) this.unbegun++
+    const begin = (): boolean => {
+      if (begun) return false
+      begun = true
+      this.unbegun--
+      return true
+    }
     return {
       seated,
       get early () { return state === 'early' },
+      begun: () => {
+        // Begun, it holds one of the backend's places, whether or not the line has seated it yet.
+        seatedNow()
+        if (begin() && state !== 'left') this.handOn()
+      },
       leave: () => {
+        if (state === 'left') return
+        begin()
         if (state === 'seated') this.handOver()
         else if (state === 'early') {
           // Gone before a place freed for it: its early place goes to the next in turn.

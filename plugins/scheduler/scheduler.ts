@@ -10,6 +10,7 @@ import type { Seat } from '../leases/key-line.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
+import { answerWatched } from '../leases/answer-begun.js'
 import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
 import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
@@ -202,9 +203,13 @@ export class Scheduler implements LeaseSource {
     const process = instance.process!
     // Each request of a cache group carries its group's salt; a session's its slot.
     const fields = { ...cacheGroupFields(request.usage?.cacheGroup, process.separatesCaches), ...(slot !== null ? { id_slot: slot } : {}) }
+    const endpoint = Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields)
+    // The line hands the next request on early only once this one has begun (its answer's head: a slot took it). A
+    // whole answer says nothing until its end: it counts as begun at once.
+    if (request.streams !== true) seat.begun()
     return grantLease({
       model: instance.model,
-      endpoint: Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields),
+      endpoint: request.streams === true ? answerWatched(endpoint, () => seat.begun()) : endpoint,
       sampling: plan.resolved.sampling,
       contextLength: instance.options.num_ctx,
       started,

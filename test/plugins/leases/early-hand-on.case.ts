@@ -1,9 +1,11 @@
-// Slots kept fed on a real runtime: while every slot is busy, one request per slot is handed on early to wait in
-// llama-server's own queue, so that a slot that frees starts it at once. The gateway still decides who goes (turns by
-// key, queue shares), and one that leaves before a slot took it gives its place back and is booked nothing.
+// Slots kept fed on a real runtime: while every slot is busy, up to one request per slot is handed on early to wait
+// in llama-server's own queue, so that a slot that frees starts it at once. The gateway still decides who goes (turns
+// by key, queue shares, one at a time so that llama-server's queue keeps the line's order), and one that leaves
+// before a slot took it gives its place back and is booked nothing.
 import { join } from 'node:path'
 import t from 'tap'
 import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
+import type { ModelEndpoint } from '../../../runtimes/index.js'
 import { firstEvent, importLongContextModel, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { tempDir } from '../../helpers/app.js'
 import { until } from '../../helpers/until.js'
@@ -15,6 +17,8 @@ const SECRETS = {
 type Key = keyof typeof SECRETS
 const as = (key: Key): Record<string, string> => ({ authorization: `Bearer ${SECRETS[key]}` })
 const MODEL = 'acme/long'
+/** Two slots, for the order test: it loads only when acme/long gives it room (one model at a time). */
+const PAIR = 'acme/pair'
 
 interface KeyUsage { today: { tokens: number, reserved: number }, models?: Array<{ model: string, requests: number, generated_tokens: number, runtime_ms: number }> }
 
@@ -29,11 +33,12 @@ t.test('slots kept fed on a real runtime', async (t) => {
   })
   // One slot; the long model's answer holds it for as long as a test needs.
   const { app, url } = await serveTinyModels(t, [], {
-    auth: { keys_file: keysFile }, limits: { queue_length: 10 }, default_options: { num_ctx: 4096, num_parallel: 1 },
-    models: { [MODEL]: { options: { num_ctx: 32_768 } } },
+    auth: { keys_file: keysFile }, limits: { queue_length: 10, max_loaded_models: 1 }, default_options: { num_ctx: 4096, num_parallel: 1 },
+    models: { [MODEL]: { options: { num_ctx: 32_768 } }, [PAIR]: { options: { num_parallel: 2 } } },
   })
   await importLongContextModel(t, app, MODEL)
-  const counts = (): { inFlight: number, queued: number } => app.scheduler.requestCounts().get(MODEL) ?? { inFlight: 0, queued: 0 }
+  await importLongContextModel(t, app, PAIR)
+  const counts = (model = MODEL): { inFlight: number, queued: number } => app.scheduler.requestCounts().get(model) ?? { inFlight: 0, queued: 0 }
   // What llama-server itself holds in its queue: the requests handed on early.
   const deferred = async (): Promise<number> => {
     const runtime = app.scheduler.loadedRuntimes().find((r) => r.model === MODEL)!
@@ -112,5 +117,52 @@ t.test('slots kept fed on a real runtime', async (t) => {
     t.equal(order[0], 'c1', 'the one handed on before the slot freed began first')
     // Granted in turns c2 a1 b1 a2...: two granted a moment apart may reach llama-server either way round.
     t.ok(order.indexOf('b1') <= 4, `bob's began within the first turns (${order.indexOf('b1') + 1}), not after alice's five`)
+  })
+
+  t.test('arrival order kept: the next goes early only once those granted before it have begun', async (t) => {
+    // Six streams wait for acme/pair's room in a known order, then take its two slots and its line in one moment.
+    // Something between a grant and its sending (a plugin's hook, a large body to write) holds the first two back a
+    // moment: a request handed on early meanwhile would reach llama-server's queue first and take their slots.
+    const holder = await hold()
+    let sendHeld!: () => void
+    const held = new Promise<void>((resolve) => { sendHeld = resolve })
+    let leases = 0
+    const acquire = app.scheduler.acquire
+    app.scheduler.acquire = async (name, request) => {
+      const lease = await acquire.call(app.scheduler, name, request)
+      if (leases++ >= 2) return lease
+      const endpoint = lease.endpoint
+      const later = async <T>(call: () => Promise<T>): Promise<T> => { await held; return await call() }
+      ;(lease as { endpoint: ModelEndpoint }).endpoint = {
+        post: (...args) => later(() => endpoint.post(...args)),
+        postJson: <T>(path: string, body: unknown, signal: AbortSignal) => later(() => endpoint.postJson<T>(path, body, signal)),
+        events: (...args) => later(() => endpoint.events(...args)),
+        relay: (...args) => later(() => endpoint.relay(...args)),
+      }
+      return lease
+    }
+    t.teardown(() => { app.scheduler.acquire = acquire })
+    const order: string[] = []
+    const asked: Array<Promise<string>> = []
+    for (let i = 0; i < 6; i++) {
+      asked.push(post(`${url}/v1/chat/completions`, { model: PAIR, stream: true, max_tokens: 4, messages: [{ role: 'user', content: `r${i}` }] }, as('carol')).then(async (res) => {
+        t.equal(res.status, 200)
+        const answer = await firstEvent(res)
+        order.push(`r${i}`)
+        return await answer.rest()
+      }))
+      await until(`r${i} waiting for acme/pair's room`, () => counts(PAIR).queued === i + 1)
+    }
+    await holder.end()
+    await until('acme/pair loaded, its two slots granted', () => counts(PAIR).inFlight === 2)
+    // A round trip to that llama-server: whatever was sent with the grants has reached it.
+    const runtime = app.scheduler.loadedRuntimes().find((r) => r.model === PAIR)!
+    await runtime.endpoint.metricsText(AbortSignal.timeout(10_000))
+    sendHeld()
+    for (const answer of await Promise.all(asked)) t.ok(answer.trimEnd().endsWith('data: [DONE]'), 'answered whole')
+    t.comment(`begun in the order ${order.join(' ')}`)
+    t.same(order.slice(0, 2).sort(), ['r0', 'r1'], 'the two first in line take the two slots')
+    // Two granted a moment apart (a place each) may begin either way round; none passes two ahead of it.
+    for (let i = 2; i < 6; i++) t.ok(order.indexOf(`r${i}`) >= Math.min(order.indexOf(`r${i - 1}`), order.indexOf(`r${i - 2}`)), `r${i} did not begin before the two ahead of it`)
   })
 })

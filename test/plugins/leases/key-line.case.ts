@@ -117,39 +117,64 @@ t.test('KeyLine.take: a free place at once; a full line refused; a key past its 
   t.equal(line.active, 1, 'the place still held by the last one served')
 })
 
-/** Takes a seat on `line` for a request of `key`, recording `name` in `order` when it is seated. */
-function seatFor (line: KeyLine, order: string[], name: string, key?: string, early = true): Promise<Seat | null> {
+/**
+ * Takes a seat on `line` for a request of `key`, recording `name` in `order` when it is seated. `begins`: its answer
+ * begins as soon as it holds a place, as llama-server's would (else the test says when, `Seat.begun`).
+ */
+function seatFor (line: KeyLine, order: string[], name: string, key?: string, early = true, begins = true): Promise<Seat | null> {
   const terms = { model: 'acme/tiny', queueLength: 16, oneRequestMs: () => 1000 }
   const usage = key === undefined ? undefined : { key, promptTokens: 0, generatedTokens: 0 }
   return line.takeSeat(terms, { early, ...(usage ? { usage } : {}) }).then((seat) => {
-    void seat?.seated.then(() => order.push(name))
+    void seat?.seated.then(() => {
+      order.push(name)
+      if (begins) seat.begun()
+    })
+    if (begins && seat?.early === false) seat.begun()
     return seat
   })
 }
 const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
 
-t.test('KeyLine with early places: handed on while every place is taken, seated oldest first as places free, the line behind them', async (t) => {
+t.test('KeyLine with early places: handed on one at a time, once every request granted before has begun; seated oldest first as places free', async (t) => {
   const line = new KeyLine(2, 2)
   const seated: string[] = []
-  const [s1, s2, e1, e2] = await Promise.all(['s1', 's2', 'e1', 'e2'].map((n) => seatFor(line, seated, n)))
+  const ask = (name: string): Promise<Seat | null> => seatFor(line, seated, name, undefined, true, false)
+  const s1 = await ask('s1')
+  const s2 = await ask('s2')
+  t.same([s1!.early, s2!.early], [false, false], 'two places')
+  let e1Seat: Seat | null = null
+  const e1 = ask('e1').then((seat) => (e1Seat = seat))
+  s1!.begun()
   await settle()
-  t.same([s1!.early, s2!.early, e1!.early, e2!.early], [false, false, true, true], 'two places, then two handed on early')
-  t.same(seated, ['s1', 's2'], 'only those on a place are seated')
-  t.equal(line.active, 2)
-  t.equal(line.queued, 2, 'those handed on wait (in the backend\'s own queue)')
-  const w1 = seatFor(line, seated, 'w1')
-  t.equal(line.queued, 3, 'the next waits in line: the early places are taken too')
+  t.equal(e1Seat, null, 'the next waits in line while a request granted before has not begun: the backend might read it first')
+  t.same([line.active, line.queued], [2, 1])
+  s2!.begun()
+  t.equal((await e1)!.early, true, 'every one begun: the next is handed on early')
+  let e2Seat: Seat | null = null
+  const e2 = ask('e2').then((seat) => (e2Seat = seat))
+  await settle()
+  t.equal(e2Seat, null, 'one at a time: the next waits until the one handed on has begun')
+  e1Seat!.begun()
+  t.equal((await e2)!.early, true, 'then it is handed on too')
+  await settle()
+  t.same(seated, ['s1', 's2', 'e1'], 'one handed on that has begun holds one of the backend\'s places: its books start')
+  t.same([line.active, line.queued], [2, 2], 'on the line it waits until a place is given back')
+  const w1 = ask('w1')
+  t.equal(line.queued, 3, 'the next waits in line: the early places are taken')
   s1!.leave()
+  t.same([line.active, line.queued], [2, 2], 'a place given back seats the oldest handed on')
+  t.equal(e1Seat!.early, false)
   await settle()
-  t.same(seated, ['s1', 's2', 'e1'], 'a place given back seats the oldest handed on')
+  e2Seat!.begun()
   const w1Seat = await w1
-  t.equal(w1Seat!.early, true, 'and its early place goes to the next in line')
-  t.same([line.active, line.queued], [2, 2])
-  s2!.leave(); e1!.leave()
+  t.equal(w1Seat!.early, true, 'and its early place goes to the next in line once the one before has begun')
+  s2!.leave()
+  w1Seat!.begun()
+  e1Seat!.leave()
   await settle()
   t.same(seated, ['s1', 's2', 'e1', 'e2', 'w1'])
   t.same([line.active, line.queued], [2, 0])
-  e2!.leave(); w1Seat!.leave()
+  e2Seat!.leave(); w1Seat!.leave()
   t.ok(line.idle, 'free once every seat is given back')
 })
 
@@ -186,11 +211,13 @@ t.test('KeyLine with early places: turns go round the keys in the order requests
     seats.get(seated.at(-1)!)!.leave()
     await settle()
   }
-  t.same(seated, ['a0', 'a1', 'a2', 'b0', 'a3', 'a4'], 'bob goes on the first turn after the one handed on before he came')
+  t.same(seated, ['a0', 'a1', 'b0', 'a2', 'a3', 'a4'], 'bob goes on the first turn after the one handed on before him')
   const shared = new KeyLine(1, 1)
   const terms = { model: 'acme/tiny', queueLength: 4, oneRequestMs: () => 1000 }
   const carol = { key: 'carol', promptTokens: 0, generatedTokens: 0, mayQueue: queueShareRule('carol', 0.5) }
-  t.equal((await shared.takeSeat(terms, { usage: carol, early: true }))!.early, false)
+  const first = (await shared.takeSeat(terms, { usage: carol, early: true }))!
+  t.equal(first.early, false)
+  first.begun()
   t.equal((await shared.takeSeat(terms, { usage: carol, early: true }))!.early, true)
   void shared.takeSeat(terms, { usage: carol, early: true })
   await t.rejects(shared.takeSeat(terms, { usage: carol, early: true }), TooManyRequestsError, 'her share of a line of 4 is 2 waiting, the one handed on among them')
