@@ -92,7 +92,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
   const call = run.call != null ? new HookedCall(run.call, model, run.stream !== null) : null
   // A stream that has waited two seconds says so, then every second (the scheduler's reportWait, wait-text.ts), before its first token.
   const stream = run.stream
-  const request = acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined)
+  const request = { ...acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined), streams: stream !== null }
   let lease: Lease
   try {
     lease = await leases.acquire(model, request)

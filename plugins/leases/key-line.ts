@@ -1,8 +1,24 @@
 import { QueueFullError } from '../../core/errors.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 
-/** A queued request: resolved with true when a place is handed to it, false when the line was dismissed. */
-interface Waiter { grant: (granted: boolean) => void, ticket?: object, key: string, arrived: number }
+/** A queued request: resolved with its seat when a place is handed to it, null when the line was dismissed. */
+interface Waiter { grant: (seat: Seat | null) => void, ticket?: object, key: string, arrived: number, early: boolean }
+
+/** A place granted on a line: one of the backend's own, or (handed on early) one in the backend's own queue first. */
+export interface Seat {
+  /** Resolves once it holds one of the backend's places: at once, or, handed on early, when one frees for it. */
+  readonly seated: Promise<void>
+  /** Whether it still waits in the backend's own queue (handed on early, not seated yet). */
+  readonly early: boolean
+  /**
+   * Its answer began at the backend (its head came back, or the call ended): the backend took it out of its own queue.
+   * On a line with early places, nothing is handed on early until every place granted has begun. Once; also resolves
+   * `seated`.
+   */
+  begun(): void
+  /** Gives the place back (once; later calls do nothing): the next in turn takes it. */
+  leave(): void
+}
 
 /** The line of requests without an API key (keys off, a preload): one key among the others, in arrival order. */
 const NO_KEY = ''
@@ -13,6 +29,8 @@ export interface LineRequest {
   usage?: RequestUsage
   /** Lets `positionOf` find it while it waits. */
   ticket?: object
+  /** It may be handed on early, to wait in the backend's own queue (a line with early places). @default false */
+  early?: boolean
 }
 
 /** How a line is described to a key's rule (the quotas' queue share): its model, its length, one request's time. */
@@ -30,9 +48,22 @@ export interface LineTerms {
  * API key, served in turns: a freed place goes to the first in line of the key served least recently, so a key
  * flooding the line delays another key's request by one turn, not by its whole backlog. Without keys every request is
  * in one queue: first come, first served.
+ *
+ * A backend with a queue of its own (llama-server's) may also get `early` requests more than its places, in turn as
+ * any grant: they wait in its queue and start the moment a place frees there, where one sent only then would leave the
+ * place idle for a round trip through the gateway. Such a request holds its seat from then on (`takeSeat`); it counts
+ * as waiting (`queued`) until it is seated, oldest first, when a place is given back. They go only once every request
+ * granted a place has begun (`Seat.begun`): a backend takes requests sent a moment apart in the order it happens to
+ * read them, and one handed on with a grant could take that grant's place. (Those handed on together may start in
+ * either order, as two grants of the same moment may.)
  */
 export class KeyLine {
+  /** Requests holding one of the backend's places (seated). */
   private inFlight = 0
+  /** Requests handed on early, not seated yet, in the order they went (the backend's queue is first come, first served). */
+  private readonly handedOn: Array<{ seat: () => void, key: string, ticket?: object }> = []
+  /** Places granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
+  private unbegun = 0
   /** Waiting requests, one queue per key (in arrival order), and how many in all. */
   private readonly lines = new Map<string, Waiter[]>()
   private waiting = 0
@@ -41,20 +72,26 @@ export class KeyLine {
   private grants = 0
   private arrivals = 0
 
-  /** `places`: how many requests it holds at once (at least one). */
-  constructor (readonly places: number) {}
+  /**
+   * `places`: how many requests it holds at once (at least one); `early`: how many more may be handed on to wait in
+   * its own queue (a line with any is used through `takeSeat` and its seats). @default early 0
+   */
+  constructor (readonly places: number, readonly early = 0) {}
 
   /** Requests holding a place. */
   get active (): number { return this.inFlight }
-  /** Requests waiting in line. */
-  get queued (): number { return this.waiting }
-  /** Requests of API key `key` waiting in line (those without a key with `key` undefined). */
-  queuedOf (key: string | undefined): number { return this.lines.get(key ?? NO_KEY)?.length ?? 0 }
-  get idle (): boolean { return this.inFlight === 0 && this.waiting === 0 }
+  /** Requests waiting: in line, and handed on early but not seated yet. */
+  get queued (): number { return this.waiting + this.handedOn.length }
+  /** Requests of API key `key` waiting, in line or handed on early (those without a key with `key` undefined). */
+  queuedOf (key: string | undefined): number {
+    const of = key ?? NO_KEY
+    return (this.lines.get(of)?.length ?? 0) + this.handedOn.filter((h) => h.key === of).length
+  }
+  get idle (): boolean { return this.inFlight === 0 && this.queued === 0 }
 
   /** Takes a place at once if one is free and nobody is ahead in line. */
   tryTake (): boolean {
-    if (this.inFlight < this.places && this.waiting === 0) {
+    if (this.inFlight < this.places && this.queued === 0) {
       this.inFlight++
       return true
     }
@@ -68,11 +105,22 @@ export class KeyLine {
    * the signal's reason
    */
   async take (terms: LineTerms, request: LineRequest): Promise<boolean> {
+    return await this.takeSeat(terms, request) !== null
+  }
+
+  /**
+   * `take`, with the seat it got: one of the backend's places, or one of its early ones. Null when the line is
+   * dismissed first. @throws as take
+   */
+  async takeSeat (terms: LineTerms, request: LineRequest): Promise<Seat | null> {
     request.signal?.throwIfAborted()
-    if (this.tryTake()) return true
-    if (this.waiting >= terms.queueLength) throw new QueueFullError(terms.model)
-    request.usage?.mayQueue?.({ ...terms, waitingOf: (key) => this.queuedOf(key) })
-    return this.enqueue(request.signal, request.ticket, request.usage?.key)
+    const key = request.usage?.key ?? NO_KEY
+    if (this.tryTake()) return this.seat(key, false)
+    if (request.early === true && this.waiting === 0 && this.mayHandOn()) return this.seat(key, true, request.ticket)
+    // Those handed on early wait too: the line's length and a key's share count them.
+    if (this.queued >= terms.queueLength) throw new QueueFullError(terms.model)
+    request.usage?.mayQueue?.({ ...terms, waitingOf: (of) => this.queuedOf(of) })
+    return this.wait(request.signal, request.ticket, request.usage?.key, request.early === true)
   }
 
   /**
@@ -80,6 +128,9 @@ export class KeyLine {
    * the grants before it, were no other request to come (a key arriving later may still take a turn before it).
    */
   positionOf (ticket: object): number {
+    // Those handed on early are seated first, in the order they went.
+    const early = this.handedOn.findIndex((h) => h.ticket === ticket)
+    if (early !== -1) return early + 1
     const order = this.turnOrder()
     for (const [rank, key] of order.entries()) {
       const at = this.lines.get(key)!.findIndex((w) => w.ticket === ticket)
@@ -87,7 +138,7 @@ export class KeyLine {
       // Each key ahead in this round, and every key's turns in the rounds before, come first.
       let before = 0
       for (const [r, other] of order.entries()) before += Math.min(this.lines.get(other)!.length, r < rank ? at + 1 : at)
-      return before + 1
+      return this.handedOn.length + before + 1
     }
     return 0
   }
@@ -97,16 +148,44 @@ export class KeyLine {
    * applied; `ticket` lets positionOf find it. Resolves false when the line is dismissed first.
    */
   enqueue (signal?: AbortSignal, ticket?: object, key?: string): Promise<boolean> {
-    return new Promise<boolean>((resolve, reject) => {
+    return this.wait(signal, ticket, key).then((seat) => seat !== null)
+  }
+
+  /** A seated holder gave its place back (one taken by `take`, `tryTake` or `enqueue`): `Seat.leave` for a seat's. */
+  handOver (): void {
+    // The backend starts the oldest request in its own queue; otherwise the next in turn takes the place (the count
+    // stays: nobody slips in), or it is freed.
+    const oldest = this.handedOn.shift()
+    if (oldest !== undefined) {
+      oldest.seat()
+    } else {
+      const next = this.nextInTurn()
+      if (next === null) this.inFlight--
+      else next.grant(this.seat(next.key, false))
+    }
+    this.handOn()
+  }
+
+  /** Sends everyone in line away: each hears false (they look for another place, or say why there is none). */
+  dismiss (): void {
+    const all = [...this.lines.values()].flat()
+    this.lines.clear()
+    this.waiting = 0
+    for (const waiter of all) waiter.grant(null)
+  }
+
+  private wait (signal?: AbortSignal, ticket?: object, key?: string, early = false): Promise<Seat | null> {
+    return new Promise<Seat | null>((resolve, reject) => {
       const onAbort = (): void => {
         this.remove(waiter)
         reject(signal!.reason)
       }
       const waiter: Waiter = {
-        grant: (granted) => { signal?.removeEventListener('abort', onAbort); resolve(granted) },
+        grant: (seat) => { signal?.removeEventListener('abort', onAbort); resolve(seat) },
         ticket,
         key: key ?? NO_KEY,
         arrived: this.arrivals++,
+        early,
       }
       const line = this.lines.get(waiter.key)
       if (line) line.push(waiter)
@@ -116,22 +195,73 @@ export class KeyLine {
     })
   }
 
-  /** A request gave its place back: it goes to the next in turn (the count stays, so nobody slips in), or is freed. */
-  handOver (): void {
-    const key = this.turnOrder()[0]
-    if (key === undefined) { this.inFlight--; return }
-    const next = this.lines.get(key)![0]!
-    this.remove(next)
-    this.lastGrant.set(key, this.grants++)
-    next.grant(true)
+  /**
+   * Early places free: the next in turn are handed on while any waits and may be; one that may not keeps its turn, and
+   * the places stay free until one of the backend's own frees for it (nobody passes it).
+   */
+  private handOn (): void {
+    while (this.mayHandOn()) {
+      const next = this.nextInTurn(true)
+      if (next === null) return
+      next.grant(this.seat(next.key, true, next.ticket))
+    }
   }
 
-  /** Sends everyone in line away: each hears false (they look for another place, or say why there is none). */
-  dismiss (): void {
-    const all = [...this.lines.values()].flat()
-    this.lines.clear()
-    this.waiting = 0
-    for (const waiter of all) waiter.grant(false)
+  /** An early place is free, and every place granted has begun at the backend (nothing handed on could pass it). */
+  private mayHandOn (): boolean {
+    return this.handedOn.length < this.early && this.unbegun === 0
+  }
+
+  /**
+   * The first in line of the key whose turn it is, out of the line and counted as served; null when nobody waits (or,
+   * `early`, when that one may not be handed on early).
+   */
+  private nextInTurn (early = false): Waiter | null {
+    const key = this.turnOrder()[0]
+    if (key === undefined) return null
+    const next = this.lines.get(key)![0]!
+    if (early && !next.early) return null
+    this.remove(next)
+    this.lastGrant.set(key, this.grants++)
+    return next
+  }
+
+  /** A seat on a place taken now, or (`early`) handed on to the backend's queue, seated when a place frees for it. */
+  private seat (key: string, early: boolean, ticket?: object): Seat {
+    let state: 'early' | 'seated' | 'left' = early ? 'early' : 'seated'
+    let seatedNow = (): void => {}
+    const seated = early ? new Promise<void>((resolve) => { seatedNow = resolve }) : Promise.resolve()
+    const holder = { key, ticket, seat: () => { state = 'seated'; seatedNow() } }
+    if (early) this.handedOn.push(holder)
+    // Only a place granted can be passed by one handed on; a line without early places hands nothing on.
+    let begun = this.early === 0 || early
+    if (!begun) this.unbegun++
+    const begin = (): boolean => {
+      if (begun) return false
+      begun = true
+      this.unbegun--
+      return true
+    }
+    return {
+      seated,
+      get early () { return state === 'early' },
+      begun: () => {
+        // Begun, it holds one of the backend's places, whether or not the line has seated it yet.
+        seatedNow()
+        if (begin() && state !== 'left') this.handOn()
+      },
+      leave: () => {
+        if (state === 'left') return
+        begin()
+        if (state === 'seated') this.handOver()
+        else if (state === 'early') {
+          // Gone before a place freed for it: its early place goes to the next in turn.
+          this.handedOn.splice(this.handedOn.indexOf(holder), 1)
+          this.handOn()
+        }
+        state = 'left'
+      },
+    }
   }
 
   /**

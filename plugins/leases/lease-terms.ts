@@ -13,20 +13,33 @@ import type { FitResult, Lease, LeaseModel } from './lease.js'
 /**
  * The books every lease keeps, local or upstream: the request's usage record (its model, its wait, its time on the
  * runtime, its tokens: access log, plugins/usage) and the scheduler's events for the first token and the tokens.
- * `started`: when the request asked (performance.now()); the slot is granted now. `usage`: the request's record, if any.
+ * `started`: when the request asked (performance.now()); the slot is granted now, or (`seated`, a request handed on
+ * early to wait in the runtime's own queue) when that resolves or its answer begins: its wait lasts until then, its
+ * time on the runtime from then. One released before that got nothing: its record is left as a request that left the
+ * line (no model, so nothing is booked). `usage`: the request's record, if any.
  */
 function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
-}): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: number, held: () => number } {
-  if (usage) usage.model = name
-  const granted = performance.now()
-  if (usage) usage.queueMs = (usage.queueMs ?? 0) + (granted - started)
+}, seated?: Promise<void>, onSeated?: () => void): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: () => number, held: () => number } {
+  let granted: number | null = null
+  let closed = false
+  const seat = (): void => {
+    if (closed || granted !== null) return
+    granted = performance.now()
+    if (usage) { usage.model = name; usage.queueMs = (usage.queueMs ?? 0) + (granted - started) }
+    onSeated?.()
+  }
+  if (seated === undefined) seat()
+  else void seated.then(seat)
   let firstTokenSeen = false
   return {
-    granted,
-    /** Ends the books' time on the runtime; returns how long the slot was held (ms). */
+    /** When the slot was granted; until then (handed on early), now. */
+    granted: () => granted ?? performance.now(),
+    /** Ends the books' time on the runtime; returns how long the slot was held (ms): 0 for one never seated. */
     held: () => {
+      closed = true
+      if (granted === null) return 0
       const heldMs = performance.now() - granted
       if (usage) usage.runtimeMs = (usage.runtimeMs ?? 0) + heldMs
       return heldMs
@@ -34,15 +47,19 @@ function leaseBooks (name: string, started: number, usage: RequestUsage | undefi
     firstToken: () => {
       if (firstTokenSeen) return
       firstTokenSeen = true
+      // An answer that began holds a slot, whether or not the line knows it yet.
+      seat()
       const ms = performance.now() - started
       if (usage) usage.firstTokenMs = ms
       events.firstToken(name, ms / 1000)
     },
     countTokens: (prompt, generated, cached = 0) => {
+      seat()
       if (usage) { usage.promptTokens += prompt; usage.generatedTokens += generated; usage.cachedTokens = (usage.cachedTokens ?? 0) + cached; usage.counted = true }
       events.tokens(name, prompt, generated)
     },
     countSent: (tokens) => {
+      if (tokens > 0) seat()
       if (usage) usage.sentTokens = (usage.sentTokens ?? 0) + tokens
     },
   }
@@ -91,6 +108,13 @@ export interface LeaseGrant {
   /** When the request asked (performance.now()). */
   started: number
   usage: RequestUsage | undefined
+  /**
+   * Resolves when the request holds one of the backend's places, where it was handed on early to wait in the
+   * backend's own queue first (plugins/leases/key-line.ts). @default held at once
+   */
+  seated?: Promise<void>
+  /** Told once when a request handed on early is seated: by its line, or by its answer beginning. */
+  onSeated?: () => void
   /** The source's own signal (an instance that went away, the app closing); the client's, if any. */
   signal: AbortSignal
   clientSignal: AbortSignal | undefined
@@ -111,7 +135,7 @@ export function grantLease (grant: LeaseGrant): Lease {
   const books = leaseBooks(model.name, started, usage, {
     firstToken: (name, seconds) => grant.events.emit('firstToken', name, seconds),
     tokens: (name, prompt, generated) => grant.events.emit('tokens', name, prompt, generated),
-  })
+  }, grant.seated, grant.onSeated)
   // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
   // Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
   const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])
@@ -119,7 +143,7 @@ export function grantLease (grant: LeaseGrant): Lease {
     model,
     endpoint: grant.endpoint,
     signal: linked?.signal ?? grant.signal,
-    loadDurationMs: books.granted - started,
+    get loadDurationMs () { return books.granted() - started },
     contextLength: grant.contextLength,
     sampling: grant.sampling,
     fitPrompt: (promptTokens) => grant.fitPrompt(promptTokens),

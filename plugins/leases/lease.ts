@@ -92,6 +92,12 @@ export interface AcquireRequest {
   /** The request's usage record, which the lease fills (core/request-usage.ts); none for a preload. */
   usage?: RequestUsage
   /**
+   * Its answer streams from the runtime: while every slot is busy it may be sent on early, to wait in llama-server's
+   * own queue. (One whose client leaves there is dropped at its first token; a whole answer would be generated to its
+   * end, so it waits in the gateway's line.) @default false
+   */
+  streams?: boolean
+  /**
    * Served by this gateway's own copy of the model, not by an upstream sharing it: every upstream it could go to
    * failed before any of its answer was sent (runLeased). @default false
    */

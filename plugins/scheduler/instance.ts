@@ -1,7 +1,8 @@
+import { setMaxListeners } from 'node:events'
 import type { ResolvedOptions } from '../../core/request-options.js'
 import type { Purpose, WaitProgress } from '../leases/lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
-import { KeyLine } from '../leases/key-line.js'
+import { KeyLine, type Seat } from '../leases/key-line.js'
 import { SessionSlots } from './session-slots.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
@@ -37,7 +38,9 @@ export class IllegalTransitionError extends Error {
 /**
  * One running llama-server for one model with one set of load-time options. Holds its slots (requests in
  * flight, at most `num_parallel`, and the requests waiting for one: its `line`, in turns by API key as every lease
- * source's, plugins/leases), and its keep-alive. The scheduler decides when it loads, serves and goes; the instance
+ * source's, plugins/leases), and its keep-alive. As many requests again as it has slots may be handed on early, to
+ * wait in llama-server's own queue: a slot that frees starts the next at once, not after the answer that freed it
+ * has come back through the gateway. The scheduler decides when it loads, serves and goes; the instance
  * keeps the books.
  */
 export class Instance {
@@ -58,7 +61,7 @@ export class Instance {
   private servingSince = 0
   /** Which runtime slot each session's cache is in (session-slots.ts). */
   readonly sessions: SessionSlots
-  /** Its slots, and the requests waiting for one, in turns by API key. */
+  /** Its slots, and the requests waiting for one, in turns by API key (one per slot handed on early). */
   readonly line: KeyLine
 
   constructor (
@@ -70,7 +73,9 @@ export class Instance {
   ) {
     this.keepAliveMs = keepAliveMs
     this.sessions = new SessionSlots(options.num_parallel)
-    this.line = new KeyLine(options.num_parallel)
+    this.line = new KeyLine(options.num_parallel, options.num_parallel)
+    // Each lease on it listens to its signal, those handed on early too: not a leak, however many slots it has.
+    setMaxListeners(10 + 2 * options.num_parallel, this.controller.signal)
   }
 
   get phase (): InstancePhase { return this.currentPhase }
@@ -94,7 +99,7 @@ export class Instance {
   }
   /** Requests holding a slot. */
   get active (): number { return this.line.active }
-  /** Requests waiting in line for a slot. */
+  /** Requests waiting for a slot: in line, or handed on early to llama-server's queue. */
   get queued (): number { return this.line.queued }
   /** Requests waiting for this instance to finish loading (they queue for a slot once it has). */
   get awaitingLoad (): number { return this.waitingForLoad }
@@ -213,10 +218,10 @@ export class Instance {
   /** Out of the scheduler's list: the end path is over. */
   markGone (): void { this.moveTo('gone') }
 
-  /** A request gave its slot back: it goes to the next in turn, or is freed. */
-  handOver (): void {
+  /** A request gave its seat back: its slot goes to the next in turn, or is freed. */
+  leave (seat: Seat): void {
     this.lastUse = Date.now()
-    this.line.handOver()
+    seat.leave()
   }
 
   private clearTimer (): void {

@@ -3,12 +3,14 @@ import { RuntimeError, UnavailableError } from '../../core/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
-import { reportWait, type Instance } from './instance.js'
+import { reportWait, type Instance, type WaitReport } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
+import type { Seat } from '../leases/key-line.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
+import { answerWatched } from '../leases/answer-begun.js'
 import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
 import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
@@ -92,7 +94,8 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.instances.find(plan.model, plan.resolved, plan.purpose, plan.minContext) ?? this.instances.start(plan.model, plan.resolved, plan.keepAliveMs, plan.purpose)
-      if (await this.takeSlot(instance, request, started)) return this.lease(instance, plan, started, request)
+      const taken = await this.takeSlot(instance, request, started)
+      if (taken !== null) return this.lease(instance, plan, started, request, taken.seat, taken.waiting)
       // The instance went away while we waited. After a crash the next request starts a fresh one; after a stop
       // (or shutdown) the waiting requests end with the reason.
       const reason: unknown = instance.signal.reason
@@ -163,61 +166,72 @@ export class Scheduler implements LeaseSource {
 
   /**
    * Waits for the instance's load, then for a slot in its API key's line (the key its usage record names): turns go
-   * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). False when the
+   * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). Null when the
    * instance went away meanwhile.
    */
-  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<boolean> {
+  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
     const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
+    let seat: Seat | null = null
     try {
       const loaded = instance.waitUntilLoaded()
       // One more request waiting for room raises what its wait costs: the swap decision looks again.
       if (instance.process === null) this.room.wake()
       await loaded
-      if (instance.state !== 'loaded') return false
+      if (instance.state !== 'loaded') return null
       // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
-      return await instance.line.take({
+      seat = await instance.line.takeSeat({
         model: instance.model.name,
         queueLength: this.deps.settings.queueLength,
         oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
-      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket })
+      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket, early: request.streams === true })
+      return seat === null ? null : { seat, waiting }
     } finally {
-      waiting?.stop()
+      // One handed on early still waits (in llama-server's queue): it hears where it stands until it is seated.
+      if (seat === null || !seat.early) waiting?.stop()
     }
   }
 
-  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest): Lease {
+  private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat, waiting: WaitReport | null): Lease {
     instance.claim(plan.keepAliveMs)
     // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
-    // read the cache there: the groups' salts differ).
-    const session = plan.purpose === 'generate' && request.session !== undefined ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
+    // read the cache there: the groups' salts differ). One handed on early goes where llama-server puts it: no slot
+    // is known to be free for it.
+    const session = plan.purpose === 'generate' && request.session !== undefined && !seat.early ? `${request.usage?.cacheGroup ?? ''}\0${request.session}` : undefined
     const slot = instance.sessions.take(session)
     const process = instance.process!
     // Each request of a cache group carries its group's salt; a session's its slot.
     const fields = { ...cacheGroupFields(request.usage?.cacheGroup, process.separatesCaches), ...(slot !== null ? { id_slot: slot } : {}) }
+    const endpoint = Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields)
+    // The line hands requests on early only once every slot granted has begun (its answer's head: a slot took it); one
+    // handed on early starts its books when it begins. A whole answer says nothing until its end: begun at once.
+    if (request.streams !== true) seat.begun()
     return grantLease({
       model: instance.model,
-      endpoint: Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields),
+      endpoint: request.streams === true ? answerWatched(endpoint, () => seat.begun()) : endpoint,
       sampling: plan.resolved.sampling,
       contextLength: instance.options.num_ctx,
       started,
+      ...(seat.early ? { seated: seat.seated, onSeated: () => waiting?.stop() } : {}),
       usage: request.usage,
       signal: instance.signal,
       clientSignal: request.signal,
       events: this.leaseEvents,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
       release: (heldMs) => {
+        waiting?.stop()
         instance.sessions.release(slot)
-        this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
-        this.release(instance)
+        // One that never got a slot says nothing of how long a request holds one.
+        if (!seat.early || heldMs > 0) this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
+        this.release(instance, seat)
       },
     })
   }
 
   /** A request gave its slot back: the next in line takes it, or the keep-alive clock starts (keep_alive 0: it goes). */
-  private release (instance: Instance): void {
-    instance.handOver()
+  private release (instance: Instance, seat: Seat): void {
+    instance.leave(seat)
     if (instance.restoreChecks?.done === false) void instance.restoreChecks.check()
     if (!instance.idle || instance.state !== 'loaded') return
     // The gap to its next request is a cost the swap decision reads: measured from when nothing of the model is left.

@@ -47,7 +47,7 @@ import { writeTinyGguf } from '../fixtures/tiny-model.js'
  * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
  * llamagate checkout to the throughput rotation, `--plugin FILE` this llamagate with that plugin loaded (`noop`: a call
  * hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts); `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
- * llama-server's default), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
+ * llama-server's default), `--parallel N` (the throughput run's slots, 8), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
  * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
  * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; `--flash-attn on|off|auto` and
  * `--repack on|off`: llama-server's switches in every setup alike, both off unless given), `--out FILE`. The tiny throughput run writes
@@ -76,6 +76,8 @@ async function main (): Promise<void> {
       'tags-models': { type: 'string', default: '1000' },
       users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '1,5' },
       'mixed-shape': { type: 'string', default: 'tiny' }, 'gateway-limits': { type: 'string', multiple: true }, plugin: { type: 'string' },
+      // The throughput run's slots per llama-server (8): fewer than the streams makes every setup queue.
+      parallel: { type: 'string', default: String(PARALLEL) },
     },
   })
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
@@ -130,12 +132,12 @@ async function main (): Promise<void> {
           : await realistic(label)
         say(`\n== throughput, model ${label}`)
         models.push(await benchThroughput({
-          build, file, label, dir: modelDir, shape: { ctxPerSlot: CTX_PER_SLOT, parallel: PARALLEL, ...(threads !== undefined ? { threads } : {}) },
+          build, file, label, dir: modelDir, shape: { ctxPerSlot: CTX_PER_SLOT, parallel: Number(values.parallel), ...(threads !== undefined ? { threads } : {}) },
           levels: values.concurrency.split(',').filter((c) => c !== '').map(Number), rounds: (values.rounds ?? '16,4,2').split(',').map(Number), reps, maxTokens, cold: Number(values.cold),
           ...(values.baseline !== undefined ? { baseline: values.baseline } : {}), ...(values.plugin !== undefined ? { plugin: values.plugin } : {}), say,
         }))
       }
-      report.throughput = { parallel: PARALLEL, ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, models }
+      report.throughput = { parallel: Number(values.parallel), ctx_per_slot: CTX_PER_SLOT, max_tokens: maxTokens, models }
       if (tinyOnly) {
         const tags = await benchTags(Number(values['tags-models']))
         report[`tags_${tags.models}`] = tags

@@ -3,7 +3,7 @@
 // come, first served; the line's own rules (its length, a key's queue share) are checked before a request joins it.
 import t from 'tap'
 import { QueueFullError, TooManyRequestsError } from '../../../core/errors.js'
-import { KeyLine } from '../../../plugins/leases/key-line.js'
+import { KeyLine, type Seat } from '../../../plugins/leases/key-line.js'
 import { queueShareRule } from '../../../plugins/quotas/queue-share.js'
 
 /** A line with one place, taken: every request after it waits. */
@@ -115,4 +115,141 @@ t.test('KeyLine.take: a free place at once; a full line refused; a key past its 
   gone.abort(new Error('client gone'))
   await t.rejects(line.take(terms, { signal: gone.signal }), { message: 'client gone' }, 'an aborted request takes nothing')
   t.equal(line.active, 1, 'the place still held by the last one served')
+})
+
+/**
+ * Takes a seat on `line` for a request of `key`, recording `name` in `order` when it is seated. `begins`: its answer
+ * begins as soon as it holds a place, as llama-server's would (else the test says when, `Seat.begun`).
+ */
+function seatFor (line: KeyLine, order: string[], name: string, key?: string, early = true, begins = true): Promise<Seat | null> {
+  const terms = { model: 'acme/tiny', queueLength: 16, oneRequestMs: () => 1000 }
+  const usage = key === undefined ? undefined : { key, promptTokens: 0, generatedTokens: 0 }
+  return line.takeSeat(terms, { early, ...(usage ? { usage } : {}) }).then((seat) => {
+    void seat?.seated.then(() => {
+      order.push(name)
+      if (begins) seat.begun()
+    })
+    if (begins && seat?.early === false) seat.begun()
+    return seat
+  })
+}
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve))
+
+t.test('KeyLine with early places: handed on once every place granted has begun, up to one per place; seated oldest first as places free', async (t) => {
+  const line = new KeyLine(2, 2)
+  const seated: string[] = []
+  const ask = (name: string): Promise<Seat | null> => seatFor(line, seated, name, undefined, true, false)
+  const s1 = await ask('s1')
+  const s2 = await ask('s2')
+  t.same([s1!.early, s2!.early], [false, false], 'two places')
+  let e1Seat: Seat | null = null
+  const e1 = ask('e1').then((seat) => (e1Seat = seat))
+  s1!.begun()
+  await settle()
+  t.equal(e1Seat, null, 'the next waits in line while a place granted has not begun: the backend might read it first')
+  t.same([line.active, line.queued], [2, 1])
+  s2!.begun()
+  t.equal((await e1)!.early, true, 'every place begun: the next is handed on early')
+  const e2 = await ask('e2')
+  t.equal(e2!.early, true, 'and the next with it: those handed on wait in the backend\'s queue together, one per place')
+  const w1 = ask('w1')
+  t.same([line.active, line.queued], [2, 3], 'the next waits in line: the early places are taken')
+  e1Seat!.begun()
+  await settle()
+  t.same(seated, ['s1', 's2', 'e1'], 'one handed on that has begun holds one of the backend\'s places: its books start')
+  s1!.leave()
+  t.equal(e1Seat!.early, false, 'a place given back seats the oldest handed on')
+  const w1Seat = await w1
+  t.equal(w1Seat!.early, true, 'and its early place goes to the next in line')
+  s2!.leave()
+  e2!.begun()
+  w1Seat!.begun()
+  e1Seat!.leave()
+  await settle()
+  t.same(seated, ['s1', 's2', 'e1', 'e2', 'w1'])
+  t.same([line.active, line.queued], [2, 0])
+  e2!.leave(); w1Seat!.leave()
+  t.ok(line.idle, 'free once every seat is given back')
+})
+
+t.test('KeyLine with early places: one that leaves before it is seated gives its early place to the next in turn, never a place', async (t) => {
+  const line = new KeyLine(1, 1)
+  const seated: string[] = []
+  const holder = await seatFor(line, seated, 'holder', 'alice')
+  const early = await seatFor(line, seated, 'early', 'alice')
+  const next = seatFor(line, seated, 'next', 'bob')
+  t.equal(line.queuedOf('alice'), 1, 'a key\'s waiting requests count the one handed on')
+  early!.leave()
+  const nextSeat = await next
+  t.equal(nextSeat!.early, true, 'the next in turn is handed on in its place')
+  t.equal(line.active, 1, 'the place stays the holder\'s')
+  early!.leave()
+  t.equal(line.queued, 1, 'a second leave does nothing')
+  holder!.leave()
+  await settle()
+  t.same(seated, ['holder', 'next'], 'the one that left was never seated')
+  nextSeat!.leave()
+  t.ok(line.idle)
+})
+
+t.test('KeyLine with early places: turns go round the keys in the order requests are handed on; the line\'s rules count those handed on', async (t) => {
+  const line = new KeyLine(1, 1)
+  const seated: string[] = []
+  const seats = new Map<string, Seat>()
+  const ask = (name: string, key: string): void => { void seatFor(line, seated, name, key).then((seat) => seats.set(name, seat!)) }
+  for (let i = 0; i < 5; i++) ask(`a${i}`, 'alice')
+  ask('b0', 'bob')
+  await settle()
+  // The one seated last holds the place: it gives it back, and the next is seated.
+  for (let i = 0; i < 5; i++) {
+    seats.get(seated.at(-1)!)!.leave()
+    await settle()
+  }
+  t.same(seated, ['a0', 'a1', 'b0', 'a2', 'a3', 'a4'], 'bob goes on the first turn after the one handed on before him')
+  const shared = new KeyLine(1, 1)
+  const terms = { model: 'acme/tiny', queueLength: 4, oneRequestMs: () => 1000 }
+  const carol = { key: 'carol', promptTokens: 0, generatedTokens: 0, mayQueue: queueShareRule('carol', 0.5) }
+  const first = (await shared.takeSeat(terms, { usage: carol, early: true }))!
+  t.equal(first.early, false)
+  first.begun()
+  t.equal((await shared.takeSeat(terms, { usage: carol, early: true }))!.early, true)
+  void shared.takeSeat(terms, { usage: carol, early: true })
+  await t.rejects(shared.takeSeat(terms, { usage: carol, early: true }), TooManyRequestsError, 'her share of a line of 4 is 2 waiting, the one handed on among them')
+  void shared.takeSeat(terms, { early: true })
+  void shared.takeSeat(terms, { early: true })
+  await t.rejects(shared.takeSeat(terms, { early: true }), QueueFullError, 'the line holds 4 waiting, the one handed on among them')
+})
+
+t.test('KeyLine with early places: one that may not be handed on (a whole answer) waits for a place, keeping its turn', async (t) => {
+  const line = new KeyLine(1, 1)
+  const seated: string[] = []
+  const seats = new Map<string, Seat>()
+  const ask = (name: string, key: string, early = true): void => { void seatFor(line, seated, name, key, early).then((seat) => seats.set(name, seat!)) }
+  ask('a0', 'alice')
+  ask('whole', 'bob', false)
+  ask('a1', 'alice')
+  await settle()
+  t.same([line.active, line.queued], [1, 2], 'nothing handed on: the whole answer is first in line')
+  seats.get('a0')!.leave()
+  await settle()
+  t.same(seated, ['a0', 'whole'], 'it takes the place that freed')
+  t.equal(seats.get('a1')!.early, true, 'and the next is handed on behind it')
+  seats.get('whole')!.leave()
+  await settle()
+  t.same(seated, ['a0', 'whole', 'a1'])
+  const late = new KeyLine(1, 1)
+  const order: string[] = []
+  const lateSeats = new Map<string, Seat>()
+  for (const [name, key, early] of [['h', 'alice', true], ['e', 'alice', true], ['w', 'bob', false], ['x', 'carol', true]] as const) {
+    void seatFor(late, order, name, key, early).then((seat) => lateSeats.set(name, seat!))
+  }
+  await settle()
+  lateSeats.get('h')!.leave()
+  await settle()
+  t.same(order, ['h', 'e'], 'the one handed on is seated first')
+  t.equal(late.queued, 2, 'its early place stays free: the whole answer\'s turn comes first, and nobody passes it')
+  lateSeats.get('e')!.leave()
+  await settle()
+  t.same(order, ['h', 'e', 'w'])
+  t.equal(lateSeats.get('x')!.early, true, 'then the next in turn is handed on')
 })
