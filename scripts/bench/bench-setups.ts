@@ -47,14 +47,14 @@ export function procStat (pid: number): Promise<{ cpuMs: number, rssBytes: numbe
 }
 
 /**
- * llama-server's router mode over the GGUFs in `modelsDir`, at most `modelsMax` loaded. `--no-warmup` as
+ * llama-server's router mode over the GGUFs in `modelsDir`, at most `modelsMax` loaded. `--no-warmup --fit off` as
  * llamagate gives its CPU runtimes, so that a load measures the same work in both.
  */
 export async function startRouter (build: RuntimeBuild, modelsDir: string, shape: ServerShape, modelsMax = 1): Promise<Started & { models: string[] }> {
   const port = await freePort()
   const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', String(modelsMax), '--host', '127.0.0.1', '--port', String(port),
     '--ctx-size', String(shape.ctxPerSlot * shape.parallel), '--parallel', String(shape.parallel), '--jinja', '--no-webui',
-    ...(build.backend === 'cpu' ? ['--no-warmup'] : []),
+    ...(build.backend === 'cpu' ? ['--no-warmup', '--fit', 'off'] : []),
     ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url)

@@ -68,6 +68,16 @@ t.test('warm-up: skipped on CPU builds (it delays the start and speeds no reques
   t.notOk(new LlamaServer({ build: { ...build, features: { ...build.features, noWarmup: false } }, modelPath: '/m.gguf', alias: 'a/b', ctxSize: 512, parallel: 1, threads: 1 }).args().includes('--no-warmup'), 'not passed to a build that lacks it')
 })
 
+t.test('fit: off on CPU builds (it loads the vocabulary a second time to fit nothing), left to llama-server on GPU builds', async (t) => {
+  const build = await cpuRuntime()
+  t.ok(build.features.fit, 'this build knows --fit')
+  const args = (backend: typeof build.backend, features = build.features) => new LlamaServer({ build: { ...build, backend, features }, modelPath: '/m.gguf', alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 }).args()
+  const cpu = args('cpu')
+  t.equal(cpu[cpu.indexOf('--fit') + 1], 'off')
+  t.notOk(args('cuda').includes('--fit'), 'a GPU build fits what is not given (its layers) to its memory')
+  t.notOk(args('cpu', { ...build.features, fit: false }).includes('--fit'), 'not passed to a build that lacks it')
+})
+
 t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (t) => {
   const file = join(await tempDir(t), 'corrupt.gguf')
   await writeFile(file, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xff)]))
