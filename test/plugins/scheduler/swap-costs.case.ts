@@ -137,14 +137,22 @@ function costs (estimate: WaitEstimate): SwapCosts {
   return new SwapCosts({ estimate, swaps: new SwapPolicy({ modelOptions: new Map(), minResidencyMs: DEFAULTS.minResidencyMs }), settings: DEFAULTS })
 }
 
-t.test('the costs: an idle model is held only while a request for it is expected and coming back would cost more', async (t) => {
+/**
+ * What the scheduler would have measured of `model`: its users back `gapMs` after it went idle (three times), a load
+ * of `loadMs`, a request of `requestMs` if given; idle again since 10 s.
+ */
+function measured (model: string, gapMs: number, loadMs: number, requestMs?: number): WaitEstimate {
   const estimate = new WaitEstimate()
+  for (let i = 0; i < 3; i++) { estimate.wentIdle(model, 0); estimate.arrived(model, gapMs) }
+  estimate.loaded(`${model}\0generate`, loadMs)
+  if (requestMs !== undefined) estimate.served(`${model}\0generate`, requestMs)
+  estimate.wentIdle(model, 10_000)
+  return estimate
+}
+
+t.test('the costs: an idle model is held only while a request for it is expected and coming back would cost more', async (t) => {
   // acme/big's users come back 200 ms after it goes idle, and its load takes 8 s.
-  for (let i = 0; i < 3; i++) { estimate.wentIdle('acme/big', 0); estimate.arrived('acme/big', 200) }
-  estimate.loaded('acme/big\0generate', 8000)
-  estimate.served('acme/big\0generate', 300)
-  estimate.wentIdle('acme/big', 10_000)
-  const decide = costs(estimate)
+  const decide = costs(measured('acme/big', 200, 8000, 300))
   const held = decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050)
   t.match(held, { go: false }, 'held: its user is expected back in 150 ms, and going away and back costs a reload of 8 s')
   t.ok(!held.go && held.until <= 10_400, 'held only until the expected request is late (twice its usual gap)')
@@ -153,30 +161,17 @@ t.test('the costs: an idle model is held only while a request for it is expected
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_300), { go: false }, 'held a little past the usual gap')
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 1_000), 10_050), { go: false }, 'what the waiting request waited already is paid either way: still held')
   // A small model's reload is cheaper than holding the waiting request through the gap.
-  const small = new WaitEstimate()
-  for (let i = 0; i < 3; i++) { small.wentIdle('acme/small', 0); small.arrived('acme/small', 2000) }
-  small.loaded('acme/small\0generate', 300)
-  small.wentIdle('acme/small', 10_000)
-  t.match(costs(small).decide(resident('acme/small'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'a cheap reload is not held for')
+  t.match(costs(measured('acme/small', 2000, 300)).decide(resident('acme/small'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'a cheap reload is not held for')
   t.match(costs(new WaitEstimate()).decide(resident('acme/a'), swapIn('acme/b', 1, 0), 1), { go: true, reason: 'idle-given-up' }, 'with no gap measured, nothing is expected: given up')
 })
 
 t.test('the costs: a hold is paid by every request waiting for room, whichever model it waits for', async (t) => {
-  const estimate = new WaitEstimate()
   // acme/big's user comes back about a second after it goes idle; its load takes 5 s.
-  for (let i = 0; i < 3; i++) { estimate.wentIdle('acme/big', 0); estimate.arrived('acme/big', 1000) }
-  estimate.loaded('acme/big\0generate', 5000)
-  estimate.served('acme/big\0generate', 300)
-  estimate.wentIdle('acme/big', 10_000)
-  const decide = costs(estimate)
+  const decide = costs(measured('acme/big', 1000, 5000, 300))
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050), { go: false }, 'one request waiting: holding through the gap costs it less than a reload of 5 s')
   t.match(decide.decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050, 2), { go: true, reason: 'queue-cost' }, 'two more waiting for another model: the hold would cost the three of them more than coming back')
   // Counted to the hold's end (the request late), not to its expected arrival: a user who does not come back costs the waiting the whole hold.
-  const slow = new WaitEstimate()
-  for (let i = 0; i < 3; i++) { slow.wentIdle('acme/big', 0); slow.arrived('acme/big', 3000) }
-  slow.loaded('acme/big\0generate', 5000)
-  slow.wentIdle('acme/big', 10_000)
-  t.match(costs(slow).decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'expected in 3 s, late after 6: a hold of up to 6 s costs more than a reload of 5')
+  t.match(costs(measured('acme/big', 3000, 5000)).decide(resident('acme/big'), swapIn('acme/b', 1, 10_000), 10_050), { go: true, reason: 'queue-cost' }, 'expected in 3 s, late after 6: a hold of up to 6 s costs more than a reload of 5')
 })
 
 t.test('the costs: a busy model takes new requests until the waiting requests\' cost passes a swap and the way back', async (t) => {
