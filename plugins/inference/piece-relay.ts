@@ -10,6 +10,8 @@ export const CUT = 2
 export type Step = typeof SENT | typeof CHANGED | typeof CUT
 
 const EVENT_END = Buffer.from('\n\n')
+const DATA = Buffer.from('data: ')
+const NAME = Buffer.from('event: ')
 const EMPTY = Buffer.alloc(0)
 
 /** One read of the relay, its whole events walked through the hooks; `out` is made only once one of them changed. */
@@ -204,14 +206,18 @@ export class PieceRelay implements RelaySink {
 
 /** An SSE event's name and JSON data, or null where it has none that is an object (`[DONE]`, a comment). */
 function eventOf (text: Buffer, start: number, end: number): { name: string | null, data: Json } | null {
-  const event = text.toString('utf8', start, end - 2)
   let name: string | null = null
   let json: string
-  if (event.startsWith('data: ') && !event.includes('\n')) {
-    json = event.slice(6)
+  // Nearly every event is one `data: ` line, or Anthropic's `event: ` line and one `data: ` line: only the JSON is decoded.
+  const first = text.indexOf(0x0a, start)
+  if (first === end - 2 && startsAt(text, DATA, start)) {
+    json = text.toString('utf8', start + DATA.length, end - 2)
+  } else if (startsAt(text, NAME, start) && startsAt(text, DATA, first + 1) && text.indexOf(0x0a, first + 1) === end - 2) {
+    name = text.toString('utf8', start + NAME.length, first)
+    json = text.toString('utf8', first + 1 + DATA.length, end - 2)
   } else {
     const data: string[] = []
-    for (const line of event.split('\n')) {
+    for (const line of text.toString('utf8', start, end - 2).split('\n')) {
       if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5))
       else if (line.startsWith('event:')) name = line.slice(line.startsWith('event: ') ? 7 : 6)
     }
@@ -224,6 +230,10 @@ function eventOf (text: Buffer, start: number, end: number): { name: string | nu
   } catch {
     return null
   }
+}
+
+function startsAt (text: Buffer, prefix: Buffer, at: number): boolean {
+  return at + prefix.length <= text.length && text.compare(prefix, 0, prefix.length, at, at + prefix.length) === 0
 }
 
 function endsEvent (bytes: Buffer): boolean {

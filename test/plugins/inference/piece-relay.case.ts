@@ -28,9 +28,9 @@ function endpoint (events: string[], split: boolean): ModelEndpoint & { aborted:
     postJson: () => { throw new Error('not asked') },
     events: async () => (async function * () {
       for (const event of events) {
-        const data = event.split('\n').find((l) => l.startsWith('data: '))!.slice(6)
+        const data = event.split('\n').filter((l) => l.startsWith('data:')).map((l) => l.replace(/^data: ?/, '')).join('\n')
         if (data === '[DONE]') return
-        yield JSON.parse(data)
+        if (data !== '') yield JSON.parse(data)
       }
     })(),
     relay: async (_path, _payload, sink: RelaySink, progress: RelayProgress, signal: AbortSignal) => {
@@ -76,6 +76,14 @@ t.test('a piece hook that changes nothing leaves the stream as the model\'s serv
     t.equal(after, 'café secret end', 'the after hook read the answer')
     t.equal(counted, OPENAI.length, 'each event counted once')
   }
+})
+
+t.test('comments, events of several lines and short ones pass as they came, their pieces offered', async (t) => {
+  const events = [': ping\n\n', 'data:{"choices":[{"index":0,"delta":{"content":"a"}}]}\n\n', 'id: 7\ndata: {"choices":[{"index":0,\ndata: "delta":{"content":"b"}}]}\n\n', 'data: {"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', ':\n\n']
+  const seen: string[] = []
+  const { text } = await relayed({ piece (piece) { seen.push(piece.text) } }, events)
+  t.equal(text, events.join(''))
+  t.same(seen, ['a', 'b'])
 })
 
 t.test('only an event a hook changed is written again; a cut stops the stream and ends it as a finished one', async (t) => {
