@@ -7,11 +7,15 @@ import type { Lease } from '../leases/lease.js'
 import { AlongsideHooks } from './alongside-hooks.js'
 import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, saysFinished, sseEvent, streamEnd, wholePieces, type PieceSlot } from './answer-pieces.js'
 import { CHANGED, CUT, PieceRelay, SENT, type Step } from './piece-relay.js'
+import type { QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
-/** Where one streamed answer is: its last event sent, Anthropic's content block still open, the events sent, whether it ended. */
-interface StreamState { last: Json | null, open: number | null, sent: number, finished: boolean }
+/**
+ * Where one streamed answer is: its last event sent (or how to parse it: a token read without parsing), Anthropic's
+ * content block still open, the events sent, whether it ended.
+ */
+interface StreamState { last: Json | (() => Json) | null, open: number | null, sent: number, finished: boolean }
 
 /** Who a call is, for its hooks: made by `callContext` only when some plugin registered call hooks. */
 export interface CallContext {
@@ -168,7 +172,7 @@ export class HookedCall {
         // Closing the runtime's answer stops its generation.
         await events.return(undefined)
         await this.alongside?.wait()
-        yield * cutEvents(path, state.last, state.open, state.sent)
+        yield * cutEvents(path, lastOf(state), state.open, state.sent)
         state.finished = true
         break
       }
@@ -185,7 +189,8 @@ export class HookedCall {
     const state: StreamState = { last: null, open: null, sent: 0, finished: false }
     const stop = new AbortController()
     const linked = linkedSignal([signal, stop.signal])
-    const pieces = new PieceRelay((event) => this.step(path, state, event), sink, progress, (reason) => stop.abort(reason))
+    const hooks = { quick: path === '/v1/chat/completions', event: (event: Json) => this.step(path, state, event), piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event) }
+    const pieces = new PieceRelay(hooks, sink, progress, (reason) => stop.abort(reason))
     try {
       try {
         await relay(pieces, linked.signal)
@@ -199,11 +204,11 @@ export class HookedCall {
       if (pieces.failure !== null) throw pieces.failure.error
       if (pieces.cut) {
         await this.alongside?.wait()
-        const end = cutEvents(path, state.last, state.open, state.sent).map((event) => sseEvent(path, event)).join('') + streamEnd(path)
         state.finished = true
-        await pieces.settle(Buffer.from(end))
+        pieces.end(Buffer.from(cutEvents(path, lastOf(state), state.open, state.sent).map((event) => sseEvent(path, event)).join('') + streamEnd(path)))
       } else {
         this.alongside?.check()
+        pieces.end()
       }
     } finally {
       linked.unlink()
@@ -222,6 +227,23 @@ export class HookedCall {
     this.edited = false
     const cutAt = this.pieces(eventPieces(path, event), false)
     return typeof cutAt === 'number' ? this.passed(path, state, event, cutAt) : cutAt.then((at) => this.passed(path, state, event, at))
+  }
+
+  /** A chat token read without parsing (quick-piece.ts) through the `piece` hooks: it neither ends the answer nor says usage. */
+  private stepPiece (state: StreamState, piece: QuickPiece, event: () => Json): Step | Promise<Step> {
+    this.edited = false
+    const cutAt = this.pieces([piece], false)
+    return typeof cutAt === 'number' ? this.passedPiece(state, event, cutAt) : cutAt.then((at) => this.passedPiece(state, event, at))
+  }
+
+  private passedPiece (state: StreamState, event: () => Json, cutAt: number): Step {
+    if (cutAt !== -1) {
+      this.cut = true
+      return CUT
+    }
+    state.sent++
+    state.last = event
+    return this.edited ? CHANGED : SENT
   }
 
   private passed (path: string, state: StreamState, event: Json, cutAt: number): Step | Promise<Step> {
@@ -320,6 +342,11 @@ export class HookedCall {
     }
     for (const hook of this.afterHooks) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
   }
+}
+
+/** The last event a stream sent, parsed. */
+function lastOf (state: StreamState): Json | null {
+  return typeof state.last === 'function' ? state.last() : state.last
 }
 
 /** What the `before` hooks may change, as text: a hook may edit in place (a message's content) or replace. */

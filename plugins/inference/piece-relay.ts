@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net'
 import type { RelayProgress, RelaySink } from '../../runtimes/index.js'
+import { quickChatPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
@@ -13,6 +14,19 @@ const EVENT_END = Buffer.from('\n\n')
 const DATA = Buffer.from('data: ')
 const NAME = Buffer.from('event: ')
 const EMPTY = Buffer.alloc(0)
+
+/** What the relay asks of the call's hooks (hooked-call.ts). */
+export interface RelayHooks {
+  /** The events are chat chunks: llama-server's usual token event may be read without parsing it (quick-piece.ts). */
+  readonly quick: boolean
+  /** One parsed event through the hooks. */
+  event(event: Json): Step | Promise<Step>
+  /** One token event's text through the hooks; `event` parses the whole of it, where it is needed (a cut's end). */
+  piece(piece: QuickPiece, event: () => Json): Step | Promise<Step>
+}
+
+/** An event as the walk read it: its text alone, or parsed (its SSE name and JSON), or neither (`[DONE]`, a comment). */
+type Read = QuickPiece | { name: string | null, data: Json } | null
 
 /** One read of the relay, its whole events walked through the hooks; `out` is made only once one of them changed. */
 interface Walk { text: Buffer, whole: number, at: number, out: Buffer[] | null, events: number }
@@ -44,7 +58,7 @@ export class PieceRelay implements RelaySink {
   private recentBytes: number
 
   constructor (
-    private readonly step: (event: Json) => Step | Promise<Step>,
+    private readonly hooks: RelayHooks,
     private readonly sink: RelaySink,
     private readonly surface: RelayProgress,
     private readonly stop: (reason: unknown) => void,
@@ -76,16 +90,20 @@ export class PieceRelay implements RelaySink {
     return this.pending ?? this.sink.drained(this.client ?? undefined)
   }
 
-  /** Once what the hooks still hold is written: then `bytes` (the events that end a cut answer) and the rest go. */
-  async settle (bytes: Buffer = EMPTY): Promise<void> {
+  /** Once what the hooks still hold is written (or dropped, after a cut or a failure). */
+  async settle (): Promise<void> {
     while (this.pending !== null) await this.pending
+  }
+
+  /** The stream ended: half an event it ended in, `bytes` (the events that end a cut answer), what the surface's rewrite kept back. */
+  end (bytes: Buffer = EMPTY): void {
     if (this.failure !== null) return
     const rest = this.held
     this.held = EMPTY
     if (rest.length > 0 && !this.cut) this.emit(rest, 0)
     if (bytes.length > 0) this.emit(bytes, eventsIn(bytes))
-    const tail = this.surface.rewrite?.end()
-    if (tail !== undefined && tail.length > 0) this.write(tail)
+    const kept = this.surface.rewrite?.end()
+    if (kept !== undefined && kept.length > 0) this.write(kept)
   }
 
   /** The surface's `tail`: the last bytes written, also when the stream failed. */
@@ -135,25 +153,28 @@ export class PieceRelay implements RelaySink {
   }
 
   private walk (walk: Walk): boolean | Promise<void> {
+    const { hooks } = this
     while (walk.at < walk.whole) {
-      const end = walk.text.indexOf(EVENT_END, walk.at) + 2
-      const event = eventOf(walk.text, walk.at, end)
-      const step = event === null ? SENT : this.step(event.data)
-      if (typeof step !== 'number') return this.resumed(walk, end, step, event!.name, event!.data)
-      if (this.stepped(walk, end, step, event?.name ?? null, event?.data)) break
+      const { text, at } = walk
+      const end = text.indexOf(EVENT_END, at) + 2
+      const quick = hooks.quick ? quickChatPiece(text, at, end) : null
+      const read: Read = quick ?? eventOf(text, at, end)
+      const step = read === null ? SENT : quick !== null ? hooks.piece(quick, () => JSON.parse(text.toString('utf8', at + DATA.length, end - 2)) as Json) : hooks.event((read as { data: Json }).data)
+      if (typeof step !== 'number') return this.resumed(walk, end, step, read)
+      if (this.stepped(walk, end, step, read)) break
     }
     return this.send(walk)
   }
 
   /** The walk once a hook's promise for the event before `end` settled. */
-  private async resumed (walk: Walk, end: number, step: Promise<Step>, name: string | null, data: Json): Promise<void> {
-    const written = this.stepped(walk, end, await step, name, data) ? this.send(walk) : this.walk(walk)
+  private async resumed (walk: Walk, end: number, step: Promise<Step>, read: Read): Promise<void> {
+    const written = this.stepped(walk, end, await step, read) ? this.send(walk) : this.walk(walk)
     if (written === false) await this.sink.drained(this.client ?? undefined)
     else if (written !== true) await written
   }
 
   /** Moves past one event as the hooks left it; true when they cut the answer there. */
-  private stepped (walk: Walk, end: number, step: Step, name: string | null, data: Json | undefined): boolean {
+  private stepped (walk: Walk, end: number, step: Step, read: Read): boolean {
     if (step === SENT) {
       walk.out?.push(walk.text.subarray(walk.at, end))
     } else {
@@ -162,7 +183,7 @@ export class PieceRelay implements RelaySink {
         this.cut = true
         return true
       }
-      walk.out.push(Buffer.from(`${name !== null ? `event: ${name}\n` : ''}data: ${JSON.stringify(data)}\n\n`))
+      walk.out.push(again(walk.text, walk.at, end, read!))
     }
     walk.events++
     walk.at = end
@@ -202,6 +223,12 @@ export class PieceRelay implements RelaySink {
     }
     return this.client !== null ? this.client.write(chunk(bytes)) : this.sink.writeRaw(bytes)
   }
+}
+
+/** A changed event written again: only its text where it was read alone, else its JSON under its SSE name. */
+function again (text: Buffer, start: number, end: number, read: NonNullable<Read>): Buffer {
+  if ('edited' in read) return read.edited(text, start, end)
+  return Buffer.from(`${read.name !== null ? `event: ${read.name}\n` : ''}data: ${JSON.stringify(read.data)}\n\n`)
 }
 
 /** An SSE event's name and JSON data, or null where it has none that is an object (`[DONE]`, a comment). */

@@ -99,6 +99,20 @@ t.test('only an event a hook changed is written again; a cut stops the stream an
   }
 })
 
+t.test('llama-server\'s usual chat token, read without parsing: changed in place, the rest of its bytes kept', async (t) => {
+  const token = (text: string): string => `data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"${text}"}}],"created":1795767263,"id":"c2","model":"m","object":"chat.completion.chunk","x":1.0}\n\n`
+  const events = [token('a \\"quoted\\" \\u0012'), token('secret'), token(''), token('tail'), 'data: {"choices":[{"finish_reason":"length","index":0,"delta":{}}],"created":1795767263,"id":"c2","timings":{"predicted_n":3}}\n\n', 'data: [DONE]\n\n']
+  for (const later of [false, true]) {
+    const answer = <T>(value: T): T | Promise<T> => later ? Promise.resolve(value) : value
+    const seen: string[] = []
+    const edited = await relayed({ piece (piece) { seen.push(piece.text); if (piece.text === 'secret') piece.text = 'a "new" one'; return answer(undefined) } }, events, undefined, later)
+    t.same(seen, ['a "quoted" \u0012', 'secret', 'tail'], 'the texts, unescaped')
+    t.equal(edited.text, events.join('').replace('"content":"secret"', '"content":"a \\"new\\" one"'), 'only the text changed')
+    const cut = await relayed({ piece (piece) { return answer(piece.text === 'tail' ? 'cut' : undefined) } }, events, undefined, later)
+    t.equal(cut.text, [...events.slice(0, 3), 'data: {"id":"c2","object":"chat.completion.chunk","created":1795767263,"model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', 'data: [DONE]\n\n'].join(''), 'a cut ends it after the last token sent')
+  }
+})
+
 t.test('Anthropic\'s named events: kept as they came, a changed one written again under its name', async (t) => {
   const events = [
     'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
