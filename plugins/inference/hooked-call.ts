@@ -189,7 +189,7 @@ export class HookedCall {
     const state: StreamState = { last: null, open: null, sent: 0, finished: false }
     const stop = new AbortController()
     const linked = linkedSignal([signal, stop.signal])
-    const hooks = { quick: path === '/v1/chat/completions', event: (event: Json) => this.step(path, state, event), piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event) }
+    const hooks = { path, event: (event: Json) => this.step(path, state, event), piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event) }
     const pieces = new PieceRelay(hooks, sink, progress, (reason) => stop.abort(reason))
     try {
       try {
@@ -229,7 +229,7 @@ export class HookedCall {
     return typeof cutAt === 'number' ? this.passed(path, state, event, cutAt) : cutAt.then((at) => this.passed(path, state, event, at))
   }
 
-  /** A chat token read without parsing (quick-piece.ts) through the `piece` hooks: it neither ends the answer nor says usage. */
+  /** A token read without parsing (quick-piece.ts) through the `piece` hooks: it neither ends the answer nor says usage. */
   private stepPiece (state: StreamState, piece: QuickPiece, event: () => Json): Step | Promise<Step> {
     this.edited = false
     const cutAt = this.pieces([piece], false)

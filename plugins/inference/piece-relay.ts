@@ -1,6 +1,6 @@
 import type { Socket } from 'node:net'
 import type { RelayProgress, RelaySink } from '../../runtimes/index.js'
-import { quickChatPiece, type QuickPiece } from './quick-piece.js'
+import { quickPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
@@ -17,8 +17,8 @@ const EMPTY = Buffer.alloc(0)
 
 /** What the relay asks of the call's hooks (hooked-call.ts). */
 export interface RelayHooks {
-  /** The events are chat chunks: llama-server's usual token event may be read without parsing it (quick-piece.ts). */
-  readonly quick: boolean
+  /** The path of the model's server the stream answers: llama-server's usual token event of some is read without parsing it (quick-piece.ts). */
+  readonly path: string
   /** One parsed event through the hooks. */
   event(event: Json): Step | Promise<Step>
   /** One token event's text through the hooks; `event` parses the whole of it, where it is needed (a cut's end). */
@@ -157,9 +157,9 @@ export class PieceRelay implements RelaySink {
     while (walk.at < walk.whole) {
       const { text, at } = walk
       const end = text.indexOf(EVENT_END, at) + 2
-      const quick = hooks.quick ? quickChatPiece(text, at, end) : null
+      const quick = quickPiece(hooks.path, text, at, end)
       const read: Read = quick ?? eventOf(text, at, end)
-      const step = read === null ? SENT : quick !== null ? hooks.piece(quick, () => JSON.parse(text.toString('utf8', at + DATA.length, end - 2)) as Json) : hooks.event((read as { data: Json }).data)
+      const step = read === null ? SENT : quick !== null ? hooks.piece(quick, () => JSON.parse(text.toString('utf8', quick.json, end - 2)) as Json) : hooks.event((read as { data: Json }).data)
       if (typeof step !== 'number') return this.resumed(walk, end, step, read)
       if (this.stepped(walk, end, step, read)) break
     }

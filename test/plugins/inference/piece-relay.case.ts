@@ -118,11 +118,15 @@ t.test('Anthropic\'s named events: kept as they came, a changed one written agai
     'event: message_start\ndata: {"type":"message_start","message":{"id":"m1","usage":{"input_tokens":3,"output_tokens":1}}}\n\n',
     'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
     'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"secret"}}\n\n',
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":12,"delta":{"type":"text_delta","text":"\\"q\\" \\n"}}\n\n',
     'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
     'event: message_stop\ndata: {"type":"message_stop"}\n\n',
   ]
-  const kept = await relayed({ piece () {} }, events, '/v1/messages')
+  const seen: string[] = []
+  const kept = await relayed({ piece (piece) { seen.push(piece.text) } }, events, '/v1/messages')
   t.equal(kept.text, events.join(''))
+  t.same(seen, ['secret', '"q" \n'])
   const edited = await relayed({ piece (piece) { piece.text = 'x' } }, events, '/v1/messages')
-  t.equal(edited.text, [...events.slice(0, 2), 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}\n\n', ...events.slice(3)].join(''))
+  const x = (index: number): string => `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":"x"}}\n\n`
+  t.equal(edited.text, [...events.slice(0, 2), x(0), x(12), ...events.slice(4)].join(''))
 })
