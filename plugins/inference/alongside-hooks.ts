@@ -11,6 +11,7 @@ export class AlongsideHooks {
   /** The hooks' own signal: aborts when the call ends or is cancelled. */
   private readonly stop = new AbortController()
   private settled: Promise<unknown> | null = null
+  private done = false
   private ended = false
 
   constructor (private readonly hooks: CallHooks, private readonly list: readonly CallHook[], private readonly log: HookLog) {}
@@ -34,7 +35,7 @@ export class AlongsideHooks {
         throw err
       }
     }))
-    this.settled.catch(() => {})
+    this.settled.then(() => { this.done = true }, () => {})
   }
 
   /** Throws the error that cancelled the call, if one did. */
@@ -46,6 +47,12 @@ export class AlongsideHooks {
   async wait (): Promise<void> {
     this.check()
     await this.settled
+  }
+
+  /** As `wait`, but null rather than a promise once every hook resolved: a stream's end then waits for nothing. */
+  waiting (): Promise<void> | null {
+    this.check()
+    return this.done ? null : this.wait()
   }
 
   /** What a request that failed should fail with: the error that cancelled the call, if one did, else its own. */

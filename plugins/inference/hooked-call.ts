@@ -1,14 +1,21 @@
 import type { FastifyRequest } from 'fastify'
-import type { CallHook, CallHooks, CallOutcome, CallPiece, CallRequest, HookLog } from '../../core/call-hooks.js'
+import type { CallHook, CallHooks, CallOutcome, CallPiece, CallRequest, HookLog, PieceVerdict } from '../../core/call-hooks.js'
 import type { Grant } from '../../core/grant.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
 import { linkedSignal } from '../../core/linked-signal.js'
 import type { Lease } from '../leases/lease.js'
 import { AlongsideHooks } from './alongside-hooks.js'
-import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, saysFinished, wholePieces, type PieceSlot } from './answer-pieces.js'
-import { relayEvents } from './relay-events.js'
+import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, saysFinished, sseEvent, streamEnd, wholePieces, type PieceSlot } from './answer-pieces.js'
+import { CHANGED, CUT, PieceRelay, SENT, type Step } from './piece-relay.js'
+import type { QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
+
+/**
+ * Where one streamed answer is: its last event sent (or how to parse it: a token read without parsing), Anthropic's
+ * content block still open, the events sent, whether it ended.
+ */
+interface StreamState { last: Json | (() => Json) | null, open: number | null, sent: number, finished: boolean }
 
 /** Who a call is, for its hooks: made by `callContext` only when some plugin registered call hooks. */
 export interface CallContext {
@@ -52,6 +59,8 @@ export class HookedCall {
   private text = ''
   private reasoning = ''
   private cut = false
+  /** A `piece` hook changed the text of the event last offered. */
+  private edited = false
   private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
   private readonly reads: boolean
   private readonly pieceHooks: readonly CallHook[]
@@ -92,7 +101,7 @@ export class HookedCall {
         const body = await this.before(JSON.parse(payload) as Json)
         // Without a hook that reads the answer, its bytes go as they come.
         if (!this.reads) return inner.relay(path, JSON.stringify(body), sink, progress, signal)
-        return relayEvents(path, this.stream(path, await inner.events(path, body, signal).catch(this.refused) as AsyncGenerator<Json>), sink, progress)
+        return this.relayed(path, (relay, relaySignal) => inner.relay(path, JSON.stringify(body), relay, relay.progress, relaySignal), sink, progress, signal)
       },
     }
     if (this.alongside === null) return { ...lease, endpoint }
@@ -155,35 +164,100 @@ export class HookedCall {
 
   private async * stream (path: string, runtime: AsyncGenerator<Json>): AsyncGenerator<Json> {
     const events = this.alongside === null ? runtime : this.cancellable(runtime)
-    let last: Json | null = null
-    let open: number | null = null
-    let sent = 0
-    let finished = false
+    const state: StreamState = { last: null, open: null, sent: 0, finished: false }
     for await (const event of events) {
-      if (event.error !== undefined) {
-        yield event
-        continue
-      }
-      readUsage(event, this.usage)
-      if (event.type === 'content_block_start') open = event.index
-      else if (event.type === 'content_block_stop') open = null
-      if (await this.pieces(eventPieces(path, event), false) !== -1) {
-        this.cut = true
+      let step = this.step(path, state, event)
+      if (typeof step !== 'number') step = await step
+      if (step === CUT) {
         // Closing the runtime's answer stops its generation.
         await events.return(undefined)
         await this.alongside?.wait()
-        yield * cutEvents(path, last, open, sent)
-        finished = true
+        yield * cutEvents(path, lastOf(state), state.open, state.sent)
+        state.finished = true
         break
       }
-      // The end waits for the alongside hooks: until then, one may still refuse the answer.
-      if (this.alongside !== null && saysFinished(path, event)) await this.alongside.wait()
-      if (endsAnswer(path, event)) finished = true
-      sent++
-      last = event
       yield event
     }
-    if (finished) await this.after()
+    if (state.finished) await this.after()
+  }
+
+  /**
+   * A relayed stream through the hooks (piece-relay.ts): its bytes go on as they came where the hooks left an event
+   * alone. A cut stops the relay (the model's server with it) and ends the answer in its path's shape.
+   */
+  private async relayed (path: string, relay: (sink: PieceRelay, signal: AbortSignal) => Promise<void>, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
+    const state: StreamState = { last: null, open: null, sent: 0, finished: false }
+    const stop = new AbortController()
+    const linked = linkedSignal([signal, stop.signal])
+    const hooks = { path, event: (event: Json) => this.step(path, state, event), piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event) }
+    const pieces = new PieceRelay(hooks, sink, progress, (reason) => stop.abort(reason))
+    try {
+      try {
+        await relay(pieces, linked.signal)
+      } catch (err) {
+        // What the hooks still held goes first, as the events before an error do.
+        await pieces.settle()
+        if (pieces.failure !== null) throw pieces.failure.error
+        if (!pieces.cut) this.refused(err)
+      }
+      await pieces.settle()
+      if (pieces.failure !== null) throw pieces.failure.error
+      if (pieces.cut) {
+        await this.alongside?.wait()
+        state.finished = true
+        pieces.end(Buffer.from(cutEvents(path, lastOf(state), state.open, state.sent).map((event) => sseEvent(path, event)).join('') + streamEnd(path)))
+      } else {
+        this.alongside?.check()
+        pieces.end()
+      }
+    } finally {
+      linked.unlink()
+      pieces.close()
+    }
+    if (state.finished) await this.after()
+  }
+
+  /** One streamed event through the `piece` hooks: whether it goes as it came, changed, or the answer is cut before it. */
+  private step (path: string, state: StreamState, event: Json): Step | Promise<Step> {
+    if (event.error !== undefined) return SENT
+    // The usage only `after` hooks read.
+    if (this.afterHooks.length > 0) readUsage(event, this.usage)
+    if (event.type === 'content_block_start') state.open = event.index
+    else if (event.type === 'content_block_stop') state.open = null
+    this.edited = false
+    const cutAt = this.pieces(eventPieces(path, event), false)
+    return typeof cutAt === 'number' ? this.passed(path, state, event, cutAt) : cutAt.then((at) => this.passed(path, state, event, at))
+  }
+
+  /** A token read without parsing (quick-piece.ts) through the `piece` hooks: it neither ends the answer nor says usage. */
+  private stepPiece (state: StreamState, piece: QuickPiece, event: () => Json): Step | Promise<Step> {
+    this.edited = false
+    const cutAt = this.pieces([piece], false)
+    return typeof cutAt === 'number' ? this.passedPiece(state, event, cutAt) : cutAt.then((at) => this.passedPiece(state, event, at))
+  }
+
+  private passedPiece (state: StreamState, event: () => Json, cutAt: number): Step {
+    if (cutAt !== -1) {
+      this.cut = true
+      return CUT
+    }
+    state.sent++
+    state.last = event
+    return this.edited ? CHANGED : SENT
+  }
+
+  private passed (path: string, state: StreamState, event: Json, cutAt: number): Step | Promise<Step> {
+    if (cutAt !== -1) {
+      this.cut = true
+      return CUT
+    }
+    const step = this.edited ? CHANGED : SENT
+    if (endsAnswer(path, event)) state.finished = true
+    state.sent++
+    state.last = event
+    // The end waits for the alongside hooks: until then, one may still refuse the answer.
+    const waiting = this.alongside !== null && saysFinished(path, event) ? this.alongside.waiting() : null
+    return waiting === null ? step : waiting.then(() => step)
   }
 
   /** The runtime's events, failing with the refusal that cancelled the call however its aborted request ended. */
@@ -211,25 +285,52 @@ export class HookedCall {
     return answer
   }
 
-  /** Each slot through every `piece` hook, in order: the index of the one a hook cut at (it is not sent), or -1. */
-  private async pieces (slots: PieceSlot[], whole: boolean): Promise<number> {
-    const { hooks, log } = this.context
-    const request = this.request!
-    for (const [index, slot] of slots.entries()) {
-      const piece: CallPiece = { kind: slot.kind, text: slot.text, whole }
-      for (const hook of this.pieceHooks) {
-        let verdict = hooks.run(hook, 'piece', log, () => hook.piece!(piece, request))
-        if (verdict instanceof Promise) verdict = await verdict
+  /**
+   * Each slot through every `piece` hook, in order: the index of the one a hook cut at (it is not sent), or -1. Hooks
+   * that answer at once are not awaited: a promise comes back only from the first that returned one.
+   */
+  private pieces (slots: PieceSlot[], whole: boolean): number | Promise<number> {
+    for (let index = 0; index < slots.length; index++) {
+      const piece: CallPiece = { kind: slots[index]!.kind, text: slots[index]!.text, whole }
+      for (let hook = 0; hook < this.pieceHooks.length; hook++) {
+        const verdict = this.offer(hook, piece)
+        if (verdict instanceof Promise) return this.piecesLater(slots, whole, index, hook, piece, verdict)
         if (verdict === 'cut') return index
       }
-      if (piece.text !== slot.text) slot.set(piece.text)
-      this.firstPieceMs ??= performance.now() - this.started
-      // The whole text only `after` hooks read: not gathered on the streaming path for nobody.
-      if (this.afterHooks.length === 0) continue
-      if (piece.kind === 'text') this.text += piece.text
-      else if (piece.kind === 'reasoning') this.reasoning += piece.text
+      this.took(slots[index]!, piece)
     }
     return -1
+  }
+
+  /** `pieces` from the hook that returned a promise on: each verdict awaited. */
+  private async piecesLater (slots: PieceSlot[], whole: boolean, index: number, hook: number, piece: CallPiece, verdict: Promise<PieceVerdict>): Promise<number> {
+    if (await verdict === 'cut') return index
+    for (let next = hook + 1; next < this.pieceHooks.length; next++) if (await this.offer(next, piece) === 'cut') return index
+    this.took(slots[index]!, piece)
+    for (let at = index + 1; at < slots.length; at++) {
+      const later: CallPiece = { kind: slots[at]!.kind, text: slots[at]!.text, whole }
+      for (let next = 0; next < this.pieceHooks.length; next++) if (await this.offer(next, later) === 'cut') return at
+      this.took(slots[at]!, later)
+    }
+    return -1
+  }
+
+  private offer (index: number, piece: CallPiece): PieceVerdict | Promise<PieceVerdict> {
+    const hook = this.pieceHooks[index]!
+    return this.context.hooks.run(hook, 'piece', this.context.log, () => hook.piece!(piece, this.request!))
+  }
+
+  /** A piece the hooks let through, as they left it. */
+  private took (slot: PieceSlot, piece: CallPiece): void {
+    if (piece.text !== slot.text) {
+      slot.set(piece.text)
+      this.edited = true
+    }
+    this.firstPieceMs ??= performance.now() - this.started
+    // The whole text only `after` hooks read: not gathered on the streaming path for nobody.
+    if (this.afterHooks.length === 0) return
+    if (piece.kind === 'text') this.text += piece.text
+    else if (piece.kind === 'reasoning') this.reasoning += piece.text
   }
 
   private async after (): Promise<void> {
@@ -241,6 +342,11 @@ export class HookedCall {
     }
     for (const hook of this.afterHooks) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
   }
+}
+
+/** The last event a stream sent, parsed. */
+function lastOf (state: StreamState): Json | null {
+  return typeof state.last === 'function' ? state.last() : state.last
 }
 
 /** What the `before` hooks may change, as text: a hook may edit in place (a message's content) or replace. */
