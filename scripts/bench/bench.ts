@@ -23,36 +23,36 @@ import { mergeReport } from './bench-report.js'
 import { findOrFetchSource } from './llama-cpp-source.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 
-/**
- * `npm run bench`: llamagate side by side with llama-server itself in one run, scenario by scenario
- * (`--scenario throughput,swap,long-prompt,multi-turn,swap-cache,upstreams` or `all`; throughput alone by default):
- * - throughput: streamed load at 1, 8 and 32 streams through direct, router, pipe and llamagate, cold starts
- *   (bench-throughput.ts), on `--model tiny` (default; `--large` adds a 258 MiB one) or a real-size shape;
- * - swap, long-prompt, multi-turn, swap-cache: on the real-size `--shape` (llama-1b on CPU, llama-8b on a GPU backend), made
- *   on first use under ~/.llamagate/bench (bench-models.ts); `--shape qwen35-2b` or `gemma3-1b` for the hybrid and the
- *   sliding-window architectures, whose caches llama-server restores from context checkpoints (qwen35-tiny and
- *   gemma3-tiny: the same at a test size, to try a scenario in seconds);
- * - upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
- *   cached prompt tokens over `--conversations` x `--upstream-turns N` (messages of a third of `--words`), and the
- *   front's added time to first token at 1 and 8 streams (`--ttft-rounds N`, after `--ttft-warmup N` untimed bursts of 8
- *   each way; bench-upstreams.ts);
- * - cache-groups: what keys kept apart in the prompt caches cost a key's cached share, on the tiny model: `--conversations`
- *   x `--upstream-turns` with a shared system prompt (`--system-words`), keys off, one key, two keys in two groups and
- *   in one (bench-cache-groups.ts);
- * - mixed: `--users N` agent users on three models of three architectures (hybrid, sliding window, plain), room for
- *   one, each with a ~1,500-token system prompt and a growing conversation (`--turns N`, 6; answers of `--reply N`
- *   tokens; think times of `--think 1,5` seconds), seeded (`--seed 1,2`), against router mode and llamagate side by side,
- *   `--rounds N` each (medians); `--mixed-shape tiny|realistic`; `--gateway-limits 'min_residency: 0s'` (repeatable,
- *   '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
- * `--backend cuda` (or rocm, metal, vulkan) runs every setup on that build; `--baseline DIR` adds another built
- * llamagate checkout to the throughput rotation, `--plugin FILE` this llamagate with that plugin loaded (`noop`: a call
- * hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts); `--reps N`, `--tokens N`, `--cold N`, `--threads N` (0:
- * llama-server's default), `--parallel N` (the throughput run's slots, 8), `--tags-models N` (the tiny run's /api/tags list, 1,000), `--concurrency 1,8,32` (`--rounds 16,4,2`: requests per client at each), `--prompt-tokens 4096,16384`, `--switches N`,
- * `--conversations N --turns N --words N --reply N`, `--prefix-words N --swap-ins N` (swap-cache: an agent's shared
- * prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; `--flash-attn on|off|auto` and
- * `--repack on|off`: llama-server's switches in every setup alike, both off unless given), `--out FILE`. The tiny throughput run writes
- * docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
- */
+/** What `npm run bench -- --help` prints: the scenarios and every option. */
+const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itself in one run, scenario by scenario
+(\`--scenario throughput,swap,long-prompt,multi-turn,swap-cache,upstreams\` or \`all\`; throughput alone by default):
+- throughput: streamed load at 1, 8 and 32 streams through direct, router, pipe and llamagate, cold starts
+  (bench-throughput.ts), on \`--model tiny\` (default; \`--large\` adds a 258 MiB one) or a real-size shape;
+- swap, long-prompt, multi-turn, swap-cache: on the real-size \`--shape\` (llama-1b on CPU, llama-8b on a GPU backend), made
+  on first use under ~/.llamagate/bench (bench-models.ts); \`--shape qwen35-2b\` or \`gemma3-1b\` for the hybrid and the
+  sliding-window architectures, whose caches llama-server restores from context checkpoints (qwen35-tiny and
+  gemma3-tiny: the same at a test size, to try a scenario in seconds);
+- upstreams: two back llamagates behind fronts routing by conversation prefix and in turns, on the tiny model:
+  cached prompt tokens over \`--conversations\` x \`--upstream-turns N\` (messages of a third of \`--words\`), and the
+  front's added time to first token at 1 and 8 streams (\`--ttft-rounds N\`, after \`--ttft-warmup N\` untimed bursts of 8
+  each way; bench-upstreams.ts);
+- cache-groups: what keys kept apart in the prompt caches cost a key's cached share, on the tiny model: \`--conversations\`
+  x \`--upstream-turns\` with a shared system prompt (\`--system-words\`), keys off, one key, two keys in two groups and
+  in one (bench-cache-groups.ts);
+- mixed: \`--users N\` agent users on three models of three architectures (hybrid, sliding window, plain), room for
+  one, each with a ~1,500-token system prompt and a growing conversation (\`--turns N\`, 6; answers of \`--reply N\`
+  tokens; think times of \`--think 1,5\` seconds), seeded (\`--seed 1,2\`), against router mode and llamagate side by side,
+  \`--rounds N\` each (medians); \`--mixed-shape tiny|realistic\`; \`--gateway-limits 'min_residency: 0s'\` (repeatable,
+  '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
+\`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
+llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
+hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
+llama-server's default), \`--parallel N\` (the throughput run's slots, 8), \`--tags-models N\` (the tiny run's /api/tags list, 1,000), \`--concurrency 1,8,32\` (\`--rounds 16,4,2\`: requests per client at each), \`--prompt-tokens 4096,16384\`, \`--switches N\`,
+\`--conversations N --turns N --words N --reply N\`, \`--prefix-words N --swap-ins N\` (swap-cache: an agent's shared
+prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; \`--flash-attn on|off|auto\` and
+\`--repack on|off\`: llama-server's switches in every setup alike, both off unless given), \`--out FILE\`. The tiny throughput run writes
+docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
+`
 
 const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed'] as const
 type Scenario = (typeof SCENARIOS)[number]
@@ -65,6 +65,7 @@ function say (line: string): void { process.stdout.write(`${line}\n`) }
 async function main (): Promise<void> {
   const { values } = parseArgs({
     options: {
+      help: { type: 'boolean', short: 'h', default: false },
       scenario: { type: 'string', default: 'throughput' }, model: { type: 'string' }, shape: { type: 'string' },
       concurrency: { type: 'string', default: '1,8,32' }, rounds: { type: 'string' }, large: { type: 'boolean', default: false }, reps: { type: 'string', default: '5' },
       tokens: { type: 'string', default: '128' }, threads: { type: 'string' }, cold: { type: 'string', default: '9' }, out: { type: 'string' },
@@ -80,6 +81,10 @@ async function main (): Promise<void> {
       parallel: { type: 'string', default: String(PARALLEL) },
     },
   })
+  if (values.help) {
+    process.stdout.write(USAGE)
+    return
+  }
   const scenarios = (values.scenario === 'all' ? [...SCENARIOS] : values.scenario.split(',')) as Scenario[]
   for (const s of scenarios) if (!SCENARIOS.includes(s)) throw new Error(`unknown scenario ${JSON.stringify(s)}: one of ${SCENARIOS.join(', ')}, or all`)
   // llama.cpp's CPU threads spin between the steps of a token. On a machine of 2 cores, its default (one per
@@ -225,7 +230,15 @@ async function main (): Promise<void> {
   }
 }
 
-main().catch((err) => { process.stderr.write(`bench failed: ${(err as Error).stack}\n`); process.exit(1) })
+main().catch((err: Error & { code?: string }) => {
+  // A mistyped option is the user's to fix: its message and where the options are, not a stack.
+  if (err.code?.startsWith('ERR_PARSE_ARGS_')) {
+    process.stderr.write(`bench: ${err.message} (npm run bench -- --help lists the options)\n`)
+    process.exit(2)
+  }
+  process.stderr.write(`bench failed: ${err.stack}\n`)
+  process.exit(1)
+})
 
 /** `--flash-attn on|off|auto`: llama-server's own switch, for every setup of a scenario alike. */
 function flashAttnValue (value: string): 'on' | 'off' | 'auto' {
