@@ -12,8 +12,8 @@ export interface Seat {
   readonly early: boolean
   /**
    * Its answer began at the backend (its head came back, or the call ended): the backend took it out of its own queue.
-   * On a line with early places, nothing is handed on early until every place granted has begun. Once; also resolves
-   * `seated`.
+   * On a line with early places, nothing more is handed on early until every seat granted has begun. Once; also
+   * resolves `seated`.
    */
   begun(): void
   /** Gives the place back (once; later calls do nothing): the next in turn takes it. */
@@ -52,17 +52,16 @@ export interface LineTerms {
  * A backend with a queue of its own (llama-server's) may also get `early` requests more than its places, in turn as
  * any grant: they wait in its queue and start the moment a place frees there, where one sent only then would leave the
  * place idle for a round trip through the gateway. Such a request holds its seat from then on (`takeSeat`); it counts
- * as waiting (`queued`) until it is seated, oldest first, when a place is given back. They go only once every request
- * granted a place has begun (`Seat.begun`): a backend takes requests sent a moment apart in the order it happens to
- * read them, and one handed on with a grant could take that grant's place. (Those handed on together may start in
- * either order, as two grants of the same moment may.)
+ * as waiting (`queued`) until it is seated, oldest first, when a place is given back. They go one at a time: the next
+ * only once every request granted before it has begun (`Seat.begun`), since a backend takes two requests sent a moment
+ * apart in the order it happens to read them, and its queue would not keep the line's order.
  */
 export class KeyLine {
   /** Requests holding one of the backend's places (seated). */
   private inFlight = 0
   /** Requests handed on early, not seated yet, in the order they went (the backend's queue is first come, first served). */
   private readonly handedOn: Array<{ seat: () => void, key: string, ticket?: object }> = []
-  /** Places granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
+  /** Seats granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
   private unbegun = 0
   /** Waiting requests, one queue per key (in arrival order), and how many in all. */
   private readonly lines = new Map<string, Waiter[]>()
@@ -200,14 +199,12 @@ export class KeyLine {
    * the places stay free until one of the backend's own frees for it (nobody passes it).
    */
   private handOn (): void {
-    while (this.mayHandOn()) {
-      const next = this.nextInTurn(true)
-      if (next === null) return
-      next.grant(this.seat(next.key, true, next.ticket))
-    }
+    if (!this.mayHandOn()) return
+    const next = this.nextInTurn(true)
+    if (next !== null) next.grant(this.seat(next.key, true, next.ticket))
   }
 
-  /** An early place is free, and every place granted has begun at the backend (nothing handed on could pass it). */
+  /** An early place is free, and every request granted before has begun at the backend (nothing it could pass). */
   private mayHandOn (): boolean {
     return this.handedOn.length < this.early && this.unbegun === 0
   }
@@ -233,8 +230,8 @@ export class KeyLine {
     const seated = early ? new Promise<void>((resolve) => { seatedNow = resolve }) : Promise.resolve()
     const holder = { key, ticket, seat: () => { state = 'seated'; seatedNow() } }
     if (early) this.handedOn.push(holder)
-    // Only a place granted can be passed by one handed on; a line without early places hands nothing on.
-    let begun = this.early === 0 || early
+    // A line without early places hands nothing on: what has begun does not matter there.
+    let begun = this.early === 0
     if (!begun) this.unbegun++
     const begin = (): boolean => {
       if (begun) return false

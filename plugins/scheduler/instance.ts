@@ -38,9 +38,9 @@ export class IllegalTransitionError extends Error {
 /**
  * One running llama-server for one model with one set of load-time options. Holds its slots (requests in
  * flight, at most `num_parallel`, and the requests waiting for one: its `line`, in turns by API key as every lease
- * source's, plugins/leases), and its keep-alive. As many requests again as it has slots may be handed on early, to
- * wait in llama-server's own queue: a slot that frees starts the next at once, not after the answer that freed it
- * has come back through the gateway. The scheduler decides when it loads, serves and goes; the instance
+ * source's, plugins/leases), and its keep-alive. As many requests again as it has slots may be handed on early, one
+ * at a time, to wait in llama-server's own queue: a slot that frees starts the next at once, not after the answer
+ * that freed it has come back through the gateway. The scheduler decides when it loads, serves and goes; the instance
  * keeps the books.
  */
 export class Instance {

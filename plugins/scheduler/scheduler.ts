@@ -204,8 +204,8 @@ export class Scheduler implements LeaseSource {
     // Each request of a cache group carries its group's salt; a session's its slot.
     const fields = { ...cacheGroupFields(request.usage?.cacheGroup, process.separatesCaches), ...(slot !== null ? { id_slot: slot } : {}) }
     const endpoint = Object.keys(fields).length === 0 ? process.endpoint : withBodyFields(process.endpoint, fields)
-    // The line hands requests on early only once every slot granted has begun (its answer's head: a slot took it); one
-    // handed on early starts its books when it begins. A whole answer says nothing until its end: begun at once.
+    // The line hands the next request on early only once this one has begun (its answer's head: a slot took it). A
+    // whole answer says nothing until its end: it counts as begun at once.
     if (request.streams !== true) seat.begun()
     return grantLease({
       model: instance.model,

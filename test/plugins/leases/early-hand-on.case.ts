@@ -1,6 +1,6 @@
 // Slots kept fed on a real runtime: while every slot is busy, up to one request per slot is handed on early to wait
 // in llama-server's own queue, so that a slot that frees starts it at once. The gateway still decides who goes (turns
-// by key, queue shares, none passing a request granted a slot in llama-server's queue), and one that leaves
+// by key, queue shares, one at a time so that llama-server's queue keeps the line's order), and one that leaves
 // before a slot took it gives its place back and is booked nothing.
 import { join } from 'node:path'
 import t from 'tap'
@@ -119,7 +119,7 @@ t.test('slots kept fed on a real runtime', async (t) => {
     t.ok(order.indexOf('b1') <= 4, `bob's began within the first turns (${order.indexOf('b1') + 1}), not after alice's five`)
   })
 
-  t.test('arrival order kept: requests go early only once those granted a slot have begun', async (t) => {
+  t.test('arrival order kept: the next goes early only once those granted before it have begun', async (t) => {
     // Six streams wait for acme/pair's room in a known order, then take its two slots and its line in one moment.
     // Something between a grant and its sending (a plugin's hook, a large body to write) holds the first two back a
     // moment: a request handed on early meanwhile would reach llama-server's queue first and take their slots.
