@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net'
-import type { RelayProgress, RelaySink } from '../../runtimes/index.js'
+import { endsEvent, EVENT_END, eventsIn, httpChunk, startsAt, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
 import { quickPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
@@ -10,7 +10,6 @@ export const CHANGED = 1
 export const CUT = 2
 export type Step = typeof SENT | typeof CHANGED | typeof CUT
 
-const EVENT_END = Buffer.from('\n\n')
 const DATA = Buffer.from('data: ')
 const NAME = Buffer.from('event: ')
 const EMPTY = Buffer.alloc(0)
@@ -221,7 +220,7 @@ export class PieceRelay implements RelaySink {
       this.asked = true
       this.client = this.sink.chunkedSocket()
     }
-    return this.client !== null ? this.client.write(chunk(bytes)) : this.sink.writeRaw(bytes)
+    return this.client !== null ? this.client.write(httpChunk(bytes)) : this.sink.writeRaw(bytes)
   }
 }
 
@@ -257,29 +256,4 @@ function eventOf (text: Buffer, start: number, end: number): { name: string | nu
   } catch {
     return null
   }
-}
-
-function startsAt (text: Buffer, prefix: Buffer, at: number): boolean {
-  return at + prefix.length <= text.length && text.compare(prefix, 0, prefix.length, at, at + prefix.length) === 0
-}
-
-function endsEvent (bytes: Buffer): boolean {
-  return bytes.length >= 2 && bytes[bytes.length - 1] === 0x0a && bytes[bytes.length - 2] === 0x0a
-}
-
-function eventsIn (bytes: Buffer): number {
-  let count = 0
-  for (let at = bytes.indexOf(EVENT_END); at !== -1; at = bytes.indexOf(EVENT_END, at + 2)) count++
-  return count
-}
-
-/** `data` as one chunk of HTTP/1.1 chunked coding. */
-function chunk (data: Buffer): Buffer {
-  const head = `${data.length.toString(16)}\r\n`
-  const out = Buffer.allocUnsafe(head.length + data.length + 2)
-  out.write(head, 0, 'latin1')
-  data.copy(out, head.length)
-  out[out.length - 2] = 0x0d
-  out[out.length - 1] = 0x0a
-  return out
 }

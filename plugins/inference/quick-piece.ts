@@ -1,3 +1,4 @@
+import { startsAt } from '../../runtimes/index.js'
 import type { PieceSlot } from './answer-pieces.js'
 
 // llama-server's usual streamed token, read where it sits in the event's bytes rather than parsed (piece-relay.ts):
@@ -75,7 +76,3 @@ export function quickPiece (path: string, bytes: Buffer, start: number, end: num
 }
 
 const DATA = Buffer.from('data: ')
-
-function startsAt (bytes: Buffer, prefix: Buffer, at: number): boolean {
-  return at + prefix.length <= bytes.length && bytes.compare(prefix, 0, prefix.length, at, at + prefix.length) === 0
-}

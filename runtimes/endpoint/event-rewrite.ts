@@ -1,6 +1,6 @@
 import type { DataRewrite } from './data-rewrite.js'
+import { endsEvent, EVENT_END } from './sse-bytes.js'
 
-const EVENT_END = Buffer.from('\n\n')
 const EMPTY = Buffer.alloc(0)
 
 /**
@@ -47,10 +47,6 @@ export function eventRewrite (edit: EventEdit): DataRewrite {
       return rest
     },
   }
-}
-
-function endsEvent (bytes: Buffer): boolean {
-  return bytes.length >= 2 && bytes[bytes.length - 1] === 0x0a && bytes[bytes.length - 2] === 0x0a
 }
 
 /** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */

@@ -2,6 +2,7 @@ import { connect, isIP, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
 import { RuntimeError } from '../../core/errors.js'
 import type { AnswerLimits, ReadLimits } from './answer-limits.js'
+import { eventsIn } from './sse-bytes.js'
 import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
 import { chainedRewrites, type DataRewrite } from './data-rewrite.js'
 import { ReadSlab } from './read-slab.js'
@@ -100,15 +101,6 @@ export interface RelayProgress {
    * `rewrite`); `tail` and `head` keep the bytes as they came. @default none
    */
   rewrite?: DataRewrite
-}
-
-const EVENT_END = Buffer.from('\n\n')
-
-/** The SSE events that end in `bytes` (chunk framing's CRLFs never make a blank line of their own). */
-function eventsIn (bytes: Buffer): number {
-  let count = 0
-  for (let at = bytes.indexOf(EVENT_END); at !== -1; at = bytes.indexOf(EVENT_END, at + 2)) count++
-  return count
 }
 
 /**
