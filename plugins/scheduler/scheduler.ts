@@ -3,10 +3,10 @@ import { RuntimeError, UnavailableError } from '../../core/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
-import { reportWait, type Instance, type WaitReport } from './instance.js'
+import { whereItStands, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
-import type { Seat } from '../leases/key-line.js'
+import { reportWait, type Seat, type WaitReport } from '../leases/key-line.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { answerWatched } from '../leases/answer-begun.js'
@@ -171,7 +171,9 @@ export class Scheduler implements LeaseSource {
   private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
-    const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
+    const waiting = onWait
+      ? reportWait((ticket) => whereItStands(instance, ticket, this.estimate, started), (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait))
+      : null
     let seat: Seat | null = null
     try {
       const loaded = instance.waitUntilLoaded()
