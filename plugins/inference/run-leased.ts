@@ -61,7 +61,7 @@ export interface LeasedRun<T> extends LeaseAsk {
 // A prompt refused as too long runs again at most this often: a larger context, then the surface's shortenings.
 const MAX_REFITS = 8
 
-/** A surface's ask as the scheduler takes it: keep_alive read. @throws BadRequestError */
+/** A surface's ask as the scheduler takes it: whose it is (its session, its conversation), then keep_alive read. @throws BadRequestError */
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
     ...affinityOf(ask), options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
