@@ -61,11 +61,11 @@ export interface LeasedRun<T> extends LeaseAsk {
 // A prompt refused as too long runs again at most this often: a larger context, then the surface's shortenings.
 const MAX_REFITS = 8
 
-/** A surface's ask as the scheduler takes it: keep_alive read. @throws BadRequestError */
+/** A surface's ask as the scheduler takes it: whose it is (its session, its conversation), then keep_alive read. @throws BadRequestError */
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
-    options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
-    purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}), ...affinityOf(ask),
+    ...affinityOf(ask), options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
+    purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}),
   }
 }
 
@@ -88,15 +88,19 @@ function affinityOf (ask: LeaseAsk): Pick<AcquireRequest, 'affinity' | 'session'
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
   // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
   let model = leases.modelName(run.model)
-  // Only where a plugin registered call hooks: the lease's endpoint then goes through them.
-  const call = run.call != null ? new HookedCall(run.call, model, run.stream !== null) : null
-  // A stream that has waited two seconds says so, then every second (the scheduler's reportWait, wait-text.ts), before its first token.
+  // A stream that has waited two seconds says so, then every second (the line's reportWait, wait-text.ts), before its first token.
   const stream = run.stream
   const request = { ...acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined), streams: stream !== null }
+  // Only where a plugin registered call hooks: the lease's endpoint then goes through them.
+  const call = run.call != null ? new HookedCall(run.call, model, stream !== null) : null
+  // A slot on the model, through the call hooks: the first, and each taken again (another model, here, a larger context).
+  const take = async (): Promise<Lease> => {
+    const taken = await leases.acquire(model, request)
+    return call === null ? taken : call.lease(taken)
+  }
   let lease: Lease
   try {
-    lease = await leases.acquire(model, request)
-    if (call !== null) lease = call.lease(lease)
+    lease = await take()
   } catch (err) {
     await call?.failed(err)
     // Progress opened the stream: the head is out, so the failure (a load that failed, a full queue) is its last event.
@@ -112,7 +116,7 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
         if (call !== null && err instanceof CallReroute) {
           lease.release()
           model = leases.modelName(err.model)
-          lease = call.lease(await leases.acquire(model, request))
+          lease = await take()
           continue
         }
         const answering = (run.stream?.hasData ?? run.stream?.isOpen) === true
@@ -120,16 +124,14 @@ export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Pro
         if (!answering && !request.here && isUpstreamUnavailable(err) && leases.storedHere?.(model) === true) {
           lease.release()
           request.here = true
-          lease = await leases.acquire(model, request)
-          if (call !== null) lease = call.lease(lease)
+          lease = await take()
           continue
         }
         if (!(err instanceof ContextExceededError) || answering || attempt >= MAX_REFITS) throw err
         const fit = await lease.fitPrompt(err.promptTokens)
         if (fit.grown) {
           lease.release()
-          lease = await leases.acquire(model, request)
-          if (call !== null) lease = call.lease(lease)
+          lease = await take()
         } else if (!run.shorten?.(err)) {
           throw new ContextExceededError(err.promptTokens, fit.limit, fit.why)
         }

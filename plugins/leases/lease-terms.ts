@@ -21,7 +21,11 @@ import type { FitResult, Lease, LeaseModel } from './lease.js'
 function leaseBooks (name: string, started: number, usage: RequestUsage | undefined, events: {
   firstToken: (model: string, seconds: number) => void
   tokens: (model: string, prompt: number, generated: number) => void
-}, seated?: Promise<void>, onSeated?: () => void): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & { granted: () => number, held: () => number } {
+}, seated?: Promise<void>, onSeated?: () => void): Pick<Lease, 'firstToken' | 'countTokens' | 'countSent'> & {
+  granted: () => number
+  held: () => number
+  served: () => ServedTokens | undefined
+} {
   let granted: number | null = null
   let closed = false
   const seat = (): void => {
@@ -43,6 +47,12 @@ function leaseBooks (name: string, started: number, usage: RequestUsage | undefi
       const heldMs = performance.now() - granted
       if (usage) usage.runtimeMs = (usage.runtimeMs ?? 0) + heldMs
       return heldMs
+    },
+    /** What the usage record says was served, once its tokens were counted (a source's speeds). */
+    served: () => {
+      if (usage === undefined || usage.counted !== true) return undefined
+      const firstTokenAfterMs = usage.firstTokenMs === undefined ? undefined : usage.firstTokenMs - ((granted ?? performance.now()) - started)
+      return { evaluated: usage.promptTokens - (usage.cachedTokens ?? 0), generated: usage.generatedTokens, ...(firstTokenAfterMs !== undefined ? { firstTokenAfterMs } : {}) }
     },
     firstToken: () => {
       if (firstTokenSeen) return
@@ -98,6 +108,12 @@ export function reserveTokens (resolved: ResolvedOptions, usage: RequestUsage | 
   return { ...resolved, sampling: { ...resolved.sampling, max_tokens: cap } }
 }
 
+/**
+ * What a request was served, for its source's speeds: the prompt tokens evaluated (not taken from a cache), those
+ * generated, and how long after its place was granted its first token came (a streamed one).
+ */
+export interface ServedTokens { evaluated: number, generated: number, firstTokenAfterMs?: number }
+
 /** What a source hands over with a place it granted: the rest of a lease is the same for every source. */
 export interface LeaseGrant {
   model: LeaseModel
@@ -121,8 +137,8 @@ export interface LeaseGrant {
   /** Where every lease's first token and tokens are told (the lease router's events: metrics). */
   events: EventHub<LeaseEvents>
   fitPrompt(promptTokens: number): Promise<FitResult>
-  /** The place goes back, after `heldMs` held; called once. */
-  release(heldMs: number): void
+  /** The place goes back, after `heldMs` held, with what it served where the usage record counted it; called once. */
+  release(heldMs: number, served: ServedTokens | undefined): void
 }
 
 /**
@@ -151,7 +167,7 @@ export function grantLease (grant: LeaseGrant): Lease {
       if (released) return
       released = true
       linked?.unlink()
-      grant.release(books.held())
+      grant.release(books.held(), books.served())
     },
     firstToken: books.firstToken,
     countTokens: books.countTokens,

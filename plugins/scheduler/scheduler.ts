@@ -3,11 +3,10 @@ import { RuntimeError, UnavailableError } from '../../core/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'
-import { reportWait, type Instance, type WaitReport } from './instance.js'
+import { whereItStands, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
-import type { Seat } from '../leases/key-line.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { reportWait, type Seat, type WaitReport } from '../leases/key-line.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { answerWatched } from '../leases/answer-begun.js'
@@ -172,7 +171,9 @@ export class Scheduler implements LeaseSource {
   private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
-    const waiting = onWait ? reportWait(instance, this.estimate, started, (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait)) : null
+    const waiting = onWait
+      ? reportWait((ticket) => whereItStands(instance, ticket, this.estimate, started), (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait))
+      : null
     let seat: Seat | null = null
     try {
       const loaded = instance.waitUntilLoaded()
@@ -219,11 +220,11 @@ export class Scheduler implements LeaseSource {
       clientSignal: request.signal,
       events: this.leaseEvents,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),
-      release: (heldMs) => {
+      release: (heldMs, served) => {
         waiting?.stop()
         instance.sessions.release(slot)
         // One that never got a slot says nothing of how long a request holds one.
-        if (!seat.early || heldMs > 0) this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, servedTokens(request.usage, started, performance.now() - heldMs))
+        if (!seat.early || heldMs > 0) this.estimate.served(estimateKey(instance.model.name, instance.purpose), heldMs, served)
         this.release(instance, seat)
       },
     })
@@ -250,14 +251,4 @@ export class Scheduler implements LeaseSource {
 /** A room-stage report with the costs' estimate of the rest of its wait, when there is one. */
 function withRoomEstimate (wait: WaitProgress, expectedMs: number | null): WaitProgress {
   return expectedMs === null ? wait : { ...wait, expectedMs }
-}
-
-/**
- * What a request's usage record says of its prompt and generation, for the speeds: the tokens evaluated (not taken
- * from a cache), those generated, and how long after its slot was granted its first token came (a streamed one).
- */
-function servedTokens (usage: RequestUsage | undefined, started: number, granted: number): { evaluated: number, generated: number, firstTokenAfterMs?: number } | undefined {
-  if (usage === undefined || usage.counted !== true) return undefined
-  const firstTokenAfterMs = usage.firstTokenMs === undefined ? undefined : usage.firstTokenMs - (granted - started)
-  return { evaluated: usage.promptTokens - (usage.cachedTokens ?? 0), generated: usage.generatedTokens, ...(firstTokenAfterMs !== undefined ? { firstTokenAfterMs } : {}) }
 }
