@@ -7,6 +7,7 @@ import { appendAt, envLayer, flagLayer, isPlainObject, mergeInto, readConfigFile
 import { describeErrors, sourceOf } from './config-problems.js'
 import { list, numberOrText, type ConfigPart, type ConfigSection, type EnvVariable, type SectionContext } from './config-section.js'
 import { BUILTIN_SECTIONS, configShape } from './config-sections.js'
+import { listenHost } from './listen-host.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
 import type { Config, CoreConfig, ModelConfig, OllamaAddress } from './resolved-config.js'
@@ -150,10 +151,11 @@ function sectionContext (configFile: string | null, sources: Map<string, string>
 function coreConfig (raw: RawConfig, configFile: string | null, context: SectionContext, envAliases: string[]): Config {
   const { base, duration, size } = context
   const dataDir = resolvePath(raw.data_dir, base)
+  const { host, port } = listenHost(raw.host, raw.port, context)
   const core: CoreConfig = {
-    host: raw.host,
-    port: raw.port,
-    ollamaListen: ollamaAddress(raw.ollama_listen, raw.port, context),
+    host,
+    port,
+    ollamaListen: ollamaAddress(raw.ollama_listen, port, context),
     dataDir,
     modelsDir: raw.models_dir ? resolvePath(raw.models_dir, base) : resolvePath('models', dataDir),
     logLevel: raw.log_level,
