@@ -7,7 +7,15 @@ export interface DataRewrite {
   push(data: Buffer): Buffer | null
   /** What it kept back, once the body ended (empty for none). */
   end(): Buffer
+  /**
+   * The bytes it holds back now (an event not yet ended): the relay bounds them as it bounds a line, so that an
+   * upstream that never ends an event cannot make it hold without end. Absent: it holds nothing across pieces.
+   */
+  readonly heldBytes?: number
 }
+
+/** The most a rewrite may hold back where no limit is configured (llama-server's own events are a few hundred bytes). */
+export const MAX_HELD_BYTES = 16 << 20
 
 /**
  * `data` with every `from` replaced by `to`, or `data` itself when it holds none. Bytes, not text: relayed chunks are
@@ -35,6 +43,7 @@ export function chainedRewrites (first: DataRewrite | null | undefined, then: Da
       const once = first.push(data)
       return then.push(once ?? data) ?? once
     },
+    get heldBytes () { return (first.heldBytes ?? 0) + (then.heldBytes ?? 0) },
     end: () => {
       const rest = first.end()
       return Buffer.concat([then.push(rest) ?? rest, then.end()])

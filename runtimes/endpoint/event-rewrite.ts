@@ -15,21 +15,37 @@ export type EventEdit = (event: Buffer) => Buffer | null
  * untouched (null), framing and all: the relay's fast path. An event cut across pieces is held until its end comes.
  */
 export function eventRewrite (edit: EventEdit): DataRewrite {
-  let held: Buffer = EMPTY
+  // What came of an event not yet ended, in the pieces it came in: joined once its end comes, not at every piece
+  // (an event cut into many small pieces would cost its length squared).
+  let held: Buffer[] = []
+  let heldBytes = 0
   return {
+    get heldBytes () { return heldBytes },
     push (data) {
-      const wasHeld = held.length > 0
-      const text = wasHeld ? Buffer.concat([held, data]) : data
+      const wasHeld = heldBytes > 0
+      if (wasHeld && !endsAcross(held[held.length - 1]!, data) && data.indexOf(EVENT_END) === -1) {
+        held.push(data)
+        heldBytes += data.length
+        return EMPTY
+      }
+      const text = wasHeld ? Buffer.concat([...held, data]) : data
+      held = []
+      heldBytes = 0
       // llama-server writes whole events: a piece that ends one needs no search for its end.
       const last = endsEvent(text) ? text.length - 2 : text.lastIndexOf(EVENT_END)
       if (last === -1) {
-        held = text
+        held = [text]
+        heldBytes = text.length
         return EMPTY
       }
       const whole = last + 2
-      held = whole < text.length ? text.subarray(whole) : EMPTY
+      const rest = whole < text.length ? text.subarray(whole) : EMPTY
+      if (rest.length > 0) {
+        held = [rest]
+        heldBytes = rest.length
+      }
       // The events as they go out, made only once one of them changed (the hot path allocates nothing more).
-      let pieces: Buffer[] | null = wasHeld || held.length > 0 ? [] : null
+      let pieces: Buffer[] | null = wasHeld || rest.length > 0 ? [] : null
       let start = 0
       while (start < whole) {
         const end = text.indexOf(EVENT_END, start) + 2
@@ -42,11 +58,17 @@ export function eventRewrite (edit: EventEdit): DataRewrite {
       return pieces === null ? null : Buffer.concat(pieces)
     },
     end () {
-      const rest = held
-      held = EMPTY
+      const rest = heldBytes > 0 ? Buffer.concat(held) : EMPTY
+      held = []
+      heldBytes = 0
       return rest
     },
   }
+}
+
+/** Whether an event's blank line falls across two pieces: one ends in a newline, the next begins with one. */
+function endsAcross (before: Buffer, after: Buffer): boolean {
+  return before[before.length - 1] === 0x0a && after[0] === 0x0a
 }
 
 /** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */

@@ -4,7 +4,7 @@ import { RuntimeError } from '../../core/errors.js'
 import type { AnswerLimits, ReadLimits } from './answer-limits.js'
 import { eventsIn } from './sse-bytes.js'
 import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
-import { chainedRewrites, type DataRewrite } from './data-rewrite.js'
+import { chainedRewrites, MAX_HELD_BYTES, type DataRewrite } from './data-rewrite.js'
 import { ReadSlab } from './read-slab.js'
 import type { RelaySockets } from './relay-sockets.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
@@ -229,6 +229,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       const wanted = (progress.headBytes ?? 0) - (progress.head?.length ?? 0)
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), data().subarray(0, wanted)])
       const rewritten = rewrite === undefined ? null : rewrite.push(data())
+      // An event never ended is held no longer than a line may be (a hostile upstream's, or a broken runtime's).
+      const heldMax = limits?.lineBytes ?? MAX_HELD_BYTES
+      if ((rewrite?.heldBytes ?? 0) > heldMax) throw new OversizedChunkError(heldMax)
       send(rewritten ?? (client !== null ? bytes : data()), rewritten !== null)
     }
     // To the client: whole chunks as they are, or data (`unframed`) framed here when its response is chunked.

@@ -38,3 +38,21 @@ t.test('chained rewrites: the second reads what the first made', async (t) => {
   t.equal(chain.push(Buffer.from(events[1]!))?.toString(), 'event: named\ndata: {"b":4}\n\n')
   t.equal(chainedRewrites(null, undefined), null)
 })
+
+t.test('what an unended event holds is counted (the relay bounds it), and kept as pieces, not copied at each', async (t) => {
+  const rewrite = doubled()
+  const piece = Buffer.alloc(64 << 10, 0x61)
+  t.equal(rewrite.push(Buffer.from('data: {"b":"'))?.length, 0, 'held')
+  const cpu = process.cpuUsage()
+  // 64 MiB in 64 KiB pieces: joined at every piece, that is 32 GiB copied.
+  for (let i = 0; i < 1024; i++) rewrite.push(piece)
+  const ms = (process.cpuUsage(cpu).user + process.cpuUsage(cpu).system) / 1000
+  t.equal(rewrite.heldBytes, 12 + 1024 * piece.length, 'every byte of it counted')
+  t.ok(ms < 2000, `held in ${Math.round(ms)} ms of CPU`)
+  const chained = chainedRewrites(doubled(), doubled())!
+  chained.push(Buffer.from('data: {"b":1}\n\ndata: {"b"'))
+  t.equal(chained.heldBytes, 10, 'a chain counts what its rewrites hold')
+  t.equal(rewrite.push(Buffer.from('"}\n\n'))?.length, 12 + 1024 * piece.length + 4, 'its end brings it out whole')
+  t.equal(rewrite.heldBytes, 0)
+})
+
