@@ -63,11 +63,15 @@ t.test('a server whose Python lacks numpy installs it at start; a SafeTensors pu
     await serve.exited
   })
 
-  const res = await post(`${serve.address}/api/pull`, { model: 'acme/first-run' }, { accept: 'application/x-ndjson' })
+  // A pull that never says it waits would hold apt-get, and so itself, for ever: cut well before tap's timeout, naming why.
+  const deadline = AbortSignal.timeout(150_000)
+  const res = await post(`${serve.address}/api/pull`, { model: 'acme/first-run' }, { accept: 'application/x-ndjson' }, deadline)
   const events: Array<{ status: string, error?: string }> = []
   let letGo: Promise<void> | null = null
   let buffer = ''
-  for await (const chunk of res.body!.pipeThrough(new TextDecoderStream())) {
+  const chunks = res.body!.pipeThrough(new TextDecoderStream())
+  deadline.addEventListener('abort', () => { if (letGo === null) t.fail(`the pull never said it waits on the converter's preparation: ${events.map((e) => e.status).join(' | ')}`) })
+  for await (const chunk of chunks) {
     buffer += chunk
     for (let nl = buffer.indexOf('\n'); nl >= 0; nl = buffer.indexOf('\n')) {
       const line = buffer.slice(0, nl).trim()
