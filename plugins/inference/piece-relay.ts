@@ -45,7 +45,10 @@ export class PieceRelay implements RelaySink {
   cut = false
   /** What a hook failed with, if one did: the stream fails with it. */
   failure: { error: unknown } | null = null
-  private held: Buffer = EMPTY
+  // Half an event, in the pieces it came in: joined once its end comes (joined at each, a long one costs its length squared).
+  private held: Buffer[] = []
+  /** What it holds of an event not yet ended (the relay bounds it as a line). */
+  heldBytes = 0
   /** While a hook's promise holds the relay back: what came meanwhile waits in `queue`. */
   private pending: Promise<void> | null = null
   private queue: Buffer[] = []
@@ -97,8 +100,9 @@ export class PieceRelay implements RelaySink {
   /** The stream ended: half an event it ended in, `bytes` (the events that end a cut answer), what the surface's rewrite kept back. */
   end (bytes: Buffer = EMPTY): void {
     if (this.failure !== null) return
-    const rest = this.held
-    this.held = EMPTY
+    const rest = this.heldBytes > 0 ? Buffer.concat(this.held) : EMPTY
+    this.held = []
+    this.heldBytes = 0
     if (rest.length > 0 && !this.cut) this.emit(rest, 0)
     if (bytes.length > 0) this.emit(bytes, eventsIn(bytes))
     const kept = this.surface.rewrite?.end()
@@ -141,13 +145,25 @@ export class PieceRelay implements RelaySink {
   /** One read of the relay: its whole events through the hooks (what ends in half an event waits for the rest). */
   private take (data: Buffer): boolean | Promise<void> {
     if (this.cut || this.failure !== null) return true
-    const text = this.held.length > 0 ? Buffer.concat([this.held, data]) : data
-    const whole = endsEvent(text) ? text.length : text.lastIndexOf(EVENT_END) + 2
-    if (whole < 2) {
-      this.held = text
+    const last = this.held.at(-1)
+    if (last !== undefined && !(last[last.length - 1] === 0x0a && data[0] === 0x0a) && data.indexOf(EVENT_END) === -1) {
+      this.held.push(data)
+      this.heldBytes += data.length
       return true
     }
-    this.held = whole < text.length ? text.subarray(whole) : EMPTY
+    const text = last !== undefined ? Buffer.concat([...this.held, data]) : data
+    this.held = []
+    this.heldBytes = 0
+    const whole = endsEvent(text) ? text.length : text.lastIndexOf(EVENT_END) + 2
+    if (whole < 2) {
+      this.held = [text]
+      this.heldBytes = text.length
+      return true
+    }
+    if (whole < text.length) {
+      this.held = [text.subarray(whole)]
+      this.heldBytes = text.length - whole
+    }
     return this.walk({ text, whole, at: 0, out: null, events: 0 })
   }
 

@@ -21,6 +21,7 @@ export function answerWatched (endpoint: ModelEndpoint, begun: () => void): Mode
     writeRaw: (chunk) => sink.writeRaw(chunk),
     drained: (socket) => sink.drained(socket),
     closing: () => sink.closing?.(),
+    get heldBytes () { return sink.heldBytes },
   })
   return {
     post: (path, body, signal) => settled(endpoint.post(path, body, signal)),

@@ -31,6 +31,8 @@ export interface RelaySink {
   drained(socket?: Socket): Promise<void>
   /** The answer's last bytes come next: they may leave with the response's own end, in one write. */
   closing?(): void
+  /** Bytes it holds back for now (an event not yet ended, for a sink that reads events): bounded like a rewrite's. */
+  readonly heldBytes?: number
 }
 
 /** `sink` as it is, and whether its head went out yet: a relay that failed before that may be made again elsewhere. */
@@ -43,6 +45,7 @@ export function watchedSink (sink: RelaySink): { sink: RelaySink, opened: () => 
       writeRaw: (chunk) => sink.writeRaw(chunk),
       drained: (socket) => sink.drained(socket),
       closing: () => sink.closing?.(),
+      get heldBytes () { return sink.heldBytes },
     },
     opened: () => opened,
   }
@@ -230,9 +233,9 @@ function relayOnce ({ name, address, path, headers, payload, sink: stream, progr
       if (wanted > 0) progress.head = Buffer.concat([progress.head ?? Buffer.alloc(0), data().subarray(0, wanted)])
       const rewritten = rewrite === undefined ? null : rewrite.push(data())
       // An event never ended is held no longer than a line may be (a hostile upstream's, or a broken runtime's).
-      const heldMax = limits?.lineBytes ?? MAX_HELD_BYTES
-      if ((rewrite?.heldBytes ?? 0) > heldMax) throw new OversizedChunkError(heldMax)
       send(rewritten ?? (client !== null ? bytes : data()), rewritten !== null)
+      const heldMax = limits?.lineBytes ?? MAX_HELD_BYTES
+      if ((rewrite?.heldBytes ?? 0) + (stream.heldBytes ?? 0) > heldMax) throw new OversizedChunkError(heldMax)
     }
     // To the client: whole chunks as they are, or data (`unframed`) framed here when its response is chunked.
     const send = (bytes: Buffer, unframed: boolean): void => {

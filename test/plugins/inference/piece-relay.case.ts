@@ -130,3 +130,37 @@ t.test('Anthropic\'s named events: kept as they came, a changed one written agai
   const x = (index: number): string => `event: content_block_delta\ndata: {"type":"content_block_delta","index":${index},"delta":{"type":"text_delta","text":"x"}}\n\n`
   t.equal(edited.text, [...events.slice(0, 2), x(0), x(12), ...events.slice(4)].join(''))
 })
+
+t.test('an event that comes in many reads is held as they came (counted, for the relay to bound), joined once', async (t) => {
+  const hooks = new CallHooks(1000)
+  const seen: number[] = []
+  hooks.add({ name: 'test', piece (piece) { seen.push(piece.text.length) } })
+  const call = new HookedCall({ hooks, surface: 'openai', route: '/v1/chat/completions', key: null, grant: null, log: { error: () => {} } }, 'm', true)
+  const piece = Buffer.alloc(64 << 10, 0x61)
+  let held = 0
+  let cpuMs = 0
+  const server: ModelEndpoint = {
+    post: () => { throw new Error('not asked') },
+    postJson: () => { throw new Error('not asked') },
+    events: () => { throw new Error('not asked') },
+    relay: async (_path, _payload, sink: RelaySink) => {
+      sink.open()
+      sink.writeRaw(Buffer.from('data: {"choices":[{"index":0,"delta":{"content":"'))
+      const cpu = process.cpuUsage()
+      // 64 MiB in 64 KiB reads: joined at every read, that is 32 GiB copied.
+      for (let i = 0; i < 1024; i++) sink.writeRaw(piece)
+      cpuMs = (process.cpuUsage(cpu).user + process.cpuUsage(cpu).system) / 1000
+      held = sink.heldBytes ?? 0
+      sink.writeRaw(Buffer.from('"}}]}\n\n' + OPENAI.at(-1)))
+    },
+  }
+  const lease = call.lease({ endpoint: server, signal: new AbortController().signal, release: () => {} } as unknown as Lease)
+  let bytes = 0
+  const sink: RelaySink = { open: () => {}, chunkedSocket: () => null, writeRaw: (chunk) => { bytes += chunk.length; return true }, drained: async () => {} }
+  await lease.endpoint.relay('/v1/chat/completions', '{"model":"m","stream":true}', sink, { tailBytes: 64, tail: Buffer.alloc(0) }, lease.signal)
+  call.end()
+  t.equal(held, 49 + 1024 * piece.length, 'every byte of the unended event counted')
+  t.ok(cpuMs < 2000, `held in ${Math.round(cpuMs)} ms of CPU`)
+  t.same(seen, [1024 * piece.length], 'its piece offered once, whole')
+  t.equal(bytes, 49 + 1024 * piece.length + 7 + OPENAI.at(-1)!.length, 'and written on as it came')
+})
