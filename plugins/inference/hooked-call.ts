@@ -98,10 +98,13 @@ export class HookedCall {
       },
       relay: async (path: string, payload: string, sink: RelaySink, progress: RelayProgress, signal: AbortSignal) => {
         if (!GENERATING_PATHS.has(path)) return inner.relay(path, payload, sink, progress, signal)
-        const body = await this.before(JSON.parse(payload) as Json)
+        const parsed = JSON.parse(payload) as Json
+        const body = await this.before(parsed)
+        // A request the `before` hooks left as it was goes as it was written, not written again.
+        const sent = body === parsed ? payload : JSON.stringify(body)
         // Without a hook that reads the answer, its bytes go as they come.
-        if (!this.reads) return inner.relay(path, JSON.stringify(body), sink, progress, signal)
-        return this.relayed(path, (relay, relaySignal) => inner.relay(path, JSON.stringify(body), relay, relay.progress, relaySignal), sink, progress, signal)
+        if (!this.reads) return inner.relay(path, sent, sink, progress, signal)
+        return this.relayed(path, (relay, relaySignal) => inner.relay(path, sent, relay, relay.progress, relaySignal), sink, progress, signal)
       },
     }
     if (this.alongside === null) return { ...lease, endpoint }

@@ -1,23 +1,30 @@
-import { startsAt } from '../../runtimes/index.js'
 import type { PieceSlot } from './answer-pieces.js'
 
 // llama-server's usual streamed token, read where it sits in the event's bytes rather than parsed (piece-relay.ts):
-// a hook on every piece then costs a scan and the decoding of one short string, not a JSON parse, per token.
+// a hook on every piece then costs a scan and the decoding of one short string, not a JSON parse, per token. The
+// scans are JS loops over the event's few hundred bytes: a Buffer's compare or indexOf costs more per call than that.
 
-/** A token event's bytes up to its text's opening quote (Anthropic's: around its block's index), and right after its closing one. */
-interface Shape { head: Buffer, indexed: Buffer | null, after: Buffer }
+/**
+ * A token event's bytes up to its text's opening quote (Anthropic's: around its block's index), and right after its
+ * closing one; `json`: where its JSON begins, counted from the event's start.
+ */
+interface Shape { head: Buffer, indexed: Buffer | null, after: Buffer, json: number }
 
+function shape (head: string, indexed: string | null, after: string): Shape {
+  return { head: Buffer.from(head), indexed: indexed !== null ? Buffer.from(indexed) : null, after: Buffer.from(after), json: head.indexOf(DATA) + DATA.length }
+}
+
+const DATA = 'data: '
 const SHAPES: Readonly<Record<string, Shape>> = {
   // Its first choice's delta holding only its text; after it, the chunk's id, model and so on.
-  '/v1/chat/completions': { head: Buffer.from('data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"'), indexed: null, after: Buffer.from('}}],') },
-  '/v1/messages': {
-    head: Buffer.from('event: content_block_delta\ndata: {"type":"content_block_delta","index":'),
-    indexed: Buffer.from(',"delta":{"type":"text_delta","text":"'),
-    after: Buffer.from('}}\n\n'),
-  },
+  '/v1/chat/completions': shape('data: {"choices":[{"finish_reason":null,"index":0,"delta":{"content":"', null, '}}],'),
+  '/v1/messages': shape('event: content_block_delta\ndata: {"type":"content_block_delta","index":', ',"delta":{"type":"text_delta","text":"', '}}\n\n'),
 }
 // What a hook's path reads of an event beside its pieces: an event that has any of these after its text is parsed.
-const READ = [Buffer.from('"usage"'), Buffer.from('"timings"'), Buffer.from('"error"')]
+const READ = ['"usage"', '"timings"', '"error"'].map((key) => Buffer.from(key))
+// The bytes that follow the opening quote of one of READ: a quote followed by another starts none of them.
+const READ_SECOND = new Uint8Array(256)
+for (const key of READ) READ_SECOND[key[1]!] = 1
 
 /** The text of a token event, the slot a hook may set it in, where its JSON string lies in the event, and where its JSON begins. */
 export class QuickPiece implements PieceSlot {
@@ -42,12 +49,12 @@ export class QuickPiece implements PieceSlot {
  */
 export function quickPiece (path: string, bytes: Buffer, start: number, end: number): QuickPiece | null {
   const shape = SHAPES[path]
-  if (shape === undefined || !startsAt(bytes, shape.head, start)) return null
+  if (shape === undefined || !lies(bytes, shape.head, start, end)) return null
   let open = start + shape.head.length - 1
   if (shape.indexed !== null) {
     let at = open + 1
     while (at < end && bytes[at]! >= 0x30 && bytes[at]! <= 0x39) at++
-    if (at === open + 1 || !startsAt(bytes, shape.indexed, at)) return null
+    if (at === open + 1 || !lies(bytes, shape.indexed, at, end)) return null
     open = at + shape.indexed.length - 1
   }
   let escaped = false
@@ -62,9 +69,7 @@ export function quickPiece (path: string, bytes: Buffer, start: number, end: num
       break
     }
   }
-  if (close === -1 || !startsAt(bytes, shape.after, close + 1)) return null
-  const rest = bytes.subarray(close, end)
-  for (const key of READ) if (rest.indexOf(key) !== -1) return null
+  if (close === -1 || !lies(bytes, shape.after, close + 1, end) || readsMore(bytes, close + 1, end)) return null
   let text: string
   try {
     text = escaped ? JSON.parse(bytes.toString('utf8', open, close + 1)) as string : bytes.toString('utf8', open + 1, close)
@@ -72,7 +77,21 @@ export function quickPiece (path: string, bytes: Buffer, start: number, end: num
     return null
   }
   // An empty text is no piece (answer-pieces.ts): the parsed event's path says so.
-  return text === '' ? null : new QuickPiece(text, open, close, bytes.indexOf(DATA, start) + DATA.length)
+  return text === '' ? null : new QuickPiece(text, open, close, start + shape.json)
 }
 
-const DATA = Buffer.from('data: ')
+/** Whether `prefix` lies in `bytes` at `at`, before `end`. */
+function lies (bytes: Buffer, prefix: Buffer, at: number, end: number): boolean {
+  if (at + prefix.length > end) return false
+  for (let i = 0; i < prefix.length; i++) if (bytes[at + i] !== prefix[i]) return false
+  return true
+}
+
+/** Whether a key a hook's path reads (READ) lies between `from` and `end`. */
+function readsMore (bytes: Buffer, from: number, end: number): boolean {
+  for (let at = from; at < end; at++) {
+    if (bytes[at] !== 0x22 || READ_SECOND[bytes[at + 1]!] !== 1) continue
+    for (const key of READ) if (lies(bytes, key, at, end)) return true
+  }
+  return false
+}

@@ -89,10 +89,13 @@ export class ChunkFraming {
   /** `data` as one chunk of HTTP/1.1 chunked coding, in one buffer (one write). Empty data is no chunk: it would end the body. */
   static chunk (data: Buffer): Buffer {
     if (data.length === 0) return data
-    const head = Buffer.from(`${data.length.toString(16)}\r\n`, 'latin1')
-    const out = Buffer.allocUnsafe(head.length + data.length + 2)
-    head.copy(out, 0)
-    data.copy(out, head.length)
+    // The size line written in place: a Buffer made of its text cost more than the rest, once per streamed token.
+    const size = data.length.toString(16)
+    const out = Buffer.allocUnsafe(size.length + 2 + data.length + 2)
+    for (let i = 0; i < size.length; i++) out[i] = size.charCodeAt(i)
+    out[size.length] = 0x0d
+    out[size.length + 1] = 0x0a
+    out.set(data, size.length + 2)
     out[out.length - 2] = 0x0d
     out[out.length - 1] = 0x0a
     return out

@@ -123,6 +123,20 @@ export async function routerModelsDir (dir: string, models: Record<string, strin
   return dir
 }
 
+/**
+ * Where LLAMAGATE_BENCH_PROFILE asks for gateway CPU profiles: each process is told SIGTERM and waited for (up to
+ * 20 s), since node writes `--cpu-prof` only on a clean exit and killAll's SIGKILL leaves none.
+ */
+export async function stopForProfiles (children: ChildProcess[]): Promise<void> {
+  if (!process.env.LLAMAGATE_BENCH_PROFILE) return
+  await Promise.all(children.map((child) => new Promise<void>((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) return resolve()
+    const timer = setTimeout(resolve, 20_000)
+    child.once('exit', () => { clearTimeout(timer); resolve() })
+    child.kill('SIGTERM')
+  })))
+}
+
 /** Kills each process's group (the router's and llamagate's runtimes with them). */
 export function killAll (children: ChildProcess[]): void {
   for (const child of children) { try { process.kill(-child.pid!, 'SIGKILL') } catch { child.kill('SIGKILL') } }

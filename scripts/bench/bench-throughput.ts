@@ -3,7 +3,7 @@ import { Pool } from 'undici'
 import { LlamaServer } from '../../runtimes/process/llama-server.js'
 import type { RuntimeBuild } from '../../runtimes/types.js'
 import { runLoad, streamOnce, type LoadResult } from './bench-load.js'
-import { killAll, procStat, routerModelsDir, startGateway, startPipe, startRouter, unloadFromRouter, type ServerShape } from './bench-setups.js'
+import { killAll, procStat, routerModelsDir, startGateway, startPipe, startRouter, stopForProfiles, unloadFromRouter, type ServerShape } from './bench-setups.js'
 import { percentile } from '../stats.js'
 
 /**
@@ -34,7 +34,7 @@ export interface ThroughputOptions {
   cold: number
   /** Another built llamagate checkout, run as a fifth setup. */
   baseline?: string
-  /** A plugin (a file, or `noop`: call hooks that do nothing) loaded by this llamagate in a setup of its own. */
+  /** A plugin (a file; `noop`: call hooks that do nothing; `empty`: no hooks, the control) loaded by this llamagate in a setup of its own. */
   plugin?: string
   say: (line: string) => void
 }
@@ -53,7 +53,7 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
     children.push(gateway.child)
     const baseline = o.baseline !== undefined ? await startGateway(join(o.dir, 'baseline'), o.build, { [MODEL]: o.file }, o.shape, { root: resolve(o.baseline) }) : null
     if (baseline !== null) children.push(baseline.child)
-    const pluginFile = o.plugin === 'noop' ? join(import.meta.dirname, 'noop-hooks-plugin.js') : o.plugin !== undefined ? resolve(o.plugin) : null
+    const pluginFile = o.plugin === 'noop' || o.plugin === 'empty' ? join(import.meta.dirname, `${o.plugin === 'noop' ? 'noop-hooks' : 'empty'}-plugin.js`) : o.plugin !== undefined ? resolve(o.plugin) : null
     const plugin = pluginFile !== null ? await startGateway(join(o.dir, 'plugin'), o.build, { [MODEL]: o.file }, o.shape, { extra: [`plugins:\n  - path: ${pluginFile}`] }) : null
     if (plugin !== null) children.push(plugin.child)
     const targets: Target[] = [
@@ -125,6 +125,7 @@ export async function benchThroughput (o: ThroughputOptions): Promise<Record<str
     return { model: o.label, summary, cold_start: cold, gateway_peak_rss_mib: gatewayMemory.peakRssBytes / 2 ** 20 }
   } finally {
     await direct.stop()
+    await stopForProfiles(children)
     killAll(children)
     await new Promise((r) => setTimeout(r, 1500))
   }

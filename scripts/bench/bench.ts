@@ -46,7 +46,7 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
   '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
 llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
-hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
+hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts; \`empty\`: none, its control); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
 llama-server's default), \`--parallel N\` (the throughput run's slots, 8), \`--tags-models N\` (the tiny run's /api/tags list, 1,000), \`--concurrency 1,8,32\` (\`--rounds 16,4,2\`: requests per client at each), \`--prompt-tokens 4096,16384\`, \`--switches N\`,
 \`--conversations N --turns N --words N --reply N\`, \`--prefix-words N --swap-ins N\` (swap-cache: an agent's shared
 prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-cache.ts; \`--flash-attn on|off|auto\` and
