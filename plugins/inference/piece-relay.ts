@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net'
-import { endsEvent, EVENT_END, eventsIn, httpChunk, startsAt, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
+import { endsEvent, EVENT_END, eventsIn, httpChunk, PartialEvent, startsAt, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
 import { quickPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
@@ -45,10 +45,7 @@ export class PieceRelay implements RelaySink {
   cut = false
   /** What a hook failed with, if one did: the stream fails with it. */
   failure: { error: unknown } | null = null
-  // Half an event, in the pieces it came in: joined once its end comes (joined at each, a long one costs its length squared).
-  private held: Buffer[] = []
-  /** What it holds of an event not yet ended (the relay bounds it as a line). */
-  heldBytes = 0
+  private readonly held = new PartialEvent()
   /** While a hook's promise holds the relay back: what came meanwhile waits in `queue`. */
   private pending: Promise<void> | null = null
   private queue: Buffer[] = []
@@ -97,12 +94,13 @@ export class PieceRelay implements RelaySink {
     while (this.pending !== null) await this.pending
   }
 
+  /** What it holds of an event not yet ended (the relay bounds it as a line). */
+  get heldBytes (): number { return this.held.bytes }
+
   /** The stream ended: half an event it ended in, `bytes` (the events that end a cut answer), what the surface's rewrite kept back. */
   end (bytes: Buffer = EMPTY): void {
     if (this.failure !== null) return
-    const rest = this.heldBytes > 0 ? Buffer.concat(this.held) : EMPTY
-    this.held = []
-    this.heldBytes = 0
+    const rest = this.held.take()
     if (rest.length > 0 && !this.cut) this.emit(rest, 0)
     if (bytes.length > 0) this.emit(bytes, eventsIn(bytes))
     const kept = this.surface.rewrite?.end()
@@ -145,25 +143,14 @@ export class PieceRelay implements RelaySink {
   /** One read of the relay: its whole events through the hooks (what ends in half an event waits for the rest). */
   private take (data: Buffer): boolean | Promise<void> {
     if (this.cut || this.failure !== null) return true
-    const last = this.held.at(-1)
-    if (last !== undefined && !(last[last.length - 1] === 0x0a && data[0] === 0x0a) && data.indexOf(EVENT_END) === -1) {
-      this.held.push(data)
-      this.heldBytes += data.length
-      return true
-    }
-    const text = last !== undefined ? Buffer.concat([...this.held, data]) : data
-    this.held = []
-    this.heldBytes = 0
+    const text = this.held.join(data)
+    if (text === null) return true
     const whole = endsEvent(text) ? text.length : text.lastIndexOf(EVENT_END) + 2
     if (whole < 2) {
-      this.held = [text]
-      this.heldBytes = text.length
+      this.held.hold(text)
       return true
     }
-    if (whole < text.length) {
-      this.held = [text.subarray(whole)]
-      this.heldBytes = text.length - whole
-    }
+    if (whole < text.length) this.held.hold(text.subarray(whole))
     return this.walk({ text, whole, at: 0, out: null, events: 0 })
   }
 

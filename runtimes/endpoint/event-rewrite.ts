@@ -1,5 +1,5 @@
 import type { DataRewrite } from './data-rewrite.js'
-import { endsEvent, EVENT_END } from './sse-bytes.js'
+import { endsEvent, EVENT_END, PartialEvent } from './sse-bytes.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -15,35 +15,22 @@ export type EventEdit = (event: Buffer) => Buffer | null
  * untouched (null), framing and all: the relay's fast path. An event cut across pieces is held until its end comes.
  */
 export function eventRewrite (edit: EventEdit): DataRewrite {
-  // What came of an event not yet ended, in the pieces it came in: joined once its end comes, not at every piece
-  // (an event cut into many small pieces would cost its length squared).
-  let held: Buffer[] = []
-  let heldBytes = 0
+  const held = new PartialEvent()
   return {
-    get heldBytes () { return heldBytes },
+    get heldBytes () { return held.bytes },
     push (data) {
-      const wasHeld = heldBytes > 0
-      if (wasHeld && !endsAcross(held[held.length - 1]!, data) && data.indexOf(EVENT_END) === -1) {
-        held.push(data)
-        heldBytes += data.length
-        return EMPTY
-      }
-      const text = wasHeld ? Buffer.concat([...held, data]) : data
-      held = []
-      heldBytes = 0
+      const wasHeld = held.bytes > 0
+      const text = held.join(data)
+      if (text === null) return EMPTY
       // llama-server writes whole events: a piece that ends one needs no search for its end.
       const last = endsEvent(text) ? text.length - 2 : text.lastIndexOf(EVENT_END)
       if (last === -1) {
-        held = [text]
-        heldBytes = text.length
+        held.hold(text)
         return EMPTY
       }
       const whole = last + 2
       const rest = whole < text.length ? text.subarray(whole) : EMPTY
-      if (rest.length > 0) {
-        held = [rest]
-        heldBytes = rest.length
-      }
+      held.hold(rest)
       // The events as they go out, made only once one of them changed (the hot path allocates nothing more).
       let pieces: Buffer[] | null = wasHeld || rest.length > 0 ? [] : null
       let start = 0
@@ -57,18 +44,8 @@ export function eventRewrite (edit: EventEdit): DataRewrite {
       }
       return pieces === null ? null : Buffer.concat(pieces)
     },
-    end () {
-      const rest = heldBytes > 0 ? Buffer.concat(held) : EMPTY
-      held = []
-      heldBytes = 0
-      return rest
-    },
+    end: () => held.take(),
   }
-}
-
-/** Whether an event's blank line falls across two pieces: one ends in a newline, the next begins with one. */
-function endsAcross (before: Buffer, after: Buffer): boolean {
-  return before[before.length - 1] === 0x0a && after[0] === 0x0a
 }
 
 /** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */

@@ -24,3 +24,42 @@ export function startsAt (bytes: Buffer, prefix: Buffer, at: number): boolean {
 
 /** `data` as one chunk of HTTP/1.1 chunked coding, in one buffer. */
 export const httpChunk = (data: Buffer): Buffer => ChunkFraming.chunk(data)
+
+/**
+ * The start of an event not yet ended, held in the pieces it came in and joined once its end comes: joined at every
+ * piece, an event cut into many would cost its length squared. `bytes` is what the relay bounds as a line.
+ */
+export class PartialEvent {
+  private pieces: Buffer[] = []
+  bytes = 0
+
+  /** What is held with `data` after it, when an event ends there; null when none does (`data` is held). */
+  join (data: Buffer): Buffer | null {
+    const last = this.pieces.at(-1)
+    const endsAcross = last !== undefined && last[last.length - 1] === 0x0a && data[0] === 0x0a
+    if (last !== undefined && !endsAcross && data.indexOf(EVENT_END) === -1) {
+      this.pieces.push(data)
+      this.bytes += data.length
+      return null
+    }
+    const text = last !== undefined ? Buffer.concat([...this.pieces, data]) : data
+    this.pieces = []
+    this.bytes = 0
+    return text
+  }
+
+  /** Holds what follows the last whole event of what `join` gave. */
+  hold (rest: Buffer): void {
+    if (rest.length === 0) return
+    this.pieces = [rest]
+    this.bytes = rest.length
+  }
+
+  /** What is held, given up (empty for none). */
+  take (): Buffer {
+    const rest = this.bytes > 0 ? Buffer.concat(this.pieces) : Buffer.alloc(0)
+    this.pieces = []
+    this.bytes = 0
+    return rest
+  }
+}
