@@ -87,9 +87,10 @@ async function runCommand (command: Command, args: string[], out: CliOutput): Pr
       out.stdout.write(commandHelp(command))
       return 0
     }
-    // config.yaml is read (and its schema loaded) only when it is where the address comes from.
+    // config.yaml is read (and its schema loaded) only when it is where the address comes from; its core keys
+    // say it, so a plugin's section or runtime kind needs no loading of the plugin.
     const readConfig = 'host' in command.options && needsConfig(values as { host?: string }, process.env)
-      ? (await import('./config.js')).loadConfig
+      ? (await import('./plugin-manifests.js')).loadBuiltinKeys
       : undefined
     return await command.run({
       values, positionals, stdout: out.stdout, stderr: out.stderr, stdin: process.stdin, client: clientFor(values, process.env, readConfig),

@@ -1,5 +1,6 @@
 import { Type, type Static } from 'typebox'
 import { OptionsSchema } from './options-schema.js'
+import { BUILTIN_RUNTIMES, type BuiltinRuntime } from './runtime-kinds.js'
 
 /** A duration: seconds as a number, or a string such as "5m" (core/units.ts reads it). */
 export const Duration = Type.Union([Type.Number(), Type.String()], {
@@ -11,9 +12,20 @@ export const Size = Type.Union([Type.Integer({ minimum: 1 }), Type.String()], {
 })
 // An address and port to listen on: `127.0.0.1:9464`, `[::1]:9464`, `0.0.0.0:11434`.
 export const LISTEN_PATTERN = '^(\\[[0-9A-Fa-f:.]+\\]|[^\\s:\\[\\]]+):[0-9]{1,5}$'
-const BACKENDS = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu'] as const
-const Backend = Type.Union(BACKENDS.map((b) => Type.Literal(b)))
 const RuntimeBuild = Type.Object({ bin: Type.String({ minLength: 1 }) }, { additionalProperties: false })
+
+/**
+ * `runtime` and `runtimes`, for the built-in kinds and those the listed plugins add (core/runtime-kinds.ts): closed
+ * lists, so that a misspelt kind is heard of at start rather than found missing at the first load.
+ */
+export function runtimeKeys (kinds: readonly string[]) {
+  const names = [...BUILTIN_RUNTIMES, ...kinds]
+  return {
+    runtime: Type.Union([Type.Literal('auto'), ...names.map((n) => Type.Literal(n))], { default: 'auto' }),
+    runtimes: Type.Object(Object.fromEntries(names.map((n) => [n, Type.Optional(RuntimeBuild)])), { additionalProperties: false, default: {} }),
+  }
+}
+const BUILTIN_RUNTIME_KEYS = runtimeKeys([])
 
 /** The core's keys of each `models.<name>`: the options over the defaults, and the other names it answers to. */
 export const MODEL_KEYS = {
@@ -64,12 +76,9 @@ export const ConfigSchema = Type.Object({
     unauthenticated_connections: Type.Integer({ minimum: 1, default: 128, description: 'with API keys on, open connections no request has shown a valid key on; past it the oldest is closed' }),
     hook_timeout: Type.Union([Duration], { default: '10s', description: 'a plugin\'s hook (an authenticator, a call hook) that has not answered this long fails its request (5xx)' }),
   }, { additionalProperties: false, default: {} }),
-  runtime: Type.Union([Type.Literal('auto'), Backend], { default: 'auto' }),
+  runtime: BUILTIN_RUNTIME_KEYS.runtime,
   build_gpu_runtime: Type.Boolean({ default: true, description: 'a GPU found with its toolkit but no llama.cpp build for it gets one built in the background at start' }),
-  runtimes: Type.Object({
-    cuda: Type.Optional(RuntimeBuild), rocm: Type.Optional(RuntimeBuild), metal: Type.Optional(RuntimeBuild),
-    vulkan: Type.Optional(RuntimeBuild), cpu: Type.Optional(RuntimeBuild),
-  }, { additionalProperties: false, default: {} }),
+  runtimes: BUILTIN_RUNTIME_KEYS.runtimes,
   llama_cpp_src: Type.Union([Type.String({ minLength: 1 }), Type.Null()], { default: null }),
   plugins: Type.Array(PluginEntry, { default: [] }),
   shutdown: Type.Object({
@@ -79,5 +88,5 @@ export const ConfigSchema = Type.Object({
 
 /** The core's keys as written (after defaults); see `Config` for the resolved form the app uses. */
 export type RawConfig = Static<typeof ConfigSchema>
-export type Backend = (typeof BACKENDS)[number]
-export { BACKENDS }
+/** A runtime kind's name: a built-in's, or one a plugin added. */
+export type Backend = BuiltinRuntime | (string & {})

@@ -1,6 +1,6 @@
 import { Ajv, type ValidateFunction } from 'ajv'
 import { Type, type TObject, type TProperties } from 'typebox'
-import { ConfigSchema, MODEL_KEYS } from './config-schema.js'
+import { ConfigSchema, MODEL_KEYS, runtimeKeys } from './config-schema.js'
 import type { ConfigSection } from './config-section.js'
 import { builtinManifests } from './plugin-loader.js'
 import { precompiledValidator } from './precompiled-config-validator.js'
@@ -25,21 +25,27 @@ export interface ConfigShape {
   defaults: Record<string, unknown>
 }
 
-const shapes = new WeakMap<readonly ConfigSection[], ConfigShape>()
+const shapes = new WeakMap<readonly ConfigSection[], Map<string, ConfigShape>>()
 
-/** The shape for these sections, made once per list. @throws Error when a section claims a key another one has */
-export function configShape (sections: readonly ConfigSection[] = BUILTIN_SECTIONS): ConfigShape {
-  let shape = shapes.get(sections)
+/**
+ * The shape for these sections and the runtime kinds plugins add (their names), made once per list and kinds.
+ * @throws Error when a section claims a key another one has
+ */
+export function configShape (sections: readonly ConfigSection[] = BUILTIN_SECTIONS, runtimeKinds: readonly string[] = []): ConfigShape {
+  let byKinds = shapes.get(sections)
+  if (byKinds === undefined) shapes.set(sections, byKinds = new Map())
+  const kindsKey = runtimeKinds.join(',')
+  let shape = byKinds.get(kindsKey)
   if (shape === undefined) {
-    const schema = assembleConfigSchema(sections)
+    const schema = assembleConfigSchema(sections, runtimeKinds)
     // The build's validator for the built-in sections (every CLI run and server start without plugin sections),
     // when it was made from this very schema; else compiled here (a third of a CLI run's CPU).
-    const validate = (sections === BUILTIN_SECTIONS ? precompiledValidator(schema) : null) ?? compileConfigValidator(schema)
+    const validate = (sections === BUILTIN_SECTIONS && runtimeKinds.length === 0 ? precompiledValidator(schema) : null) ?? compileConfigValidator(schema)
     // The defaults come from the schema itself, so config.yaml, the schemas and the code cannot disagree.
     const defaults = {}
     validate(defaults)
     shape = { schema, validate, defaults }
-    shapes.set(sections, shape)
+    byKinds.set(kindsKey, shape)
   }
   return shape
 }
@@ -51,9 +57,12 @@ function compileConfigValidator (schema: TObject): ValidateFunction {
   return new Ajv(CONFIG_AJV_OPTIONS).compile(schema)
 }
 
-/** config.yaml's schema: the core's keys with each section's added. @throws Error when a section claims a taken key */
-export function assembleConfigSchema (sections: readonly ConfigSection[]): TObject {
-  const keys: TProperties = { ...ConfigSchema.properties }
+/**
+ * config.yaml's schema: the core's keys with each section's added, `runtime` and `runtimes` taking the plugins'
+ * runtime kinds too. @throws Error when a section claims a taken key
+ */
+export function assembleConfigSchema (sections: readonly ConfigSection[], runtimeKinds: readonly string[] = []): TObject {
+  const keys: TProperties = { ...ConfigSchema.properties, ...(runtimeKinds.length > 0 ? runtimeKeys(runtimeKinds) : {}) }
   const limits: TProperties = { ...ConfigSchema.properties.limits.properties }
   const model: TProperties = { ...MODEL_KEYS }
   const claim = (into: TProperties, owned: TProperties, prefix: string, plugin: string): void => {

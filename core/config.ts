@@ -7,6 +7,7 @@ import { appendAt, envLayer, flagLayer, isPlainObject, mergeInto, readConfigFile
 import { describeErrors, sourceOf } from './config-problems.js'
 import { list, numberOrText, type ConfigPart, type ConfigSection, type EnvVariable, type SectionContext } from './config-section.js'
 import { BUILTIN_SECTIONS, configShape } from './config-sections.js'
+import type { RuntimeKind } from './runtime-kinds.js'
 import { listenHost } from './listen-host.js'
 import { resolvePath, SHIPPED_CONFIG } from './paths.js'
 import { parseDuration, parseSize } from './units.js'
@@ -73,8 +74,8 @@ export function configLayers (flags: ConfigFlags, env: NodeJS.ProcessEnv, sectio
  * Builds a Config from layers of raw values, later layers winning: the core's keys, then each plugin's section
  * (the built-in plugins' unless `sections` says otherwise). Exported for tests and tools.
  */
-export function resolveConfig (layers: Layer[], configFile: string | null = null, sections = BUILTIN_SECTIONS): Config {
-  const { schema, validate, defaults } = configShape(sections)
+export function resolveConfig (layers: Layer[], configFile: string | null = null, sections = BUILTIN_SECTIONS, runtimeKinds: readonly RuntimeKind[] = []): Config {
+  const { schema, validate, defaults } = configShape(sections, runtimeKinds.map((k) => k.name))
   const variables = environment(sections)
   const envName = (path: string[]): string => variables.find((e) => e.key.join('.') === path.join('.'))?.name ?? 'environment'
   const merged = structuredClone(defaults)
@@ -91,7 +92,7 @@ export function resolveConfig (layers: Layer[], configFile: string | null = null
   if (!validate(merged)) throw new ConfigError(describeErrors(validate.errors ?? [], merged, sources, schema))
   const problems: string[] = []
   const context = sectionContext(configFile, sources, problems)
-  const config = coreConfig(merged as RawConfig, configFile, context, Array.isArray(envAliases) ? envAliases as string[] : [])
+  const config = coreConfig(merged as RawConfig, configFile, context, Array.isArray(envAliases) ? envAliases as string[] : [], runtimeKinds)
   context.config = config
   for (const section of sections) {
     for (const [name, model] of config.models) Object.assign(model, modelPart(section, (merged as RawConfig).models[name]!, name, context))
@@ -148,7 +149,7 @@ function sectionContext (configFile: string | null, sources: Map<string, string>
  * The core's keys, resolved; the result is the Config the sections then fill in (until they have, it lacks their
  * fields, which only they know).
  */
-function coreConfig (raw: RawConfig, configFile: string | null, context: SectionContext, envAliases: string[]): Config {
+function coreConfig (raw: RawConfig, configFile: string | null, context: SectionContext, envAliases: string[], runtimeKinds: readonly RuntimeKind[]): Config {
   const { base, duration, size } = context
   const dataDir = resolvePath(raw.data_dir, base)
   const { host, port } = listenHost(raw.host, raw.port, context)
@@ -178,6 +179,7 @@ function coreConfig (raw: RawConfig, configFile: string | null, context: Section
     runtime: raw.runtime,
     buildGpuRuntime: raw.build_gpu_runtime,
     runtimes: Object.fromEntries(Object.entries(raw.runtimes).map(([k, v]) => [k, { bin: resolvePath(v!.bin, base) }])),
+    runtimeKinds,
     llamaCppSrc: raw.llama_cpp_src ? resolvePath(raw.llama_cpp_src, base) : null,
     // A plugin path that looks like a file is resolved against the config file; anything else is a package name.
     plugins: raw.plugins.map((p) => ({

@@ -51,3 +51,7 @@ export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from '.
 // Call hooks: before, alongside, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
 export { HookFailedError } from './call-hooks.js'
 export type { CallHook, CallHooks, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'
+
+// Runtimes: a llama.cpp build kind of one's own (definePlugin's `manifest.runtimes`): its hardware, its binary, its flags.
+export { BUILTIN_RUNTIMES } from './runtime-kinds.js'
+export type { BuiltinRuntime, DetectContext, RuntimeDevice, RuntimeKind } from './runtime-kinds.js'

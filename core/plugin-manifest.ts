@@ -2,6 +2,7 @@ import type { Command } from './commands/command.js'
 import type { Check } from './commands/doctor-checks.js'
 import type { Config } from './resolved-config.js'
 import type { ConfigSection } from './config-section.js'
+import type { RuntimeKind } from './runtime-kinds.js'
 
 /**
  * What a plugin brings besides its routes and services, read without loading its server code: its section of
@@ -25,6 +26,11 @@ export interface PluginManifest {
   checkConfig?: (config: Config, context: ConfigCheckContext) => ConfigCheck | Promise<ConfigCheck>
   /** What `llamagate serve` must say, or refuse, before it starts with this configuration (an exposed address, say). */
   startCheck?: (config: Config) => StartCheck | Promise<StartCheck>
+  /**
+   * llama.cpp build kinds it adds (core/runtime-kinds.ts): how their hardware is detected, where their llama-server
+   * is, their flags. Their names become values of config.yaml's `runtime` and keys of its `runtimes`.
+   */
+  runtimes?: readonly RuntimeKind[]
 }
 
 export interface StartCheck {

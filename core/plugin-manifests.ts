@@ -7,6 +7,8 @@ import { BUILTIN_SECTIONS, configShape } from './config-sections.js'
 import { configLayers, resolveConfig } from './config.js'
 import { builtinManifests, importAdminPlugin, PluginLoadError } from './plugin-loader.js'
 import type { PluginManifest } from './plugin-manifest.js'
+import { checkedRuntimeKinds } from './runtime-kind-check.js'
+import type { RuntimeKind } from './runtime-kinds.js'
 import type { Config } from './resolved-config.js'
 
 /**
@@ -48,6 +50,7 @@ export async function resolveConfigAndPlugins (layersFor: (sections: readonly Co
   const listed = first.layers.some((l) => Array.isArray(l.values.plugins) && l.values.plugins.length > 0)
   if (!listed) return { config: resolveConfig(first.layers, first.configFile), manifests: await builtinManifests() }
   const admin = await adminManifests(resolveConfig(first.layers.map(builtinKeysOnly), first.configFile))
+  const kinds = runtimeKindsOf(admin)
   const own = (await Promise.all(admin.map(async (m) => m.config ? [await m.config()] : []))).flat()
   // The built-ins' list itself when no plugin adds a section: its schema is compiled once per list.
   const sections = own.length === 0 ? BUILTIN_SECTIONS : [...BUILTIN_SECTIONS, ...own]
@@ -59,7 +62,7 @@ export async function resolveConfigAndPlugins (layersFor: (sections: readonly Co
   }
   const { layers, configFile } = layersFor(sections)
   try {
-    return { config: resolveConfig(layers, configFile, sections), manifests: [...await builtinManifests(), ...admin] }
+    return { config: resolveConfig(layers, configFile, sections, kinds), manifests: [...await builtinManifests(), ...admin] }
   } catch (err) {
     if (!(err instanceof ConfigError)) throw err
     throw new ConfigError(err.problems.map((problem) => nameOwner(problem, own)))
@@ -73,6 +76,8 @@ function named (label: string, name: string, manifest: unknown): PluginManifest 
   for (const key of ['config', 'doctor', 'checkConfig', 'startCheck'] as const) {
     if (manifest[key] !== undefined && typeof manifest[key] !== 'function') throw bad(`has a ${key} that is not a function`)
   }
+  const runtimes = checkedRuntimeKinds(name, manifest.runtimes)
+  if (typeof runtimes === 'string') throw bad(runtimes)
   const commands = manifest.commands ?? []
   if (!Array.isArray(commands)) throw bad('has commands that are not a list')
   for (const command of commands) {
@@ -113,7 +118,23 @@ function named (label: string, name: string, manifest: unknown): PluginManifest 
     startCheck: m.startCheck && (async (config) => {
       try { return await m.startCheck!(config) } catch (err) { throw threw('startCheck', err) }
     }),
+    runtimes,
   }
+}
+
+/** The runtime kinds the plugins add, in their order. @throws PluginLoadError naming a plugin whose kind another one has */
+function runtimeKindsOf (manifests: readonly PluginManifest[]): RuntimeKind[] {
+  const kinds: RuntimeKind[] = []
+  const owners = new Map<string, string>()
+  for (const manifest of manifests) {
+    for (const kind of manifest.runtimes ?? []) {
+      const owner = owners.get(kind.name)
+      if (owner !== undefined) throw new PluginLoadError(`"${manifest.name}"`, `its runtime kind "${kind.name}" is the ${owner} plugin's already`)
+      owners.set(kind.name, manifest.name)
+      kinds.push(kind)
+    }
+  }
+  return kinds
 }
 
 /** A problem about a key an admin plugin's section owns, with the plugin named in front. */
@@ -125,11 +146,21 @@ function nameOwner (problem: string, sections: readonly ConfigSection[]): string
   return owner !== undefined ? `plugin "${owner.plugin}": ${problem}` : problem
 }
 
+/**
+ * The configuration of the core's and the built-ins' keys alone, the plugins' keys and runtime kinds left out: where a
+ * client command finds the server (host, port) without loading the plugins config.yaml lists. @throws ConfigError
+ */
+export function loadBuiltinKeys (flags: ConfigFlags = {}, env: NodeJS.ProcessEnv = process.env): Config {
+  const { layers, configFile } = configLayers(flags, env, BUILTIN_SECTIONS)
+  return resolveConfig(layers.map(builtinKeysOnly), configFile)
+}
+
 /** A layer with only the keys the core and the built-in plugins know: enough to find the plugins listed. */
 function builtinKeysOnly (layer: Layer): Layer {
   const known = (keys: Iterable<string>, value: unknown): Record<string, unknown> =>
     Object.fromEntries([...keys].filter((k) => isPlainObject(value) && Object.hasOwn(value, k)).map((k) => [k, (value as Record<string, unknown>)[k]]))
-  const values = known(Object.keys(configShape().schema.properties), layer.values)
+  // `runtime` and `runtimes` may name the plugins' own runtime kinds, and finding the plugins needs neither.
+  const values = known(Object.keys(configShape().schema.properties).filter((k) => k !== 'runtime' && k !== 'runtimes'), layer.values)
   if (isPlainObject(values.limits)) values.limits = known([...Object.keys(ConfigSchema.properties.limits.properties), ...BUILTIN_SECTIONS.flatMap((s) => Object.keys(s.limits ?? {}))], values.limits)
   if (isPlainObject(values.models)) {
     const modelKeys = [...Object.keys(MODEL_KEYS), ...BUILTIN_SECTIONS.flatMap((s) => Object.keys(s.models ?? {}))]

@@ -1,6 +1,7 @@
 import type { Backend, RawConfig } from './config-schema.js'
 import type { HostPort } from './host-port.js'
 import type { Options } from './options-schema.js'
+import type { RuntimeKind } from './runtime-kinds.js'
 
 /**
  * The resolved configuration the app runs with: durations in ms, sizes in bytes, paths absolute. The core's keys
@@ -51,6 +52,8 @@ export interface CoreConfig {
   /** Build the runtime for a GPU found without one, in the background at start (its toolkit must be there). */
   buildGpuRuntime: boolean
   runtimes: Partial<Record<Backend, { bin: string }>>
+  /** The runtime kinds the listed plugins add (their manifests' `runtimes`), in the plugins' order. */
+  runtimeKinds: readonly RuntimeKind[]
   llamaCppSrc: string | null
   plugins: Array<{ path: string, options: Record<string, unknown> }>
   /** How long SIGTERM waits for answers and pulls in flight before cutting them. */

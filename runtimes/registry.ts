@@ -1,24 +1,15 @@
 import { existsSync, readdirSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import type { Config } from '../core/config.js'
-import { BACKENDS } from '../core/config-schema.js'
 import type { Logger } from '../core/logger.js'
-import { cpu } from './cpu.js'
-import { cuda } from './cuda.js'
+import { BUILTIN_RUNTIMES } from '../core/runtime-kinds.js'
 import { inspectBuild } from './inspect-build.js'
-import { metal } from './metal.js'
-import { rocm } from './rocm.js'
-import type { Backend, BackendModule, Device, RuntimeBuild } from './types.js'
+import { kindModules } from './kind-modules.js'
+import type { Backend, Device, RuntimeBuild, RuntimeKindModule } from './types.js'
 import type { GpuBuildStatus } from './build/build-status.js'
-import { vulkan } from './vulkan.js'
 
-/** Best first. */
-const PREFERENCE: Backend[] = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu']
-const MODULES: Record<Backend, BackendModule> = { cuda, rocm, metal, vulkan, cpu }
-
-
-/** What the registry reads of the configuration. */
-export type RuntimeSettings = Pick<Config, 'runtime' | 'runtimes' | 'dataDir'>
+/** What the registry reads of the configuration (`runtimeKinds`: the plugins' kinds, none when left out). */
+export type RuntimeSettings = Pick<Config, 'runtime' | 'runtimes' | 'dataDir'> & Partial<Pick<Config, 'runtimeKinds'>>
 
 /** Where the build script installs runtimes: `<dataDir>/runtimes/llama.cpp-<tag>/<backend>/bin`. */
 export function builtRuntimesDir (dataDir: string): string {
@@ -35,13 +26,15 @@ export class RuntimeRegistry {
 
   private constructor (
     private readonly config: RuntimeSettings,
+    /** Every runtime kind, best first. */
+    private readonly kinds: RuntimeKindModule[],
     found: RuntimeRegistry['found'],
     private readonly startDevices: Device[],
     private readonly env: NodeJS.ProcessEnv,
     private readonly log?: Pick<Logger, 'info' | 'warn'>,
   ) {
     this.found = found
-    this.choice = choose(config.runtime, startDevices, found.builds)
+    this.choice = choose(config.runtime, startDevices, found.builds, this.kindNames)
   }
 
   /**
@@ -51,8 +44,9 @@ export class RuntimeRegistry {
   static async create (opts: { config: RuntimeSettings, log?: Pick<Logger, 'info' | 'warn'>, env?: NodeJS.ProcessEnv, warnNow?: boolean }): Promise<RuntimeRegistry> {
     const { config, log } = opts
     const env = opts.env ?? process.env
-    const [devices, found] = await Promise.all([detectDevices(env), findBuilds(config, env)])
-    const registry = new RuntimeRegistry(config, found, devices, env, log)
+    const kinds = kindModules(config.runtimeKinds ?? [], log)
+    const [devices, found] = await Promise.all([detectDevices(kinds, env), findBuilds(config, kinds, env)])
+    const registry = new RuntimeRegistry(config, kinds, found, devices, env, log)
     registry.report(opts.warnNow ?? true)
     return registry
   }
@@ -67,14 +61,25 @@ export class RuntimeRegistry {
   get chosen (): RuntimeBuild | null { return this.choice.chosen }
   get reason (): string { return this.choice.reason }
   get warning (): string | null { return this.choice.warning }
+  /** The runtime kinds, best first under `runtime: auto`: the built-ins' and the plugins'. */
+  get kindNames (): string[] { return this.kinds.map((k) => k.backend) }
+
+  /** What every llama-server of `build` starts with besides its options: its kind's flags and variables (a plugin kind's). */
+  launchOf (build: RuntimeBuild): RuntimeKindModule['launch'] {
+    return this.kind(build.backend).launch
+  }
+
+  private kind (backend: Backend): RuntimeKindModule {
+    return this.kinds.find((k) => k.backend === backend) ?? this.kinds.find((k) => k.backend === 'cpu')!
+  }
 
   /**
    * Looks for builds again and chooses again (the devices stay those found at start): after a build made while
    * the gateway runs, the llama-servers started from then on use it; those running keep their build.
    */
   async refresh (): Promise<void> {
-    this.found = await findBuilds(this.config, this.env)
-    this.choice = choose(this.config.runtime, this.startDevices, this.found.builds)
+    this.found = await findBuilds(this.config, this.kinds, this.env)
+    this.choice = choose(this.config.runtime, this.startDevices, this.found.builds, this.kindNames)
     this.report(false)
   }
 
@@ -88,8 +93,7 @@ export class RuntimeRegistry {
 
   /** Bytes free for models right now: the chosen GPU backend's free memory, or the machine's. */
   async freeMemory (): Promise<number> {
-    const backend = this.chosen?.backend ?? 'cpu'
-    const devices = await MODULES[backend].detect(this.env)
+    const devices = await this.kind(this.chosen?.backend ?? 'cpu').detect(this.env)
     const free = devices.reduce((sum, d) => sum + d.freeBytes, 0)
     // Vulkan (and ROCm through rocminfo) do not report memory; then only the model count limits loads.
     return free > 0 ? free : Number.MAX_SAFE_INTEGER
@@ -97,7 +101,7 @@ export class RuntimeRegistry {
 
   /** The devices as they are now (free memory changes; the list found at start does not). */
   detectDevices (): Promise<Device[]> {
-    return detectDevices(this.env)
+    return detectDevices(this.kinds, this.env)
   }
 
   /** The llama-quantize to use (the conversion needs it): the chosen build's, else any build's. */
@@ -149,15 +153,22 @@ export interface RuntimesDescription {
   build: GpuBuildStatus | null
 }
 
-function detectDevices (env: NodeJS.ProcessEnv): Promise<Device[]> {
-  return Promise.all(PREFERENCE.map((b) => MODULES[b].detect(env))).then((lists) => lists.flat())
+function detectDevices (kinds: readonly RuntimeKindModule[], env: NodeJS.ProcessEnv): Promise<Device[]> {
+  return Promise.all(kinds.map((k) => k.detect(env))).then((lists) => lists.flat())
 }
 
-async function findBuilds (config: RuntimeSettings, env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
+async function findBuilds (config: RuntimeSettings, kinds: readonly RuntimeKindModule[], env: NodeJS.ProcessEnv): Promise<{ builds: RuntimeBuild[], rejected: Array<{ binDir: string, error: string }> }> {
   const candidates: Array<{ binDir: string, source: RuntimeBuild['source'], backend: Backend | null }> = []
-  for (const backend of BACKENDS) {
+  for (const { backend } of kinds) {
     const entry = config.runtimes[backend]
     if (entry) candidates.push({ binDir: entry.bin, source: 'config', backend })
+  }
+  // A plugin kind's own folders (its vendor's install), each named by the kind: its --list-devices may say nothing we know.
+  for (const kind of kinds) {
+    // Guesses, unlike config.yaml's folders: one without a llama-server is passed over, not reported.
+    for (const binDir of await kind.binDirs(env)) {
+      if (existsSync(join(binDir, 'llama-server'))) candidates.push({ binDir, source: 'plugin', backend: kind.backend })
+    }
   }
   for (const dir of (env.PATH ?? '').split(delimiter)) {
     if (dir && existsSync(join(dir, 'llama-server'))) { candidates.push({ binDir: dir, source: 'path', backend: null }); break }
@@ -166,7 +177,7 @@ async function findBuilds (config: RuntimeSettings, env: NodeJS.ProcessEnv): Pro
   // Newest llama.cpp first (the folder names carry the version tag: v0.10.0 is newer than v0.9.0).
   const versions = existsSync(root) ? readdirSync(root).filter((v) => v.startsWith('llama.cpp-')).sort((a, b) => b.localeCompare(a, 'en', { numeric: true })) : []
   for (const version of versions) {
-    for (const backend of BACKENDS) {
+    for (const { backend } of kinds) {
       const binDir = join(root, version, backend, 'bin')
       if (existsSync(join(binDir, 'llama-server'))) candidates.push({ binDir, source: 'built', backend })
     }
@@ -183,23 +194,28 @@ async function findBuilds (config: RuntimeSettings, env: NodeJS.ProcessEnv): Pro
 
 const HOW_TO_BUILD = 'build one with "npm run runtime:build -- --backend <cuda|rocm|metal|cpu>", or name one under runtimes in config.yaml'
 
-/** The best build whose hardware is present, or the forced one. Exported for tests. */
-export function choose (forced: Config['runtime'], devices: Device[], builds: RuntimeBuild[]): { chosen: RuntimeBuild | null, reason: string, warning: string | null } {
+/**
+ * The best build whose hardware is present, or the forced one. `preference`: the kinds, best first (a plugin's among
+ * the built-ins'). Exported for tests.
+ */
+export function choose (forced: Config['runtime'], devices: Device[], builds: RuntimeBuild[], preference: readonly string[] = BUILTIN_RUNTIMES): { chosen: RuntimeBuild | null, reason: string, warning: string | null } {
   const present = new Set(devices.map((d) => d.backend))
   if (forced !== 'auto') {
     const build = builds.find((b) => b.backend === forced) ?? null
+    const howTo = (BUILTIN_RUNTIMES as readonly string[]).includes(forced) ? HOW_TO_BUILD : `name the folder holding its llama-server as runtimes.${forced}.bin in config.yaml`
     return build
       ? { chosen: build, reason: `forced by config (runtime: ${forced})`, warning: forced !== 'cpu' && !present.has(forced) ? `runtime ${forced} is forced but no ${forced} device was detected` : null }
-      : { chosen: null, reason: `runtime ${forced} is forced by config but no ${forced} build was found; ${HOW_TO_BUILD}`, warning: null }
+      : { chosen: null, reason: `runtime ${forced} is forced by config but no ${forced} build was found; ${howTo}`, warning: null }
   }
-  for (const backend of PREFERENCE) {
+  for (const backend of preference) {
     if (!present.has(backend)) continue
     const build = builds.find((b) => b.backend === backend)
     if (!build) continue
     const gpus = devices.filter((d) => d.backend !== 'cpu')
-    const missing = gpus.filter((d) => PREFERENCE.indexOf(d.backend) < PREFERENCE.indexOf(backend))
-    const warning = missing.length > 0
-      ? `${missing[0]!.backend} device found (${missing[0]!.name}) but no ${missing[0]!.backend} build: running on ${backend}. To use the GPU: npm run runtime:build -- --backend ${missing[0]!.backend}`
+    const missing = gpus.filter((d) => preference.indexOf(d.backend) < preference.indexOf(backend))
+    const lost = missing[0]
+    const warning = lost !== undefined
+      ? `${lost.backend} device found (${lost.name}) but no ${lost.backend} build: running on ${backend}. To use the GPU: ${(BUILTIN_RUNTIMES as readonly string[]).includes(lost.backend) ? `npm run runtime:build -- --backend ${lost.backend}` : `name the folder holding its llama-server as runtimes.${lost.backend}.bin in config.yaml`}`
       : null
     const reason = backend === 'cpu'
       ? (gpus.length === 0 ? 'no GPU found' : `no build for the GPU found (${[...new Set(gpus.map((g) => g.backend))].join(', ')})`)

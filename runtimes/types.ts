@@ -12,6 +12,14 @@ export interface BackendModule {
   detect(env: NodeJS.ProcessEnv): Promise<Device[]>
 }
 
+/** A runtime kind as the registry uses it: a built-in's module, or a plugin's kind (core/runtime-kinds.ts). */
+export interface RuntimeKindModule extends BackendModule {
+  /** Folders its llama-server may be in (a plugin kind's), after config.yaml's. */
+  binDirs(env: NodeJS.ProcessEnv): Promise<readonly string[]>
+  /** What every llama-server of it starts with: flags before the model's own, variables over the gateway's. */
+  launch: { flags: readonly string[], env: Readonly<Record<string, string>> }
+}
+
 /** A llama.cpp build that was checked by running it. */
 export interface RuntimeBuild {
   backend: Backend
@@ -23,7 +31,8 @@ export interface RuntimeBuild {
   /** As `llama-server --version` prints it (`0.5.0-dev`). */
   version: string
   commit: string | null
-  source: 'config' | 'path' | 'built'
+  /** config.yaml's `runtimes`, PATH, built by llamagate, or a folder its plugin kind named. */
+  source: 'config' | 'path' | 'built' | 'plugin'
   /**
    * Read from `--help`, not assumed from a release; `cacheSalt`: it keeps the prompt caches of requests with different
    * `cache_salt`s apart (llamagate's patch set), so that API keys in different cache groups may share it;

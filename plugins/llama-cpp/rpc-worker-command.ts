@@ -25,15 +25,16 @@ export const rpcWorkerCommand: Command = {
     const memMiB = whole(values.mem, '--mem', 1, Number.MAX_SAFE_INTEGER / 2 ** 20)
     const threads = whole(values.threads, '--threads', 1, 1024)
     // Loaded here, not at the top: the client commands must start without the server's modules.
-    const [{ loadConfig }, { RuntimeRegistry }, { startRpcWorker, isLoopbackHost, RPC_EXPOSURE_WARNING }, { probeRpcWorker }] = await Promise.all([
-      import('../../core/config.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
+    const [{ loadConfigAndPlugins }, { RuntimeRegistry }, { startRpcWorker, isLoopbackHost, RPC_EXPOSURE_WARNING }, { probeRpcWorker }] = await Promise.all([
+      import('../../core/plugin-manifests.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
     ])
     // Anyone who reaches the port can run code on the worker's devices and read its memory: off loopback, only
     // when asked for in so many words.
     if (!isLoopbackHost(host) && values['allow-public'] !== true) {
       throw new UsageError(`--host ${host} is not loopback: ${RPC_EXPOSURE_WARNING}; add --allow-public to listen there anyway`)
     }
-    const registry = await RuntimeRegistry.create({ config: loadConfig({ config: values.config as string | undefined }) })
+    // With the listed plugins' runtime kinds: `runtime:` may name one.
+    const registry = await RuntimeRegistry.create({ config: (await loadConfigAndPlugins({ config: values.config as string | undefined })).config })
     const build = registry.chosen
     if (!build) { stderr.write(`llamagate rpc-worker: no llama.cpp runtime: ${registry.reason}\n`); return 1 }
     if (!isLoopbackHost(host)) stderr.write(`\nWARNING: listening on ${host}, not loopback: ${RPC_EXPOSURE_WARNING}.\n\n`)

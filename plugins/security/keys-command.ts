@@ -70,9 +70,9 @@ export const keysCommand: Command = {
     if (stray.length > 0) throw new UsageError(`--${stray[0]} is not a flag of keys ${action}`)
     if ((action === 'list') !== (name === undefined)) throw new UsageError(action === 'list' ? 'keys list takes no name' : `keys ${action} needs the key's name`)
     // Loaded here, not at the top: every command of the CLI loads this manifest to start.
-    const { loadConfig } = await import('../../core/config.js')
+    const { loadConfigAndPlugins } = await import('../../core/plugin-manifests.js')
     const keysFile = await import('./keys-file.js')
-    const file = loadConfig({ config: values.config as string | undefined }).auth.keysFile
+    const file = (await loadConfigAndPlugins({ config: values.config as string | undefined })).config.auth.keysFile
     try {
       if (action === 'list') return list(keysFile.readKeysFile(file), file, values.json === true, stdout)
       if (action === 'revoke') return await revoke(keysFile, file, name!, stdout, stderr)

@@ -41,9 +41,10 @@ export const importCommand: Command = {
       }
     }
     // Loaded here, not at the top: the client commands must start without the server's modules.
-    const { loadConfig } = await import('../../core/config.js')
+    // With the listed plugins' sections and runtime kinds: a config.yaml that names them is read as `serve` reads it.
+    const { loadConfigAndPlugins } = await import('../../core/plugin-manifests.js')
     const { openStore } = await import('./open-store.js')
-    const modelsDir = loadConfig({ config, models }).modelsDir
+    const modelsDir = (await loadConfigAndPlugins({ config, models })).config.modelsDir
     const store = await openStore(modelsDir, {
       log: { warn: (message) => stderr.write(`llamagate import: warning: ${String(message)}\n`) },
     })

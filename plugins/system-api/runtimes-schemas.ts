@@ -1,6 +1,6 @@
 import { Type } from 'typebox'
-// Spelled out (not mapped from BACKENDS) so that the reply type keeps the literal names.
-const Backend = Type.Union([Type.Literal('cuda'), Type.Literal('rocm'), Type.Literal('metal'), Type.Literal('vulkan'), Type.Literal('cpu')])
+/** A runtime kind: a built-in's (cuda, rocm, metal, vulkan, cpu) or one a plugin added. */
+const Backend = Type.String()
 
 export const Device = Type.Object({
   backend: Backend,
@@ -19,7 +19,8 @@ export const RuntimeBuild = Type.Object({
   rpcServerPath: Type.Union([Type.String(), Type.Null()]),
   version: Type.String(),
   commit: Type.Union([Type.String(), Type.Null()]),
-  source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built')]),
+  /** Where it was found: config.yaml's runtimes, PATH, built by llamagate, or a folder its plugin kind named. */
+  source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built'), Type.Literal('plugin')]),
   features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean(), cacheSalt: Type.Boolean(), slotCheckpoints: Type.Boolean(), cachedPromptSaves: Type.Boolean() }),
 })
 

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { copyFile, mkdir, rename, rm, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { execa, type ResultPromise } from 'execa'
-import type { Backend } from '../../core/config-schema.js'
+import type { BuiltinRuntime } from '../../core/runtime-kinds.js'
 import { outputLines } from '../process/output-lines.js'
 import { killGroup } from '../process/kill-group.js'
 import { runProbe } from '../probe.js'
@@ -58,7 +58,7 @@ export async function cudaArchitectures (asked: string | undefined, env: NodeJS.
 }
 
 /** CMake options per backend; CUDA is limited to the GPU at hand so that it builds in minutes, not hours. */
-async function backendFlags (backend: Backend, cudaArch: string | undefined, say: Say, env: NodeJS.ProcessEnv): Promise<string[]> {
+async function backendFlags (backend: BuiltinRuntime, cudaArch: string | undefined, say: Say, env: NodeJS.ProcessEnv): Promise<string[]> {
   switch (backend) {
     case 'cpu': return []
     case 'cuda': {
@@ -75,7 +75,8 @@ async function backendFlags (backend: Backend, cudaArch: string | undefined, say
 }
 
 export interface BuildRuntimeOptions {
-  backend: Backend
+  /** Only the built-in kinds are built here; a plugin's kind brings its own build. */
+  backend: BuiltinRuntime
   /** llamagate's data folder: the source is kept under `src/`, the build under `build/`, the result under `runtimes/`. */
   dataDir: string
   /** A llama.cpp checkout to build instead of the pinned release. @default null */

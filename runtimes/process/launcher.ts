@@ -34,8 +34,13 @@ export class RuntimeLauncher {
   create (options: RuntimeSpawnOptions): LlamaServer {
     const build = this.registry.chosen
     if (!build) throw new RuntimeError(`no llama.cpp runtime is available: ${this.registry.reason}`, [], 'no_runtime')
+    // A plugin kind's flags go before the model's own arguments, which llama-server lets win (the last one counts).
+    const launch = this.registry.launchOf(build)
+    const extraArgs = launch.flags.length > 0 ? [...launch.flags, ...options.extraArgs ?? []] : options.extraArgs
     return new LlamaServer({
       ...options, socketPath: join(this.socketDir, `${++this.started}.sock`), build, log: this.log,
+      ...(extraArgs !== undefined ? { extraArgs } : {}),
+      ...(Object.keys(launch.env).length > 0 ? { env: launch.env } : {}),
       ...(this.startTimeoutMs !== undefined ? { startTimeoutMs: this.startTimeoutMs } : {}),
     })
   }

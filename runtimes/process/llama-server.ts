@@ -27,6 +27,8 @@ export interface LlamaServerOptions extends RuntimeSpawnOptions {
   socketPath?: string
   /** How long a start may take before it is given up. @default 300000 */
   startTimeoutMs?: number
+  /** Variables it starts with over the gateway's environment (its runtime kind's). @default none */
+  env?: Readonly<Record<string, string>>
   log?: Logger
 }
 
@@ -153,7 +155,9 @@ export class LlamaServer {
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
     // covers the gateway's death. Node's spawn rather than execa, from a shell forked beforehand: a cold start
     // waits on every set-up step of the spawn.
-    const child = runtimeProcesses.launch(this, [build.serverPath, ...args])
+    // A kind's variables through env(1), which execs llama-server in place: the spare shell was forked with the gateway's.
+    const vars = Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`)
+    const child = runtimeProcesses.launch(this, vars.length > 0 ? ['/usr/bin/env', ...vars, build.serverPath, ...args] : [build.serverPath, ...args])
     this.child = child
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
     child.stdin.on('error', () => {})

@@ -50,7 +50,7 @@ async function mistakes (): Promise<Record<string, Mistake>> {
 }
 
 const EXAMPLES = ['greeting-plugin.ts', 'greeting-plugin.test.ts', 'signed-token-plugin.ts', 'motd-plugin.ts', 'echo-backend-plugin.ts',
-  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'audit-plugin.ts']
+  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'audit-plugin.ts', 'sycl-runtime-plugin.ts']
 
 t.test('the examples type-check against the published types; each mistake copy of them does not', async (t) => {
   const wrong = await mistakes()
