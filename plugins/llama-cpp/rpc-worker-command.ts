@@ -39,7 +39,7 @@ export const rpcWorkerCommand: Command = {
     if (!build) { stderr.write(`llamagate rpc-worker: no llama.cpp runtime: ${registry.reason}\n`); return 1 }
     if (!isLoopbackHost(host)) stderr.write(`\nWARNING: listening on ${host}, not loopback: ${RPC_EXPOSURE_WARNING}.\n\n`)
     const worker = await startRpcWorker({
-      build, host, port,
+      build, host, port, env: registry.launchOf(build).env,
       ...(memMiB !== undefined ? { memBytes: memMiB * 2 ** 20 } : {}),
       ...(values.device ? { device: values.device as string } : {}),
       ...(threads !== undefined ? { threads } : {}),

@@ -12,6 +12,7 @@ import { outputLines } from './output-lines.js'
 import { runtimeProcesses } from './runtime-processes.js'
 import { serverArgs } from './server-args.js'
 import type { RuntimeSpawnOptions } from './spawn-options.js'
+import { withEnv } from './env-command.js'
 
 /** A spawn's options, and what the launcher decides around them: the build, where it listens, how long it may start. */
 export interface LlamaServerOptions extends RuntimeSpawnOptions {
@@ -155,9 +156,7 @@ export class LlamaServer {
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
     // covers the gateway's death. Node's spawn rather than execa, from a shell forked beforehand: a cold start
     // waits on every set-up step of the spawn.
-    // A kind's variables through env(1), which execs llama-server in place: the spare shell was forked with the gateway's.
-    const vars = Object.entries(this.options.env ?? {}).map(([name, value]) => `${name}=${value}`)
-    const child = runtimeProcesses.launch(this, vars.length > 0 ? ['/usr/bin/env', ...vars, build.serverPath, ...args] : [build.serverPath, ...args])
+    const child = runtimeProcesses.launch(this, withEnv([build.serverPath, ...args], this.options.env))
     this.child = child
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
     child.stdin.on('error', () => {})

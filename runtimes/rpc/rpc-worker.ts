@@ -1,6 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import type { Server } from 'node:net'
 import { freePort } from '../process/free-port.js'
+import { withEnv } from '../process/env-command.js'
 import { killGroup } from '../process/kill-group.js'
 import { outputLines } from '../process/output-lines.js'
 import { SpareShell } from '../process/spare-shell.js'
@@ -18,6 +19,8 @@ export interface RpcWorkerOptions {
   device?: string
   /** CPU threads. @default rpc-server's (half the cores) */
   threads?: number
+  /** Variables it starts with over this process's environment (its runtime kind's). @default none */
+  env?: Readonly<Record<string, string>>
   /** Each line the worker prints. */
   onLine: (line: string) => void
 }
@@ -57,7 +60,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
   if (opts.device) args.push('--device', opts.device)
   if (opts.threads !== undefined) args.push('--threads', String(opts.threads))
   const shells = new SpareShell(WORKER_SCRIPT, 'llamagate-rpc-worker')
-  const child: ChildProcessWithoutNullStreams = shells.launch([binary, ...args])
+  const child: ChildProcessWithoutNullStreams = shells.launch(withEnv([binary, ...args], opts.env))
   child.stdin.on('error', () => {})
   const lines = outputLines(opts.onLine)
   for (const out of [child.stdout, child.stderr]) { out.setEncoding('utf8'); out.on('data', lines.push) }
