@@ -1,6 +1,7 @@
-import { Ajv, type ValidateFunction } from 'ajv'
+import type { ValidateFunction } from 'ajv'
 import { Type, type TObject, type TProperties } from 'typebox'
 import { ConfigSchema, MODEL_KEYS, runtimeKeys } from './config-schema.js'
+import { ajv } from './lazy-require.js'
 import type { ConfigSection } from './config-section.js'
 import { builtinManifests } from './plugin-loader.js'
 import { precompiledValidator } from './precompiled-config-validator.js'
@@ -54,7 +55,7 @@ export function configShape (sections: readonly ConfigSection[] = BUILTIN_SECTIO
 export const CONFIG_AJV_OPTIONS = { allErrors: true, useDefaults: true, strict: false } as const
 
 function compileConfigValidator (schema: TObject): ValidateFunction {
-  return new Ajv(CONFIG_AJV_OPTIONS).compile(schema)
+  return new (ajv().Ajv)(CONFIG_AJV_OPTIONS).compile(schema)
 }
 
 /**

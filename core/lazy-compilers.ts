@@ -1,6 +1,7 @@
-import { AjvCompiler } from '@fastify/ajv-compiler'
-import { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
+import type { AjvCompiler } from '@fastify/ajv-compiler'
+import type { SerializerSelector } from '@fastify/fast-json-stringify-compiler'
 import type { FastifyServerOptions } from 'fastify'
+import { ajvCompiler, serializerCompiler } from './lazy-require.js'
 
 type Factory = ReturnType<typeof AjvCompiler>
 type Validate = ReturnType<ReturnType<Factory>>
@@ -10,7 +11,8 @@ type Serialize = ReturnType<ReturnType<SerializerFactory>>
 /**
  * Fastify's schema compilers, each route's compiled on its first use instead of at start: compiling all of them
  * (Ajv's validators, fast-json-stringify's serializers) was a fifth of a start's CPU, most of it for routes a
- * given server never sees. Apps that share one set (a test process's) compile each validator once.
+ * given server never sees; the compilers themselves (Ajv and its 100 files) are loaded at the first too. Apps that
+ * share one set (a test process's) compile each validator once.
  */
 export function lazyCompilers (): NonNullable<NonNullable<FastifyServerOptions['schemaController']>['compilersFactory']> {
   return { buildValidator: lazyValidators(), buildSerializer: lazySerializers() }
@@ -18,13 +20,13 @@ export function lazyCompilers (): NonNullable<NonNullable<FastifyServerOptions['
 
 /** Fastify's Ajv validators, each compiled on its route's first request. Ajv keeps what one compiler compiled. */
 export function lazyValidators (): Factory {
-  const eager = AjvCompiler()
+  let eager: Factory | undefined
   return ((externalSchemas, options) => {
-    const compile = eager(externalSchemas, options)
+    let compile: ReturnType<Factory> | undefined
     return (route) => {
       let validate: Validate | undefined
       const lazy = (data: unknown, context?: unknown): unknown => {
-        validate ??= compile(route)
+        validate ??= (compile ??= (eager ??= ajvCompiler().AjvCompiler())(externalSchemas, options))(route)
         const valid = (validate as (data: unknown, context?: unknown) => unknown)(data, context)
         // Fastify reads a failed validation's errors from the function it was given.
         lazy.errors = validate.errors
@@ -41,12 +43,12 @@ export function lazyValidators (): Factory {
 
 /** fast-json-stringify's serializers, each compiled on its response's first use. */
 export function lazySerializers (): SerializerFactory {
-  const eager = SerializerSelector()
+  let eager: SerializerFactory | undefined
   return ((externalSchemas, options) => {
-    const compile = eager(externalSchemas, options)
+    let compile: ReturnType<SerializerFactory> | undefined
     return (route) => {
       let serialize: Serialize | undefined
-      return (data: unknown): string => (serialize ??= compile(route))(data)
+      return (data: unknown): string => (serialize ??= (compile ??= (eager ??= serializerCompiler().SerializerSelector())(externalSchemas, options))(route))(data)
     }
   }) as SerializerFactory
 }

@@ -1,10 +1,10 @@
 import { existsSync, readFileSync } from 'node:fs'
 import { dirname, isAbsolute, join } from 'node:path'
 import { fileURLToPath, pathToFileURL } from 'node:url'
-import { Ajv } from 'ajv'
 import type { FastifyInstance, FastifyPluginAsync } from 'fastify'
 import { resolve as resolveModule } from 'import-meta-resolve'
 import { describeErrors } from './config-problems.js'
+import { ajv } from './lazy-require.js'
 import { pluginSpec, type PluginSpec } from './plugin-definition.js'
 import type { TSchema } from 'typebox'
 import type { Config } from './resolved-config.js'
@@ -134,7 +134,7 @@ const NOT_THERE = new Set(['ERR_MODULE_NOT_FOUND', 'ERR_UNSUPPORTED_DIR_IMPORT']
 /** The plugin's options as its schema has them (defaults filled in); @throws PluginLoadError naming each bad one */
 function checkOptions (label: string, schema: object, options: Record<string, unknown>, where: string): Record<string, unknown> {
   const value = structuredClone(options)
-  const validate = new Ajv({ allErrors: true, useDefaults: true, strict: false }).compile(schema)
+  const validate = new (ajv().Ajv)({ allErrors: true, useDefaults: true, strict: false }).compile(schema)
   if (validate(value)) return value
   const problems = describeErrors(validate.errors ?? [], value, new Map(), schema)
     .map((problem) => problem.startsWith(TOP) ? `options${problem.slice(TOP.length)}` : `options.${problem}`)

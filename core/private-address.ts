@@ -1,6 +1,7 @@
 import { lookup, type LookupAddress } from 'node:dns'
 import { BlockList, isIP } from 'node:net'
-import { Agent } from 'undici'
+import type { Agent } from 'undici'
+import { undici } from './lazy-require.js'
 
 /**
  * Addresses a URL someone else chose (an image URL, a hub's redirect) may not make the gateway reach: loopback,
@@ -56,5 +57,5 @@ function publicLookup (hostname: string, options: { all?: boolean }, callback: (
 
 /** An undici Agent (its own pool) whose connections reach public addresses only; pair it with isPrivateLiteral. */
 export function publicOnlyAgent (): Agent {
-  return new Agent({ connect: { lookup: publicLookup as never } })
+  return new (undici().Agent)({ connect: { lookup: publicLookup as never } })
 }

@@ -1,6 +1,6 @@
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command, type CommandContext } from './command.js'
 import { ServerError } from './gateway-client.js'
-import { pullProgress, type PullEvent } from './pull-progress.js'
+import type { PullEvent } from './pull-progress.js'
 import { UsageError } from './usage-error.js'
 
 /** A pull stopped by its signal (Ctrl-C): the line saying so is written already; the caller exits 130. */
@@ -20,7 +20,10 @@ export class PullInterruptedError extends Error {
 export async function pullModel (ctx: CommandContext, model: string, signal?: AbortSignal): Promise<void> {
   // A name the server would refuse is refused here, without asking it. (Both checks load the request schemas,
   // which the other commands start without.)
-  const [{ parseModelName }, { CONVERTER_DTYPES, QUANTIZE_DTYPES }] = await Promise.all([import('../model-name.js'), import('../options-schema.js')])
+  // The bars' module too: every command (and `serve`) loads this one to start.
+  const [{ parseModelName }, { CONVERTER_DTYPES, QUANTIZE_DTYPES }, { pullProgress }] = await Promise.all([
+    import('../model-name.js'), import('../options-schema.js'), import('./pull-progress.js'),
+  ])
   parseModelName(model)
   const dtype = dtypeOf(ctx.values.dtype, [...CONVERTER_DTYPES, ...QUANTIZE_DTYPES])
   const started = Date.now()

@@ -1,8 +1,6 @@
 import { GatewayError } from '../errors.js'
 import { parseDuration } from '../units.js'
 import { ParameterError, parseParameter, parseThink, type ChatState } from './chat-commands.js'
-import { chatSession } from './chat-session.js'
-import { loadModel, streamAnswer } from './chat-turn.js'
 import { CLIENT_FLAGS, CLIENT_OPTIONS, type Command, type CommandContext, type OptionValues } from './command.js'
 import { ServerError } from './gateway-client.js'
 import { pullModel, PullInterruptedError } from './pull.js'
@@ -49,6 +47,8 @@ export const run: Command = {
     // As Ollama: a model that thinks is asked to, unless told otherwise.
     if (state.think === undefined && thinks) state.think = true
     const io = { client: ctx.client(), stdout: ctx.stdout, stderr: ctx.stderr }
+    // Loaded here, not at the top: every command (and `serve`) loads this module to start, and the spinner's does not.
+    const [{ chatSession }, { loadModel, streamAnswer }] = await Promise.all([import('./chat-session.js'), import('./chat-turn.js')])
     if (prompt === undefined && ctx.stdin.isTTY && ctx.stdout.isTTY) {
       // Said before the chat starts rather than at its first question, in the server's words.
       if (state.think !== undefined && state.think !== false && !thinks) throw new GatewayError(400, `"${model}" does not support thinking`)

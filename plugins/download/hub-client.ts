@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream'
-import { request } from 'undici'
-import { listFiles, modelInfo } from '@huggingface/hub'
+import { undici } from '../../core/lazy-require.js'
 import { gatedError, hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
 import { HubRedirects, PrivateRedirectError } from './hub-redirects.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'
@@ -55,6 +54,7 @@ export class HubClient {
    * (the hub lists it, then refuses every file): the message says to accept the licence and set HF_TOKEN.
    */
   async resolveCommit (repo: string, signal?: AbortSignal): Promise<string> {
+    const { modelInfo } = await hubLibrary()
     const info = await modelInfo({ name: repo, hubUrl: this.endpoint, fetch: this.apiFetch(repo, signal), additionalFields: ['sha'] })
     if (info.gated && !this.options.token) throw gatedError(repo, this.endpoint, false)
     if (typeof info.sha !== 'string' || !/^[0-9a-f]{40}$/.test(info.sha)) throw new HubError(502, `the hub gave no commit for ${repo}`)
@@ -63,6 +63,7 @@ export class HubClient {
 
   /** Every file of the repository at `commit` (the library follows the tree's `Link` pages). */
   async listFiles (repo: string, commit: string, signal?: AbortSignal): Promise<HubFile[]> {
+    const { listFiles } = await hubLibrary()
     const files: HubFile[] = []
     for await (const e of listFiles({ repo: { type: 'model', name: repo }, revision: commit, recursive: true, hubUrl: this.endpoint, fetch: this.apiFetch(repo, signal) })) {
       if (e.type !== 'file') continue
@@ -95,7 +96,7 @@ export class HubClient {
           if (offset > 0) headers.range = `bytes=${offset}-`
           if (this.options.token && target.origin === this.origin) headers.authorization = `Bearer ${this.options.token}`
           const dispatcher = this.redirects.dispatcherFor(target, path)
-          const response = await request(url, { method: 'GET', headers, signal, ...(dispatcher ? { dispatcher } : {}) })
+          const response = await undici().request(url, { method: 'GET', headers, signal, ...(dispatcher ? { dispatcher } : {}) })
             .catch((err: unknown) => { throw this.redirects.refusalOf(err, target, path) ?? err })
           answer = adapt(response.statusCode, response.headers, response.body)
           const location = answer.headers.get('location')
@@ -188,4 +189,9 @@ function adapt (status: number, headers: Record<string, string | string[] | unde
 export function discard (body: Readable): void {
   body.on('error', () => {})
   body.destroy()
+}
+
+/** @huggingface/hub, loaded at the first pull rather than with the server (a tenth of a second of a start's CPU). */
+function hubLibrary (): Promise<typeof import('@huggingface/hub')> {
+  return import('@huggingface/hub')
 }

@@ -11,7 +11,8 @@ export class PrivateRedirectError extends GatewayError {
 }
 
 // One pool for every client: each connection is checked as it is made, so a kept one stays as good as when checked.
-const PUBLIC_ONLY = publicOnlyAgent()
+// Made at the first redirect that needs it.
+let publicOnly: Dispatcher | null = null
 
 /**
  * Where the hub may send the gateway. Anywhere on the configured endpoint's own host name (any port: a LAN
@@ -34,7 +35,8 @@ export class HubRedirects {
   dispatcherFor (url: URL, what: string): Dispatcher | undefined {
     if (this.allowPrivate || url.hostname === this.host) return undefined
     if (isPrivateLiteral(url)) throw new PrivateRedirectError(what, url, bare(url.hostname))
-    return PUBLIC_ONLY
+    publicOnly ??= publicOnlyAgent()
+    return publicOnly
   }
 
   /** The refusal `err` stands for when its connection to `url` was refused for its address, else null. */

@@ -1,13 +1,13 @@
-import { Agent, fetch, type Response } from 'undici'
+import type { Agent, Response } from 'undici'
 import { BadRequestError } from '../../core/errors.js'
+import { undici } from '../../core/lazy-require.js'
 import { isPrivateLiteral, publicOnlyAgent } from '../../core/private-address.js'
 
 const FETCH_TIMEOUT_MS = 15_000
 const MAX_REDIRECTS = 3
 
-// A client naming a private address would have the server probe its own network for it.
-const PUBLIC_ONLY = publicOnlyAgent()
-const ANY = new Agent()
+// A client naming a private address would have the server probe its own network for it. Made at the first fetch.
+let agents: { publicOnly: Agent, any: Agent } | null = null
 
 /**
  * GETs an image URL for the gateway, following at most 3 redirects, each hop held to the same rules: public
@@ -22,7 +22,8 @@ export async function fetchRemote (url: string, what: string, allowPrivate: bool
     if (!allowPrivate && isPrivateLiteral(new URL(target))) throw unreachable()
     let response: Response
     try {
-      response = await fetch(target, { redirect: 'manual', dispatcher: allowPrivate ? ANY : PUBLIC_ONLY, signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) })
+      agents ??= { publicOnly: publicOnlyAgent(), any: new (undici().Agent)() }
+      response = await undici().fetch(target, { redirect: 'manual', dispatcher: allowPrivate ? agents.any : agents.publicOnly, signal: AbortSignal.any([signal, AbortSignal.timeout(FETCH_TIMEOUT_MS)]) })
     } catch (err) {
       if (signal.aborted) throw signal.reason
       throw unreachable()

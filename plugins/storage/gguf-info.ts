@@ -1,4 +1,3 @@
-import { GGMLFileQuantizationType } from '@huggingface/gguf'
 import { readGgufHeader } from '../../core/gguf-header.js'
 import type { GgufInfo } from './manifest.js'
 
@@ -12,6 +11,8 @@ export async function readGgufInfo (path: string): Promise<GgufInfo> {
     return typeof value === 'number' ? value : typeof value === 'bigint' ? Number(value) : null
   }
   const fileType = meta['general.file_type']
+  // Its names of the file types only: loaded when a header is read, not with the server (it brings @huggingface/tasks).
+  const { GGMLFileQuantizationType } = await import('@huggingface/gguf')
   return {
     architecture: arch,
     parameter_count: parameterCount ?? null,

@@ -1,4 +1,4 @@
-import { request } from 'undici'
+import { undici } from '../../core/lazy-require.js'
 import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
 import { formatBytes } from '../../core/units.js'
 import { readAtMost } from '../../runtimes/index.js'
@@ -70,7 +70,7 @@ async function ask (u: UpstreamConfig, what: string, path: string, body: unknown
   let status: number
   let text: string
   try {
-    const response = await request(`${u.url}${path}`, body === null
+    const response = await undici().request(`${u.url}${path}`, body === null
       ? { method: 'GET', signal, headers: key }
       : { method: 'POST', signal, body: JSON.stringify(body), headers: { 'content-type': 'application/json', ...key } })
     status = response.statusCode

@@ -1,5 +1,6 @@
 import type { Readable } from 'node:stream'
-import { Pool } from 'undici'
+import type { Pool } from 'undici'
+import { undici } from '../../core/lazy-require.js'
 import { GatewayError } from '../../core/errors.js'
 import { readAtMost, type ReadLimits } from './answer-limits.js'
 import { addressTarget, type RuntimeAddress } from './runtime-address.js'
@@ -115,7 +116,7 @@ export class HttpPool {
       const { socketPath } = this.address
       // llama-server closes idle keep-alive connections after 5 s (uvicorn and Node too); ours close sooner, so that
       // no request is ever sent on a socket the server is about to close. The pool takes the origin; paths get the prefix.
-      this.connections = new Pool(addressTarget(this.address).origin, {
+      this.connections = new (undici().Pool)(addressTarget(this.address).origin, {
         connections: this.size, keepAliveTimeout: 4000, keepAliveMaxTimeout: 4000,
         ...(socketPath !== null ? { socketPath } : {}),
       })
