@@ -1,14 +1,14 @@
 import t from 'tap'
 import { anthropicSpec } from '../helpers/api-specs.js'
-import { post, serveRealisticModels, sharedServer } from '../helpers/inference.js'
+import { post } from '../helpers/inference.js'
 import { checkMessageStream, fits, sseOf } from '../helpers/spec-streams.js'
+import { conformanceServer as server } from './conformance-server.js'
 
 type Json = Record<string, any>
 
 // What /v1/messages and Anthropic's /v1/models answer, judged by Anthropic's types (its SDK's, written as JSON Schema
 // in test/fixtures/specs/anthropic with their source lines): whole messages, every stream event and its order, token
 // counts, models, errors. The models are tiny and random: the shapes are the test.
-const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller', 'acme/r1': 'r1' }))
 
 const WEATHER = { name: 'get_weather', description: 'The weather in a city', input_schema: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'], additionalProperties: false } }
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]

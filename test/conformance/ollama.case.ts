@@ -1,17 +1,15 @@
 import t, { type Test } from 'tap'
 import { ollamaSpec, type SpecCheck } from '../helpers/api-specs.js'
-import { build } from '../helpers/app.js'
-import { FakeHub } from '../helpers/fake-hub.js'
-import { post, serveRealisticModels, sharedServer } from '../helpers/inference.js'
+import { post } from '../helpers/inference.js'
 import { tinyGgufBytes } from '../helpers/tiny-gguf.js'
 import { fits, ndjsonOf, sseOf } from '../helpers/spec-streams.js'
+import { conformanceServer as server } from './conformance-server.js'
 
 type Json = Record<string, any>
 
 // What the native endpoints answer, judged by Ollama's OpenAPI document (test/fixtures/specs/ollama, pinned), on
 // ollama_listen (NDJSON, Ollama's own format) and on the main address (SSE, the product's: each event's data is the
 // same object). The models are tiny and random: the shapes are the test.
-const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller', 'acme/bert': 'bert' }, { ollama_listen: '127.0.0.1:0' }))
 
 const WEATHER = { type: 'function', function: { name: 'get_weather', parameters: { type: 'object', properties: { city: { enum: ['Paris', 'Lima'] } }, required: ['city'], additionalProperties: false } } }
 const messages = [{ role: 'user', content: 'What is the weather in Paris?' }]
@@ -94,14 +92,12 @@ t.test('errors: an unknown model, a bad request, before and after a stream opens
 })
 
 t.test('POST /api/pull: streamed and whole, and its errors, from a hub on loopback', async (t) => {
-  const hub = await FakeHub.start()
-  t.teardown(() => hub.close())
+  const { app, url, hub } = await server()
+  const before = new Set(app.store.list().map((m) => m.name))
   // A repository per address: a second pull of the same model would have nothing to download.
   for (const repo of ['acme/main-GGUF', 'acme/listen-GGUF']) {
     hub.addRepo(repo, { files: [{ path: 'tiny-Q4_K_M.gguf', content: await tinyGgufBytes(t, 1) }, { path: 'tiny-Q8_0.gguf', content: await tinyGgufBytes(t, 2) }] })
   }
-  const app = await build(t, { hub: { endpoint: hub.url, token: null }, ollama_listen: '127.0.0.1:0' })
-  const url = await app.listen({ host: '127.0.0.1', port: 0 })
   const where: Array<[string, string, (res: Response) => Promise<unknown[]>, string]> = [
     ['main address (SSE)', url, async (res) => (await sseOf(res)).map((e) => e.data), 'acme/main-GGUF'],
     ['ollama_listen (NDJSON)', app.ollamaListener!.url, ndjsonOf, 'acme/listen-GGUF'],
@@ -117,4 +113,6 @@ t.test('POST /api/pull: streamed and whole, and its errors, from a hub on loopba
     t.ok(missing.status >= 400, `${name}: an unknown repository answers ${missing.status}`)
     fits(t, ERROR, await missing.json(), `${name}: its error`)
   }
+  // The store as it was: the other conformance files list the shared gateway's models.
+  for (const { name } of app.store.list()) if (!before.has(name)) await app.store.delete(name)
 })

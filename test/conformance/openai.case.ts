@@ -1,15 +1,15 @@
 import t from 'tap'
 import { ResponseBuilder } from '../../plugins/openai-api/response-builder.js'
 import { openAiSpec } from '../helpers/api-specs.js'
-import { post, serveRealisticModels, sharedServer } from '../helpers/inference.js'
+import { post } from '../helpers/inference.js'
 import { checkChunkStream, checkResponseStream, fits, sseOf } from '../helpers/spec-streams.js'
+import { conformanceServer as server } from './conformance-server.js'
 
 type Json = Record<string, any>
 
 // What /v1 answers, judged by OpenAI's OpenAPI document (test/fixtures/specs/openai, pinned): whole answers, every
 // chunk and event of a stream, errors. Extra fields pass; a missing required field, a wrong type, a value outside an
 // enum, a stream out of order fail. The models are tiny and random: the words are noise, the shapes are the test.
-const server = sharedServer(() => serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller', 'acme/bert': 'bert' }))
 
 const WEATHER = {
   type: 'function' as const,

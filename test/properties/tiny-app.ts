@@ -1,7 +1,10 @@
+import { accessSync, constants } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
-import { build, tempDir } from '../helpers/app.js'
+import { build, type tempDir } from '../helpers/app.js'
 import { FakeHub } from '../helpers/fake-hub.js'
 import { cpuRuntime } from '../helpers/runtime.js'
 
@@ -18,6 +21,27 @@ export interface TinyApp {
 }
 
 /**
+ * Where this folder's apps keep their data: in memory (/dev/shm) where the machine has it. The store syncs each
+ * file and manifest it writes, three waits on a real disk per copy, import or delete, thousands in model-bodies;
+ * the properties judge answers, not what survives a power cut. Elsewhere the system's temporary folder.
+ */
+function scratchRoot (): string {
+  try {
+    accessSync('/dev/shm', constants.W_OK)
+    return '/dev/shm'
+  } catch {
+    return tmpdir()
+  }
+}
+
+/** A fresh folder under scratchRoot, removed when the test ends. */
+async function scratchDir (t: Test, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(scratchRoot(), prefix))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  return dir
+}
+
+/**
  * The whole app on a temporary data folder with the real CPU llama-server and the tiny model imported as
  * `acme/tiny`, so that the bodies which happen to be valid really run (on one thread, 2 tokens by default).
  */
@@ -28,13 +52,15 @@ export async function tinyApp (t: Test, values: Record<string, unknown> = {}): P
   const hub = await FakeHub.start()
   t.teardown(() => hub.close())
   const app = await build(t, {
+    data_dir: await scratchDir(t, 'llamagate-props-data-'),
     runtime: 'cpu',
     runtimes: { cpu: { bin: runtime.binDir } },
     hub: { endpoint: hub.url },
     ...values,
     default_options: { num_ctx: 256, num_parallel: 1, num_thread: 1, max_tokens: 2, ...(values.default_options as object) },
   })
-  const dir = await tempDir(t, 'llamagate-props-')
+  // Beside the data (one file system): imports link the tiny model as they do in a real store.
+  const dir = await scratchDir(t, 'llamagate-props-')
   const file = join(dir, 'tiny.gguf')
   await writeTinyGguf({ file, seed: 1 })
   await app.store.import('acme/tiny', file)
