@@ -33,6 +33,7 @@ export class ConnectionCaps {
   // Each with when it was accepted; insertion order is age order, the first the oldest.
   private readonly waitingForKey = new Map<Socket, number>()
   private readonly refusing = new Set<Socket>()
+  private readonly admitted = new Set<Socket>()
   private keysOn: boolean
 
   constructor (private readonly options: ConnectionCapsOptions) {
@@ -75,9 +76,14 @@ export class ConnectionCaps {
     return this.waitingForKey.size
   }
 
-  /** Cuts the refused connections still being answered, so that closing the server does not wait for them. */
+  /**
+   * Cuts what closing the server would otherwise wait for: the refused connections still being answered, and those
+   * that never sent a byte (a client's spare or speculative connection), which Node's closeIdleConnections does not
+   * count as idle: the close would wait for the client, or for limits.header_timeout.
+   */
   stop (): void {
     for (const socket of this.refusing) socket.destroy()
+    for (const socket of this.admitted) if (socket.bytesRead === 0) socket.destroy()
   }
 
   private admit (socket: Socket): boolean {
@@ -95,7 +101,9 @@ export class ConnectionCaps {
       return false
     }
     this.perAddress.set(address, count + 1)
+    this.admitted.add(socket)
     socket.once('close', () => {
+      this.admitted.delete(socket)
       const left = (this.perAddress.get(address) ?? 1) - 1
       if (left > 0) this.perAddress.set(address, left)
       else this.perAddress.delete(address)

@@ -37,6 +37,22 @@ async function raw (port: number, data = ''): Promise<Raw> {
   return { socket, text: () => text, closed, openedAt: started, closedAfterMs: () => closedAfter }
 }
 
+t.test('closing the server waits neither for a connection that never sent a byte nor for a kept one', async (t) => {
+  const app = await build(t)
+  const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
+  const silent = await raw(port)
+  const kept = await raw(port, `GET /api/version HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
+  t.teardown(() => { silent.socket.destroy(); kept.socket.destroy() })
+  await until('the kept one answered', () => /\r\n\r\n\{/.test(kept.text()))
+  await until('both counted', () => app.connections.open() === 2)
+  const started = Date.now()
+  await app.close()
+  const closedIn = Date.now() - started
+  t.ok(closedIn < 5_000, `closed in ${closedIn} ms, not when the client or limits.header_timeout (15 s) would end it`)
+  t.equal((await silent.closed).text, '', 'the silent connection closed without an answer')
+  await kept.closed
+})
+
 /** A GET on a connection of its own (closed after the answer), from `localAddress`: its status, headers and time. */
 function timedGet (port: number, path: string, headers: Record<string, string> = {}, localAddress = '127.0.0.1'): Promise<{ status: number, headers: Record<string, unknown>, body: string, ms: number }> {
   const started = performance.now()
