@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process'
 import { randomUUID } from 'node:crypto'
 import { mkdir, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { dirname, join } from 'node:path'
 import t from 'tap'
 import { agentCommand, TEST_AGENTS } from '../../../scripts/agents/test-agents.js'
 import { tempDir } from '../../helpers/app.js'
@@ -54,8 +54,9 @@ t.test(`OpenClaw ${TEST_AGENTS.openclaw.version} with its Ollama provider at its
   const result = await run(node, [openclaw, 'agent', 'exec', PROMPT, '--json'], {
     cwd: join(home, 'work'),
     // Only what OpenClaw needs: none of the test runner's NODE_OPTIONS (its loader is for Node 20), no update check;
-    // its log and lock files in TMPDIR go with the HOME.
-    env: { PATH: process.env.PATH, HOME: home, TMPDIR: join(home, 'tmp'), LANG: 'C.UTF-8', OLLAMA_API_KEY: 'ollama-local', OPENCLAW_NO_AUTO_UPDATE: '1', OPENCLAW_NO_RESPAWN: '1', LLAMAGATE_TEST_MARK: mark },
+    // its log and lock files in TMPDIR go with the HOME. Node's compile cache beside the install rather than in that
+    // TMPDIR, where it would be written afresh and thrown away each run: compiling OpenClaw is seconds of CPU.
+    env: { PATH: process.env.PATH, HOME: home, TMPDIR: join(home, 'tmp'), LANG: 'C.UTF-8', OLLAMA_API_KEY: 'ollama-local', OPENCLAW_NO_AUTO_UPDATE: '1', OPENCLAW_NO_RESPAWN: '1', LLAMAGATE_TEST_MARK: mark, NODE_COMPILE_CACHE: join(dirname(openclaw), '../../.compile-cache') },
   })
   t.teardown(async () => { for (const pid of await processesWithMark(mark)) { try { process.kill(pid, 'SIGKILL') } catch {} } })
   t.equal(result.code, 0, `exit 0 (stderr: ${result.stderr.slice(-2000)})`)
