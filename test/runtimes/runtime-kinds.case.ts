@@ -2,6 +2,7 @@ import { copyFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
+import { checkConfig } from '../../core/config-checks.js'
 import { ConfigError } from '../../core/config-error.js'
 import { PluginLoadError } from '../../core/plugin-loader.js'
 import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
@@ -98,6 +99,13 @@ t.test('through config.yaml: a plugin\'s kind is named by the load error, taken 
   t.match((twice as Error).message, /plugin "kinds-b" could not be loaded: its runtime kind "sycl" is the kinds plugin's already/)
   const bad = await t.rejects(load('plugins: [{ path: kinds-bad }]\n'))
   t.match((bad as Error).message, /plugin .*kinds-bad.* could not be loaded: its manifest has a runtime kind "sycl" without a detect function/)
+
+  // A flag the gateway sets itself (its port, its model) would break every llama-server of the kind: refused at start.
+  await installPlugin(dir, 'kinds-port', plugin("[{ name: 'sycl', detect: async () => [], flags: ['--split-mode', 'none', '--port', '9'] }]"))
+  const loaded = await load('plugins: [{ path: kinds-port }]\n')
+  const owned = await t.rejects(checkConfig(loaded.config, loaded.manifests))
+  t.type(owned, ConfigError)
+  t.match((owned as Error).message, /runtime kind sycl \(a plugin's\): its flags: --port is set by the gateway/)
 })
 
 t.test('the registry finds a kind\'s build in its folders or config.yaml\'s, chooses it where its devices are, and forces it', async (t) => {
