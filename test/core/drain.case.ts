@@ -1,4 +1,6 @@
+import { once } from 'node:events'
 import { writeFile } from 'node:fs/promises'
+import { connect } from 'node:net'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
@@ -135,6 +137,12 @@ t.test('a preload with its own keep-alive makes the server ready; SIGTERM then l
   })
 
   await t.test('SIGTERM during a streamed answer: not ready at once, new work 503, the answer completes, exit 0, nothing left', async (t) => {
+    // A client's spare connection that never sends a byte: Node's closeIdleConnections leaves it, and once the answer
+    // had drained the close waited for it, for ever.
+    const spare = connect(Number(new URL(serve.address).port), '127.0.0.1')
+    spare.on('error', () => {})
+    await once(spare, 'connect')
+    t.teardown(() => { spare.destroy() })
     const answer = await longAnswer(serve.address, tokens)
     t.equal(answer.first.done, false, 'the answer is under way')
     serve.child.kill('SIGTERM')
@@ -158,6 +166,7 @@ t.test('a preload with its own keep-alive makes the server ready; SIGTERM then l
     t.notOk(events.some((e) => e.error), 'no error event')
     t.equal(last.done, true, 'the answer ran to its end')
     t.equal(last.eval_count, tokens, `all ${tokens} tokens`)
+    await until('the gateway exited, the silent connection not waited for', () => serve.child.exitCode !== null, 20_000)
     t.equal((await serve.exited).code, 0, 'exit code 0')
     t.match(serve.output(), /drained: no request in flight/)
     t.same(await processesWithMark(serve.mark), [], 'no llama-server left')
