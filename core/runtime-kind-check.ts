@@ -1,6 +1,6 @@
 import { isAbsolute } from 'node:path'
 import { isPlainObject } from './config-layers.js'
-import { BUILTIN_RUNTIMES, RUNTIME_KIND_NAME, type RuntimeDevice, type RuntimeKind } from './runtime-kinds.js'
+import { BUILTIN_RUNTIMES, isBuiltinRuntime, RUNTIME_KIND_NAME, type RuntimeDevice, type RuntimeKind } from './runtime-kinds.js'
 
 /**
  * A plugin manifest's `runtimes`, checked for shape, with `detect` and `binDirs` naming the plugin when they throw
@@ -15,8 +15,8 @@ export function checkedRuntimeKinds (plugin: string, value: unknown): RuntimeKin
     if (!isPlainObject(kind)) return 'has a runtime kind that is not an object'
     const { name, before, detect, binDirs, flags, env } = kind
     if (typeof name !== 'string' || !RUNTIME_KIND_NAME.test(name)) return `has a runtime kind named ${JSON.stringify(name)}: a name is 2-32 of a-z 0-9 _ -, starting with a letter`
-    if ((BUILTIN_RUNTIMES as readonly string[]).includes(name)) return `has a runtime kind named "${name}", a built-in kind's name`
-    if (before !== undefined && !(BUILTIN_RUNTIMES as readonly unknown[]).includes(before)) return `has a runtime kind "${name}" whose before is not one of ${BUILTIN_RUNTIMES.join(', ')}`
+    if (isBuiltinRuntime(name)) return `has a runtime kind named "${name}", a built-in kind's name`
+    if (before !== undefined && !isBuiltinRuntime(before)) return `has a runtime kind "${name}" whose before is not one of ${BUILTIN_RUNTIMES.join(', ')}`
     if (typeof detect !== 'function') return `has a runtime kind "${name}" without a detect function`
     if (binDirs !== undefined && typeof binDirs !== 'function') return `has a runtime kind "${name}" whose binDirs is not a function`
     if (flags !== undefined && !(Array.isArray(flags) && flags.every((f) => typeof f === 'string' && !f.includes('\0')))) return `has a runtime kind "${name}" whose flags are not a list of strings`

@@ -2,6 +2,11 @@
 export const BUILTIN_RUNTIMES = ['cuda', 'rocm', 'metal', 'vulkan', 'cpu'] as const
 export type BuiltinRuntime = (typeof BUILTIN_RUNTIMES)[number]
 
+/** Whether `kind` is one llamagate knows itself (and builds, `npm run runtime:build`), not a plugin's. */
+export function isBuiltinRuntime (kind: unknown): kind is BuiltinRuntime {
+  return (BUILTIN_RUNTIMES as readonly unknown[]).includes(kind)
+}
+
 /** What a runtime kind's name must look like: it is a key of config.yaml's `runtimes` and a folder name. */
 export const RUNTIME_KIND_NAME = /^[a-z][a-z0-9_-]{1,31}$/
 

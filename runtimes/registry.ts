@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs'
 import { delimiter, join } from 'node:path'
 import type { Config } from '../core/config.js'
 import type { Logger } from '../core/logger.js'
-import { BUILTIN_RUNTIMES } from '../core/runtime-kinds.js'
+import { BUILTIN_RUNTIMES, isBuiltinRuntime } from '../core/runtime-kinds.js'
 import { inspectBuild } from './inspect-build.js'
 import { kindModules } from './kind-modules.js'
 import type { Backend, Device, RuntimeBuild, RuntimeKindModule } from './types.js'
@@ -194,6 +194,11 @@ async function findBuilds (config: RuntimeSettings, kinds: readonly RuntimeKindM
 
 const HOW_TO_BUILD = 'build one with "npm run runtime:build -- --backend <cuda|rocm|metal|cpu>", or name one under runtimes in config.yaml'
 
+/** How to get a build of `kind`: a built-in's is built here; a plugin's comes from its vendor, named in config.yaml. */
+function buildOf (kind: string): string {
+  return isBuiltinRuntime(kind) ? `npm run runtime:build -- --backend ${kind}` : `name the folder holding its llama-server as runtimes.${kind}.bin in config.yaml`
+}
+
 /**
  * The best build whose hardware is present, or the forced one. `preference`: the kinds, best first (a plugin's among
  * the built-ins'). Exported for tests.
@@ -202,7 +207,7 @@ export function choose (forced: Config['runtime'], devices: Device[], builds: Ru
   const present = new Set(devices.map((d) => d.backend))
   if (forced !== 'auto') {
     const build = builds.find((b) => b.backend === forced) ?? null
-    const howTo = (BUILTIN_RUNTIMES as readonly string[]).includes(forced) ? HOW_TO_BUILD : `name the folder holding its llama-server as runtimes.${forced}.bin in config.yaml`
+    const howTo = isBuiltinRuntime(forced) ? HOW_TO_BUILD : buildOf(forced)
     return build
       ? { chosen: build, reason: `forced by config (runtime: ${forced})`, warning: forced !== 'cpu' && !present.has(forced) ? `runtime ${forced} is forced but no ${forced} device was detected` : null }
       : { chosen: null, reason: `runtime ${forced} is forced by config but no ${forced} build was found; ${howTo}`, warning: null }
@@ -215,7 +220,7 @@ export function choose (forced: Config['runtime'], devices: Device[], builds: Ru
     const missing = gpus.filter((d) => preference.indexOf(d.backend) < preference.indexOf(backend))
     const lost = missing[0]
     const warning = lost !== undefined
-      ? `${lost.backend} device found (${lost.name}) but no ${lost.backend} build: running on ${backend}. To use the GPU: ${(BUILTIN_RUNTIMES as readonly string[]).includes(lost.backend) ? `npm run runtime:build -- --backend ${lost.backend}` : `name the folder holding its llama-server as runtimes.${lost.backend}.bin in config.yaml`}`
+      ? `${lost.backend} device found (${lost.name}) but no ${lost.backend} build: running on ${backend}. To use the GPU: ${buildOf(lost.backend)}`
       : null
     const reason = backend === 'cpu'
       ? (gpus.length === 0 ? 'no GPU found' : `no build for the GPU found (${[...new Set(gpus.map((g) => g.backend))].join(', ')})`)

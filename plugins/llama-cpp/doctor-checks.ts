@@ -1,7 +1,7 @@
 import { fail, ok, warn, type Check } from '../../core/commands/doctor-checks.js'
 import { formatBytes } from '../../core/commands/human.js'
 import type { Config } from '../../core/config.js'
-import { BUILTIN_RUNTIMES } from '../../core/runtime-kinds.js'
+import { isBuiltinRuntime } from '../../core/runtime-kinds.js'
 import type { RuntimesDescription } from '../../runtimes/registry.js'
 import type { GpuBuildStatus } from '../../runtimes/build/build-status.js'
 import type { Device, RuntimeBuild } from '../../runtimes/types.js'
@@ -56,15 +56,14 @@ function describeDevice (d: Device): string {
 
 function buildFix (runtimes: RuntimesDescription): string {
   // A plugin's kind is not built here: its llama-server comes from its vendor, or from a build of the admin's.
-  const ownKind = (kind: string): boolean => !(BUILTIN_RUNTIMES as readonly string[]).includes(kind)
-  if (runtimes.runtime !== 'auto' && ownKind(runtimes.runtime)) {
+  if (runtimes.runtime !== 'auto' && !isBuiltinRuntime(runtimes.runtime)) {
     return `name the folder holding a ${runtimes.runtime} llama-server as runtimes.${runtimes.runtime}.bin in config.yaml (its plugin's documentation says where it installs one), or set runtime: auto (config.yaml or LLAMAGATE_RUNTIME)`
   }
   if (runtimes.runtime !== 'auto') {
     const present = runtimes.devices.some((d) => d.backend === runtimes.runtime)
     return `npm run runtime:build -- --backend ${runtimes.runtime}${present ? '' : ` (on a machine with a ${runtimes.runtime} device: none was found here)`}, or set runtime: auto (config.yaml or LLAMAGATE_RUNTIME)`
   }
-  const gpu = runtimes.devices.find((d) => d.backend !== 'cpu' && !ownKind(d.backend))
+  const gpu = runtimes.devices.find((d) => d.backend !== 'cpu' && isBuiltinRuntime(d.backend))
   return `npm run runtime:build -- --backend ${gpu?.backend ?? 'cpu'}, or name a folder holding llama-server under runtimes in config.yaml`
 }
 
