@@ -2,8 +2,8 @@ import { existsSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { parseArgs } from 'node:util'
-import { loadConfig } from '../../core/config.js'
-import { BUILTIN_RUNTIMES, type BuiltinRuntime } from '../../core/runtime-kinds.js'
+import { loadBuiltinKeys } from '../../core/plugin-manifests.js'
+import { BUILTIN_RUNTIMES, isBuiltinRuntime } from '../../core/runtime-kinds.js'
 import { buildRuntime } from '../../runtimes/build/build-runtime.js'
 import { findToolkit, isBuildable } from '../../runtimes/build/toolkit.js'
 
@@ -24,11 +24,12 @@ Builds llama-server and llama-quantize from llama.cpp source and installs them i
 async function main (args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { backend: { type: 'string', default: 'cpu' }, src: { type: 'string' }, jobs: { type: 'string' }, 'cuda-arch': { type: 'string' }, config: { type: 'string' }, help: { type: 'boolean', short: 'h' } } })
   if (values.help) { process.stdout.write(`${USAGE}\n`); return }
-  const backend = values.backend as BuiltinRuntime
-  if (!BUILTIN_RUNTIMES.includes(backend)) throw new Error(`--backend must be one of ${BUILTIN_RUNTIMES.join(', ')}, not ${JSON.stringify(values.backend)}`)
+  const backend = values.backend
+  if (!isBuiltinRuntime(backend)) throw new Error(`--backend must be one of ${BUILTIN_RUNTIMES.join(', ')}, not ${JSON.stringify(values.backend)}`)
   const jobs = values.jobs === undefined ? undefined : Number(values.jobs)
   if (jobs !== undefined && !(Number.isInteger(jobs) && jobs >= 1)) throw new Error(`--jobs must be a whole number of at least 1, not ${JSON.stringify(values.jobs)}`)
-  const config = loadConfig({ config: values.config })
+  // Its data folder and source tree only: the core's keys, so a plugin's keys or runtime kind need no plugin loaded.
+  const config = loadBuiltinKeys({ config: values.config })
   // A toolkit installed off PATH (CUDA's usual /usr/local/cuda) is used where it is.
   const toolkit = isBuildable(backend) ? await findToolkit(backend, process.env) : null
   const bin = await buildRuntime({ backend, dataDir: config.dataDir, source: values.src ?? config.llamaCppSrc, jobs, cudaArch: values['cuda-arch'], ...(toolkit ? { env: toolkit.env } : {}) })

@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadConfig } from '../../core/config.js'
+import { loadBuiltinKeys } from '../../core/plugin-manifests.js'
 import { ModelStore } from '../../plugins/storage/model-store.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 
@@ -10,7 +10,8 @@ export const DEMO_MODEL = 'llamagate/tiny-demo'
 
 /** Offers the tiny demo model on a fresh install, so that a chat works with no network. */
 async function main (): Promise<void> {
-  const config = loadConfig()
+  // Its models folder only: the core's keys, so a plugin's keys or runtime kind need no plugin loaded.
+  const config = loadBuiltinKeys()
   const store = new ModelStore(config.modelsDir)
   await store.init()
   if (store.find(DEMO_MODEL)) return

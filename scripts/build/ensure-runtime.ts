@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadConfig } from '../../core/config.js'
+import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { BUILD_RECIPE, buildRuntime } from '../../runtimes/build/build-runtime.js'
 import { patchFiles, patchSetDigest } from '../../runtimes/build/llama-cpp-patches.js'
@@ -27,7 +27,8 @@ function current (binDir: string, patches: string | null): boolean {
  * when the registry finds one, else one build, kept under the data folder for every later run.
  */
 async function main (): Promise<void> {
-  const config = loadConfig()
+  // As serve reads config.yaml: a plugin's runtime kind named there, and its builds, are the registry's too.
+  const { config } = await loadConfigAndPlugins()
   const registry = await RuntimeRegistry.create({ config })
   // A checkout of the user's is built as it is: no patch set to compare.
   const patches = config.llamaCppSrc === null ? await patchSetDigest(await patchFiles()) : null

@@ -1,6 +1,7 @@
 import { existsSync, realpathSync } from 'node:fs'
 import { pathToFileURL } from 'node:url'
-import { loadConfig, type Config } from '../../core/config.js'
+import type { Config } from '../../core/config.js'
+import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
 import type { Converter } from '../../plugins/convert/converter.js'
 import { converterFor as converterWith } from '../../plugins/convert/converter-for.js'
 import { aptStep, LOCAL_HOST, requirementsOf, venvStep, type Say } from '../../plugins/convert/converter-setup.js'
@@ -89,7 +90,7 @@ function parseArgs (argv: string[]): SetupOptions {
 async function main (): Promise<void> {
   const opts = parseArgs(process.argv.slice(2))
   const say: Say = (line) => process.stdout.write(`[converter] ${line}\n`)
-  const readiness = await setupConverter(loadConfig(), opts, say)
+  const readiness = await setupConverter((await loadConfigAndPlugins()).config, opts, say)
   for (const line of describeReadiness(readiness)) say(line)
   if (!readiness.ready) process.exitCode = 1
 }
