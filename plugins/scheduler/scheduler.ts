@@ -17,7 +17,7 @@ import { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { SwapCosts } from './swap-costs.js'
 import { SwapPolicy } from './swap-policy.js'
-import { timedPromptCache } from './timed-prompt-cache.js'
+import { timedRestores } from './restore-timer.js'
 import { estimateKey, WaitEstimate, type CostFigures } from './wait-estimate.js'
 
 
@@ -48,7 +48,7 @@ export class Scheduler implements LeaseSource {
     this.growth = new ContextGrowth(deps.log)
     this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
     // Restores timed on their way through: a swap's cost, measured on the scheduler's side of the port.
-    const promptCache = deps.promptCache && timedPromptCache(deps.promptCache, (model, ms) => this.estimate.restored(estimateKey(model, 'generate'), ms))
+    const promptCache = deps.promptCache && timedRestores(deps.promptCache, (model, ms) => this.estimate.restored(estimateKey(model, 'generate'), ms))
     this.instances = new Instances({ ...deps, ...(promptCache ? { promptCache } : {}), room: () => this.room, events: this.events })
     this.room = new Room({
       instances: () => this.instances.all(),

@@ -1,11 +1,11 @@
 import type { SchedulerPromptCache } from './ports.js'
 
 /**
- * The prompt cache as the scheduler's instances use it, with each restore timed: what coming back to a model costs
+ * The prompt-cache port as the scheduler's instances use it, each restore timed: what coming back to a model costs
  * beyond its start, measured on the scheduler's side of the port (the plugin's own judging is its own). Every other
  * method goes through untouched, whatever the port grows.
  */
-export function timedPromptCache (cache: SchedulerPromptCache, restored: (model: string, ms: number) => void): SchedulerPromptCache {
+export function timedRestores (cache: SchedulerPromptCache, restored: (model: string, ms: number) => void): SchedulerPromptCache {
   const restoreInto: SchedulerPromptCache['restoreInto'] = async (runtime, shape) => {
     const started = performance.now()
     const judge = await cache.restoreInto(runtime, shape)
