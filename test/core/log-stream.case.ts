@@ -1,5 +1,8 @@
 import { spawn } from 'node:child_process'
 import { once } from 'node:events'
+import { closeSync, openSync, readFileSync } from 'node:fs'
+import { mkdtemp, rm } from 'node:fs/promises'
+import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
@@ -43,4 +46,34 @@ t.test('lines still gathered when the process exits are written', async (t) => {
   const [code] = await once(child, 'close') as [number]
   t.equal(code, 3)
   t.equal(text, 'one\ntwo\n')
+})
+
+t.test('into a regular file the turn\'s lines are written on the spot; into a pipe, through libuv\'s threads', async (t) => {
+  // Right after a flush, an asynchronous write is still a request in flight (FSReqCallback) until the turn ends.
+  const script = `const { batchedStdout } = await import(${JSON.stringify(LOG_STREAM)})
+    const out = batchedStdout()
+    out.write('one\\n')
+    out.flush()
+    process.stderr.write(JSON.stringify({ pending: process.getActiveResourcesInfo().includes('FSReqCallback') }))`
+  const run = async (stdout: 'pipe' | number): Promise<{ pending: boolean, text: string }> => {
+    const child = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', stdout, 'pipe'] })
+    let said = ''
+    let text = ''
+    child.stderr!.setEncoding('utf8').on('data', (chunk: string) => { said += chunk })
+    child.stdout?.setEncoding('utf8').on('data', (chunk: string) => { text += chunk })
+    const [code] = await once(child, 'close') as [number]
+    t.equal(code, 0)
+    return { ...JSON.parse(said) as { pending: boolean }, text }
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'llamagate-log-'))
+  t.teardown(() => rm(dir, { recursive: true, force: true }))
+  const file = join(dir, 'serve.log')
+  const fd = openSync(file, 'w')
+  try {
+    t.same(await run(fd), { pending: false, text: '' }, 'a file: nothing left in flight after the flush')
+  } finally {
+    closeSync(fd)
+  }
+  t.equal(readFileSync(file, 'utf8'), 'one\n', 'the line is in the file')
+  t.same(await run('pipe'), { pending: true, text: 'one\n' }, 'a pipe: the write goes through a thread, and arrives')
 })
