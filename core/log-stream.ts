@@ -3,9 +3,10 @@ import { destination } from 'pino'
 
 /**
  * Standard output for the server's log, the lines of one turn of the event loop written together once the turn is
- * over: by libuv's threads, or, into a regular file, at once (stdoutIsFile). pino's default writes each line on its own through a thread: a round trip between threads
- * for every request's access-log line, several per turn when streams end together. No line waits longer than the
- * turn it was logged in (or the write before it); what is left is written when the process exits, a crash included.
+ * over: by libuv's threads, or, into a regular file, at once (stdoutIsFile). pino's default writes each line on its
+ * own through a thread: a round trip between threads for every request's access-log line, several per turn when
+ * streams end together. No line waits longer than the turn it was logged in (or the write before it); what is left is
+ * written when the process exits, a crash included.
  */
 export function batchedStdout (): { write(line: string): boolean, flush(): void } {
   // The turn's lines are gathered here, not with sonic-boom's minLength: a flush asked while a write is under way
