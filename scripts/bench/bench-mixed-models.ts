@@ -30,7 +30,7 @@ const LAYERS = 8
 /**
  * About 25M parameters in each one's blocks (8 layers × 512, feed-forward 1536) beside its real vocabulary: a 2,000-token
  * prompt takes seconds to read on one thread of a quiet 2-core machine (the tiny shapes: a tenth of a second), as a
- * real model's does on any machine, while a load stays under a second.
+ * real model's does on any machine, while a load costs about what a tiny shape's does (reading the vocabulary).
  */
 const REALISTIC: Record<MixedModel['kind'], Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>> = {
   hybrid: {
