@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BadRequestError } from '../../core/errors.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { loadForm } from '../inference/load-form.js'
 import { requestRecord } from '../inference/request-record.js'
 import { runWhole, type LeasedBody } from '../inference/whole-run.js'
@@ -13,7 +14,7 @@ const MS_TO_NS = 1e6
 const nativeEmbed: FastifyPluginAsyncTypebox = async (app) => {
   // Ollama's load form: nothing to embed loads the model (or, with keep_alive 0, lets it go).
   async function loadOnly (body: LeasedBody): Promise<string> {
-    return (await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose: 'embed' })).model
+    return (await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAliveMs: parseKeepAlive(body.keep_alive), purpose: 'embed' })).model
   }
 
   app.post('/api/embed', { config: { scope: 'infer' }, schema: { body: EmbedBody } }, async (request, reply) => {

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify'
 import { RuntimeError } from '../../core/errors.js'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { runtimeSampling, tokenCount } from '../../runtimes/index.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
@@ -64,7 +65,7 @@ export async function runParsedChat (leases: LeaseSource, request: FastifyReques
     model: chat.body.model,
     options,
     overrides,
-    keepAlive,
+    keepAliveMs: parseKeepAlive(keepAlive),
     log: request.log,
     usage: request.usage,
     call: callContext(request),

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { answerUsage, runtimeSampling, USAGE_TAIL_BYTES, type DataRewrite, type RelayProgress } from '../../runtimes/index.js'
 import { answerCachedTokens } from '../../runtimes/endpoint/answer-usage.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
@@ -61,7 +62,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     model: body.model,
     options,
     overrides,
-    keepAlive,
+    keepAliveMs: parseKeepAlive(keepAlive),
     log: request.log,
     usage: request.usage,
     call: callContext(request),

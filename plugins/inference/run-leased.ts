@@ -1,5 +1,4 @@
 import { ContextExceededError, RuntimeError } from '../../core/errors.js'
-import { parseKeepAlive } from '../../core/units.js'
 import type { Logger } from '../../core/logger.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
@@ -26,8 +25,11 @@ export interface LeaseAsk {
   options?: Record<string, unknown>
   /** The surface's top-level fields that are options (`max_tokens`, `temperature`), named as options. */
   overrides?: Record<string, unknown>
-  /** The request's `keep_alive`, as sent. */
-  keepAlive?: unknown
+  /**
+   * The request's `keep_alive` in ms, read by the surface with the rest of its body (core/units.ts parseKeepAlive:
+   * a bad one is a 400 before anything is looked up, as Ollama reads it); absent: not sent.
+   */
+  keepAliveMs?: number
   /** @default 'generate' */
   purpose?: Purpose
   /** Where unknown option keys are reported (the request's log). */
@@ -61,10 +63,10 @@ export interface LeasedRun<T> extends LeaseAsk {
 // A prompt refused as too long runs again at most this often: a larger context, then the surface's shortenings.
 const MAX_REFITS = 8
 
-/** A surface's ask as the scheduler takes it: whose it is (its session, its conversation), then keep_alive read. @throws BadRequestError */
+/** A surface's ask as the scheduler takes it: whose it is (its session, its conversation). */
 export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: AcquireRequest['onWait']): AcquireRequest {
   return {
-    ...affinityOf(ask), options: ask.options, overrides: ask.overrides, keepAliveMs: parseKeepAlive(ask.keepAlive),
+    ...affinityOf(ask), options: ask.options, overrides: ask.overrides, keepAliveMs: ask.keepAliveMs,
     purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}),
   }
 }

@@ -1,5 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { clientGone } from '../../core/event-stream.js'
+import { parseKeepAlive } from '../../core/units.js'
 import type { Lease, LeaseSource, Purpose } from '../leases/lease.js'
 import { runLeased } from './run-leased.js'
 
@@ -10,6 +11,6 @@ export interface LeasedBody { model: string, options?: Record<string, unknown>, 
  * slot released however the work ends, the client's leaving aborting the runtime request.
  */
 export async function runWhole<T> (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, body: LeasedBody, purpose: Purpose, work: (lease: Lease) => Promise<T>): Promise<T> {
-  const run = { model: body.model, options: body.options, keepAlive: body.keep_alive, purpose, log: request.log, usage: request.usage, signal: clientGone(reply), stream: null, work }
+  const run = { model: body.model, options: body.options, keepAliveMs: parseKeepAlive(body.keep_alive), purpose, log: request.log, usage: request.usage, signal: clientGone(reply), stream: null, work }
   return (await runLeased(leases, run))!
 }

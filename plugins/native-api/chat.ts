@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { ContextExceededError } from '../../core/errors.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
@@ -20,7 +21,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
     const messages = body.messages ?? []
     if (messages.length === 0) {
       // Ollama's forms: no messages loads the model; with keep_alive 0 it unloads it.
-      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
+      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAliveMs: parseKeepAlive(body.keep_alive), log: request.log, usage: request.usage })
       return { model, created_at: new Date().toISOString(), message: { role: 'assistant', content: '' }, done: true, done_reason: doneReason }
     }
     const record = requestRecord(app, body.model)
@@ -38,7 +39,7 @@ const chat: FastifyPluginAsyncTypebox = async (app) => {
       endpoint: 'chat',
       stream: body.stream ?? true,
       options: body.options,
-      keepAlive: body.keep_alive,
+      keepAliveMs: parseKeepAlive(body.keep_alive),
       ...(logprobs ? { logprobs } : {}),
       // Ollama truncates by default; `truncate: false` answers a conversation too long with the error instead.
       ...(body.truncate !== false ? { shorten: (err: ContextExceededError) => truncateHistory(history, err) } : {}),

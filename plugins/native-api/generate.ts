@@ -1,5 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BadRequestError } from '../../core/errors.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { modelFimTokens } from '../inference/fim-tokens.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'
@@ -19,7 +20,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
     const prompt = body.prompt ?? ''
     if (prompt === '') {
       // Ollama's forms: an empty prompt loads the model; with keep_alive 0 it unloads it.
-      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAlive: body.keep_alive, log: request.log, usage: request.usage })
+      const { model, doneReason } = await loadForm(app.leases, { get: (name) => requestRecord(app, name) }, { model: body.model, options: body.options, keepAliveMs: parseKeepAlive(body.keep_alive), log: request.log, usage: request.usage })
       return { model, created_at: new Date().toISOString(), response: '', done: true, done_reason: doneReason }
     }
     const record = requestRecord(app, body.model)
@@ -42,7 +43,7 @@ const generate: FastifyPluginAsyncTypebox = async (app) => {
       endpoint: infill ? 'infill' : templated ? 'chat' : 'completion',
       stream: body.stream ?? true,
       options: body.options,
-      keepAlive: body.keep_alive,
+      keepAliveMs: parseKeepAlive(body.keep_alive),
       ...(logprobs ? { logprobs } : {}),
       body: infill
         // llama-server's /infill: the prompt is the code before the gap, the suffix the code after it.

@@ -25,7 +25,8 @@ export interface NativeRun {
   body: Record<string, unknown>
   stream: boolean
   options: Record<string, unknown> | undefined
-  keepAlive: unknown
+  /** The request's `keep_alive` in ms (core/units.ts parseKeepAlive); undefined: not sent. */
+  keepAliveMs: number | undefined
   /** A conversation longer than the model can hold: drop its oldest messages and say true (Ollama's `truncate`). */
   shorten?: (err: ContextExceededError) => boolean
   /** What `body` becomes once its model's runtime is known (its chat template's rules), each time the request runs. */
@@ -68,7 +69,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
   const answer = await runLeased(leases, {
     model: run.model,
     options: run.options,
-    keepAlive: run.keepAlive,
+    keepAliveMs: run.keepAliveMs,
     log: request.log,
     usage: request.usage,
     call: callContext(request),

@@ -3,6 +3,7 @@ import { toErrorReply } from '../../core/error-handler.js'
 import { RuntimeError } from '../../core/errors.js'
 import { clientGone, EventStream } from '../../core/event-stream.js'
 import { topLevelOverrides } from '../../core/request-options.js'
+import { parseKeepAlive } from '../../core/units.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { forcedChunks } from '../inference/forced-call.js'
@@ -64,7 +65,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     model: body.model,
     options: body.options,
     overrides,
-    keepAlive: body.keep_alive,
+    keepAliveMs: parseKeepAlive(body.keep_alive),
     log: request.log,
     usage: request.usage,
     call: callContext(request),

@@ -21,6 +21,12 @@ t.test('bad input: a 400/404 in the right error shape, and the server still serv
     ['top_k fraction', '/api/generate', { model: 'acme/tiny', prompt: 'x', options: { top_k: 1.5 } }, 400, /top_k must be integer/],
     ['bad cache type', '/api/generate', { model: 'acme/tiny', prompt: 'x', options: { cache_type_k: 'f8' } }, 400, /cache_type_k/],
     ['bad keep_alive', '/api/generate', { model: 'acme/tiny', prompt: 'x', keep_alive: 'later' }, 400, /invalid keep_alive/],
+    // Each surface reads keep_alive with its body: every route that takes one, streamed or not, and the load forms.
+    ['bad keep_alive (chat, streamed)', '/api/chat', { model: 'acme/tiny', messages: msgs, keep_alive: 'later' }, 400, /invalid keep_alive/],
+    ['bad keep_alive (chat load form)', '/api/chat', { model: 'acme/tiny', keep_alive: '5 minutes' }, 400, /invalid keep_alive/],
+    ['bad keep_alive (generate load form)', '/api/generate', { model: 'acme/tiny', keep_alive: 'soon' }, 400, /invalid keep_alive/],
+    ['bad keep_alive (embed)', '/api/embed', { model: 'acme/tiny', input: 'x', keep_alive: 'later' }, 400, /invalid keep_alive/],
+    ['bad keep_alive (embed load form)', '/api/embed', { model: 'acme/tiny', keep_alive: 'later' }, 400, /invalid keep_alive/],
     ['stream not boolean', '/api/chat', { model: 'acme/tiny', messages: msgs, stream: 'yes' }, 400, /stream must be boolean/],
   ]
   for (const [what, path, body, status, pattern] of native) {
@@ -37,6 +43,7 @@ t.test('bad input: a 400/404 in the right error shape, and the server still serv
     ['temperature too high', { model: 'acme/tiny', messages: msgs, temperature: 3 }, 400, /temperature must be <= 2/],
     ['options with wrong type', { model: 'acme/tiny', messages: msgs, options: { seed: 'x' } }, 400, /seed must be integer/],
     ['missing model', { messages: msgs }, 400, /must have required property 'model'/],
+    ['bad keep_alive (streamed)', { model: 'acme/tiny', messages: msgs, stream: true, keep_alive: 'later' }, 400, /invalid keep_alive/],
   ]
   for (const [what, body, status, pattern] of openai) {
     const res = await post(`${url}/v1/chat/completions`, body)
