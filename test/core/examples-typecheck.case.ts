@@ -3,7 +3,7 @@ import { exampleSource, projectDir, typeCheck } from '../helpers/example-plugin.
 
 // Every example of docs/examples type-checks against the published types (`llamagate/plugin`, `llamagate/testing`)
 // in a plugin author's strict project, and each wrong use of them a mistake copy makes is caught: one tsc run for
-// all of them (each run costs some 20 s of CPU).
+// all of them (each run costs some 10 s of CPU).
 
 interface Mistake {
   /** What the copy gets wrong. */
@@ -24,6 +24,11 @@ async function mistakes (): Promise<Record<string, Mistake>> {
       source: greeting.replace('`${options.greeting}, ', '`${options.greeting.toFixed(1)}, ')
         .replace('app.store.list().length', 'app.store.listAll().length'),
       errors: [/error TS\d+: Property 'toFixed' does not exist on type 'string'/, /error TS2339: Property 'listAll' does not exist on type 'ModelStore'/],
+    },
+    'bad-options.ts': {
+      what: 'register\'s options annotated as what their schema does not say',
+      source: greeting.replace('register (app, options) {', 'register (app, options: { greeting: number, route: string }) {'),
+      errors: [/error TS2322: Type '\(app: FastifyInstance<.*>, options: \{ \.\.\.; \}\) => void' is not assignable to type '\(app: FastifyInstance<.*>, options: .*\) => void \| Promise<\.\.\.>'/],
     },
     'bad-token.ts': {
       what: 'a grant\'s scopes of the wrong type',
