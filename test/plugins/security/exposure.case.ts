@@ -7,7 +7,7 @@ import { runCli, startServe } from '../../helpers/serve-process.js'
 
 t.test('loopback addresses, and what is not one', async (t) => {
   for (const host of ['127.0.0.1', '127.1.2.3', 'localhost', '::1', '[::1]', '::ffff:127.0.0.1']) t.ok(isLoopbackHost(host), host)
-  for (const host of ['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', 'myhost.example', '128.0.0.1']) t.notOk(isLoopbackHost(host), host)
+  for (const host of ['0.0.0.0', '::', '192.168.1.10', '10.0.0.1', 'myhost.example', '128.0.0.1', '12.7.0.1', '217.0.0.1', '1127.0.0.1', '127.0.0.01', '127.0.0']) t.notOk(isLoopbackHost(host), host)
   t.equal(exposureRisk('127.0.0.1', []), null, 'loopback without keys: no risk')
   t.equal(exposureRisk('0.0.0.0', ['k']), null, 'keys set: no risk')
   t.match(exposureRisk('0.0.0.0', []), /^listening on 0\.0\.0\.0 with no API keys: anyone who can reach this address can use every model/)
