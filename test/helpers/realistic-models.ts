@@ -42,6 +42,9 @@ export const REALISTIC = {
     template: 'Qwen-Qwen2.5-7B-Instruct',
     eosToken: '<|im_end|>',
     nCtxTrain: 32_768,
+    // One layer: the switches are all in the first, and the agents' long prompts are the most attention the suite
+    // computes (a second, random layer doubled it).
+    nLayer: 1,
     // A turn's "Done" leads its <tool_call> fallback by about 6 (not 3): out of sampling's reach at temperature 1.
     steeringGain: 2,
     addedTokens: ['<tool_call>', '</tool_call>', '<tool_response>', '</tool_response>'],
