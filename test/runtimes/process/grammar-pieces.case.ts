@@ -1,6 +1,5 @@
-import { spawn } from 'node:child_process'
 import t from 'tap'
-import { freePort } from '../../../runtimes/process/free-port.js'
+import { LlamaServer } from '../../../runtimes/process/llama-server.js'
 import { realisticModel } from '../../helpers/realistic-models.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
@@ -17,24 +16,16 @@ const SCHEMA = {
 }
 
 t.test('a schema of multi-byte strings: every answer fits it and ends there, through byte tokens and whole ones', async (t) => {
-  const runtime = await cpuRuntime()
-  const model = await realisticModel('qwen25')
-  const port = await freePort()
-  const child = spawn(runtime.serverPath, ['--model', model, '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--no-warmup', '--ctx-size', '512'], { stdio: 'ignore' })
-  t.teardown(() => { child.kill('SIGKILL') })
-  const url = `http://127.0.0.1:${port}`
-  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`llama-server exited (${String(code)})`))))
-  for (;;) {
-    const status = await Promise.race([exited, fetch(`${url}/health`).then((r) => r.status, () => 0)])
-    if (status === 200) break
-    await Promise.race([exited, new Promise((resolve) => setTimeout(resolve, 20))])
-  }
+  const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await realisticModel('qwen25'), alias: 'tiny/qwen25', ctxSize: 512, parallel: 1, threads: 1 })
+  t.teardown(() => server.stop())
+  await server.start()
+  const url = server.endpoint.address.baseUrl
+  const post = (path: string, body: unknown): Promise<Response> => fetch(`${url}${path}`, { method: 'POST', body: JSON.stringify(body) })
+  const sign = await (await post('/tokenize', { content: '𝄞' })).json() as { tokens: number[] }
+  t.ok(sign.tokens.length > 1, `"𝄞" is ${sign.tokens.length} byte tokens, none of them a whole character`)
   const cities = new Set<string>()
   for (const seed of [1, 2, 3, 4, 5, 6]) {
-    const res = await fetch(`${url}/completion`, {
-      method: 'POST',
-      body: JSON.stringify({ prompt: 'Where, and which sign?', json_schema: SCHEMA, n_predict: 256, seed, temperature: 1, cache_prompt: false }),
-    })
+    const res = await post('/completion', { prompt: 'Where, and which sign?', json_schema: SCHEMA, n_predict: 256, seed, temperature: 1, cache_prompt: false })
     const body = await res.json() as { content: string, stop_type: string, tokens_predicted: number }
     t.equal(res.status, 200)
     const answer = JSON.parse(body.content) as { city: string, sign: string }
