@@ -56,8 +56,8 @@ const VARIANTS: readonly Variant[] = [
   { attack: 'endless-error', path: '/v1/chat/completions', stream: true, expect: ['502 limits.upstream_error_size'] },
   { attack: 'endless-error', path: '/api/chat', stream: false, expect: ['502 limits.upstream_error_size'] },
   { attack: 'line-48MB', path: '/api/chat', stream: true, expect: [event('limits.upstream_line_size')] },
-  // Relayed as it comes, never held whole: the answer's limit ends it.
-  { attack: 'line-48MB', path: '/v1/chat/completions', stream: true, expect: [event('limits.upstream_answer_size')] },
+  // The relay's event rewrite holds an unended event (in pieces), bounded as a line is.
+  { attack: 'line-48MB', path: '/v1/chat/completions', stream: true, expect: [event('limits.upstream_line_size')] },
   { attack: 'negative-counts', path: '/v1/chat/completions', stream: false, expect: ['502 an impossible token count'] },
   { attack: 'negative-counts', path: '/api/chat', stream: true, expect: [event('an impossible token count')] },
   { attack: 'huge-counts', path: '/v1/chat/completions', stream: true, expect: [event('an impossible token count')] },

@@ -35,7 +35,8 @@ export async function startSoakHub (dir: string, hostile: boolean): Promise<Soak
   const checkpoint = join(files, 'tiny-hf')
   await writeTinySafetensors({ dir: checkpoint, seed: 7 })
   const converted = await Promise.all((await readdir(checkpoint)).map(async (f) => ({ path: f, content: await readFile(join(checkpoint, f)), lfs: f.endsWith('.safetensors') || f === 'tokenizer.model' })))
-  const hub = await FakeHub.start()
+  // The gateway's connections to it lapse within a second: a quiet measure waits for them to go.
+  const hub = await FakeHub.start({ keepAliveMs: 1000 })
   hub.addRepo('soak/alpha', { files: [{ path: 'alpha-F16.gguf', content: alpha }] })
   hub.addRepo('soak/gamma', { files: [{ path: 'gamma-F16.gguf', content: gamma }] })
   hub.addRepo(FAULT_MODELS.delta, { files: [{ path: 'delta-F16.gguf', content: delta }] })

@@ -75,11 +75,11 @@ export class Monitor {
       await sleep(100)
     }
     // No client connection open (the soak's pool closed), and the gateway's own to the hub allowed to lapse
-    // (the hub's keep-alive ends them within 5 s): up to 10 s for the sockets to go.
+    // (the soak's hub ends idle ones within a second): up to 10 s for the sockets to go.
     await closeConnections()
     let fdKinds: Record<string, number> = {}
-    for (let i = 0; i < 20; i++) {
-      await sleep(500)
+    for (let i = 0; i < 100; i++) {
+      await sleep(100)
       fdKinds = await describeFds(gatewayPid, Number(new URL(base).port), this.o.ports)
       if (!Object.keys(fdKinds).some((k) => k.startsWith('tcp ') && k !== 'tcp listening')) break
     }

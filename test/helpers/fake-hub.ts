@@ -74,11 +74,15 @@ export class FakeHub {
   private cdnUrl = ''
   private readonly bySha = new Map<string, FakeFile>()
 
-  static async start (): Promise<FakeHub> {
+  /** `keepAliveMs`: how long an idle client connection stays open (Node's default, 5 s, unless given). */
+  static async start (options: { keepAliveMs?: number } = {}): Promise<FakeHub> {
     const hub = new FakeHub()
     hub.hub = createServer((req, res) => hub.onHub(req, res))
     hub.cdn = createServer((req, res) => hub.onCdn(req, res))
-    for (const server of [hub.hub, hub.cdn]) await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    for (const server of [hub.hub, hub.cdn]) {
+      if (options.keepAliveMs !== undefined) server.keepAliveTimeout = options.keepAliveMs
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+    }
     hub.url = `http://127.0.0.1:${(hub.hub.address() as AddressInfo).port}`
     hub.cdnUrl = `http://127.0.0.1:${(hub.cdn.address() as AddressInfo).port}`
     return hub

@@ -13,6 +13,7 @@ import { post } from '../../helpers/inference.js'
 import { realisticModel } from '../../helpers/realistic-models.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 import { CLI, runCli } from '../../helpers/serve-process.js'
+import { stablePort } from '../../helpers/stable-port.js'
 import { until } from '../../helpers/until.js'
 
 // A model split across two llama.cpp RPC workers on loopback, each started by `llamagate rpc-worker` with a memory
@@ -52,7 +53,8 @@ t.test('two loopback workers: split, served, shown; one lost mid-stream fails fa
   const runtime = await cpuRuntime()
   t.ok(runtime.features.rpc, 'the runtime takes --rpc (built with the RPC backend)')
   t.ok(runtime.rpcServerPath, `and has the worker binary beside llama-server (${runtime.binDir})`)
-  const [portA, portB] = [await freePort(), await freePort()]
+  // Worker b comes back on its port: one the kernel never hands out meanwhile.
+  const [portA, portB] = [await stablePort(), await stablePort()]
   const a = await startWorker(t, portA, 2048)
   const b = await startWorker(t, portB, 2048)
   t.match(a.output(), new RegExp(`RPC worker ready on 127\\.0\\.0\\.1:${portA} \\(llama\\.cpp .*protocol 7\\.\\d+\\.\\d+; device 0: 2048 MiB, 2048 MiB free\\)`), 'the worker says where it listens and the memory it reports')
