@@ -67,6 +67,14 @@ export function planWorkload (o: WorkloadOptions): UserPlan[] {
   })
 }
 
+/**
+ * The most any one user thinks over its turns: no setup's wall time (from the run's start to the last answer) can be
+ * shorter, however fast it serves, so a wall ratio near this floor over router mode's wall measures the think times.
+ */
+export function thinkFloorMs (plans: UserPlan[]): number {
+  return Math.max(0, ...plans.map((p) => p.thinkMs.reduce((sum, ms) => sum + ms, 0)))
+}
+
 /** One request as the client saw it, in ms from the run's start; a turn that had to be sent again counts its first send. */
 export interface TurnRecord {
   user: number

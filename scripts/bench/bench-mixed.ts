@@ -1,13 +1,13 @@
 import type { ChildProcess } from 'node:child_process'
-import { readFile, rm } from 'node:fs/promises'
-import { join } from 'node:path'
+import { copyFile, mkdir, readFile, rm } from 'node:fs/promises'
+import { basename, join } from 'node:path'
 import { Pool } from 'undici'
 import type { RuntimeBuild } from '../../runtimes/types.js'
 import { streamTurn } from './bench-mixed-client.js'
 import type { MixedModel } from './bench-mixed-models.js'
 import { medianFigures, printSeed, ratios, ratiosOverSeeds, ROUTER } from './bench-mixed-report.js'
 import { runFigures, watchResidency, type RunFigures } from './bench-mixed-timeline.js'
-import { planWorkload, runUsers, type TurnRecord, type UserPlan } from './bench-mixed-workload.js'
+import { planWorkload, runUsers, thinkFloorMs, type TurnRecord, type UserPlan } from './bench-mixed-workload.js'
 import { killAll, routerModelsDir, startGateway, startRouter, type ServerShape } from './bench-setups.js'
 
 /**
@@ -38,6 +38,8 @@ export interface MixedOptions {
   systemWords: number
   messageWords: number
   threads?: number
+  /** Where each llamagate run's log is copied before its folder goes (`<seed-round>-<setup>.log`), for reading its loads. */
+  keepLogs?: string
   /** llamagate's setups: more of its `limits` for each ('' for its defaults). */
   gatewayLimits: string[]
   say: (line: string) => void
@@ -83,10 +85,14 @@ export async function benchMixed (o: MixedOptions): Promise<Record<string, unkno
     }
     const medians = Object.fromEntries(setups.map((s) => [s, medianFigures(figures[s]!)]))
     printSeed(o.say, seed, o.rounds, medians)
+    const thinkFloorS = thinkFloorMs(plans) / 1000
+    const floorRatio = Math.round(thinkFloorS / medians[ROUTER]!.wall_s * 1000) / 1000
+    o.say(`the busiest user's think times alone: ${thinkFloorS.toFixed(1)} s, ${floorRatio.toFixed(3)} of router mode's wall: no setup's wall is below it`)
     const r = ratios(medians)
     seedRatios.push(r)
     perSeed.push({
       seed, users: plans.map((p) => ({ user: p.user, model: o.models[p.model]!.label, think_ms: p.thinkMs })),
+      think_floor_s: thinkFloorS, think_floor_vs_router_wall: floorRatio,
       medians, ratios_vs_router: r, rounds: figures,
       // Each request as the client saw it, for reading a run's timeline again: ms from the run's start.
       requests: Object.fromEntries(setups.map((s) => [s, timelines[s]!.map((records) => records.map((x) => [x.user, x.turn, Math.round(x.sentAt), Math.round(x.firstAt), Math.round(x.endAt), x.evaluatedTokens, x.ok ? 1 : 0]))])),
@@ -146,6 +152,10 @@ async function runSetup (o: MixedOptions, setup: string, plans: UserPlan[], shap
       const exited = child.exitCode !== null || child.signalCode !== null ? Promise.resolve() : new Promise((resolve) => child!.once('exit', resolve))
       killAll([child])
       await exited
+    }
+    if (o.keepLogs !== undefined && setup !== ROUTER) {
+      await mkdir(o.keepLogs, { recursive: true })
+      await copyFile(join(setupDir, 'llamagate.log'), join(o.keepLogs, `${basename(dir)}-${basename(setupDir)}.log`)).catch((err: Error) => o.say(`  (log not kept: ${err.message})`))
     }
     await rm(setupDir, { recursive: true, force: true })
   }

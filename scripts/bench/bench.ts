@@ -41,9 +41,10 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
   in one (bench-cache-groups.ts);
 - mixed: \`--users N\` agent users on three models of three architectures (hybrid, sliding window, plain), room for
   one, each with a ~1,500-token system prompt and a growing conversation (\`--turns N\`, 6; answers of \`--reply N\`
-  tokens; think times of \`--think 1,5\` seconds), seeded (\`--seed 1,2\`), against router mode and llamagate side by side,
+  tokens; think times of \`--think 0.3,1.5\` seconds, an agent's turnaround: a tool's result and the next request), seeded (\`--seed 1,2\`), against router mode and llamagate side by side,
   \`--rounds N\` each (medians); \`--mixed-shape tiny|realistic\`; \`--gateway-limits 'min_residency: 0s'\` (repeatable,
-  '' for the defaults) runs llamagate with those limits (bench-mixed.ts).
+  '' for the defaults) runs llamagate with those limits; \`--keep-logs DIR\` keeps each llamagate run's log there
+  (bench-mixed.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
 llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
 hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts; \`empty\`: none, its control); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
@@ -75,7 +76,7 @@ async function main (): Promise<void> {
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
       'tags-models': { type: 'string', default: '1000' },
-      users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '1,5' },
+      users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '0.3,1.5' }, 'keep-logs': { type: 'string' },
       'mixed-shape': { type: 'string', default: 'tiny' }, 'gateway-limits': { type: 'string', multiple: true }, plugin: { type: 'string' },
       // The throughput run's slots per llama-server (8): fewer than the streams makes every setup queue.
       parallel: { type: 'string', default: String(PARALLEL) },
@@ -216,7 +217,7 @@ async function main (): Promise<void> {
         build, models: await ensureMixedModels({ shape: mixedShape, build, llamaCppSrc: src, benchDir, say }), dir: join(dir, 'mixed'), shape: mixedShape,
         users: counts['--users'], turns: counts['--turns'], seeds: values.seed.split(',').map(Number), rounds: counts['--rounds'],
         thinkMs: [thinkLow!, thinkHigh ?? thinkLow!], reply: Number(values.reply), systemWords: 1500, messageWords: 140,
-        gatewayLimits: values['gateway-limits'] ?? [''], ...(threads !== undefined ? { threads } : {}), say,
+        gatewayLimits: values['gateway-limits'] ?? [''], ...(values['keep-logs'] !== undefined ? { keepLogs: resolve(values['keep-logs']) } : {}), ...(threads !== undefined ? { threads } : {}), say,
       })
     }
     const path = resolve(PACKAGE_ROOT, output)

@@ -1,10 +1,10 @@
-import { symlink, readFile, writeFile } from 'node:fs/promises'
+import { readdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
 import { ensureMixedModels } from '../../../scripts/bench/bench-mixed-models.js'
 import { runFigures, type Observation } from '../../../scripts/bench/bench-mixed-timeline.js'
-import { planWorkload, type TurnRecord } from '../../../scripts/bench/bench-mixed-workload.js'
+import { planWorkload, thinkFloorMs, type TurnRecord } from '../../../scripts/bench/bench-mixed-workload.js'
 import { tempDir } from '../../helpers/app.js'
 import { runBench } from '../../helpers/bench-run.js'
 import { runtimeSource } from '../../helpers/realistic-models.js'
@@ -38,6 +38,14 @@ t.test('the mixed workload is the same for a seed, and another for another', asy
   t.same(new Set(planWorkload(o).slice(0, 3).map((p) => p.model)), new Set([0, 1, 2]), 'every model has a user')
 })
 
+t.test("the mixed workload's think floor is the most any one user thinks in all", async (t) => {
+  const plans = planWorkload({ users: 4, models: 2, turns: 3, seed: 3, systemWords: 10, messageWords: 5, thinkMs: [100, 900] })
+  const totals = plans.map((p) => p.thinkMs.reduce((a, b) => a + b, 0))
+  t.equal(thinkFloorMs(plans), Math.max(...totals))
+  t.ok(totals.some((x) => x < thinkFloorMs(plans)), 'the busiest, not any user')
+  t.equal(thinkFloorMs([]), 0)
+})
+
 // End to end on the tiny fixtures, at the smallest settings: both setups answer every turn, and every figure is there.
 t.test('npm run bench -- --scenario mixed on the tiny fixtures', async (t) => {
   const dir = await tempDir(t)
@@ -50,10 +58,18 @@ t.test('npm run bench -- --scenario mixed on the tiny fixtures', async (t) => {
   await ensureMixedModels({ shape: 'tiny', build, llamaCppSrc: source, benchDir, say: () => {} })
   await symlink(benchDir, join(dir, 'bench'))
   await writeFile(config, `data_dir: ${dir}\nllama_cpp_src: ${source}\nruntimes:\n  cpu: { bin: ${build.binDir} }\n`)
-  const { code, output } = await runBench(['--scenario', 'mixed', '--users', '2', '--turns', '1', '--think', '0,0.1', '--reply', '4', '--threads', '1', '--out', out], config)
+  const logs = join(dir, 'logs')
+  const { code, output } = await runBench(['--scenario', 'mixed', '--users', '2', '--turns', '1', '--think', '0,0.1', '--reply', '4', '--threads', '1', '--keep-logs', logs, '--out', out], config)
   t.equal(code, 0, output.slice(-2000))
   t.match(output, /llamagate \/ router: wall \d+\.\d{3}, p50 \d+\.\d{3}, p95 \d+\.\d{3}/)
+  t.match(output, /the busiest user's think times alone: 0\.\d s, 0\.\d{3} of router mode's wall/)
+  // The kept log is llamagate's own: both models' loads are in it.
+  const kept = await readdir(logs)
+  t.same(kept, ['seed-1-round-0-llamagate.log'])
+  const log = await readFile(join(logs, kept[0]!), 'utf8')
+  t.equal(log.match(/"msg":"model loaded"/g)?.length, 2, 'both models loaded, in the log kept')
   const mixed = JSON.parse(await readFile(out, 'utf8')).mixed_tiny
+  t.ok(mixed.seeds[0].think_floor_s >= 0 && mixed.seeds[0].think_floor_s <= 0.1, `think floor ${mixed.seeds[0].think_floor_s} s`)
   t.same(mixed.setups, ['router', 'llamagate'])
   for (const setup of mixed.setups) {
     const m = mixed.seeds[0].medians[setup]
