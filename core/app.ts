@@ -8,7 +8,7 @@ import { exceedsJsonDepth } from './json-depth.js'
 import { installBodyTimeout } from './body-timeout.js'
 import { ConnectionCaps } from './connection-caps.js'
 import { headerTimeoutOptions } from './header-timeout.js'
-import { lazyCompilers } from './lazy-compilers.js'
+import { lazyCompilers, warmValidators } from './lazy-compilers.js'
 import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from './config-checks.js'
 import { builtinServerPlugins, registerAdminPlugins } from './plugin-loader.js'
@@ -31,6 +31,8 @@ declare module 'fastify' {
     ollamaListener: OllamaListener | null
     /** The connection caps on both addresses; the security plugin tells it which connections showed a valid key. */
     connections: ConnectionCaps
+    /** Prepares what every first request shares (the schema validators' compiler); `serve` calls it once listening. */
+    warmUp: () => void
   }
   interface FastifyContextConfig {
     /**
@@ -64,11 +66,12 @@ export interface BuildOptions {
 export async function buildApp (given: Config, options: BuildOptions = {}): Promise<FastifyInstance> {
   // What only a plugin can tell about the configuration is checked before anything starts.
   const config = await checkConfig(given, await allManifests(given))
+  const schemaController = options.schemaController ?? { compilersFactory: lazyCompilers() }
   const app = Fastify({
     logger: options.logger ?? { level: config.logLevel },
     bodyLimit: config.limits.bodySize,
     http: headerTimeoutOptions(config.limits.headerTimeoutMs),
-    schemaController: options.schemaController ?? { compilersFactory: lazyCompilers() },
+    schemaController,
     // Per-request log lines cost time on every streamed request; errors are logged where they happen.
     logController: new LogController({ disableRequestLogging: true }),
     ajv: {
@@ -85,6 +88,7 @@ export async function buildApp (given: Config, options: BuildOptions = {}): Prom
   app.decorate('surfaces', new Surfaces())
   app.decorate('authenticators', new Authenticators())
   app.decorate('callHooks', new CallHooks(config.limits.hookTimeoutMs))
+  app.decorate('warmUp', () => warmValidators(schemaController.compilersFactory?.buildValidator))
   installErrorHandling(app)
   installBodyTimeout(app, config.limits.bodyTimeoutMs)
   installConnectionCaps(app, config)

@@ -41,6 +41,8 @@ export const serve: Command = {
     app.log.info(`llamagate ${version()} (Ollama API ${OLLAMA_API_VERSION}) listening on ${address} (config: ${configFile ?? 'built-in defaults'}; ${app.startupNotes.join('; ') || 'no runtime plugin'})`)
     // Its own line at warn level, so that it stands out of the start-up log and reaches log filters.
     for (const warning of warnings) app.log.warn(`WARNING: ${warning}`)
+    // Listening first: a client that connects at once is not kept waiting for it.
+    setImmediate(() => app.warmUp())
     return new Promise<number>(() => {}) // runs until a signal ends the process
   },
 }

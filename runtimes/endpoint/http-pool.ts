@@ -127,6 +127,15 @@ export class HttpPool {
   }
 }
 
+/**
+ * Loads the HTTP client the pools are made with (undici's 130 files, 50-100 ms on a 2-core machine), if no pool has
+ * yet: a launcher calls it while llama-server reads its model, so that the first request after the first load does
+ * not wait for it.
+ */
+export function loadHttpClient (): void {
+  undici()
+}
+
 function isStaleConnection (err: unknown): boolean {
   const code = (err as { code?: string }).code
   return code === 'UND_ERR_SOCKET' || code === 'ECONNRESET' || code === 'EPIPE'

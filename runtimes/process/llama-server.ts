@@ -3,6 +3,7 @@ import { constants } from 'node:os'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { RuntimeError } from '../../core/errors.js'
 import type { Logger } from '../../core/logger.js'
+import { loadHttpClient } from '../endpoint/http-pool.js'
 import { RuntimeEndpoint } from '../endpoint/runtime-endpoint.js'
 import type { RuntimeBuild } from '../types.js'
 import { freePort } from './free-port.js'
@@ -185,6 +186,8 @@ export class LlamaServer {
         resolve(info)
       })
     })
+    // The first load's wait is idle time for this thread: what the first request would load next is loaded now.
+    setImmediate(loadHttpClient)
     try {
       await this.waitUntilReady(signal)
     } catch (err) {

@@ -1,6 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import { lazyCompilers, lazyValidators } from '../../core/lazy-compilers.js'
+import { lazyCompilers, lazyValidators, warmValidators } from '../../core/lazy-compilers.js'
+import { ajvCompiler } from '../../core/lazy-require.js'
 
 t.test('a route\'s validator is compiled on its first request, and validates as Ajv does', async (t) => {
   const app = Fastify({ schemaController: { compilersFactory: { buildValidator: lazyValidators() } } })
@@ -33,4 +34,50 @@ t.test('a response\'s serializer is compiled on its first use, and serializes as
     t.equal(shaped.body, '{"n":2,"s":"x"}', `answer ${i + 1}: shaped by the schema, unknown keys left out`)
   }
   t.equal((await app.inject({ method: 'GET', url: '/broken' })).statusCode, 500, 'the broken schema fails its own route')
+})
+
+t.test('warmValidators prepares what every first validation shares, and leaves each route its own compile', async (t) => {
+  const made: Array<{ options: unknown }> = []
+  const compiled: string[] = []
+  // Fastify's own Ajv compiler, counted: each instance it makes and each schema given to one.
+  const load = (): ReturnType<typeof lazyValidators> => {
+    const real = ajvCompiler().AjvCompiler()
+    return ((externalSchemas: unknown, options: unknown) => {
+      made.push({ options })
+      const compile = (real as (e: unknown, o: unknown) => (route: { url: string }) => unknown)(externalSchemas, options)
+      return (route: { url: string }) => { compiled.push(route.url); return compile(route) }
+    }) as unknown as ReturnType<typeof lazyValidators>
+  }
+  const factory = lazyValidators(load)
+  const app = Fastify({ schemaController: { compilersFactory: { buildValidator: factory } }, ajv: { customOptions: { useDefaults: true } } })
+  t.teardown(() => app.close())
+  app.post('/echo', { schema: { body: { type: 'object', required: ['n'], properties: { n: { type: 'integer' }, d: { type: 'string', default: 'filled' } } } } }, async (request) => request.body)
+  await app.ready()
+  t.equal(made.length, 0, 'nothing prepared at the start')
+
+  warmValidators(factory)
+  t.equal(made.length, 1, 'one Ajv instance, made by the warm-up')
+  t.match(made[0]!.options, { customOptions: { useDefaults: true } }, 'with the app\'s Ajv options')
+  t.same(compiled, ['/'], 'its meta-schema compiled by way of an empty schema; no route\'s own yet')
+  warmValidators(factory)
+  t.equal(made.length, 1, 'warmed twice: prepared once')
+
+  t.same((await app.inject({ method: 'POST', url: '/echo', payload: { n: 1 } })).json(), { n: 1, d: 'filled' }, 'validates with the options it was made with')
+  t.equal(made.length, 1, 'the first request used the warmed instance')
+  t.same(compiled, ['/', '/echo'], 'and compiled its own route only')
+  t.equal((await app.inject({ method: 'POST', url: '/echo', payload: { n: 'one' } })).statusCode, 400)
+
+  warmValidators(undefined)
+  warmValidators(() => {})
+  t.pass('a factory that is not lazyValidators\' is left alone')
+})
+
+t.test('a warm-up whose Ajv preparation fails leaves the failure to the route\'s first request', async (t) => {
+  const factory = lazyValidators(() => { throw new Error('no Ajv here') })
+  const app = Fastify({ schemaController: { compilersFactory: { buildValidator: factory } } })
+  t.teardown(() => app.close())
+  app.post('/echo', { schema: { body: { type: 'object' } } }, async (request) => request.body)
+  await app.ready()
+  t.doesNotThrow(() => warmValidators(factory), 'the warm-up throws nothing (a server calls it on its own tick)')
+  t.equal((await app.inject({ method: 'POST', url: '/echo', payload: {} })).statusCode, 500, 'the route\'s first request fails as it would have')
 })
