@@ -81,7 +81,11 @@ t.test('model route bodies', async (t) => {
 
   /** Puts the store back as it began: only acme/tiny. */
   const reset = async (): Promise<void> => {
-    for (const { name } of app.store.list()) if (name !== 'acme/tiny') await app.store.delete(name)
+    for (const { name } of app.store.list()) {
+      if (name === 'acme/tiny') continue
+      // A name listed may be gone by its turn (once, on a loaded CI machine: "me/copy" not found): gone is the aim.
+      await app.store.delete(name).catch((err: { code?: string }) => { if (err.code !== 'model_not_found') throw err })
+    }
     if (app.store.find('acme/tiny') === null) await app.store.import('acme/tiny', file)
   }
 
