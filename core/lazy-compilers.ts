@@ -20,6 +20,9 @@ export function lazyCompilers (): NonNullable<NonNullable<FastifyServerOptions['
 
 // Each validator factory's preparation (Ajv loaded, its instance made with the app's options), for warmValidators.
 const preparations = new WeakMap<object, Array<() => unknown>>()
+// The schema a warm-up compiles to have Ajv compile its meta-schema: one object, so that an instance that several of
+// the app's contexts share compiles it once.
+const NOTHING = { schema: {}, method: 'GET', url: '/', httpPart: 'body' } as const
 
 /**
  * Prepares now what every route's first validation shares: Ajv's 100 files loaded, an instance made with the app's
@@ -52,7 +55,7 @@ export function lazyValidators (load: () => Factory = () => ajvCompiler().AjvCom
     // Ajv compiles its meta-schema, which checks every schema it is given, with the first: a schema of nothing.
     let warmed = false
     prepared.push(() => {
-      if (!warmed) prepare()({ schema: {}, method: 'GET', url: '/', httpPart: 'body' })
+      if (!warmed) prepare()(NOTHING)
       warmed = true
     })
     return (route) => {
