@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process'
+import { createHash } from 'node:crypto'
+import { once } from 'node:events'
+import { existsSync } from 'node:fs'
+import { mkdir, readFile, rename, rm } from 'node:fs/promises'
+import { homedir } from 'node:os'
+import { join } from 'node:path'
+import t from 'tap'
+import { freePort } from '../../../runtimes/process/free-port.js'
+import { writeRealisticModel } from '../../../scripts/fixtures/realistic-model.js'
+import { runtimeSource } from '../../helpers/realistic-models.js'
+import { cpuRuntime } from '../../helpers/runtime.js'
+
+// runtimes/build/patches/0008: a BPE vocabulary's merges are ranked in one flat table instead of a map of string
+// pairs. Every text of llama.cpp's own tokenizer tests (models/ggml-vocab-<name>.gguf.inp) must still come out as the
+// ids its .out file lists, through llama-server's /tokenize, as tests/test-tokenizer-0.cpp reads them: no special
+// tokens added or parsed. The vocabularies: both of the loader's merge readers ("gpt2" and "gemma4"), the largest
+// merge lists (Llama 3's, Qwen's), and ones whose merges hold spaces-as-bytes and CJK.
+const VOCABS: Record<string, string> = {
+  'gpt-2': '<|endoftext|>',
+  'llama-bpe': '<|eot_id|>',
+  qwen2: '<|im_end|>',
+  qwen35: '<|im_end|>',
+  'gemma-4': '<turn|>',
+  'deepseek-coder': '<｜end▁of▁sentence｜>',
+  'command-r': '<|END_OF_TURN_TOKEN|>',
+  starcoder: '<|endoftext|>',
+}
+const SEPARATOR = '\n__ggml_vocab_test__\n'
+
+/** A tiny model with `vocab`'s tokenizer, made once per source tree and kept beside the other test fixtures. */
+async function vocabModel (vocab: string, eosToken: string): Promise<string> {
+  const info = await runtimeSource()
+  const options = { vocab, eosToken, nLayer: 1, nEmbd: 32, nHead: 2, nHeadKv: 1, nFf: 32 }
+  const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit })).digest('hex').slice(0, 12)
+  const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')
+  const target = join(dir, `vocab-${vocab}-${key}.gguf`)
+  if (existsSync(target)) return target
+  await mkdir(dir, { recursive: true })
+  const partial = `${target}.tmp-${process.pid}`
+  try {
+    await writeRealisticModel({ ...options, file: partial, llamaCppSrc: info.source, name: `tiny ${vocab}` })
+    await rename(partial, target)
+  } finally {
+    await rm(partial, { force: true })
+  }
+  return target
+}
+
+/** The tests of models/ggml-vocab-<vocab>.gguf.inp and .out, paired as test-tokenizer-0.cpp pairs them. */
+async function tokenizerTests (vocab: string): Promise<Array<{ text: string, ids: number[] }>> {
+  const { source } = await runtimeSource()
+  const base = join(source, 'models', `ggml-vocab-${vocab}.gguf`)
+  const raw = await readFile(`${base}.inp`, 'utf8')
+  const texts = raw.split(SEPARATOR)
+  // The file ends with a separator, after which test-tokenizer-0 reads no text.
+  if (raw.endsWith(SEPARATOR)) texts.pop()
+  const lines = (await readFile(`${base}.out`, 'utf8')).split('\n')
+  if (lines.at(-1) === '') lines.pop()
+  if (texts.length !== lines.length) throw new Error(`${base}: ${texts.length} texts against ${lines.length} lines of ids`)
+  return texts.map((text, i) => ({ text, ids: lines[i]!.trim() === '' ? [] : lines[i]!.trim().split(' ').map(Number) }))
+}
+
+/** Runs `use` against a llama-server serving `model` on a loopback port, and stops it after. */
+async function withServer (model: string, use: (base: string) => Promise<void>): Promise<void> {
+  const runtime = await cpuRuntime()
+  const port = await freePort()
+  const child = spawn(runtime.serverPath, ['--model', model, '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--no-warmup', '--ctx-size', '256', '--fit', 'off'], { stdio: ['ignore', 'pipe', 'pipe'] })
+  let log = ''
+  try {
+    await new Promise<void>((resolve, reject) => {
+      const read = (chunk: Buffer): void => { log += chunk.toString(); if (/server is listening|listening on/.test(log)) resolve() }
+      child.stdout.on('data', read)
+      child.stderr.on('data', read)
+      child.once('exit', (code) => reject(new Error(`llama-server exited (${String(code)}) before listening:\n${log.slice(-2000)}`)))
+    })
+    await use(`http://127.0.0.1:${port}`)
+  } finally {
+    child.kill('SIGKILL')
+    await once(child, 'exit').catch(() => {})
+  }
+}
+
+for (const [vocab, eosToken] of Object.entries(VOCABS)) {
+  t.test(`${vocab}: llama.cpp's tokenizer tests, id for id`, async (t) => {
+    const tests = await tokenizerTests(vocab)
+    t.ok(tests.length >= 20, `${tests.length} texts`)
+    await withServer(await vocabModel(vocab, eosToken), async (base) => {
+      const wrong: string[] = []
+      const unlike: string[] = []
+      for (const { text, ids } of tests) {
+        const res = await fetch(`${base}/tokenize`, { method: 'POST', body: JSON.stringify({ content: text, add_special: false, parse_special: false }) })
+        const got = ((await res.json()) as { tokens: number[] }).tokens
+        if (JSON.stringify(got) !== JSON.stringify(ids)) wrong.push(`${JSON.stringify(text.slice(0, 60))}: ${got.join(' ')} instead of ${ids.join(' ')}`)
+        const back = await fetch(`${base}/detokenize`, { method: 'POST', body: JSON.stringify({ tokens: ids }) })
+        const content = ((await back.json()) as { content: string }).content
+        if (content !== text) unlike.push(`${JSON.stringify(text.slice(0, 60))} came back as ${JSON.stringify(content.slice(0, 60))}`)
+      }
+      t.same(wrong, [], 'every text tokenizes as llama.cpp\'s test says')
+      t.same(unlike, [], 'and its ids detokenize to the text')
+    })
+  })
+}
