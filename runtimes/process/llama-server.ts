@@ -9,6 +9,7 @@ import type { RuntimeBuild } from '../types.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
 import { killGroup } from './kill-group.js'
+import { mallocTunables } from './malloc-tunables.js'
 import { outputLines } from './output-lines.js'
 import { runtimeProcesses } from './runtime-processes.js'
 import { serverArgs } from './server-args.js'
@@ -126,6 +127,14 @@ export class LlamaServer {
     return serverArgs(this.options, this.options.build, { host, port: this.currentPort })
   }
 
+  /**
+   * The variables it starts with over the gateway's environment: on Linux, glibc's allocator on huge pages
+   * (malloc-tunables.ts); then its runtime kind's, which win.
+   */
+  env (platform: NodeJS.Platform = process.platform, inherited = process.env.GLIBC_TUNABLES): Record<string, string> {
+    return { ...(platform === 'linux' ? { GLIBC_TUNABLES: mallocTunables(inherited) } : {}), ...this.options.env }
+  }
+
   /** Starts the process and resolves when it serves. Concurrent callers share one start. */
   start (signal?: AbortSignal): Promise<void> {
     this.starting ??= runtimeProcesses.duringStart(() => this.doStart(signal))
@@ -157,7 +166,7 @@ export class LlamaServer {
     // Its own process group (detached), so that stop() reaches anything it starts; the watchdog pipe on stdin
     // covers the gateway's death. Node's spawn rather than execa, from a shell forked beforehand: a cold start
     // waits on every set-up step of the spawn.
-    const child = runtimeProcesses.launch(this, withEnv([build.serverPath, ...args], this.options.env))
+    const child = runtimeProcesses.launch(this, withEnv([build.serverPath, ...args], this.env()))
     this.child = child
     // Writing is never done; ending it after the exit may raise EPIPE, which means nothing here.
     child.stdin.on('error', () => {})

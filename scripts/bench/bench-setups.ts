@@ -5,6 +5,7 @@ import { Pool } from 'undici'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { freePort } from '../../runtimes/process/free-port.js'
 import { LlamaServer } from '../../runtimes/process/llama-server.js'
+import { mallocTunables } from '../../runtimes/process/malloc-tunables.js'
 import type { RuntimeBuild } from '../../runtimes/types.js'
 import { startGatewayProcess } from '../gateway-process.js'
 
@@ -48,18 +49,23 @@ export function procStat (pid: number): Promise<{ cpuMs: number, rssBytes: numbe
 
 /**
  * llama-server's router mode over the GGUFs in `modelsDir`, at most `modelsMax` loaded. `--no-warmup --fit off` as
- * llamagate gives its CPU runtimes, so that a load measures the same work in both.
+ * llamagate gives its CPU runtimes, and the allocator's huge pages as it gives every runtime on Linux (its children
+ * inherit them), so that a load measures the same work in both.
  */
 export async function startRouter (build: RuntimeBuild, modelsDir: string, shape: ServerShape, modelsMax = 1): Promise<Started & { models: string[] }> {
   const port = await freePort()
   const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', String(modelsMax), '--host', '127.0.0.1', '--port', String(port),
     '--ctx-size', String(shape.ctxPerSlot * shape.parallel), '--parallel', String(shape.parallel), '--jinja', '--no-webui',
     ...(build.backend === 'cpu' ? ['--no-warmup', '--fit', 'off'] : []),
-    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true })
+    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true, env: routerEnv() })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url)
   const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
   return { child, url, models: models.data.map((m) => m.id).sort() }
+}
+
+function routerEnv (): NodeJS.ProcessEnv {
+  return process.platform === 'linux' ? { ...process.env, GLIBC_TUNABLES: mallocTunables(process.env.GLIBC_TUNABLES) } : process.env
 }
 
 /** Asks the router to unload `model` and waits until it says so. */

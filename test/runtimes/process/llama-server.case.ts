@@ -78,6 +78,19 @@ t.test('fit: off on CPU builds (it loads the vocabulary a second time to fit not
   t.notOk(args('cpu', { ...build.features, fit: false }).includes('--fit'), 'not passed to a build that lacks it')
 })
 
+t.test('glibc\'s allocator on huge pages: in the started process\'s environment on Linux, under its kind\'s own', async (t) => {
+  const build = await cpuRuntime()
+  const server = new LlamaServer({ build, modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 })
+  t.teardown(() => server.stop())
+  t.same(server.env('linux', undefined), { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=1' })
+  t.same(server.env('darwin', undefined), {}, 'not where glibc is not the C library')
+  const kinds = new LlamaServer({ build, modelPath: '/m.gguf', alias: 'a/b', ctxSize: 512, parallel: 1, threads: 1, env: { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0', X: '1' } })
+  t.same(kinds.env('linux', undefined), { GLIBC_TUNABLES: 'glibc.malloc.hugetlb=0', X: '1' }, 'a runtime kind\'s variables win')
+  await server.start()
+  const environ = readFileSync(`/proc/${server.pid!}/environ`, 'utf8').split('\0')
+  t.ok(environ.includes(`GLIBC_TUNABLES=${server.env().GLIBC_TUNABLES!}`), 'llama-server itself runs with it (env(1) execs it in place)')
+})
+
 t.test('a corrupt GGUF: the start fails with llama-server\'s own words', async (t) => {
   const file = join(await tempDir(t), 'corrupt.gguf')
   await writeFile(file, Buffer.concat([Buffer.from('GGUF'), Buffer.alloc(64, 0xff)]))
