@@ -1,21 +1,19 @@
-import { spawn } from 'node:child_process'
 import { createHash } from 'node:crypto'
-import { once } from 'node:events'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, rm } from 'node:fs/promises'
 import { homedir } from 'node:os'
 import { join } from 'node:path'
 import t from 'tap'
-import { freePort } from '../../../runtimes/process/free-port.js'
 import { writeRealisticModel } from '../../../scripts/fixtures/realistic-model.js'
+import { withBareServer } from '../../helpers/bare-llama-server.js'
 import { runtimeSource } from '../../helpers/realistic-models.js'
-import { cpuRuntime } from '../../helpers/runtime.js'
 
-// runtimes/build/patches/0008: a BPE vocabulary's merges are ranked in one flat table instead of a map of string
-// pairs. Every text of llama.cpp's own tokenizer tests (models/ggml-vocab-<name>.gguf.inp) must still come out as the
-// ids its .out file lists, through llama-server's /tokenize, as tests/test-tokenizer-0.cpp reads them: no special
-// tokens added or parsed. The vocabularies: both of the loader's merge readers ("gpt2" and "gemma4"), the largest
-// merge lists (Llama 3's, Qwen's), and ones whose merges hold spaces-as-bytes and CJK.
+// runtimes/build/patches/0008 and 0009: a BPE vocabulary's merges are ranked in one flat table instead of a map of
+// string pairs, and byte-level token text is decoded to bytes through a codepoint table. Every text of llama.cpp's
+// own tokenizer tests (models/ggml-vocab-<name>.gguf.inp) must still come out as the ids its .out file lists, through
+// llama-server's /tokenize, as tests/test-tokenizer-0.cpp reads them (no special tokens added or parsed), and those
+// ids must detokenize to the text. The vocabularies: both of the loader's merge readers ("gpt2" and "gemma4"), the
+// largest merge lists (Llama 3's, Qwen's), and ones whose merges hold spaces-as-bytes and CJK.
 const VOCABS: Record<string, string> = {
   'gpt-2': '<|endoftext|>',
   'llama-bpe': '<|eot_id|>',
@@ -61,31 +59,11 @@ async function tokenizerTests (vocab: string): Promise<Array<{ text: string, ids
   return texts.map((text, i) => ({ text, ids: lines[i]!.trim() === '' ? [] : lines[i]!.trim().split(' ').map(Number) }))
 }
 
-/** Runs `use` against a llama-server serving `model` on a loopback port, and stops it after. */
-async function withServer (model: string, use: (base: string) => Promise<void>): Promise<void> {
-  const runtime = await cpuRuntime()
-  const port = await freePort()
-  const child = spawn(runtime.serverPath, ['--model', model, '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--no-warmup', '--ctx-size', '256', '--fit', 'off'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const read = (chunk: Buffer): void => { log += chunk.toString(); if (/server is listening|listening on/.test(log)) resolve() }
-      child.stdout.on('data', read)
-      child.stderr.on('data', read)
-      child.once('exit', (code) => reject(new Error(`llama-server exited (${String(code)}) before listening:\n${log.slice(-2000)}`)))
-    })
-    await use(`http://127.0.0.1:${port}`)
-  } finally {
-    child.kill('SIGKILL')
-    await once(child, 'exit').catch(() => {})
-  }
-}
-
 for (const [vocab, eosToken] of Object.entries(VOCABS)) {
   t.test(`${vocab}: llama.cpp's tokenizer tests, id for id`, async (t) => {
     const tests = await tokenizerTests(vocab)
     t.ok(tests.length >= 20, `${tests.length} texts`)
-    await withServer(await vocabModel(vocab, eosToken), async (base) => {
+    await withBareServer(await vocabModel(vocab, eosToken), [], async ({ base }) => {
       const wrong: string[] = []
       const unlike: string[] = []
       for (const { text, ids } of tests) {

@@ -1,9 +1,6 @@
-import { spawn } from 'node:child_process'
-import { once } from 'node:events'
 import t from 'tap'
-import { freePort } from '../../../runtimes/process/free-port.js'
+import { withBareServer } from '../../helpers/bare-llama-server.js'
 import { realisticModel, type FixtureKind } from '../../helpers/realistic-models.js'
-import { cpuRuntime } from '../../helpers/runtime.js'
 
 // runtimes/build/patches/0007: the loops that find special tokens by their text walk the token map's entries as
 // string views, copied in the map's own order. Which token each special gets, the EOG set, the control attributes and
@@ -12,23 +9,7 @@ import { cpuRuntime } from '../../helpers/runtime.js'
 
 /** llama-server's --verbose log of a load of `kind`'s fixture, up to its listening line. */
 async function loadLog (kind: FixtureKind): Promise<string> {
-  const runtime = await cpuRuntime()
-  const model = await realisticModel(kind)
-  const port = await freePort()
-  const child = spawn(runtime.serverPath, ['--model', model, '--host', '127.0.0.1', '--port', String(port), '--threads', '1', '--no-warmup', '--ctx-size', '256', '--fit', 'off', '--verbose'], { stdio: ['ignore', 'pipe', 'pipe'] })
-  let log = ''
-  try {
-    await new Promise<void>((resolve, reject) => {
-      const read = (chunk: Buffer): void => { log += chunk.toString(); if (/server is listening|listening on/.test(log)) resolve() }
-      child.stdout.on('data', read)
-      child.stderr.on('data', read)
-      child.once('exit', (code) => reject(new Error(`llama-server exited (${String(code)}) before listening:\n${log.slice(-2000)}`)))
-    })
-  } finally {
-    child.kill('SIGKILL')
-    await once(child, 'exit').catch(() => {})
-  }
-  return log
+  return withBareServer(await realisticModel(kind), ['--verbose'], async ({ log }) => log())
 }
 
 const special = (log: string, name: string): string[] => [...log.matchAll(new RegExp(`print_info: ${name} token +=  *(\\d+ '[^']*')`, 'g'))].map((m) => m[1]!)
