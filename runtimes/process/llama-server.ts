@@ -9,7 +9,7 @@ import type { RuntimeBuild } from '../types.js'
 import { freePort } from './free-port.js'
 import { healthStatus } from './health-probe.js'
 import { killGroup } from './kill-group.js'
-import { mallocTunables } from './malloc-tunables.js'
+import { allocatorEnv } from './malloc-tunables.js'
 import { outputLines } from './output-lines.js'
 import { runtimeProcesses } from './runtime-processes.js'
 import { serverArgs } from './server-args.js'
@@ -132,7 +132,7 @@ export class LlamaServer {
    * (malloc-tunables.ts); then its runtime kind's, which win.
    */
   env (platform: NodeJS.Platform = process.platform, inherited = process.env.GLIBC_TUNABLES): Record<string, string> {
-    return { ...(platform === 'linux' ? { GLIBC_TUNABLES: mallocTunables(inherited) } : {}), ...this.options.env }
+    return { ...allocatorEnv(platform, inherited), ...this.options.env }
   }
 
   /** Starts the process and resolves when it serves. Concurrent callers share one start. */

@@ -12,3 +12,8 @@ export function mallocTunables (inherited: string | undefined): string {
   if (/(^|:)glibc\.malloc\.hugetlb=/.test(inherited)) return inherited
   return `${inherited}:${HUGE_PAGES}`
 }
+
+/** The allocator's variables for a llama-server: GLIBC_TUNABLES on Linux, where glibc is the C library; none elsewhere. */
+export function allocatorEnv (platform: NodeJS.Platform = process.platform, inherited = process.env.GLIBC_TUNABLES): Record<string, string> {
+  return platform === 'linux' ? { GLIBC_TUNABLES: mallocTunables(inherited) } : {}
+}

@@ -5,7 +5,7 @@ import { Pool } from 'undici'
 import { PACKAGE_ROOT } from '../../core/paths.js'
 import { freePort } from '../../runtimes/process/free-port.js'
 import { LlamaServer } from '../../runtimes/process/llama-server.js'
-import { mallocTunables } from '../../runtimes/process/malloc-tunables.js'
+import { allocatorEnv } from '../../runtimes/process/malloc-tunables.js'
 import type { RuntimeBuild } from '../../runtimes/types.js'
 import { startGatewayProcess } from '../gateway-process.js'
 
@@ -57,15 +57,11 @@ export async function startRouter (build: RuntimeBuild, modelsDir: string, shape
   const child = spawn(build.serverPath, ['--models-dir', modelsDir, '--models-max', String(modelsMax), '--host', '127.0.0.1', '--port', String(port),
     '--ctx-size', String(shape.ctxPerSlot * shape.parallel), '--parallel', String(shape.parallel), '--jinja', '--no-webui',
     ...(build.backend === 'cpu' ? ['--no-warmup', '--fit', 'off'] : []),
-    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true, env: routerEnv() })
+    ...(shape.threads !== undefined ? ['--threads', String(shape.threads)] : []), ...shape.extraArgs ?? []], { stdio: 'ignore', detached: true, env: { ...process.env, ...allocatorEnv() } })
   const url = `http://127.0.0.1:${port}`
   await waitHealthy(url)
   const models = await (await fetch(`${url}/models`)).json() as { data: Array<{ id: string }> }
   return { child, url, models: models.data.map((m) => m.id).sort() }
-}
-
-function routerEnv (): NodeJS.ProcessEnv {
-  return process.platform === 'linux' ? { ...process.env, GLIBC_TUNABLES: mallocTunables(process.env.GLIBC_TUNABLES) } : process.env
 }
 
 /** Asks the router to unload `model` and waits until it says so. */
