@@ -119,32 +119,36 @@ export async function runtimeSource (): Promise<{ source: string, commit?: strin
   return { source: info.source, ...(info.commit !== undefined ? { commit: info.commit } : {}) }
 }
 
-/**
- * A tiny fixture's GGUF, made once per machine and source tree and kept under ~/.llamagate/test-fixtures (up to
- * about 40 MB each, the Gemma ones 70 MB with their vocabulary of 262144 tokens, out of the clone). Written to a
- * temporary name and renamed, so that a test run killed mid-write leaves nothing half-made for the next one.
- */
+/** A tiny fixture's GGUF by kind, made and kept as keptFixture says (once per process asked). */
 export function realisticModel (kind: FixtureKind): Promise<string> {
   let file = made.get(kind)
   if (file === undefined) {
-    file = (async () => {
-      const info = await runtimeSource()
-      const options = kind in REALISTIC ? REALISTIC[kind as keyof typeof REALISTIC] : {}
-      const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit, generator: GENERATOR[kind] })).digest('hex').slice(0, 12)
-      const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')
-      const target = join(dir, `${kind}-${key}.gguf`)
-      if (existsSync(target)) return target
-      await mkdir(dir, { recursive: true })
-      const partial = `${target}.tmp-${process.pid}`
-      try {
-        await WRITERS[kind](partial, info.source)
-        await rename(partial, target)
-      } finally {
-        await rm(partial, { force: true })
-      }
-      return target
-    })()
+    const options = kind in REALISTIC ? REALISTIC[kind as keyof typeof REALISTIC] : {}
+    file = keptFixture(kind, (commit) => ({ options, commit, generator: GENERATOR[kind] }), WRITERS[kind])
     made.set(kind, file)
   }
   return file
+}
+
+/**
+ * A fixture's GGUF, made once per machine, source tree and `recipe` (its hash names the file) and kept under
+ * ~/.llamagate/test-fixtures (up to about 40 MB each, the Gemma ones 70 MB with their vocabulary of 262144 tokens,
+ * out of the clone). Written to a temporary name and renamed, so that a test run killed mid-write leaves nothing
+ * half-made for the next one.
+ */
+export async function keptFixture (name: string, recipe: (commit: string | undefined) => unknown, write: (file: string, llamaCppSrc: string) => Promise<unknown>): Promise<string> {
+  const info = await runtimeSource()
+  const key = createHash('sha256').update(JSON.stringify(recipe(info.commit))).digest('hex').slice(0, 12)
+  const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')
+  const target = join(dir, `${name}-${key}.gguf`)
+  if (existsSync(target)) return target
+  await mkdir(dir, { recursive: true })
+  const partial = `${target}.tmp-${process.pid}`
+  try {
+    await write(partial, info.source)
+    await rename(partial, target)
+  } finally {
+    await rm(partial, { force: true })
+  }
+  return target
 }

@@ -1,12 +1,9 @@
-import { createHash } from 'node:crypto'
-import { existsSync } from 'node:fs'
-import { mkdir, readFile, rename, rm } from 'node:fs/promises'
-import { homedir } from 'node:os'
+import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
 import { writeRealisticModel } from '../../../scripts/fixtures/realistic-model.js'
 import { withBareServer } from '../../helpers/bare-llama-server.js'
-import { runtimeSource } from '../../helpers/realistic-models.js'
+import { keptFixture, runtimeSource } from '../../helpers/realistic-models.js'
 
 // runtimes/build/patches/0008 and 0009: a BPE vocabulary's merges are ranked in one flat table instead of a map of
 // string pairs, and byte-level token text is decoded to bytes through a codepoint table. Every text of llama.cpp's
@@ -27,22 +24,9 @@ const VOCABS: Record<string, string> = {
 const SEPARATOR = '\n__ggml_vocab_test__\n'
 
 /** A tiny model with `vocab`'s tokenizer, made once per source tree and kept beside the other test fixtures. */
-async function vocabModel (vocab: string, eosToken: string): Promise<string> {
-  const info = await runtimeSource()
+function vocabModel (vocab: string, eosToken: string): Promise<string> {
   const options = { vocab, eosToken, nLayer: 1, nEmbd: 32, nHead: 2, nHeadKv: 1, nFf: 32 }
-  const key = createHash('sha256').update(JSON.stringify({ options, commit: info.commit })).digest('hex').slice(0, 12)
-  const dir = join(process.env.LLAMAGATE_HOME ?? join(homedir(), '.llamagate'), 'test-fixtures')
-  const target = join(dir, `vocab-${vocab}-${key}.gguf`)
-  if (existsSync(target)) return target
-  await mkdir(dir, { recursive: true })
-  const partial = `${target}.tmp-${process.pid}`
-  try {
-    await writeRealisticModel({ ...options, file: partial, llamaCppSrc: info.source, name: `tiny ${vocab}` })
-    await rename(partial, target)
-  } finally {
-    await rm(partial, { force: true })
-  }
-  return target
+  return keptFixture(`vocab-${vocab}`, (commit) => ({ options, commit }), (file, llamaCppSrc) => writeRealisticModel({ ...options, file, llamaCppSrc, name: `tiny ${vocab}` }))
 }
 
 /** The tests of models/ggml-vocab-<vocab>.gguf.inp and .out, paired as test-tokenizer-0.cpp pairs them. */
