@@ -45,6 +45,7 @@ export async function inspectBuild (binDir: string, source: RuntimeBuild['source
       noWarmup: hasFlag(help, '--no-warmup'),
       // Only a build with the RPC backend lists it (llama_supports_rpc()).
       rpc: hasFlag(help, '--rpc'),
+      loadGate: hasFlag(help, '--load-gate'),
       ...patched,
     },
   }

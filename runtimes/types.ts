@@ -37,9 +37,11 @@ export interface RuntimeBuild {
    * Read from `--help`, not assumed from a release; `cacheSalt`: it keeps the prompt caches of requests with different
    * `cache_salt`s apart (llamagate's patch set), so that API keys in different cache groups may share it;
    * `slotCheckpoints`: its slot saves carry their context checkpoints, so that a restored slot of a hybrid or
-   * sliding-window model is reused; `cachedPromptSaves`: it saves what its RAM prompt cache holds too (both the patch set).
+   * sliding-window model is reused; `cachedPromptSaves`: it saves what its RAM prompt cache holds too (both the patch set);
+   * `loadGate`: `--load-gate`, a start that waits before the model's tensors until told to load on (the patch set), so
+   * that the next model is prepared while the one before still holds the memory.
    */
   features: RuntimeFeatures
 }
 
-export interface RuntimeFeatures { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean, cacheSalt: boolean, slotCheckpoints: boolean, cachedPromptSaves: boolean }
+export interface RuntimeFeatures { jinja: boolean, flashAttn: boolean, noWebui: boolean, fit: boolean, noWarmup: boolean, rpc: boolean, cacheSalt: boolean, slotCheckpoints: boolean, cachedPromptSaves: boolean, loadGate: boolean }

@@ -6,6 +6,7 @@ export function missingPatchCosts ({ features }: RuntimeBuild): string[] {
     ...(features.cacheSalt ? [] : ['API keys in different cache groups reuse no prompt at all (no cache_salt)']),
     ...(features.slotCheckpoints ? [] : ['prompt caches of hybrid and sliding-window models (Qwen3.5, Gemma 3/4, ...) do not survive a swap or a restart']),
     ...(features.cachedPromptSaves ? [] : ['only the conversations still in a slot are saved when a model stops']),
+    ...(features.loadGate ? [] : ['a swap waits for the next model\'s whole start: none is prepared while the model before it serves (no --load-gate)']),
   ]
 }
 

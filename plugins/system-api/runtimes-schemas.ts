@@ -21,7 +21,7 @@ export const RuntimeBuild = Type.Object({
   commit: Type.Union([Type.String(), Type.Null()]),
   /** Where it was found: config.yaml's runtimes, PATH, built by llamagate, or a folder its plugin kind named. */
   source: Type.Union([Type.Literal('config'), Type.Literal('path'), Type.Literal('built'), Type.Literal('plugin')]),
-  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean(), cacheSalt: Type.Boolean(), slotCheckpoints: Type.Boolean(), cachedPromptSaves: Type.Boolean() }),
+  features: Type.Object({ jinja: Type.Boolean(), flashAttn: Type.Boolean(), noWebui: Type.Boolean(), fit: Type.Boolean(), noWarmup: Type.Boolean(), rpc: Type.Boolean(), cacheSalt: Type.Boolean(), slotCheckpoints: Type.Boolean(), cachedPromptSaves: Type.Boolean(), loadGate: Type.Boolean() }),
 })
 
 /** A GPU runtime built in the background: where it is, and how far (ninja's compile steps). */

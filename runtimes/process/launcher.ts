@@ -30,6 +30,9 @@ export class RuntimeLauncher {
   /** Bytes free for models right now on the chosen backend's memory. */
   freeMemory (): Promise<number> { return this.registry.freeMemory() }
 
+  /** Whether the chosen build's starts can be prepared while a load waits for room (its `--load-gate`: LlamaServer.prepare). */
+  preparesAhead (): boolean { return this.registry.chosen?.features.loadGate === true }
+
   /** A process ready to be started. @throws RuntimeError when no build exists */
   create (options: RuntimeSpawnOptions): LlamaServer {
     const build = this.registry.chosen

@@ -1,4 +1,4 @@
-import { accessSync, constants as fsConstants, rmSync } from 'node:fs'
+import { accessSync, closeSync, constants as fsConstants, openSync, rmSync, writeSync } from 'node:fs'
 import { constants } from 'node:os'
 import type { ChildProcessWithoutNullStreams } from 'node:child_process'
 import { RuntimeError } from '../../core/errors.js'
@@ -63,6 +63,8 @@ const MAX_POLL_MS = 100
 // Lines after which /health is worth asking at once rather than at the next poll: llama-server says when it
 // listens and when its model is loaded (in either order, depending on the release).
 const READY_HINT = /listening on|model loaded|all slots are idle/
+// What a build with --load-gate (runtimes/build/patches) logs once the model's vocabulary is read and it waits.
+const PARKED_LINE = /waiting for a go-ahead at /
 const STOP_GRACE_MS = 5000
 // sockaddr_un holds 108 bytes with the terminating NUL.
 const MAX_SOCKET_PATH = 107
@@ -87,6 +89,9 @@ export class LlamaServer {
   private readyHints = 0
   private readonly usesSocket: boolean
   private currentEndpoint: RuntimeEndpoint | null = null
+  /** A start prepared up to its gate (prepare()): parked once its line came, released by start(). */
+  private gate: { path: string, parked: boolean, onParked: (() => void) | null } | null = null
+  private preparing: Promise<void> | null = null
 
   constructor (private readonly options: LlamaServerOptions) {
     this.usesSocket = options.socketPath !== undefined && Buffer.byteLength(options.socketPath) <= MAX_SOCKET_PATH &&
@@ -124,8 +129,15 @@ export class LlamaServer {
   /** The command-line arguments, from what this build supports. */
   args (): string[] {
     const host = this.usesSocket ? this.options.socketPath! : '127.0.0.1'
-    return serverArgs(this.options, this.options.build, { host, port: this.currentPort })
+    const args = serverArgs(this.options, this.options.build, { host, port: this.currentPort })
+    return this.gate !== null ? [...args, '--load-gate', this.gate.path] : args
   }
+
+  /**
+   * Whether prepare() can start it ahead: its build waits at a gate before the model's tensors (llamagate's patch
+   * set), and it listens on a socket in the gateway's private folder, where the gate's FIFO goes beside it.
+   */
+  get preparesAhead (): boolean { return this.options.build.features.loadGate && this.usesSocket }
 
   /**
    * The variables it starts with over the gateway's environment: on Linux, glibc's allocator on huge pages
@@ -135,13 +147,85 @@ export class LlamaServer {
     return { ...allocatorEnv(platform, inherited), ...this.options.env }
   }
 
-  /** Starts the process and resolves when it serves. Concurrent callers share one start. */
+  /**
+   * Starts the process as far as it goes without taking the model's memory (preparesAhead: the model's metadata and
+   * vocabulary read, no tensor allocated, the context not made) and resolves there: start() then loads on from that
+   * point, so that a swap waits only for the rest. Without a gate it starts nothing and resolves at once. A process
+   * parked this way is stopped like a starting one. Once only; start() after it.
+   * @throws RuntimeError when the process exits, or does not reach its gate within the start timeout
+   */
+  prepare (): Promise<void> {
+    if (!this.preparesAhead || this.starting !== null) return Promise.resolve()
+    if (this.preparing === null) {
+      this.gate = { path: this.options.socketPath!.replace(/\.sock$/, '.gate'), parked: false, onParked: null }
+      this.preparing = runtimeProcesses.duringStart(async () => { await this.spawn(); await this.untilParked() })
+      // start() hears a failed preparation itself: nobody else need catch it.
+      this.preparing.catch(() => {})
+    }
+    return this.preparing
+  }
+
+  /** Starts the process (or, after prepare(), lets it load on) and resolves when it serves. Concurrent callers share one start. */
   start (signal?: AbortSignal): Promise<void> {
-    this.starting ??= runtimeProcesses.duringStart(() => this.doStart(signal))
+    this.starting ??= runtimeProcesses.duringStart(async () => {
+      if (this.preparing !== null) await this.goAhead()
+      else await this.spawn()
+      await this.ready(signal)
+    })
     return this.starting
   }
 
-  private async doStart (signal?: AbortSignal): Promise<void> {
+  /** A prepared process loads on: once at its gate, the gate's FIFO gets its byte. */
+  private async goAhead (): Promise<void> {
+    await this.preparing
+    try {
+      // Non-blocking: the process holds its FIFO open (read-write) from before its line, so this open finds it.
+      const fd = openSync(this.gate!.path, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK)
+      try { writeSync(fd, 'y') } finally { closeSync(fd) }
+    } catch (err) {
+      // Stopped or gone while it waited (its FIFO is removed when it exits).
+      const error = this.currentState === 'starting' ? this.startError(`its gate took no go-ahead: ${(err as Error).message}`) : this.exitError()
+      await this.stop()
+      throw error
+    }
+  }
+
+  /** Resolves once the prepared process logs that it waits at its gate. @throws RuntimeError when it exits first, or past the start timeout */
+  private async untilParked (): Promise<void> {
+    const gate = this.gate!
+    const timeoutMs = this.options.startTimeoutMs ?? 300_000
+    let timer: NodeJS.Timeout | undefined
+    try {
+      await Promise.race([
+        new Promise<void>((resolve) => { if (gate.parked) resolve(); else gate.onParked = resolve }),
+        this.exited!.then(() => { throw this.exitError() }),
+        new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(this.startError(`llama-server did not read its model's vocabulary within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs) }),
+      ])
+    } catch (err) {
+      await this.stop()
+      throw err
+    } finally {
+      clearTimeout(timer)
+      gate.onParked = null
+    }
+  }
+
+  private async ready (signal?: AbortSignal): Promise<void> {
+    const { log } = this.options
+    try {
+      await this.waitUntilReady(signal)
+    } catch (err) {
+      await this.stop()
+      throw err
+    }
+    // A stop during the start wins over its readiness: the start then ends as the stop says.
+    if (this.currentState !== 'starting') throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
+    this.transition('ready')
+    // Debug: the scheduler says "model loaded" with the same facts, and each line costs a cold start time.
+    log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
+  }
+
+  private async spawn (): Promise<void> {
     const { build, log } = this.options
     this.transition('starting')
     // Synchronous on purpose: on the cold start's path, an async file call waits for a libuv pool thread to wake.
@@ -184,6 +268,8 @@ export class LlamaServer {
         // The watcher is left alone in the group: close its pipe so that it goes too.
         child.stdin.destroy()
         if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
+        // A process stopped at its gate leaves its FIFO behind (it removes it once it has read its byte).
+        if (this.gate !== null) rmSync(this.gate.path, { force: true })
         // Nothing is left to answer: pooled connections go, and a request asked for later fails at once.
         void this.currentEndpoint?.close()
         runtimeProcesses.exited(this)
@@ -197,17 +283,6 @@ export class LlamaServer {
     })
     // The first load's wait is idle time for this thread: what the first request would load next is loaded now.
     setImmediate(loadHttpClient)
-    try {
-      await this.waitUntilReady(signal)
-    } catch (err) {
-      await this.stop()
-      throw err
-    }
-    // A stop during the start wins over its readiness: the start then ends as the stop says.
-    if (this.currentState !== 'starting') throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
-    this.transition('ready')
-    // Debug: the scheduler says "model loaded" with the same facts, and each line costs a cold start time.
-    log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
   }
 
   /** Moves to `to`. @throws Error when the table does not lead there (nextServerState) */
@@ -219,6 +294,10 @@ export class LlamaServer {
     if (this.currentState === 'starting' && READY_HINT.test(line)) {
       this.readyHints++
       this.readyHint?.()
+    }
+    if (this.gate !== null && !this.gate.parked && PARKED_LINE.test(line)) {
+      this.gate.parked = true
+      this.gate.onParked?.()
     }
     this.lines.push(line)
     if (this.lines.length > LOG_LINES) this.lines.shift()
@@ -234,10 +313,7 @@ export class LlamaServer {
     const target = this.usesSocket ? { socketPath: this.options.socketPath! } : { port: this.currentPort }
     let pollMs = FIRST_POLL_MS
     for (;;) {
-      if (exit) {
-        if (this.stopRequested) throw new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
-        throw this.startError(`llama-server exited during start-up (${describeExit(exit)})`)
-      }
+      if (exit) throw this.exitError(exit)
       if (signal?.aborted) throw signal.reason
       if (Date.now() > deadline) throw this.startError(`llama-server did not become ready within ${Math.round(timeoutMs / 1000)} s`)
       const hints = this.readyHints
@@ -254,6 +330,12 @@ export class LlamaServer {
       })
       pollMs = Math.min(pollMs * 2, MAX_POLL_MS)
     }
+  }
+
+  /** Why a start ended with the process's exit: stopped on purpose, or its own failure. */
+  private exitError (exit?: ExitInfo): RuntimeError {
+    if (this.stopRequested) return new RuntimeError(`model "${this.options.alias}" was stopped while it started`, this.logTail(), 'runtime_stopped')
+    return this.startError(`llama-server exited during start-up${exit ? ` (${describeExit(exit)})` : ''}`)
   }
 
   private startError (what: string): RuntimeError {

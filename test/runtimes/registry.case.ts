@@ -49,7 +49,7 @@ t.test('with an NVIDIA GPU and a CUDA build, CUDA is chosen, and says why', asyn
   t.equal(registry.chosen?.binDir, cudaBin)
   t.equal(registry.chosen?.version, '9.9.9-fake')
   t.equal(registry.chosen?.commit, 'f00ba47')
-  t.same(registry.chosen?.features, { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false })
+  t.same(registry.chosen?.features, { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false, loadGate: false })
   t.match(registry.reason, /2 cuda device\(s\) found/)
   t.equal(registry.warning, null)
   t.match(registry.summary(), /^runtime: cuda \(llama\.cpp 9\.9\.9-fake f00ba47, config/)
@@ -118,7 +118,7 @@ t.test('ROCm is preferred over Vulkan, Vulkan over CPU; software Vulkan is no GP
     { backend: 'vulkan' as const, index: 0, name: 'AMD Radeon', totalBytes: 0, freeBytes: 0 },
     { backend: 'rocm' as const, index: 0, name: 'AMD Radeon', totalBytes: 8, freeBytes: 8 },
   ]
-  const build = (backend: Backend): RuntimeBuild => ({ backend, binDir: `/x/${backend}`, serverPath: `/x/${backend}/llama-server`, quantizePath: null, rpcServerPath: null, version: '1', commit: null, source: 'built', features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false } })
+  const build = (backend: Backend): RuntimeBuild => ({ backend, binDir: `/x/${backend}`, serverPath: `/x/${backend}/llama-server`, quantizePath: null, rpcServerPath: null, version: '1', commit: null, source: 'built', features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false, loadGate: false } })
   t.equal(choose('auto', devices, [build('cpu'), build('vulkan'), build('rocm')]).chosen?.backend, 'rocm')
   const noRocm = choose('auto', devices, [build('cpu'), build('vulkan')])
   t.equal(noRocm.chosen?.backend, 'vulkan')
@@ -170,7 +170,7 @@ t.test('features are read from --help: a flag counts, a longer flag that starts 
   ].join('\n') + '\n', { mode: 0o755 })
   const build = await inspectBuild(dir, 'config', 'cpu')
   if ('error' in build) throw new Error(build.error)
-  t.same(build.features, { jinja: true, flashAttn: false, noWebui: false, fit: false, noWarmup: false, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false })
+  t.same(build.features, { jinja: true, flashAttn: false, noWebui: false, fit: false, noWarmup: false, rpc: false, cacheSalt: false, slotCheckpoints: false, cachedPromptSaves: false, loadGate: false })
   t.equal(build.version, '1.2.3')
   t.equal(build.commit, 'abc1234')
   t.equal(build.quantizePath, null, 'no llama-quantize beside it')

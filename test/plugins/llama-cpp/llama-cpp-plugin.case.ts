@@ -19,7 +19,7 @@ t.test('GET /api/runtimes lists hardware, builds, the chosen one and why', async
   t.same(Object.keys(body.chosen), ['backend', 'binDir', 'serverPath', 'quantizePath', 'rpcServerPath', 'version', 'commit', 'source', 'features'])
   t.same(body.rpc, { available: true, serverPath: join(runtime.binDir, 'ggml-rpc-server') }, 'the built runtime can split models across RPC workers')
   t.equal(body.chosen.source, 'config')
-  t.same(body.chosen.features, { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: true, cacheSalt: true, slotCheckpoints: true, cachedPromptSaves: true }, 'the pinned llama.cpp\'s --help offers every flag the gateway passes (built with the RPC backend), and it carries the patch set')
+  t.same(body.chosen.features, { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: true, cacheSalt: true, slotCheckpoints: true, cachedPromptSaves: true, loadGate: true }, 'the pinned llama.cpp\'s --help offers every flag the gateway passes (built with the RPC backend), and it carries the patch set')
   t.equal(body.chosen.backend, 'cpu')
   t.equal(body.chosen.binDir, runtime.binDir)
   t.match(body.chosen.version, /^\d+\.\d+/)

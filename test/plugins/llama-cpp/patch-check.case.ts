@@ -16,7 +16,7 @@ const FAKE_SERVER = fileURLToPath(new URL('../../fixtures/probes/fake-llama-serv
 function describe (features: Partial<RuntimeFeatures>): RuntimesDescription {
   const chosen: RuntimeBuild = {
     backend: 'cpu', binDir: '/x/bin', serverPath: '/x/bin/llama-server', quantizePath: null, rpcServerPath: null, version: '1', commit: null, source: 'config',
-    features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: true, slotCheckpoints: true, cachedPromptSaves: true, ...features },
+    features: { jinja: true, flashAttn: true, noWebui: true, fit: true, noWarmup: true, rpc: false, cacheSalt: true, slotCheckpoints: true, cachedPromptSaves: true, loadGate: true, ...features },
   }
   return { devices: [], builds: [chosen], rejected: [], chosen, reason: 'the only one', warning: null, build: null } as unknown as RuntimesDescription
 }
