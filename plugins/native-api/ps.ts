@@ -41,6 +41,7 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       // What the swap decision weighs (docs/operations.md, "When models do not fit together"), and why it came in.
       estimates: {
         load: orNull(m.costs.loadMs, seconds),
+        prepared_load: orNull(m.costs.preparedLoadMs, seconds),
         restore: orNull(m.costs.restoreMs, seconds),
         unload: orNull(m.costs.unloadMs, seconds),
         request: orNull(m.costs.requestMs, seconds),

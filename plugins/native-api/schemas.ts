@@ -78,7 +78,7 @@ export const PsEntry = Type.Object({
   context_length: Type.Integer(),
   max_context_length: Type.Integer(),
   num_parallel: Type.Integer(),
-  state: Type.Union([Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
+  state: Type.Union([Type.Literal('prepared'), Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
   purpose: Type.String(),
   runtime: Type.Union([Type.String(), Type.Null()]),
   pid: Type.Union([Type.Integer(), Type.Null()]),

@@ -61,6 +61,10 @@ export class Instance {
   private servingSince = 0
   /** Which runtime slot each session's cache is in (session-slots.ts). */
   readonly sessions: SessionSlots
+  /** Its runtime's start is prepared while it waits for room (RuntimeProcess.prepare): a swap to it costs what is left. */
+  preparesAhead = false
+  /** Its runtime while it is prepared and waits for room (it becomes `process` once room is given). */
+  preparedProcess: RuntimeProcess | null = null
   /** Its slots, and the requests waiting for one, in turns by API key (one per slot handed on early). */
   readonly line: KeyLine
 
@@ -147,6 +151,7 @@ export class Instance {
   attach (process: RuntimeProcess): void {
     if (this.currentPhase !== 'draining') this.moveTo('starting')
     this.runtime = process
+    this.preparedProcess = null
     this.attachedAt = Date.now()
   }
 

@@ -5,7 +5,7 @@ import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
 import { modelArgs } from './model-args.js'
-import type { CacheShape, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
+import type { CacheShape, RuntimeProcess, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
@@ -127,38 +127,28 @@ export class Instances {
     this.backoff.check(failureKey, model.name)
     const workers = this.workersOf(model)
     if (workers.length === 0) await this.deps.room().refuseWhatCannotFit(instance)
-    await this.deps.room().make(instance)
-    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
-    const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
-    let path = store.ggufPath(model, options.dtype)
-    if (path === null && this.deps.ensureVariant) {
-      await this.deps.ensureVariant(model, options.dtype)
-      path = store.ggufPath(store.get(model.name), options.dtype)
+    // A model of this machine whose GGUF is there gets its runtime before its room: once it is next in line and waits
+    // for a model in its way, its start goes as far as it can without the memory (prepareAhead).
+    const ahead = workers.length === 0 && this.deps.runtimes.preparesAhead?.() === true && store.ggufPath(model, options.dtype) !== null
+    let process = ahead ? await this.makeProcess(instance, ctxSize, {}) : null
+    instance.preparesAhead = process?.prepare !== undefined && process.preparesAhead === true
+    const preparation = { begun: false, failed: null as Error | null }
+    try {
+      const early = process
+      await this.deps.room().make(instance, early !== null && instance.preparesAhead ? () => this.prepareAhead(instance, early, preparation) : undefined)
+    } catch (err) {
+      await process?.stop(0)
+      throw err
     }
-    if (path === null) {
-      throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
+    if (preparation.failed !== null) throw preparation.failed
+    if (instance.ending) {
+      await process?.stop(0)
+      throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
     }
-    const args = this.deps.settings.modelOptions.get(model.name)?.args
-    const caches = purpose === 'generate' ? promptCache : undefined
-    // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
-    const cacheDir = caches ? await caches.slotSavePath() : null
-    // Stopped while it waited for a worker, a conversion or the cache folder: nothing may be started for it now.
-    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
-    const process = this.deps.runtimes.create({
-      modelPath: path,
-      alias: model.name,
-      ctxSize,
-      parallel: options.num_parallel,
-      nGpuLayers: options.n_gpu_layers,
-      threads: options.num_thread,
-      cacheTypeK: options.cache_type_k,
-      cacheTypeV: options.cache_type_v,
-      ...(model.template ? { chatTemplate: model.template } : {}),
-      ...purposeFlags(model, purpose, options.num_ctx, store.projectorPath(model)),
-      ...rpc,
-      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, store) } : {}),
-      ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
-    })
+    if (process === null) {
+      const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
+      process = await this.makeProcess(instance, ctxSize, rpc)
+    }
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
     const spawned = performance.now()
@@ -175,6 +165,7 @@ export class Instances {
     // Stopped as its runtime came up (the end found it starting and stopped it, or found no runtime yet).
     if (instance.ending) { await process.stop(0); return }
     this.backoff.succeeded(failureKey)
+    const caches = purpose === 'generate' ? promptCache : undefined
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
     if (caches) instance.restoreChecks = await caches.restoreInto(process, cacheShape(instance))
     // Its end began during the restores, before it had a judge to stop: what no request took is judged unused.
@@ -184,9 +175,67 @@ export class Instances {
     if (progressTimeoutMs !== undefined) {
       instance.watch(new ProgressWatchdog({ source: process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
     }
-    events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000)
+    events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000, preparation.begun)
     this.replaceOthers(instance)
-    log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel }, 'model loaded')
+    log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel, ...(preparation.begun ? { prepared: true } : {}) }, 'model loaded')
+  }
+
+  /**
+   * Starts a load's runtime up to its gate while the load waits for room (RuntimeProcess.prepare: the process, the
+   * model's metadata and vocabulary, nothing of the memory). A runtime that fails there fails the load at once, so
+   * that no model is unloaded for it.
+   */
+  private prepareAhead (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }): void {
+    preparation.begun = true
+    instance.preparedProcess = process
+    const { model, purpose } = instance
+    this.deps.log.info({ model: model.name }, 'preparing a load while it waits for room')
+    process.prepare!().catch((err: Error) => {
+      if ((err as { code?: string }).code === 'runtime_stopped' || instance.ending) return
+      preparation.failed = err
+      this.backoff.failed(StartBackoff.keyOf(instance), err)
+      this.deps.events.emit('loadFailed', model.name, purpose, err)
+      void this.end(instance, { reason: err, save: false, exited: true })
+    })
+  }
+
+  /**
+   * The runtime for an instance: its GGUF (converted first when a SafeTensors model has none of its dtype), its
+   * arguments, and where its slots are saved. Nothing starts yet.
+   * @throws GatewayError 409 when there is no GGUF and no converter; UnavailableError when the instance was stopped meanwhile
+   */
+  private async makeProcess (instance: Instance, ctxSize: number, rpc: { rpcEndpoints?: string[], tensorSplit?: number[] }): Promise<RuntimeProcess> {
+    const { model, options, purpose } = instance
+    const { store, promptCache } = this.deps
+    let path = store.ggufPath(model, options.dtype)
+    if (path === null && this.deps.ensureVariant) {
+      await this.deps.ensureVariant(model, options.dtype)
+      path = store.ggufPath(store.get(model.name), options.dtype)
+    }
+    if (path === null) {
+      throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
+    }
+    const args = this.deps.settings.modelOptions.get(model.name)?.args
+    const caches = purpose === 'generate' ? promptCache : undefined
+    // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
+    const cacheDir = caches ? await caches.slotSavePath() : null
+    // Stopped while it waited for a worker, a conversion or the cache folder: nothing may be started for it now.
+    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
+    return this.deps.runtimes.create({
+      modelPath: path,
+      alias: model.name,
+      ctxSize,
+      parallel: options.num_parallel,
+      nGpuLayers: options.n_gpu_layers,
+      threads: options.num_thread,
+      cacheTypeK: options.cache_type_k,
+      cacheTypeV: options.cache_type_v,
+      ...(model.template ? { chatTemplate: model.template } : {}),
+      ...purposeFlags(model, purpose, options.num_ctx, store.projectorPath(model)),
+      ...rpc,
+      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, store) } : {}),
+      ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
+    })
   }
 
   /**

@@ -11,7 +11,8 @@ export interface LoadedModel {
   readonly model: SchedulableModel
   /** What the instance was started for. */
   readonly purpose: Purpose
-  readonly state: InstanceState
+  /** `prepared`: waiting for room, its runtime started as far as it goes without the memory (RuntimeProcess.prepare). */
+  readonly state: InstanceState | 'prepared'
   readonly estimatedBytes: number
   /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
   readonly contextLength: number
@@ -41,18 +42,18 @@ export interface LoadedModel {
 /** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
 export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap']): LoadedModel[] {
   const now = Date.now()
-  // An instance still waiting for room has started nothing: it is not a loaded (or loading) model yet.
-  return instances.filter((i) => i.process !== null).map((i) => ({
+  // An instance still waiting for room is not a loaded (or loading) model yet; one whose runtime is prepared shows as such.
+  return instances.filter((i) => i.process !== null || i.preparedProcess !== null).map((i) => ({
     model: i.model,
     purpose: i.purpose,
-    state: i.state,
+    state: i.process === null ? 'prepared' as const : i.state,
     estimatedBytes: i.estimatedBytes,
     ...contextFigures(i),
     parallel: i.options.num_parallel,
     // While busy, a model is due to unload its keep-alive after the current requests end.
     expiresAt: i.expiresAtFrom(now),
-    pid: i.process?.pid ?? null,
-    backend: i.process?.backend ?? null,
+    pid: (i.process ?? i.preparedProcess)?.pid ?? null,
+    backend: (i.process ?? i.preparedProcess)?.backend ?? null,
     activeRequests: i.active,
     // Those waiting for the load are in its queue too: they take a slot, in order, once it serves.
     queuedRequests: i.queued + i.awaitingLoad,
@@ -78,6 +79,8 @@ function contextFigures (i: Instance): Pick<LoadedModel, 'contextLength' | 'maxC
 function waitFigures (i: Instance, estimate: WaitEstimate, now: number): Pick<LoadedModel, 'loading' | 'expectedWaitMs'> {
   const key = estimateKey(i.model.name, i.purpose)
   const line = i.queued + i.awaitingLoad
+  // Prepared, it waits for room: its load has not begun.
+  if (i.process === null) return { loading: null, expectedWaitMs: null }
   if (i.state === 'loading') {
     const elapsedMs = now - i.loadStartedAt
     const loadMs = estimate.loadMs(key)

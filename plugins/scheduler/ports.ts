@@ -30,6 +30,15 @@ export type EnsureVariant = (model: SchedulableModel, dtype: string, signal?: Ab
 
 /** A running llama-server, as the supervisor in runtimes/ provides it. */
 export interface RuntimeProcess {
+  /**
+   * Starts it as far as it goes without taking the model's memory, while the load waits for room (a build with
+   * llamagate's `--load-gate`: the process up, the model's metadata and vocabulary read); start() then loads on from
+   * there. Resolves at once where the build has no such gate. Absent: nothing is prepared.
+   * @throws RuntimeError when it exits before
+   */
+  prepare?(): Promise<void>
+  /** Whether prepare() goes ahead at all (its build has the gate). @default false */
+  readonly preparesAhead?: boolean
   start(signal?: AbortSignal): Promise<void>
   stop(graceMs?: number): Promise<void>
   onExit(listener: (info: ExitInfo) => void): void
@@ -49,6 +58,8 @@ export interface SchedulerRuntimes {
   freeMemory(): Promise<number>
   /** Starts nothing yet: returns a process to be started. @throws RuntimeError when no build exists */
   create(options: RuntimeSpawnOptions): RuntimeProcess
+  /** Whether its runtimes can be started ahead while a load waits for room (RuntimeProcess.prepare). @default false */
+  preparesAhead?(): boolean
 }
 
 export interface SchedulerSettings {

@@ -103,9 +103,11 @@ export class Room {
   /**
    * Waits until the instance may load: fewer than max_loaded_models others, and its estimated size within the free
    * memory. When nothing else is loaded, the load goes ahead and llama-server decides.
+   * `firstInLine` is called once, when the load is the next to get room and has to wait for it (a model in its way
+   * is busy or held): what it can do before it takes memory is best done then.
    * @throws UnavailableError ('no_room') past the load timeout, or at once when only pinned models are in the way
    */
-  async make (instance: Instance): Promise<void> {
+  async make (instance: Instance, firstInLine?: () => void): Promise<void> {
     const { settings, runtimes, log, swaps } = this.deps
     const turn = { arrived: Date.now(), deadline: Date.now() + settings.loadTimeoutMs, announced: false }
     let given = false
@@ -154,6 +156,7 @@ export class Room {
         if (Date.now() >= turn.deadline) {
           throw new UnavailableError(`no room to load "${instance.model.name}": ${others.length} model(s) ${ahead ? 'loading or waiting to, ahead of it,' : 'loaded and busy'}${this.pinnedNote(others)} (limits.max_loaded_models is ${settings.maxLoadedModels}); ${waited}`, 'no_room')
         }
+        if (!ahead && firstInLine !== undefined) { firstInLine(); firstInLine = undefined }
         await this.wait(Math.min(turn.deadline, lookAgainAt) - Date.now(), wakes)
       }
     } finally {

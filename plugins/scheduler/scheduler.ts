@@ -46,7 +46,7 @@ export class Scheduler implements LeaseSource {
     this.leaseEvents = deps.leaseEvents ?? new EventHub((err) => deps.log.warn({ err }, 'a lease observer failed'))
     this.swaps = new SwapPolicy(deps.settings)
     this.growth = new ContextGrowth(deps.log)
-    this.events.on('loaded', (model, purpose, seconds) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000))
+    this.events.on('loaded', (model, purpose, seconds, prepared) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000, prepared))
     // Restores timed on their way through: a swap's cost, measured on the scheduler's side of the port.
     const promptCache = deps.promptCache && timedRestores(deps.promptCache, (model, ms) => this.estimate.restored(estimateKey(model, 'generate'), ms))
     this.instances = new Instances({ ...deps, ...(promptCache ? { promptCache } : {}), room: () => this.room, events: this.events })

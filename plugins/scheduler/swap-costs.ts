@@ -29,7 +29,7 @@ type CostSettings = Pick<SchedulerSettings, 'swapWaitMs' | 'maxPassedOver'>
 /**
  * The swap decision, by measured costs (wait-estimate.ts): whether a loaded model (the resident) gives way now to a
  * load waiting for room (the swap-in). The waiting cost is the swap-in's requests × how long they have waited; a swap
- * costs the resident's unload and the swap-in's load, and coming back costs the swap-in's unload, the resident's load
+ * costs the resident's unload and the swap-in's load (what is left of it once prepared while it waited), and coming back costs the swap-in's unload, the resident's load
  * (its restore included) and the swap-in's queued work, which the resident's next request waits through.
  * - An idle resident is given up at once, unless a request for it is expected (its usual gap after going idle) and
  *   holding for it until that request is late costs every request waiting for room (any model's) less than coming
@@ -90,8 +90,8 @@ export class SwapCosts {
     const residentKey = estimateKey(resident.model.name, resident.purpose)
     const incomingKey = estimateKey(incoming.model.name, incoming.purpose)
     const work = incoming.awaitingLoad * (estimate.requestMs(incomingKey) ?? 0) / Math.max(incoming.options.num_parallel, 1)
-    const backMs = estimate.swapOutMs(incomingKey) + estimate.swapInMs(residentKey, resident.model.size) + work
-    return { swapCostMs: estimate.swapOutMs(residentKey) + estimate.swapInMs(incomingKey, incoming.model.size) + backMs, backMs }
+    const backMs = estimate.swapOutMs(incomingKey) + estimate.swapInMs(residentKey, resident.model.size, resident.preparesAhead) + work
+    return { swapCostMs: estimate.swapOutMs(residentKey) + estimate.swapInMs(incomingKey, incoming.model.size, incoming.preparesAhead) + backMs, backMs }
   }
 
   /**
@@ -105,6 +105,6 @@ export class SwapCosts {
     const decision = this.decide(resident, swapIn, now, othersWaiting)
     const held = decision.go ? 0 : decision.until - now
     const busy = (resident.active + resident.queued) * (estimate.requestMs(residentKey) ?? 0) / Math.max(resident.options.num_parallel, 1)
-    return Math.round(Math.max(held, busy) + estimate.swapOutMs(residentKey) + estimate.swapInMs(incomingKey, swapIn.instance.model.size))
+    return Math.round(Math.max(held, busy) + estimate.swapOutMs(residentKey) + estimate.swapInMs(incomingKey, swapIn.instance.model.size, swapIn.instance.preparesAhead))
   }
 }

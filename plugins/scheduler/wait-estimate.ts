@@ -21,6 +21,8 @@ const GAP_PATIENCE = 2
  */
 export class WaitEstimate {
   private readonly loads = new Map<string, number[]>()
+  /** Loads whose start was prepared while they waited for room: from the room given to serving. */
+  private readonly preparedLoads = new Map<string, number[]>()
   private readonly restores = new Map<string, number[]>()
   private readonly unloads = new Map<string, number[]>()
   private readonly requests = new Map<string, number[]>()
@@ -30,8 +32,8 @@ export class WaitEstimate {
   /** When each model last went idle (ms since epoch): its next request's arrival measures the gap. */
   private readonly idleSince = new Map<string, number>()
 
-  /** A load of `key` took `ms`, from spawn to serving (its restore included). */
-  loaded (key: string, ms: number): void { remember(this.loads, key, ms) }
+  /** A load of `key` took `ms`, from spawn to serving (its restore included); `prepared`: from the room given, its start prepared before. */
+  loaded (key: string, ms: number, prepared = false): void { remember(prepared ? this.preparedLoads : this.loads, key, ms) }
 
   /** Restoring `key`'s saved prompt caches into a fresh runtime took `ms` (part of its load). */
   restored (key: string, ms: number): void { remember(this.restores, key, ms) }
@@ -65,9 +67,12 @@ export class WaitEstimate {
   /** The median load time of `key`, or null before its first load. */
   loadMs (key: string): number | null { return median(this.loads.get(key)) }
 
-  /** What (re)loading `key` costs: its measured loads, else a prior from the GGUF's size. */
-  swapInMs (key: string, sizeBytes: number): number {
-    return this.loadMs(key) ?? Math.round(START_PRIOR_MS + sizeBytes / READ_PRIOR_BYTES_PER_MS)
+  /**
+   * What (re)loading `key` costs once it has room: its measured loads, else a prior from the GGUF's size; `prepared`
+   * (its start is, or will be, prepared while it waits): its prepared loads first.
+   */
+  swapInMs (key: string, sizeBytes: number, prepared = false): number {
+    return (prepared ? median(this.preparedLoads.get(key)) : null) ?? this.loadMs(key) ?? Math.round(START_PRIOR_MS + sizeBytes / READ_PRIOR_BYTES_PER_MS)
   }
 
   /** What unloading `key` costs: its measured unloads, else a prior. */
@@ -104,6 +109,7 @@ export class WaitEstimate {
   figures (key: string, model: string): CostFigures {
     return {
       loadMs: this.loadMs(key),
+      preparedLoadMs: median(this.preparedLoads.get(key)),
       restoreMs: median(this.restores.get(key)),
       unloadMs: median(this.unloads.get(key)),
       requestMs: this.requestMs(key),
@@ -117,6 +123,8 @@ export class WaitEstimate {
 /** The medians the scheduler has measured of a model (null: nothing measured yet). */
 export interface CostFigures {
   loadMs: number | null
+  /** From the room given to serving, for a load whose start was prepared while it waited. */
+  preparedLoadMs: number | null
   restoreMs: number | null
   unloadMs: number | null
   requestMs: number | null

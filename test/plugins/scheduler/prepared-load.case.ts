@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs'
+import { join } from 'node:path'
+import t from 'tap'
+import { isAlive } from '../../../core/process-alive.js'
+import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
+import { tempDir } from '../../helpers/app.js'
+import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
+import { until } from '../../helpers/until.js'
+
+// A load waiting for room has its runtime started as far as it goes without the memory (llama.cpp patch 0010's
+// --load-gate: the process up, the model's metadata and vocabulary read), once it is first in line; when the model
+// in its way goes, it loads on from there. Real llama-servers: the busy model is kept busy by a long answer.
+
+interface PsModel { name: string, state: string, pid: number | null, estimates?: Record<string, number | null>, swap?: { replaced: string, reason: string } | null }
+
+async function ps (url: string): Promise<PsModel[]> {
+  return ((await (await fetch(`${url}/api/ps`)).json()) as { models: PsModel[] }).models
+}
+
+/** Two models that do not fit together; acme/a answers for as long as the test lets it. */
+async function twoModels (t: Parameters<typeof serveTinyModels>[0]): Promise<Awaited<ReturnType<typeof serveTinyModels>>> {
+  const served = await serveTinyModels(t, ['acme/b'], {
+    limits: { max_loaded_models: 1, min_residency: '0s', swap_wait: '60s', load_timeout: '60s' },
+    default_options: { num_ctx: 4096, num_parallel: 1 },
+  })
+  await importLongContextModel(t, served.app, 'acme/a')
+  return served
+}
+
+t.test('a load waiting for a busy model is prepared meanwhile, then loads from its gate once the room is free', async (t) => {
+  const { app, url } = await twoModels(t)
+  const loads: Array<{ model: string, seconds: number, prepared: boolean }> = []
+  app.scheduler.events.on('loaded', (model, _purpose, seconds, prepared) => loads.push({ model, seconds, prepared }))
+  const holder = new AbortController()
+  const long = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
+  await firstEvent(long)
+  const b = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 2 } })
+
+  const waiting = await until('acme/b prepared while acme/a serves', async () => (await ps(url)).find((m) => m.name === 'acme/b' && m.state === 'prepared'))
+  t.ok(waiting.pid !== null && isAlive(waiting.pid), '/api/ps names its llama-server, alive')
+  t.match(readFileSync(`/proc/${waiting.pid}/cmdline`, 'utf8').split('\0').join(' '), /--load-gate \S+\.gate/, 'started with a gate')
+  t.same((await ps(url)).filter((m) => m.name === 'acme/a').map((m) => m.state), ['loaded'], 'acme/a still holds the room and serves')
+  t.same(loads.map((l) => l.model), ['acme/a'], 'acme/b has not loaded')
+
+  holder.abort()
+  const answer = await b
+  t.equal(answer.status, 200, 'acme/b answers once acme/a went')
+  await answer.arrayBuffer()
+  const bLoad = loads.find((l) => l.model === 'acme/b')
+  t.ok(bLoad?.prepared, 'its load was the prepared one')
+  const [now] = await ps(url)
+  t.equal(now!.name, 'acme/b')
+  t.equal(now!.pid, waiting.pid, 'the process prepared is the one that serves')
+  t.type(now!.estimates?.prepared_load, 'number', '/api/ps: the prepared load\'s time, room given to serving')
+  t.equal(now!.estimates?.load, null, 'apart from whole loads, of which acme/b had none')
+  t.match(now!.swap, { replaced: 'acme/a' })
+  const metrics = await (await fetch(`${url}/metrics`)).text()
+  t.match(metrics, /llamagate_model_swap_cost_seconds\{model="acme\/b",cost="prepared_load"\} [\d.e-]+/, '/metrics has it too')
+})
+
+t.test('a model whose runtime fails while prepared fails its requests at once, and unloads nothing for them', async (t) => {
+  const { app, url } = await twoModels(t)
+  // A vocabulary llama.cpp does not know: the GGUF imports, and the runtime fails reading it, before its gate.
+  const file = join(await tempDir(t, 'llamagate-models-'), 'bad.gguf')
+  await writeTinyGguf({ file, name: 'acme/bad', metadata: { 'tokenizer.ggml.model': { type: 'string', value: 'no-such-tokenizer' } } })
+  await app.store.import('acme/bad', file)
+  const evicted: string[] = []
+  app.scheduler.events.on('evicted', (model) => evicted.push(model))
+  const holder = new AbortController()
+  t.teardown(() => holder.abort())
+  const long = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
+  await firstEvent(long)
+  const res = await post(`${url}/api/chat`, { model: 'acme/bad', stream: false, messages: [{ role: 'user', content: 'hi' }] })
+  const body = await res.json() as { error: string }
+  t.equal(res.status, 502, `the request fails (${body.error})`)
+  t.match(body.error, /acme\/bad.*failed to start/, 'with the runtime\'s own failure')
+  t.same(evicted, [], 'acme/a was not unloaded for it')
+  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'acme/a still serves, and nothing of acme/bad is left')
+})
