@@ -16,6 +16,12 @@ export class EventHub<T extends EventMap<T>> {
     (this.listeners[event] ??= []).push(listener)
   }
 
+  /** Calls `listener` on `event` no more (an emit under way still calls it: the list is replaced, not changed). */
+  off<K extends keyof T> (event: K, listener: (...args: T[K]) => void): void {
+    const list = this.listeners[event]
+    if (list !== undefined) this.listeners[event] = list.filter((l) => l !== listener)
+  }
+
   emit<K extends keyof T> (event: K, ...args: T[K]): void {
     const list = this.listeners[event]
     if (list === undefined) return

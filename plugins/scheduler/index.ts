@@ -35,6 +35,7 @@ export default fp(async (app) => {
       swapWaitMs: config.limits.swapWaitMs,
       minResidencyMs: config.limits.minResidencyMs,
       maxPassedOver: config.limits.maxPassedOver,
+      prepareAhead: config.limits.prepareAhead,
       defaultOptions: config.defaultOptions,
       modelOptions: config.models,
     },

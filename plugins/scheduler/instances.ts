@@ -9,9 +9,12 @@ import type { CacheShape, RuntimeProcess, RuntimeSpawnOptions, SchedulableModel,
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
+import { StandbyRuntimes } from './standby-runtimes.js'
 import { StartBackoff } from './start-backoff.js'
 
 const BUSY_STOP_GRACE_MS = 500
+// A preparation waits for the loads given room to end (they would share the processor), at most this long.
+const STANDBY_AFTER_LOAD_MS = 10_000
 
 /** The scheduler's own dependencies, and its room and events. */
 export interface InstancesDeps extends SchedulerDeps {
@@ -29,6 +32,8 @@ export interface Ending {
   graceMs?: number
   /** Its process is already gone (a crash): nothing to stop. @default false */
   exited?: boolean
+  /** Given up for another model's load: a runtime for it is prepared ahead afterwards (standby-runtimes.ts). @default false */
+  standby?: boolean
 }
 
 /**
@@ -40,8 +45,12 @@ export class Instances {
   private readonly list: Instance[] = []
   private readonly backoff = new StartBackoff()
   private readonly endings = new Map<Instance, Promise<void>>()
+  /** Runtimes prepared ahead for models given up for others: a request for one loads from its gate. */
+  readonly standby: StandbyRuntimes
 
-  constructor (private readonly deps: InstancesDeps) {}
+  constructor (private readonly deps: InstancesDeps) {
+    this.standby = new StandbyRuntimes(deps.log)
+  }
 
   all (): readonly Instance[] { return this.list }
 
@@ -92,7 +101,7 @@ export class Instances {
     return done
   }
 
-  private async runEnd (instance: Instance, { reason, save = true, graceMs, exited = false }: Ending): Promise<void> {
+  private async runEnd (instance: Instance, { reason, save = true, graceMs, exited = false, standby = false }: Ending): Promise<void> {
     // Saved only from a runtime that served, that can answer, and whose model generates.
     const served = save && !exited && instance.state === 'loaded' && instance.purpose === 'generate' && instance.process !== null
     // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we are
@@ -113,6 +122,27 @@ export class Instances {
       // A crash says so itself ('runtime died'), and a failed start in its error.
       if (!exited) this.deps.log.info({ model: instance.model.name, reason: (reason instanceof Error ? reason : await reason).message }, 'model unloaded')
     }
+    if (standby && !exited && instance.process !== null) void this.standBy(instance)
+  }
+
+  /**
+   * After a model was given up for another: a runtime for it prepared ahead (standby-runtimes.ts), so that its users'
+   * next request loads from the gate. Made once the model that replaced it has loaded, so that its preparation does
+   * not take the processor from that load. Never throws.
+   */
+  private async standBy (instance: Instance): Promise<void> {
+    const { model, purpose, options } = instance
+    if (!this.preparesAhead() || this.workersOf(model).length > 0) return
+    await this.loadsSettled()
+    // Loaded again meanwhile (its users came back first): nothing to prepare.
+    if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return
+    try {
+      const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
+      if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return
+      this.standby.add(instance, spawn, this.deps.runtimes.create(spawn), this.deps.settings.keepAliveMs)
+    } catch (err) {
+      this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')
+    }
   }
 
   /** Waits for every ending under way (the app closing). */
@@ -129,13 +159,21 @@ export class Instances {
     if (workers.length === 0) await this.deps.room().refuseWhatCannotFit(instance)
     // A model of this machine whose GGUF is there gets its runtime before its room: once it is next in line and waits
     // for a model in its way, its start goes as far as it can without the memory (prepareAhead).
-    const ahead = workers.length === 0 && this.deps.runtimes.preparesAhead?.() === true && store.ggufPath(model, options.dtype) !== null
-    let process = ahead ? await this.makeProcess(instance, ctxSize, {}) : null
-    instance.preparesAhead = process?.prepare !== undefined && process.preparesAhead === true
+    const ahead = workers.length === 0 && this.preparesAhead() && store.ggufPath(model, options.dtype) !== null
     const preparation = { begun: false, failed: null as Error | null }
+    let process: RuntimeProcess | null = null
+    if (ahead) {
+      const spawn = await this.spawnOptions(instance, ctxSize, {})
+      this.stoppedMeanwhile(instance)
+      // One standing by since the model was given up is already at its gate, or on its way there.
+      const standing = this.standby.take(model.name, purpose, spawn)
+      process = standing ?? this.deps.runtimes.create(spawn)
+      instance.preparesAhead = process.prepare !== undefined && process.preparesAhead === true
+      if (standing !== null && instance.preparesAhead) this.prepareAhead(instance, standing, preparation, 'standing by')
+    }
     try {
       const early = process
-      await this.deps.room().make(instance, early !== null && instance.preparesAhead ? () => this.prepareAhead(instance, early, preparation) : undefined)
+      await this.deps.room().make(instance, early !== null && instance.preparesAhead && !preparation.begun ? () => this.prepareAhead(instance, early, preparation, 'waiting for room') : undefined)
     } catch (err) {
       await process?.stop(0)
       throw err
@@ -147,7 +185,9 @@ export class Instances {
     }
     if (process === null) {
       const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
-      process = await this.makeProcess(instance, ctxSize, rpc)
+      const spawn = await this.spawnOptions(instance, ctxSize, rpc)
+      this.stoppedMeanwhile(instance)
+      process = this.deps.runtimes.create(spawn)
     }
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
@@ -182,14 +222,23 @@ export class Instances {
 
   /**
    * Starts a load's runtime up to its gate while the load waits for room (RuntimeProcess.prepare: the process, the
-   * model's metadata and vocabulary, nothing of the memory). A runtime that fails there fails the load at once, so
-   * that no model is unloaded for it.
+   * model's metadata and vocabulary, nothing of the memory), once no load given room is under way (it would share the
+   * processor); one standing by is on its way already. A runtime that fails there fails the load at once, so that no
+   * model is unloaded for it.
    */
-  private prepareAhead (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }): void {
+  private prepareAhead (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: 'waiting for room' | 'standing by'): void {
+    if (how === 'waiting for room') {
+      void this.loadsSettled().then(() => { if (instance.process === null && !instance.ending) this.prepareNow(instance, process, preparation, how) })
+    } else {
+      this.prepareNow(instance, process, preparation, how)
+    }
+  }
+
+  private prepareNow (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: string): void {
     preparation.begun = true
     instance.preparedProcess = process
     const { model, purpose } = instance
-    this.deps.log.info({ model: model.name }, 'preparing a load while it waits for room')
+    this.deps.log.info({ model: model.name, pid: process.pid, how }, 'a load prepared ahead')
     process.prepare!().catch((err: Error) => {
       if ((err as { code?: string }).code === 'runtime_stopped' || instance.ending) return
       preparation.failed = err
@@ -199,12 +248,35 @@ export class Instances {
     })
   }
 
+  /** Whether loads are prepared ahead here: config.yaml's limits.prepare_ahead, and runtimes that can be. */
+  private preparesAhead (): boolean {
+    return this.deps.settings.prepareAhead !== false && this.deps.runtimes.preparesAhead?.() === true
+  }
+
+  /** Resolves once no runtime given room is starting (at the latest after STANDBY_AFTER_LOAD_MS). */
+  private loadsSettled (): Promise<void> {
+    const starting = (): boolean => this.list.some((i) => i.phase === 'starting')
+    if (!starting()) return Promise.resolve()
+    return new Promise<void>((resolve) => {
+      const look = (): void => { if (!starting()) done() }
+      const done = (): void => { clearTimeout(timer); this.deps.events.off('loaded', look); this.deps.events.off('loadFailed', look); resolve() }
+      const timer = setTimeout(done, STANDBY_AFTER_LOAD_MS)
+      this.deps.events.on('loaded', look)
+      this.deps.events.on('loadFailed', look)
+    })
+  }
+
+  /** @throws UnavailableError when the instance was stopped while it waited for a worker, a conversion or the cache folder */
+  private stoppedMeanwhile (instance: Instance): void {
+    if (instance.ending) throw new UnavailableError(`model "${instance.model.name}" was stopped while it waited to load`, 'model_stopped')
+  }
+
   /**
-   * The runtime for an instance: its GGUF (converted first when a SafeTensors model has none of its dtype), its
-   * arguments, and where its slots are saved. Nothing starts yet.
-   * @throws GatewayError 409 when there is no GGUF and no converter; UnavailableError when the instance was stopped meanwhile
+   * How an instance's runtime is spawned: its GGUF (converted first when a SafeTensors model has none of its dtype),
+   * its arguments, and where its slots are saved.
+   * @throws GatewayError 409 when there is no GGUF and no converter
    */
-  private async makeProcess (instance: Instance, ctxSize: number, rpc: { rpcEndpoints?: string[], tensorSplit?: number[] }): Promise<RuntimeProcess> {
+  private async spawnOptions (instance: Instance, ctxSize: number, rpc: { rpcEndpoints?: string[], tensorSplit?: number[] }): Promise<RuntimeSpawnOptions> {
     const { model, options, purpose } = instance
     const { store, promptCache } = this.deps
     let path = store.ggufPath(model, options.dtype)
@@ -219,9 +291,7 @@ export class Instances {
     const caches = purpose === 'generate' ? promptCache : undefined
     // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
     const cacheDir = caches ? await caches.slotSavePath() : null
-    // Stopped while it waited for a worker, a conversion or the cache folder: nothing may be started for it now.
-    if (instance.ending) throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
-    return this.deps.runtimes.create({
+    return {
       modelPath: path,
       alias: model.name,
       ctxSize,
@@ -235,7 +305,7 @@ export class Instances {
       ...rpc,
       ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, store) } : {}),
       ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
-    })
+    }
   }
 
   /**

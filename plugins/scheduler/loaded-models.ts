@@ -4,6 +4,7 @@ import type { Instance, InstanceState } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
 import type { SchedulableModel } from './ports.js'
 import type { SwapReason } from './swap-costs.js'
+import type { StandingBy } from './standby-runtimes.js'
 import { estimateKey, type CostFigures, type WaitEstimate } from './wait-estimate.js'
 
 /** One loaded (or loading) model as /api/ps shows it: a copy, taken when asked. */
@@ -39,15 +40,18 @@ export interface LoadedModel {
   readonly swap: { replaced: string, reason: SwapReason } | null
 }
 
-/** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
-export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap']): LoadedModel[] {
+/**
+ * What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. Runtimes prepared ahead
+ * (waiting for room, or standing by after their model was given up) show as `prepared`, holding none of the room.
+ */
+export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap'], standing: readonly StandingBy[] = []): LoadedModel[] {
   const now = Date.now()
   // An instance still waiting for room is not a loaded (or loading) model yet; one whose runtime is prepared shows as such.
-  return instances.filter((i) => i.process !== null || i.preparedProcess !== null).map((i) => ({
+  const loaded = instances.filter((i) => i.process !== null || i.preparedProcess !== null).map((i) => ({
     model: i.model,
     purpose: i.purpose,
     state: i.process === null ? 'prepared' as const : i.state,
-    estimatedBytes: i.estimatedBytes,
+    estimatedBytes: i.process === null ? 0 : i.estimatedBytes,
     ...contextFigures(i),
     parallel: i.options.num_parallel,
     // While busy, a model is due to unload its keep-alive after the current requests end.
@@ -62,6 +66,24 @@ export function loadedModels (instances: readonly Instance[], estimate: WaitEsti
     costs: estimate.figures(estimateKey(i.model.name, i.purpose), i.model.name),
     swap: swapOf(i),
   }))
+  return [...loaded, ...standing.map(({ instance: i, process, expiresAt }) => ({
+    model: i.model,
+    purpose: i.purpose,
+    state: 'prepared' as const,
+    estimatedBytes: 0,
+    ...contextFigures(i),
+    parallel: i.options.num_parallel,
+    expiresAt,
+    pid: process.pid ?? null,
+    backend: process.backend,
+    activeRequests: 0,
+    queuedRequests: 0,
+    loading: null,
+    expectedWaitMs: null,
+    rpcWorkers: [],
+    costs: estimate.figures(estimateKey(i.model.name, i.purpose), i.model.name),
+    swap: null,
+  }))]
 }
 
 /** What a slot of the instance holds now (llama-server caps it at the trained context), and the most it grows to. */

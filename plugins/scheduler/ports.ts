@@ -78,6 +78,8 @@ export interface SchedulerSettings {
   minResidencyMs?: number
   /** A load waiting for room that this many swaps of other models went ahead of goes first. @default unbounded */
   maxPassedOver?: number
+  /** Runtimes are prepared while their load waits for room, and stand by for models given up (RuntimeProcess.prepare). @default true */
+  prepareAhead?: boolean
   defaultOptions: Options
   /**
    * config.yaml's `models`: options and llama-server arguments per model (model file items: names or absolute paths),

@@ -59,7 +59,7 @@ export class Scheduler implements LeaseSource {
       estimate: this.estimate,
       workersOf: (model) => this.instances.workersOf(model),
       // A request waits on this unload, and the victim is idle: killed at once, not asked to finish.
-      evict: (victim) => this.instances.end(victim, { reason: new UnavailableError('evicted'), graceMs: 0 }),
+      evict: (victim) => this.instances.end(victim, { reason: new UnavailableError('evicted'), graceMs: 0, standby: true }),
       reload: (name, purpose) => this.load(name, { purpose }),
       closing: () => this.closing,
       events: this.events,
@@ -112,6 +112,7 @@ export class Scheduler implements LeaseSource {
   async stop (name: string): Promise<void> {
     const model = this.deps.store.get(name)
     this.room.notAgain(model.name) // stopped on purpose: not loaded again by itself
+    this.instances.standby.drop(model.name, 'the model was stopped')
     await this.endAll((i) => i.model.name === model.name, new UnavailableError(`model "${model.name}" was stopped`, 'model_stopped'))
   }
 
@@ -129,13 +130,14 @@ export class Scheduler implements LeaseSource {
   /** Stops everything: the app is closing. */
   async unloadAll (): Promise<void> {
     this.closing = true
+    this.instances.standby.close()
     await this.endAll(() => true, new UnavailableError('the server is shutting down'))
     await this.instances.ended()
   }
 
   /** What is loaded now, for /api/ps. */
   snapshot (): LoadedModel[] {
-    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model), (i) => this.room.swapOf(i))
+    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model), (i) => this.room.swapOf(i), this.instances.standby.list())
   }
 
   /** What the swap decision has measured of a model's generating runtime (wait-estimate.ts), for /metrics. */

@@ -30,8 +30,12 @@ export class RuntimeLauncher {
   /** Bytes free for models right now on the chosen backend's memory. */
   freeMemory (): Promise<number> { return this.registry.freeMemory() }
 
-  /** Whether the chosen build's starts can be prepared while a load waits for room (its `--load-gate`: LlamaServer.prepare). */
-  preparesAhead (): boolean { return this.registry.chosen?.features.loadGate === true }
+  /**
+   * Whether the chosen build's starts can be prepared while a load waits for room (its `--load-gate`:
+   * LlamaServer.prepare). CPU builds only: a GPU build sets its devices up before the gate, asking each its free
+   * memory, which may make a device context that the room does not count (not measured yet on a GPU).
+   */
+  preparesAhead (): boolean { return this.registry.chosen?.features.loadGate === true && this.registry.chosen.backend === 'cpu' }
 
   /** A process ready to be started. @throws RuntimeError when no build exists */
   create (options: RuntimeSpawnOptions): LlamaServer {

@@ -28,3 +28,17 @@ t.test('a listener that throws is reported, and neither the emitter nor the othe
   quiet.on('gone', () => { throw new Error('x') })
   t.doesNotThrow(() => quiet.emit('gone'), 'without a reporter: ignored')
 })
+
+t.test('off: a listener removed hears nothing more, and one removed during an emit does not make another miss it', async (t) => {
+  const hub = new EventHub<Events>()
+  const heard: string[] = []
+  const first = (): void => { heard.push('first'); hub.off('gone', first) }
+  hub.on('gone', first)
+  hub.on('gone', () => heard.push('second'))
+  hub.emit('gone')
+  hub.emit('gone')
+  t.same(heard, ['first', 'second', 'second'])
+  hub.off('gone', () => {})
+  hub.emit('gone')
+  t.same(heard, ['first', 'second', 'second', 'second'], 'removing a listener never added changes nothing')
+})

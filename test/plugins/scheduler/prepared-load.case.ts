@@ -77,3 +77,62 @@ t.test('a model whose runtime fails while prepared fails its requests at once, a
   t.same(evicted, [], 'acme/a was not unloaded for it')
   t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'acme/a still serves, and nothing of acme/bad is left')
 })
+
+t.test('a model given up for another stands by, prepared: its next request loads from its gate; a stop ends it', async (t) => {
+  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    limits: { max_loaded_models: 1, min_residency: '0s' },
+    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
+  })
+  const loads: Array<{ model: string, prepared: boolean }> = []
+  app.scheduler.events.on('loaded', (model, _purpose, _seconds, prepared) => loads.push({ model, prepared }))
+  const ask = async (model: string): Promise<void> => {
+    const res = await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })
+    t.equal(res.status, 200, `${model} answered`)
+    await res.arrayBuffer()
+  }
+  await ask('acme/a')
+  await ask('acme/b')
+  const standing = await until('acme/a standing by once acme/b has loaded', async () => (await ps(url)).find((m) => m.name === 'acme/a' && m.state === 'prepared'))
+  t.ok(standing.pid !== null && isAlive(standing.pid), 'its runtime runs, parked')
+  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/b', 'loaded'], ['acme/a', 'prepared']], '/api/ps: acme/b serves, acme/a stands by')
+  t.equal((await (await fetch(`${url}/api/ps`)).json() as { models: Array<{ size: number }> }).models[1]!.size, 0, 'holding none of the room')
+
+  await ask('acme/a')
+  t.same(loads, [{ model: 'acme/a', prepared: false }, { model: 'acme/b', prepared: false }, { model: 'acme/a', prepared: true }], 'acme/a came back from its gate')
+  const [back] = await ps(url)
+  t.equal(back!.name, 'acme/a')
+  t.equal(back!.pid, standing.pid, 'the runtime that stood by is the one that serves')
+
+  const bStanding = await until('acme/b standing by in turn', async () => (await ps(url)).find((m) => m.name === 'acme/b' && m.state === 'prepared'))
+  await fetch(`${url}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/b' }) })
+  await until('acme/b\'s parked runtime gone once the model is stopped', () => !isAlive(bStanding.pid!))
+  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'nothing of acme/b is left')
+})
+
+t.test('a runtime standing by goes when its keep-alive passes unused', async (t) => {
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    keep_alive: '2s',
+    limits: { max_loaded_models: 1, min_residency: '0s' },
+    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
+  })
+  for (const model of ['acme/a', 'acme/b']) await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
+  const standing = await until('acme/a standing by', async () => (await ps(url)).find((m) => m.name === 'acme/a' && m.state === 'prepared'))
+  await until('its runtime gone after the keep-alive', () => !isAlive(standing.pid!), 20_000)
+  t.notOk((await ps(url)).some((m) => m.name === 'acme/a'), 'no longer in /api/ps')
+})
+
+t.test('limits.prepare_ahead false: every load starts from nothing, and nothing stands by', async (t) => {
+  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    limits: { max_loaded_models: 1, min_residency: '0s', prepare_ahead: false },
+    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
+  })
+  const loads: boolean[] = []
+  app.scheduler.events.on('loaded', (_model, _purpose, _seconds, prepared) => loads.push(prepared))
+  const states = new Set<string>()
+  for (const model of ['acme/a', 'acme/b', 'acme/a', 'acme/b']) {
+    await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
+    for (const m of await ps(url)) states.add(m.state)
+  }
+  t.same(loads, [false, false, false, false], 'four whole loads')
+  t.notOk(states.has('prepared'), '/api/ps never showed a prepared runtime')
+})

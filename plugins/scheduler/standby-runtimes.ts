@@ -1,0 +1,84 @@
+import type { Logger } from '../../core/logger.js'
+import type { Instance } from './instance.js'
+import type { RuntimeProcess, RuntimeSpawnOptions } from './ports.js'
+
+// Parked runtimes hold a process and the model's vocabulary in host memory (60-110 MB for 128k-262k tokens), nothing
+// of the room: two cover the models a one-room machine swaps between most.
+const MAX_STANDING_BY = 2
+
+interface Standing { key: string, model: string, options: string, process: RuntimeProcess, timer: NodeJS.Timeout | null, instance: Instance, expiresAt: number | null }
+
+/** A runtime standing by, for /api/ps: the instance it was prepared after (its model and options), and until when. */
+export interface StandingBy { instance: Instance, process: RuntimeProcess, expiresAt: number | null }
+
+/**
+ * Runtimes prepared ahead for models that were given up for another while their users were at work
+ * (RuntimeProcess.prepare: parked before the model's memory): a request for one starts from its gate, as a load that
+ * waited for room does. One per model, the most recent MAX_STANDING_BY kept; each stopped when its keep-alive passes
+ * unused, when its model is stopped, or when the scheduler closes.
+ */
+export class StandbyRuntimes {
+  private readonly standing = new Map<string, Standing>()
+  private closed = false
+
+  constructor (private readonly log: Pick<Logger, 'info'>) {}
+
+  /** The runtimes standing by now, oldest first. */
+  list (): StandingBy[] { return [...this.standing.values()].map(({ instance, process, expiresAt }) => ({ instance, process, expiresAt })) }
+
+  /**
+   * Parks `process` (made with `options`) for the model and purpose of `instance`, which was given up, until taken or
+   * `keepAliveMs` passes; replaces one already there.
+   */
+  add (instance: Instance, options: RuntimeSpawnOptions, process: RuntimeProcess, keepAliveMs: number): void {
+    if (this.closed) { void process.stop(0); return }
+    const model = instance.model.name
+    const key = keyOf(model, instance.purpose)
+    this.dropKey(key, 'replaced')
+    const timer = Number.isFinite(keepAliveMs) ? setTimeout(() => this.dropKey(key, 'keep_alive expired'), keepAliveMs) : null
+    timer?.unref()
+    const standing: Standing = { key, model, options: JSON.stringify(options), process, timer, instance, expiresAt: Number.isFinite(keepAliveMs) ? Date.now() + keepAliveMs : null }
+    this.standing.set(key, standing)
+    process.onExit(() => { if (this.standing.get(key) === standing) this.forget(standing) })
+    process.prepare!().catch(() => { if (this.standing.get(key) === standing) this.dropKey(key, 'its preparation failed') })
+    const oldest = this.standing.size > MAX_STANDING_BY ? this.standing.keys().next().value : undefined
+    if (oldest !== undefined) this.dropKey(oldest, 'others were given up since')
+    this.log.info({ model, pid: process.pid }, 'a runtime stands by for a model given up for another')
+  }
+
+  /** The runtime standing by for `model` and `purpose`, if made with these very options; it stands by no more. */
+  take (model: string, purpose: string, options: RuntimeSpawnOptions): RuntimeProcess | null {
+    const key = keyOf(model, purpose)
+    const standing = this.standing.get(key)
+    if (standing === undefined) return null
+    if (standing.options !== JSON.stringify(options)) { this.dropKey(key, 'other options asked for'); return null }
+    this.forget(standing)
+    return standing.process
+  }
+
+  /** Stops the runtimes standing by for `model`, whatever their purpose. */
+  drop (model: string, why: string): void {
+    for (const standing of [...this.standing.values()]) if (standing.model === model) this.dropKey(standing.key, why)
+  }
+
+  /** Stops every one, and parks none from now on: the scheduler is closing. */
+  close (): void {
+    this.closed = true
+    for (const key of [...this.standing.keys()]) this.dropKey(key, 'the server is shutting down')
+  }
+
+  private dropKey (key: string, why: string): void {
+    const standing = this.standing.get(key)
+    if (standing === undefined) return
+    this.forget(standing)
+    this.log.info({ model: standing.model, why }, 'a runtime standing by stopped')
+    void standing.process.stop(0)
+  }
+
+  private forget (standing: Standing): void {
+    if (standing.timer !== null) clearTimeout(standing.timer)
+    this.standing.delete(standing.key)
+  }
+}
+
+function keyOf (model: string, purpose: string): string { return `${model}\0${purpose}` }
