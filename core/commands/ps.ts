@@ -4,7 +4,7 @@ import { shortId } from './list.js'
 
 interface Running {
   name: string, digest: string, size: number, size_vram: number, context_length: number, expires_at: string,
-  state: 'prepared' | 'loading' | 'loaded' | 'unloading', purpose: string, runtime: string | null, active_requests: number, queued_requests: number
+  state: 'loading' | 'loaded' | 'unloading', purpose: string, runtime: string | null, active_requests: number, queued_requests: number
   /** Absent from an older llamagate's (and Ollama's) answer: those run every model here. */
   where?: 'local' | 'upstream', upstream?: string
 }
@@ -51,7 +51,6 @@ function processor (m: Running): string {
 }
 
 function until (m: Running): string {
-  if (m.state === 'prepared') return 'waiting for room...'
   if (m.state === 'loading') return 'loading...'
   if (m.state === 'unloading') return 'stopping...'
   if (new Date(m.expires_at).getUTCFullYear() >= FOREVER_YEAR) return 'forever'

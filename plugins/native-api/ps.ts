@@ -10,7 +10,7 @@ const seconds = (ms: number): number => Math.round(ms / 100) / 10
 const orNull = (value: number | null, shape: (v: number) => number): number | null => value === null ? null : shape(value)
 
 const ps: FastifyPluginAsyncTypebox = async (app) => {
-  app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name' } }, schema: { response: { 200: PsReply } } }, async () => {
+  app.get('/api/ps', { config: { scope: 'any', modelList: { field: 'models', key: 'name', alsoFields: ['prepared'] } }, schema: { response: { 200: PsReply } } }, async () => {
     const local = app.scheduler.snapshot().map((m) => ({
       name: m.model.name,
       model: m.model.name,
@@ -52,7 +52,9 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       swap: m.swap,
       where: 'local' as const,
     }))
-    return { models: [...local, ...upstreamsInUse(app.leases.requestCounts(), app.upstreams.list())] }
+    // Runtimes prepared ahead hold none of the room and serve nothing yet: apart from the models, which are Ollama's.
+    const prepared = app.scheduler.prepared().map((p) => ({ name: p.model, purpose: p.purpose, pid: p.pid, why: p.why, expires_at: p.expiresAt === null ? null : new Date(p.expiresAt).toISOString() }))
+    return { models: [...local, ...upstreamsInUse(app.leases.requestCounts(), app.upstreams.list())], prepared }
   })
 
   app.post('/api/stop', { config: { scope: 'manage' }, schema: { body: ModelBody } }, async (request) => {

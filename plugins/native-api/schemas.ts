@@ -78,7 +78,7 @@ export const PsEntry = Type.Object({
   context_length: Type.Integer(),
   max_context_length: Type.Integer(),
   num_parallel: Type.Integer(),
-  state: Type.Union([Type.Literal('prepared'), Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
+  state: Type.Union([Type.Literal('loading'), Type.Literal('loaded'), Type.Literal('unloading')]),
   purpose: Type.String(),
   runtime: Type.Union([Type.String(), Type.Null()]),
   pid: Type.Union([Type.Integer(), Type.Null()]),
@@ -95,4 +95,12 @@ export const PsEntry = Type.Object({
   remote_host: Type.Optional(Type.String()),
   remote_model: Type.Optional(Type.String()),
 })
-export const PsReply = Type.Object({ models: Type.Array(PsEntry) })
+// A runtime prepared ahead, none of the room taken: its load waits for room, or its model was given up for another.
+export const PreparedEntry = Type.Object({
+  name: Type.String(),
+  purpose: Type.Union([Type.Literal('generate'), Type.Literal('embed'), Type.Literal('rerank')]),
+  pid: Type.Union([Type.Integer(), Type.Null()]),
+  why: Type.Union([Type.Literal('waiting_for_room'), Type.Literal('standing_by')]),
+  expires_at: Type.Union([Type.String(), Type.Null()]),
+})
+export const PsReply = Type.Object({ models: Type.Array(PsEntry), prepared: Type.Optional(Type.Array(PreparedEntry)) })

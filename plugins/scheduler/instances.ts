@@ -133,12 +133,14 @@ export class Instances {
   private async standBy (instance: Instance): Promise<void> {
     const { model, purpose, options } = instance
     if (!this.preparesAhead() || this.workersOf(model).length > 0) return
+    // A stop or delete of the model meanwhile leaves nothing standing by for it.
+    const generation = this.standby.generation(model.name)
     await this.loadsSettled()
     // Loaded again meanwhile (its users came back first): nothing to prepare.
     if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return
     try {
       const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
-      if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return
+      if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose) || this.standby.generation(model.name) !== generation) return
       this.standby.add(instance, spawn, this.deps.runtimes.create(spawn), this.deps.settings.keepAliveMs)
     } catch (err) {
       this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')

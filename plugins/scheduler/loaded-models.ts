@@ -12,8 +12,7 @@ export interface LoadedModel {
   readonly model: SchedulableModel
   /** What the instance was started for. */
   readonly purpose: Purpose
-  /** `prepared`: waiting for room, its runtime started as far as it goes without the memory (RuntimeProcess.prepare). */
-  readonly state: InstanceState | 'prepared'
+  readonly state: InstanceState
   readonly estimatedBytes: number
   /** Tokens one slot holds now (num_ctx, capped at the trained context as llama-server caps it). */
   readonly contextLength: number
@@ -40,24 +39,21 @@ export interface LoadedModel {
   readonly swap: { replaced: string, reason: SwapReason } | null
 }
 
-/**
- * What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. Runtimes prepared ahead
- * (waiting for room, or standing by after their model was given up) show as `prepared`, holding none of the room.
- */
-export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap'], standing: readonly StandingBy[] = []): LoadedModel[] {
+/** What is loaded now, for /api/ps: copies, so that nothing outside changes an instance. */
+export function loadedModels (instances: readonly Instance[], estimate: WaitEstimate, workersOf: (model: Instance['model']) => string[], swapOf: (instance: Instance) => LoadedModel['swap']): LoadedModel[] {
   const now = Date.now()
-  // An instance still waiting for room is not a loaded (or loading) model yet; one whose runtime is prepared shows as such.
-  const loaded = instances.filter((i) => i.process !== null || i.preparedProcess !== null).map((i) => ({
+  // An instance still waiting for room has started nothing: it is not a loaded (or loading) model yet.
+  return instances.filter((i) => i.process !== null).map((i) => ({
     model: i.model,
     purpose: i.purpose,
-    state: i.process === null ? 'prepared' as const : i.state,
-    estimatedBytes: i.process === null ? 0 : i.estimatedBytes,
+    state: i.state,
+    estimatedBytes: i.estimatedBytes,
     ...contextFigures(i),
     parallel: i.options.num_parallel,
     // While busy, a model is due to unload its keep-alive after the current requests end.
     expiresAt: i.expiresAtFrom(now),
-    pid: (i.process ?? i.preparedProcess)?.pid ?? null,
-    backend: (i.process ?? i.preparedProcess)?.backend ?? null,
+    pid: i.process?.pid ?? null,
+    backend: i.process?.backend ?? null,
     activeRequests: i.active,
     // Those waiting for the load are in its queue too: they take a slot, in order, once it serves.
     queuedRequests: i.queued + i.awaitingLoad,
@@ -66,24 +62,6 @@ export function loadedModels (instances: readonly Instance[], estimate: WaitEsti
     costs: estimate.figures(estimateKey(i.model.name, i.purpose), i.model.name),
     swap: swapOf(i),
   }))
-  return [...loaded, ...standing.map(({ instance: i, process, expiresAt }) => ({
-    model: i.model,
-    purpose: i.purpose,
-    state: 'prepared' as const,
-    estimatedBytes: 0,
-    ...contextFigures(i),
-    parallel: i.options.num_parallel,
-    expiresAt,
-    pid: process.pid ?? null,
-    backend: process.backend,
-    activeRequests: 0,
-    queuedRequests: 0,
-    loading: null,
-    expectedWaitMs: null,
-    rpcWorkers: [],
-    costs: estimate.figures(estimateKey(i.model.name, i.purpose), i.model.name),
-    swap: null,
-  }))]
 }
 
 /** What a slot of the instance holds now (llama-server caps it at the trained context), and the most it grows to. */
@@ -101,8 +79,6 @@ function contextFigures (i: Instance): Pick<LoadedModel, 'contextLength' | 'maxC
 function waitFigures (i: Instance, estimate: WaitEstimate, now: number): Pick<LoadedModel, 'loading' | 'expectedWaitMs'> {
   const key = estimateKey(i.model.name, i.purpose)
   const line = i.queued + i.awaitingLoad
-  // Prepared, it waits for room: its load has not begun.
-  if (i.process === null) return { loading: null, expectedWaitMs: null }
   if (i.state === 'loading') {
     const elapsedMs = now - i.loadStartedAt
     const loadMs = estimate.loadMs(key)
@@ -133,4 +109,27 @@ export function requestCounts (instances: readonly Instance[]): Map<string, { in
 export function loadedRuntimes (instances: readonly Instance[]): Array<{ model: string, purpose: Purpose, endpoint: RuntimeEndpoint }> {
   return instances.filter((i) => i.state === 'loaded' && i.process !== null)
     .map((i) => ({ model: i.model.name, purpose: i.purpose, endpoint: i.process!.endpoint }))
+}
+
+/**
+ * A runtime prepared ahead (RuntimeProcess.prepare): its process and the model's vocabulary, none of the room.
+ * `waiting_for_room`: its load waits for a model in its way; `standing_by`: its model was given up for another, and
+ * its users' next request loads from it.
+ */
+export interface PreparedRuntime {
+  readonly model: string
+  readonly purpose: Purpose
+  readonly pid: number | null
+  readonly why: 'waiting_for_room' | 'standing_by'
+  /** When one standing by is stopped unless a request takes it (ms since epoch); null: kept, or waiting for room. */
+  readonly expiresAt: number | null
+}
+
+/** The runtimes prepared ahead now, for /api/ps: those of loads waiting for room, then those standing by. */
+export function preparedRuntimes (instances: readonly Instance[], standing: readonly StandingBy[]): PreparedRuntime[] {
+  return [
+    ...instances.filter((i) => i.process === null && i.preparedProcess !== null && !i.ending)
+      .map((i) => ({ model: i.model.name, purpose: i.purpose, pid: i.preparedProcess!.pid ?? null, why: 'waiting_for_room' as const, expiresAt: null })),
+    ...standing.map(({ instance, process, expiresAt }) => ({ model: instance.model.name, purpose: instance.purpose, pid: process.pid ?? null, why: 'standing_by' as const, expiresAt })),
+  ]
 }

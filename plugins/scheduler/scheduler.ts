@@ -10,7 +10,7 @@ import { reportWait, type Seat, type WaitReport } from '../leases/key-line.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { answerWatched } from '../leases/answer-begun.js'
-import { loadedModels, loadedRuntimes, requestCounts, type LoadedModel } from './loaded-models.js'
+import { loadedModels, loadedRuntimes, preparedRuntimes, requestCounts, type LoadedModel, type PreparedRuntime } from './loaded-models.js'
 import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { planRequest, type RequestPlan } from './request-plan.js'
 import { Room } from './room.js'
@@ -137,7 +137,12 @@ export class Scheduler implements LeaseSource {
 
   /** What is loaded now, for /api/ps. */
   snapshot (): LoadedModel[] {
-    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model), (i) => this.room.swapOf(i), this.instances.standby.list())
+    return loadedModels(this.instances.all(), this.estimate, (model) => this.instances.workersOf(model), (i) => this.room.swapOf(i))
+  }
+
+  /** The runtimes prepared ahead now (none of them loaded), for /api/ps. */
+  prepared (): PreparedRuntime[] {
+    return preparedRuntimes(this.instances.all(), this.instances.standby.list())
   }
 
   /** What the swap decision has measured of a model's generating runtime (wait-estimate.ts), for /metrics. */

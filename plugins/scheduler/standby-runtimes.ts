@@ -19,6 +19,8 @@ export interface StandingBy { instance: Instance, process: RuntimeProcess, expir
  */
 export class StandbyRuntimes {
   private readonly standing = new Map<string, Standing>()
+  /** How often each model's runtimes were stopped by drop(): one made across a stop is not parked. */
+  private readonly drops = new Map<string, number>()
   private closed = false
 
   constructor (private readonly log: Pick<Logger, 'info'>) {}
@@ -56,8 +58,12 @@ export class StandbyRuntimes {
     return standing.process
   }
 
+  /** Changes whenever `model`'s runtimes are dropped (stopped, deleted): compare before and after making one. */
+  generation (model: string): number { return this.drops.get(model) ?? 0 }
+
   /** Stops the runtimes standing by for `model`, whatever their purpose. */
   drop (model: string, why: string): void {
+    this.drops.set(model, this.generation(model) + 1)
     for (const standing of [...this.standing.values()]) if (standing.model === model) this.dropKey(standing.key, why)
   }
 

@@ -29,8 +29,8 @@ declare module 'fastify' {
      * a request names in its body (`model`, `name`, `source`, `destination`, `from`) or path must be the key's.
      */
     scope?: Scope | 'any'
-    /** The answer lists models (`field`, each named by `key`): a key sees only those it may use. */
-    modelList?: { field: string, key: string }
+    /** The answer lists models (`field`, and any `alsoFields`, each named by `key`): a key sees only those it may use. */
+    modelList?: { field: string, key: string, alsoFields?: string[] }
   }
 }
 

@@ -155,14 +155,19 @@ export class RequestGuard {
     const list = request.routeOptions.config.modelList
     const grant = request.grant
     if (grant === null || list === undefined || typeof payload !== 'object' || payload === null) return payload
-    const items = (payload as Record<string, unknown>)[list.field]
-    if (!Array.isArray(items)) return payload
-    const allowed = items.filter((item) => {
-      const name = (item as Record<string, unknown>)[list.key]
-      return typeof name === 'string' && allowsModel(grant, name, this.options.reach(name))
-    })
+    const cut = (field: string): unknown[] | null => {
+      const items = (payload as Record<string, unknown>)[field]
+      return !Array.isArray(items) ? null : items.filter((item) => {
+        const name = (item as Record<string, unknown>)[list.key]
+        return typeof name === 'string' && allowsModel(grant, name, this.options.reach(name))
+      })
+    }
+    // Other lists of the same reply (/api/ps's prepared runtimes) are cut the same way.
+    const others = Object.fromEntries((list.alsoFields ?? []).flatMap((field) => { const allowed = cut(field); return allowed === null ? [] : [[field, allowed]] }))
+    const allowed = cut(list.field)
+    if (allowed === null) return { ...payload, ...others }
     // Anthropic's list names its first and last model apart from the list.
     const ends = 'first_id' in payload ? { first_id: (allowed[0] as { id?: string } | undefined)?.id ?? null, last_id: (allowed.at(-1) as { id?: string } | undefined)?.id ?? null } : {}
-    return { ...payload, [list.field]: allowed, ...ends }
+    return { ...payload, ...others, [list.field]: allowed, ...ends }
   }
 }

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { BlobSample } from './soak-hostile-report.js'
-import { blobFolder, closeConnections, countByComm, describeFds, http, markedProcesses, partialModels, ps, resources, type ResourceSample } from './soak-probes.js'
+import { blobFolder, closeConnections, countByComm, describeFds, http, markedProcesses, partialModels, psWithPrepared, resources, type ResourceSample } from './soak-probes.js'
 import { round } from '../stats.js'
 
 // The soak's watch on the gateway while the load runs: RSS and descriptors every second, its processes against
@@ -11,7 +11,8 @@ import { round } from '../stats.js'
 const ORPHAN_AFTER_MS = 15_000
 
 export interface Quiet { at_s: number, rss_mib: number, fds: number, fd_kinds: Record<string, number>, processes: Record<string, number>, loaded_models: number }
-export interface ProcessSample { t: number, counts: Record<string, number>, llamaServers: number, instances: number }
+/** `llamaServers`: those serving or loading; `prepared`: those prepared ahead (none of the room). */
+export interface ProcessSample { t: number, counts: Record<string, number>, llamaServers: number, prepared: number, instances: number }
 
 export interface MonitorOptions {
   base: string
@@ -65,12 +66,15 @@ export class Monitor {
 
   private async measureQuietNow (label: string): Promise<Quiet> {
     const { base, gatewayPid, since } = this.o
-    for (const entry of await ps(base)) {
-      await http(`${base}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: entry.name }) })
+    // A stop ends a model's runtimes prepared ahead too (standing by after it was given up for another).
+    const listed = await psWithPrepared(base)
+    for (const name of new Set([...listed.models, ...listed.prepared].map((e) => e.name))) {
+      await http(`${base}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: name }) })
     }
     let loaded = 0
     for (let i = 0; i < 150; i++) {
-      loaded = (await ps(base)).length
+      const now = await psWithPrepared(base)
+      loaded = now.models.length + now.prepared.length
       if (loaded === 0) break
       await sleep(100)
     }
@@ -124,10 +128,12 @@ export class Monitor {
     if (this.o.hostile) this.blobSamples.push({ t: since(), ...await blobFolder(this.o.modelsDir) })
     if (tick % 3 === 0) {
       const procs = await markedProcesses(mark)
-      const instances = await ps(base)
+      const { models: instances, prepared } = await psWithPrepared(base)
       const servers = procs.filter((p) => p.comm === 'llama-server')
-      this.processSamples.push({ t: Math.round(since()), counts: countByComm(procs.filter((p) => p.pid !== gatewayPid)), llamaServers: servers.length, instances: instances.length })
-      this.lookForOrphans(servers.map((s) => s.pid), new Set(instances.map((e) => e.pid).filter((p) => p !== null)))
+      // A runtime prepared ahead holds none of the room: counted apart from those serving or loading.
+      const preparedPids = new Set(prepared.map((e) => e.pid).filter((p) => p !== null))
+      this.processSamples.push({ t: Math.round(since()), counts: countByComm(procs.filter((p) => p.pid !== gatewayPid)), llamaServers: servers.filter((s) => !preparedPids.has(s.pid)).length, prepared: servers.length - servers.filter((s) => !preparedPids.has(s.pid)).length, instances: instances.length })
+      this.lookForOrphans(servers.map((s) => s.pid), new Set([...instances, ...prepared].map((e) => e.pid).filter((p) => p !== null)))
     }
     if (tick % 5 === 0) await this.checkModels(`at ${Math.round(since())} s`)
   }

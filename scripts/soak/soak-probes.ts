@@ -85,9 +85,18 @@ export async function cpuSeconds (pid: number): Promise<number> {
 export interface PsEntry { name: string, state: string, purpose: string, pid: number | null, active_requests: number, queued_requests: number }
 
 export async function ps (base: string): Promise<PsEntry[]> {
+  return (await psWithPrepared(base)).models
+}
+
+/** A runtime prepared ahead (none of the room: its load waits for room, or its model was given up for another). */
+export interface PreparedEntry { name: string, pid: number | null, why: string }
+
+/** /api/ps whole: the models, and the runtimes prepared ahead beside them. */
+export async function psWithPrepared (base: string): Promise<{ models: PsEntry[], prepared: PreparedEntry[] }> {
   const res = await http(`${base}/api/ps`, { signal: AbortSignal.timeout(15_000) })
   if (res.status !== 200) throw new Error(`/api/ps answered ${res.status}`)
-  return ((await res.json()) as { models: PsEntry[] }).models
+  const body = await res.json() as { models: PsEntry[], prepared?: PreparedEntry[] }
+  return { models: body.models, prepared: body.prepared ?? [] }
 }
 
 /** `remote_host`: a model one of config.yaml's upstreams lists, not one on this disk. */

@@ -131,6 +131,7 @@ export function buildReport (r: ReportInput) {
       orphans_while_running: r.orphans,
       peak_llama_servers: peak,
       peak_instances_listed: r.processSamples.reduce((m, s) => Math.max(m, s.instances), 0),
+      peak_prepared: r.processSamples.reduce((m, s) => Math.max(m, s.prepared), 0),
       samples: r.processSamples.length,
       gateway_exit: r.exit,
     },
@@ -172,7 +173,7 @@ export function printLedger (report: Report, say: (line?: string) => void): void
   const g = report.gateway_log
   say(`gateway log: ${g.loads} loads, ${g.evictions} evictions, ${g.runtime_died} runtime deaths, ${g.unloads} unloads; levels ${JSON.stringify(g.by_level)}`)
   for (const [line, n] of Object.entries(g.warnings_and_errors)) say(`  ${String(n).padStart(6)}  ${line}`)
-  say(`\nprocesses left after the gateway exited: ${report.processes.left_after_exit}${report.processes.left_after_exit_pids.length > 0 ? ` (${report.processes.left_after_exit_pids.join(', ')})` : ''}; orphans while running: ${report.processes.orphans_while_running.length}; peak llama-servers ${report.processes.peak_llama_servers} (instances listed ${report.processes.peak_instances_listed}); gateway exit ${report.processes.gateway_exit.code ?? report.processes.gateway_exit.signal} in ${report.processes.gateway_exit.ms} ms`)
+  say(`\nprocesses left after the gateway exited: ${report.processes.left_after_exit}${report.processes.left_after_exit_pids.length > 0 ? ` (${report.processes.left_after_exit_pids.join(', ')})` : ''}; orphans while running: ${report.processes.orphans_while_running.length}; peak llama-servers ${report.processes.peak_llama_servers} (instances listed ${report.processes.peak_instances_listed}; prepared ahead besides ${report.processes.peak_prepared}); gateway exit ${report.processes.gateway_exit.code ?? report.processes.gateway_exit.signal} in ${report.processes.gateway_exit.ms} ms`)
   say(`partial models listed: ${report.models.partial_listed} (${report.models.checks} checks)`)
   const q = report.resources
   say(`\ngateway, quiet (no client, no model loaded):  RSS MiB / fds`)

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { isAlive } from '../../../core/process-alive.js'
+import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
@@ -12,9 +13,14 @@ import { until } from '../../helpers/until.js'
 // in its way goes, it loads on from there. Real llama-servers: the busy model is kept busy by a long answer.
 
 interface PsModel { name: string, state: string, pid: number | null, estimates?: Record<string, number | null>, swap?: { replaced: string, reason: string } | null }
+interface Prepared { name: string, pid: number | null, why: string, expires_at: string | null }
 
 async function ps (url: string): Promise<PsModel[]> {
   return ((await (await fetch(`${url}/api/ps`)).json()) as { models: PsModel[] }).models
+}
+
+async function prepared (url: string): Promise<Prepared[]> {
+  return ((await (await fetch(`${url}/api/ps`)).json()) as { prepared: Prepared[] }).prepared
 }
 
 /** Two models that do not fit together; acme/a answers for as long as the test lets it. */
@@ -36,9 +42,13 @@ t.test('a load waiting for a busy model is prepared meanwhile, then loads from i
   await firstEvent(long)
   const b = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 2 } })
 
-  const waiting = await until('acme/b prepared while acme/a serves', async () => (await ps(url)).find((m) => m.name === 'acme/b' && m.state === 'prepared'))
+  const waiting = await until('acme/b prepared while acme/a serves', async () => (await prepared(url)).find((m) => m.name === 'acme/b'))
+  t.equal(waiting.why, 'waiting_for_room')
+  t.equal(waiting.expires_at, null)
   t.ok(waiting.pid !== null && isAlive(waiting.pid), '/api/ps names its llama-server, alive')
-  t.match(readFileSync(`/proc/${waiting.pid}/cmdline`, 'utf8').split('\0').join(' '), /--load-gate \S+\.gate/, 'started with a gate')
+  // Its pid is the shell's until it execs llama-server in place (runtimes/process/watchdog.ts).
+  const cmdline = await until('its llama-server running', () => { const c = readFileSync(`/proc/${waiting.pid}/cmdline`, 'utf8').split('\0').join(' '); return c.includes('llama-server') ? c : undefined })
+  t.match(cmdline, /--load-gate \S+\.gate/, 'started with a gate')
   t.same((await ps(url)).filter((m) => m.name === 'acme/a').map((m) => m.state), ['loaded'], 'acme/a still holds the room and serves')
   t.same(loads.map((l) => l.model), ['acme/a'], 'acme/b has not loaded')
 
@@ -75,7 +85,8 @@ t.test('a model whose runtime fails while prepared fails its requests at once, a
   t.equal(res.status, 502, `the request fails (${body.error})`)
   t.match(body.error, /acme\/bad.*failed to start/, 'with the runtime\'s own failure')
   t.same(evicted, [], 'acme/a was not unloaded for it')
-  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'acme/a still serves, and nothing of acme/bad is left')
+  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'acme/a still serves')
+  t.same(await prepared(url), [], 'and nothing of acme/bad is left')
 })
 
 t.test('a model given up for another stands by, prepared: its next request loads from its gate; a stop ends it', async (t) => {
@@ -92,10 +103,11 @@ t.test('a model given up for another stands by, prepared: its next request loads
   }
   await ask('acme/a')
   await ask('acme/b')
-  const standing = await until('acme/a standing by once acme/b has loaded', async () => (await ps(url)).find((m) => m.name === 'acme/a' && m.state === 'prepared'))
+  const standing = await until('acme/a standing by once acme/b has loaded', async () => (await prepared(url)).find((m) => m.name === 'acme/a'))
   t.ok(standing.pid !== null && isAlive(standing.pid), 'its runtime runs, parked')
-  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/b', 'loaded'], ['acme/a', 'prepared']], '/api/ps: acme/b serves, acme/a stands by')
-  t.equal((await (await fetch(`${url}/api/ps`)).json() as { models: Array<{ size: number }> }).models[1]!.size, 0, 'holding none of the room')
+  t.equal(standing.why, 'standing_by')
+  t.ok(standing.expires_at !== null && Date.parse(standing.expires_at) > Date.now(), 'until its keep-alive passes')
+  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/b', 'loaded']], '/api/ps\'s models: acme/b alone, as Ollama lists what is loaded')
 
   await ask('acme/a')
   t.same(loads, [{ model: 'acme/a', prepared: false }, { model: 'acme/b', prepared: false }, { model: 'acme/a', prepared: true }], 'acme/a came back from its gate')
@@ -103,10 +115,10 @@ t.test('a model given up for another stands by, prepared: its next request loads
   t.equal(back!.name, 'acme/a')
   t.equal(back!.pid, standing.pid, 'the runtime that stood by is the one that serves')
 
-  const bStanding = await until('acme/b standing by in turn', async () => (await ps(url)).find((m) => m.name === 'acme/b' && m.state === 'prepared'))
+  const bStanding = await until('acme/b standing by in turn', async () => (await prepared(url)).find((m) => m.name === 'acme/b'))
   await fetch(`${url}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'acme/b' }) })
   await until('acme/b\'s parked runtime gone once the model is stopped', () => !isAlive(bStanding.pid!))
-  t.same((await ps(url)).map((m) => [m.name, m.state]), [['acme/a', 'loaded']], 'nothing of acme/b is left')
+  t.same(await prepared(url), [], 'nothing of acme/b is left')
 })
 
 t.test('a runtime standing by goes when its keep-alive passes unused', async (t) => {
@@ -116,9 +128,9 @@ t.test('a runtime standing by goes when its keep-alive passes unused', async (t)
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
   })
   for (const model of ['acme/a', 'acme/b']) await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
-  const standing = await until('acme/a standing by', async () => (await ps(url)).find((m) => m.name === 'acme/a' && m.state === 'prepared'))
+  const standing = await until('acme/a standing by', async () => (await prepared(url)).find((m) => m.name === 'acme/a'))
   await until('its runtime gone after the keep-alive', () => !isAlive(standing.pid!), 20_000)
-  t.notOk((await ps(url)).some((m) => m.name === 'acme/a'), 'no longer in /api/ps')
+  t.notOk((await prepared(url)).some((m) => m.name === 'acme/a'), 'no longer in /api/ps')
 })
 
 t.test('limits.prepare_ahead false: every load starts from nothing, and nothing stands by', async (t) => {
@@ -128,11 +140,39 @@ t.test('limits.prepare_ahead false: every load starts from nothing, and nothing 
   })
   const loads: boolean[] = []
   app.scheduler.events.on('loaded', (_model, _purpose, _seconds, prepared) => loads.push(prepared))
-  const states = new Set<string>()
+  let seen = 0
   for (const model of ['acme/a', 'acme/b', 'acme/a', 'acme/b']) {
     await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
-    for (const m of await ps(url)) states.add(m.state)
+    seen += (await prepared(url)).length
   }
   t.same(loads, [false, false, false, false], 'four whole loads')
-  t.notOk(states.has('prepared'), '/api/ps never showed a prepared runtime')
+  t.equal(seen, 0, '/api/ps never showed a prepared runtime')
+})
+
+t.test('/api/ps\'s prepared runtimes are cut to a key\'s models, as its models are', async (t) => {
+  const keysFile = join(await tempDir(t), 'keys.yaml')
+  const secrets = { ops: 'lg-test-ops-00000123456789', narrow: 'lg-test-narrow-00123456789' }
+  await writeKeysFile(keysFile, {
+    keys: [
+      { name: 'ops', hash: hashSecret(secrets.ops), scopes: ['infer', 'manage', 'admin'], models: ['*'], limits: {}, created: new Date().toISOString() },
+      { name: 'narrow', hash: hashSecret(secrets.narrow), scopes: ['infer'], models: ['acme/b'], limits: {}, created: new Date().toISOString() },
+    ],
+  })
+  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    auth: { keys_file: keysFile },
+    limits: { max_loaded_models: 1, min_residency: '0s' },
+    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
+  })
+  const as = (key: keyof typeof secrets): Record<string, string> => ({ authorization: `Bearer ${secrets[key]}` })
+  for (const model of ['acme/a', 'acme/b']) {
+    const res = await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false }, as('ops'))
+    t.equal(res.status, 200)
+    await res.arrayBuffer()
+  }
+  const listed = async (key: keyof typeof secrets): Promise<{ models: Array<{ name: string }>, prepared: Array<{ name: string }> }> =>
+    await (await fetch(`${url}/api/ps`, { headers: as(key) })).json() as { models: Array<{ name: string }>, prepared: Array<{ name: string }> }
+  await until('acme/a standing by', async () => (await listed('ops')).prepared.some((p) => p.name === 'acme/a'))
+  const narrow = await listed('narrow')
+  t.same(narrow.models.map((m) => m.name), ['acme/b'], 'the narrow key sees its model loaded')
+  t.same(narrow.prepared, [], 'and not acme/a\'s runtime standing by, which is not its model')
 })

@@ -114,12 +114,13 @@ t.test('stop() during the start: the start fails saying it was stopped, not that
   const build = await cpuRuntime()
   const model = (await writeTinyGguf({ file: join(await tempDir(t), 'tiny.gguf') })).file
   const server = new LlamaServer({ build, modelPath: model, alias: 'acme/tiny', ctxSize: 256, parallel: 1, threads: 1 })
-  const starting = server.start()
+  // Expected from the start: the start may fail before stop() below has resolved.
+  const starting = t.rejects(server.start())
   t.equal(server.state, 'starting')
   // Once the process exists (the port is picked just before the spawn).
   await until('llama-server to be spawned', () => server.pid !== undefined, 30_000, 1)
   await server.stop()
-  const err = await t.rejects(starting)
+  const err = await starting
   t.match((err as Error).message, /model "acme\/tiny" was stopped while it started/)
   t.equal((err as { code?: string }).code, 'runtime_stopped')
   t.equal(server.state, 'stopped')

@@ -120,6 +120,7 @@ t.test('npm run soak --hostile, 10 s: every normal request answered, every attac
 
   t.equal(report.requests.slots_held_after_settle, 0, 'every slot given back, the non-readers\' too')
   t.equal(report.processes.left_after_exit, 0, 'no process left after the gateway exited')
-  t.ok(report.processes.peak_llama_servers <= 3 + 1, 'never more llama-servers than max_loaded_models (plus one stopping)')
+  t.ok(report.processes.peak_llama_servers <= 3 + 1, 'never more llama-servers than max_loaded_models (plus one stopping), those prepared ahead apart')
+  t.ok(report.processes.peak_prepared <= 2 + 1, 'prepared ahead: two standing by at most, and a load waiting for room')
   t.ok(report.resources.end.fds - report.resources.after_warmup.fds <= report.settings.tolerance.fds, 'descriptors back where they were before the attack')
 })
