@@ -11,7 +11,7 @@ export interface GatewayState {
   /** Runtimes loaded and serving, by model (a chat model embedding has a second one). */
   loadedCounts(): Map<string, number>
   /** What the scheduler's swap decision has measured of a model, in ms (null: nothing yet). @default none */
-  swapCosts?(model: string): Record<'loadMs' | 'preparedLoadMs' | 'restoreMs' | 'unloadMs' | 'requestMs' | 'returnGapMs', number | null>
+  swapCosts?(model: string): Record<'loadMs' | 'preparedLoadMs' | 'prepareMs' | 'restoreMs' | 'unloadMs' | 'requestMs' | 'returnGapMs', number | null>
 }
 
 // Seconds. Requests run from a cached /api/tags (sub-millisecond) to long generations; loads from tens of
@@ -77,14 +77,14 @@ export class GatewayMetrics {
     if (costs) {
       new Gauge({
         name: 'llamagate_model_swap_cost_seconds',
-        help: 'What the scheduler has measured of a model and weighs when models do not fit together (medians): cost load (spawn to serving, restore included), prepared_load (room given to serving, for a start prepared while it waited for room), restore, unload, request (a slot held), return_gap (idle to its next request)',
+        help: 'What the scheduler has measured of a model and weighs when models do not fit together (medians): cost load (spawn to serving, restore included), prepared_load (room given to serving, for a start prepared while it waited for room), prepare (spawn to the gate of a start prepared ahead), restore, unload, request (a slot held), return_gap (idle to its next request)',
         labelNames: ['model', 'cost'],
         registers,
         collect () {
           this.reset()
           for (const model of state.modelNames()) {
             const c = costs(model)
-            const figures = { load: c.loadMs, prepared_load: c.preparedLoadMs, restore: c.restoreMs, unload: c.unloadMs, request: c.requestMs, return_gap: c.returnGapMs }
+            const figures = { load: c.loadMs, prepared_load: c.preparedLoadMs, prepare: c.prepareMs, restore: c.restoreMs, unload: c.unloadMs, request: c.requestMs, return_gap: c.returnGapMs }
             for (const [cost, ms] of Object.entries(figures)) if (ms !== null) this.set({ model, cost }, ms / 1000)
           }
         },

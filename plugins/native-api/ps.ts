@@ -42,6 +42,7 @@ const ps: FastifyPluginAsyncTypebox = async (app) => {
       estimates: {
         load: orNull(m.costs.loadMs, seconds),
         prepared_load: orNull(m.costs.preparedLoadMs, seconds),
+        prepare: orNull(m.costs.prepareMs, seconds),
         restore: orNull(m.costs.restoreMs, seconds),
         unload: orNull(m.costs.unloadMs, seconds),
         request: orNull(m.costs.requestMs, seconds),

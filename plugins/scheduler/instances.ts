@@ -10,9 +10,12 @@ import { ProgressWatchdog } from './progress-watchdog.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StandbyRuntimes } from './standby-runtimes.js'
+import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 import { StartBackoff } from './start-backoff.js'
 
 const BUSY_STOP_GRACE_MS = 500
+// A runtime stands by for a model only where preparing it (spawn to gate) takes this long: what a swap to it saves.
+const STANDBY_MIN_GAIN_MS = 50
 // A preparation waits for the loads given room to end (they would share the processor), at most this long.
 const STANDBY_AFTER_LOAD_MS = 10_000
 
@@ -20,6 +23,8 @@ const STANDBY_AFTER_LOAD_MS = 10_000
 export interface InstancesDeps extends SchedulerDeps {
   room: () => Room
   events: EventHub<SchedulerEvents>
+  /** What loads have cost: a runtime stands by only where a prepared load saves enough. */
+  estimate: WaitEstimate
 }
 
 /** How an instance ends: why (told to its requests), and what may be done on the way. */
@@ -132,7 +137,7 @@ export class Instances {
    */
   private async standBy (instance: Instance): Promise<void> {
     const { model, purpose, options } = instance
-    if (!this.preparesAhead() || this.workersOf(model).length > 0) return
+    if (!this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
     // A stop or delete of the model meanwhile leaves nothing standing by for it.
     const generation = this.standby.generation(model.name)
     await this.loadsSettled()
@@ -141,7 +146,9 @@ export class Instances {
     try {
       const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
       if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose) || this.standby.generation(model.name) !== generation) return
-      this.standby.add(instance, spawn, this.deps.runtimes.create(spawn), this.deps.settings.keepAliveMs)
+      const process = this.deps.runtimes.create(spawn)
+      this.standby.add(instance, spawn, process, this.deps.settings.keepAliveMs)
+      this.measurePreparation(instance, process)
     } catch (err) {
       this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')
     }
@@ -241,6 +248,7 @@ export class Instances {
     instance.preparedProcess = process
     const { model, purpose } = instance
     this.deps.log.info({ model: model.name, pid: process.pid, how }, 'a load prepared ahead')
+    if (how !== 'standing by') this.measurePreparation(instance, process)
     process.prepare!().catch((err: Error) => {
       if ((err as { code?: string }).code === 'runtime_stopped' || instance.ending) return
       preparation.failed = err
@@ -248,6 +256,24 @@ export class Instances {
       this.deps.events.emit('loadFailed', model.name, purpose, err)
       void this.end(instance, { reason: err, save: false, exited: true })
     })
+  }
+
+  /**
+   * Whether a runtime standing by for the model saves its users enough to be worth its process: its preparations
+   * (spawn to gate) measured at STANDBY_MIN_GAIN_MS or more, or before one was, its whole loads. A small vocabulary is
+   * read in milliseconds, and a swap there gains less than the process costs the processor.
+   */
+  private standingByPays (instance: Instance): boolean {
+    const key = estimateKey(instance.model.name, instance.purpose)
+    const saved = this.deps.estimate.preparationMs(key) ?? this.deps.estimate.loadMs(key)
+    return saved !== null && saved >= STANDBY_MIN_GAIN_MS
+  }
+
+  /** A preparation that reached its gate: how long it took is what preparing `instance`'s model saves a load. */
+  private measurePreparation (instance: Instance, process: RuntimeProcess): void {
+    process.prepare!().then(() => {
+      if (process.preparedInMs != null) this.deps.estimate.prepared(estimateKey(instance.model.name, instance.purpose), process.preparedInMs)
+    }, () => {})
   }
 
   /** Whether loads are prepared ahead here: config.yaml's limits.prepare_ahead, and runtimes that can be. */

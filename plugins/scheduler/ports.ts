@@ -39,6 +39,8 @@ export interface RuntimeProcess {
   prepare?(): Promise<void>
   /** Whether prepare() goes ahead at all (its build has the gate). @default false */
   readonly preparesAhead?: boolean
+  /** How long its preparation took, from the spawn to the gate, once there; null before (or never prepared). */
+  readonly preparedInMs?: number | null
   start(signal?: AbortSignal): Promise<void>
   stop(graceMs?: number): Promise<void>
   onExit(listener: (info: ExitInfo) => void): void

@@ -49,7 +49,7 @@ export class Scheduler implements LeaseSource {
     this.events.on('loaded', (model, purpose, seconds, prepared) => this.estimate.loaded(estimateKey(model, purpose), seconds * 1000, prepared))
     // Restores timed on their way through: a swap's cost, measured on the scheduler's side of the port.
     const promptCache = deps.promptCache && timedRestores(deps.promptCache, (model, ms) => this.estimate.restored(estimateKey(model, 'generate'), ms))
-    this.instances = new Instances({ ...deps, ...(promptCache ? { promptCache } : {}), room: () => this.room, events: this.events })
+    this.instances = new Instances({ ...deps, ...(promptCache ? { promptCache } : {}), room: () => this.room, events: this.events, estimate: this.estimate })
     this.room = new Room({
       instances: () => this.instances.all(),
       settings: deps.settings,

@@ -23,6 +23,8 @@ export class WaitEstimate {
   private readonly loads = new Map<string, number[]>()
   /** Loads whose start was prepared while they waited for room: from the room given to serving. */
   private readonly preparedLoads = new Map<string, number[]>()
+  /** Preparations (RuntimeProcess.prepare): from the spawn to the gate, what a prepared load no longer waits for. */
+  private readonly preparations = new Map<string, number[]>()
   private readonly restores = new Map<string, number[]>()
   private readonly unloads = new Map<string, number[]>()
   private readonly requests = new Map<string, number[]>()
@@ -34,6 +36,12 @@ export class WaitEstimate {
 
   /** A load of `key` took `ms`, from spawn to serving (its restore included); `prepared`: from the room given, its start prepared before. */
   loaded (key: string, ms: number, prepared = false): void { remember(prepared ? this.preparedLoads : this.loads, key, ms) }
+
+  /** A runtime of `key` was prepared up to its gate in `ms`. */
+  prepared (key: string, ms: number): void { remember(this.preparations, key, ms) }
+
+  /** What preparing `key` ahead takes off a load (spawn to gate, median), or null before one was measured. */
+  preparationMs (key: string): number | null { return median(this.preparations.get(key)) }
 
   /** Restoring `key`'s saved prompt caches into a fresh runtime took `ms` (part of its load). */
   restored (key: string, ms: number): void { remember(this.restores, key, ms) }
@@ -110,6 +118,7 @@ export class WaitEstimate {
     return {
       loadMs: this.loadMs(key),
       preparedLoadMs: median(this.preparedLoads.get(key)),
+      prepareMs: this.preparationMs(key),
       restoreMs: median(this.restores.get(key)),
       unloadMs: median(this.unloads.get(key)),
       requestMs: this.requestMs(key),
@@ -125,6 +134,8 @@ export interface CostFigures {
   loadMs: number | null
   /** From the room given to serving, for a load whose start was prepared while it waited. */
   preparedLoadMs: number | null
+  /** A preparation, from the spawn to the gate: what a load prepared ahead no longer waits for. */
+  prepareMs: number | null
   restoreMs: number | null
   unloadMs: number | null
   requestMs: number | null

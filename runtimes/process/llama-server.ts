@@ -92,6 +92,7 @@ export class LlamaServer {
   /** A start prepared up to its gate (prepare()): parked once its line came, released by start(). */
   private gate: { path: string, parked: boolean, onParked: (() => void) | null } | null = null
   private preparing: Promise<void> | null = null
+  private parkedAfterMs: number | null = null
 
   constructor (private readonly options: LlamaServerOptions) {
     this.usesSocket = options.socketPath !== undefined && Buffer.byteLength(options.socketPath) <= MAX_SOCKET_PATH &&
@@ -139,6 +140,9 @@ export class LlamaServer {
    */
   get preparesAhead (): boolean { return this.options.build.features.loadGate && this.usesSocket }
 
+  /** How long prepare() took, from the spawn to the gate (what a load prepared ahead no longer waits for); null before. */
+  get preparedInMs (): number | null { return this.parkedAfterMs }
+
   /**
    * The variables it starts with over the gateway's environment: on Linux, glibc's allocator on huge pages
    * (malloc-tunables.ts); then its runtime kind's, which win.
@@ -158,7 +162,12 @@ export class LlamaServer {
     if (!this.preparesAhead || this.starting !== null) return Promise.resolve()
     if (this.preparing === null) {
       this.gate = { path: this.options.socketPath!.replace(/\.sock$/, '.gate'), parked: false, onParked: null }
-      this.preparing = runtimeProcesses.duringStart(async () => { await this.spawn(); await this.untilParked() })
+      const began = performance.now()
+      this.preparing = runtimeProcesses.duringStart(async () => {
+        await this.spawn()
+        await this.untilParked()
+        this.parkedAfterMs = performance.now() - began
+      })
       // start() hears a failed preparation itself: nobody else need catch it.
       this.preparing.catch(() => {})
     }

@@ -5,7 +5,7 @@ import { isAlive } from '../../../core/process-alive.js'
 import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
-import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
+import { firstEvent, importLongContextModel, post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 
 // A load waiting for room has its runtime started as far as it goes without the memory (llama.cpp patch 0010's
@@ -22,6 +22,12 @@ async function ps (url: string): Promise<PsModel[]> {
 async function prepared (url: string): Promise<Prepared[]> {
   return ((await (await fetch(`${url}/api/ps`)).json()) as { prepared: Prepared[] }).prepared
 }
+
+/**
+ * Two models with Gemma 3's real vocabulary (262,144 tokens): a whole load takes 350 ms or more here, so that a
+ * runtime standing by pays (a tiny test vocabulary loads in tens of milliseconds, where none is made).
+ */
+const TWO_VOCABULARIES = { 'acme/a': 'gemma3', 'acme/b': 'gemma3' } as const
 
 /** Two models that do not fit together; acme/a answers for as long as the test lets it. */
 async function twoModels (t: Parameters<typeof serveTinyModels>[0]): Promise<Awaited<ReturnType<typeof serveTinyModels>>> {
@@ -63,6 +69,7 @@ t.test('a load waiting for a busy model is prepared meanwhile, then loads from i
   t.equal(now!.pid, waiting.pid, 'the process prepared is the one that serves')
   t.type(now!.estimates?.prepared_load, 'number', '/api/ps: the prepared load\'s time, room given to serving')
   t.equal(now!.estimates?.load, null, 'apart from whole loads, of which acme/b had none')
+  t.type(now!.estimates?.prepare, 'number', '/api/ps: its preparation measured, spawn to gate (what the swap did not wait for)')
   t.match(now!.swap, { replaced: 'acme/a' })
   const metrics = await (await fetch(`${url}/metrics`)).text()
   t.match(metrics, /llamagate_model_swap_cost_seconds\{model="acme\/b",cost="prepared_load"\} [\d.e-]+/, '/metrics has it too')
@@ -90,7 +97,7 @@ t.test('a model whose runtime fails while prepared fails its requests at once, a
 })
 
 t.test('a model given up for another stands by, prepared: its next request loads from its gate; a stop ends it', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+  const { app, url } = await serveRealisticModels(t, TWO_VOCABULARIES, {
     limits: { max_loaded_models: 1, min_residency: '0s' },
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
   })
@@ -122,7 +129,7 @@ t.test('a model given up for another stands by, prepared: its next request loads
 })
 
 t.test('a runtime standing by goes when its keep-alive passes unused', async (t) => {
-  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+  const { url } = await serveRealisticModels(t, TWO_VOCABULARIES, {
     keep_alive: '2s',
     limits: { max_loaded_models: 1, min_residency: '0s' },
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
@@ -134,7 +141,7 @@ t.test('a runtime standing by goes when its keep-alive passes unused', async (t)
 })
 
 t.test('limits.prepare_ahead false: every load starts from nothing, and nothing stands by', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+  const { app, url } = await serveRealisticModels(t, TWO_VOCABULARIES, {
     limits: { max_loaded_models: 1, min_residency: '0s', prepare_ahead: false },
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
   })
@@ -158,7 +165,7 @@ t.test('/api/ps\'s prepared runtimes are cut to a key\'s models, as its models a
       { name: 'narrow', hash: hashSecret(secrets.narrow), scopes: ['infer'], models: ['acme/b'], limits: {}, created: new Date().toISOString() },
     ],
   })
-  const { url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+  const { url } = await serveRealisticModels(t, TWO_VOCABULARIES, {
     auth: { keys_file: keysFile },
     limits: { max_loaded_models: 1, min_residency: '0s' },
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
@@ -175,4 +182,17 @@ t.test('/api/ps\'s prepared runtimes are cut to a key\'s models, as its models a
   const narrow = await listed('narrow')
   t.same(narrow.models.map((m) => m.name), ['acme/b'], 'the narrow key sees its model loaded')
   t.same(narrow.prepared, [], 'and not acme/a\'s runtime standing by, which is not its model')
+})
+
+t.test('a model whose whole load is quick gets no runtime standing by: it would gain less than it costs', async (t) => {
+  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
+    limits: { max_loaded_models: 1, min_residency: '0s' },
+    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
+  })
+  const loads: Array<{ seconds: number, prepared: boolean }> = []
+  app.scheduler.events.on('loaded', (_model, _purpose, seconds, prepared) => loads.push({ seconds, prepared }))
+  for (const model of ['acme/a', 'acme/b', 'acme/a']) await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
+  t.ok(loads.slice(0, 2).every((l) => l.seconds < 0.05), `whole loads of this vocabulary under 50 ms (${loads.map((l) => Math.round(l.seconds * 1000)).join(', ')} ms)`)
+  t.same(loads.map((l) => l.prepared), [false, false, false], 'acme/a came back from nothing')
+  t.same(await prepared(url), [])
 })

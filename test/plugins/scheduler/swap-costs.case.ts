@@ -200,7 +200,7 @@ t.test('the costs: a swap to a load prepared while it waited costs what is left 
   t.equal(estimate.swapInMs('acme/b\0generate', 1000, true), 100, 'a prepared load: its own median')
   t.equal(estimate.swapInMs('acme/b\0generate', 1000), 1000, 'a whole load: the whole loads\' median')
   t.equal(estimate.swapInMs('acme/a\0generate', 1000, true), 1000, 'no prepared load measured yet: the whole one')
-  t.same(estimate.figures('acme/b\0generate', 'acme/b'), { loadMs: 1000, preparedLoadMs: 100, restoreMs: null, unloadMs: 100, requestMs: null, promptTokensPerS: null, generatedTokensPerS: null, returnGapMs: null })
+  t.same(estimate.figures('acme/b\0generate', 'acme/b'), { loadMs: 1000, preparedLoadMs: 100, prepareMs: null, restoreMs: null, unloadMs: 100, requestMs: null, promptTokensPerS: null, generatedTokensPerS: null, returnGapMs: null })
   const incoming = { ...swapIn('acme/b', 2, 0), instance: { ...swapIn('acme/b', 2, 0).instance, preparesAhead: true } as unknown as Instance }
   // A swap: 100 + 100 (prepared), and back: 100 + 1000 (acme/a's whole load), so 1300 request-ms, not 2200.
   t.match(costs(estimate).decide(resident('acme/a', { active: 1 }), incoming, 650), { go: true, reason: 'queue-cost', waitCostMs: 1300, swapCostMs: 1300 }, 'two requests waiting 650 ms already pay for the cheaper swap')

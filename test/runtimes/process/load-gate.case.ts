@@ -33,7 +33,9 @@ async function health (socketPath: string): Promise<number> {
 t.test('prepare() parks before the tensors; start() loads on from there and serves', async (t) => {
   const { server, gate, socketPath } = await gated(t)
   t.ok(server.preparesAhead, 'the runtime the tests run has the gate')
+  t.equal(server.preparedInMs, null, 'nothing prepared yet')
   await server.prepare()
+  t.ok(server.preparedInMs! > 0, 'how long the preparation took, spawn to gate')
   t.equal(server.state, 'starting', 'parked is still starting')
   t.ok(isAlive(server.pid!))
   t.ok(statSync(gate).isFIFO(), 'its gate is a FIFO beside its socket')
