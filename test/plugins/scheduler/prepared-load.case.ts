@@ -183,16 +183,3 @@ t.test('/api/ps\'s prepared runtimes are cut to a key\'s models, as its models a
   t.same(narrow.models.map((m) => m.name), ['acme/b'], 'the narrow key sees its model loaded')
   t.same(narrow.prepared, [], 'and not acme/a\'s runtime standing by, which is not its model')
 })
-
-t.test('a model whose whole load is quick gets no runtime standing by: it would gain less than it costs', async (t) => {
-  const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
-    limits: { max_loaded_models: 1, min_residency: '0s' },
-    default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
-  })
-  const loads: Array<{ seconds: number, prepared: boolean }> = []
-  app.scheduler.events.on('loaded', (_model, _purpose, seconds, prepared) => loads.push({ seconds, prepared }))
-  for (const model of ['acme/a', 'acme/b', 'acme/a']) await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
-  t.ok(loads.slice(0, 2).every((l) => l.seconds < 0.05), `whole loads of this vocabulary under 50 ms (${loads.map((l) => Math.round(l.seconds * 1000)).join(', ')} ms)`)
-  t.same(loads.map((l) => l.prepared), [false, false, false], 'acme/a came back from nothing')
-  t.same(await prepared(url), [])
-})
