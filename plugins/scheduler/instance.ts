@@ -114,6 +114,8 @@ export class Instance {
   /** Ending, or gone: nothing may be started on it any more. */
   get ending (): boolean { return this.currentPhase === 'stopping' || this.currentPhase === 'gone' }
   /** Draining (replaced by an instance with other options) or keep_alive 0: it goes as soon as it is idle. */
+  /** How long it stays loaded once idle (ms; Infinity: for good; 0: it goes as soon as it is idle). */
+  get keepAlive (): number { return this.keepAliveMs }
   get unloadsWhenIdle (): boolean { return this.currentPhase === 'draining' || this.keepAliveMs === 0 }
   /** Aborted with the reason when the instance goes away. */
   get signal (): AbortSignal { return this.controller.signal }

@@ -17,7 +17,7 @@ const BUSY_STOP_GRACE_MS = 500
 // A runtime stands by for a model only where preparing it (spawn to gate) takes this long: what a swap to it saves.
 const STANDBY_MIN_GAIN_MS = 50
 // A preparation waits for the loads given room to end (they would share the processor), at most this long.
-const STANDBY_AFTER_LOAD_MS = 10_000
+const SETTLE_MAX_MS = 10_000
 
 /** The scheduler's own dependencies, and its room and events. */
 export interface InstancesDeps extends SchedulerDeps {
@@ -132,12 +132,13 @@ export class Instances {
 
   /**
    * After a model was given up for another: a runtime for it prepared ahead (standby-runtimes.ts), so that its users'
-   * next request loads from the gate. Made once the model that replaced it has loaded, so that its preparation does
-   * not take the processor from that load. Never throws.
+   * next request loads from the gate, kept for the model's own keep-alive (none for one asked to go once idle). Made
+   * once the model that replaced it has loaded, so that its preparation does not take the processor from that load.
+   * Never throws.
    */
   private async standBy (instance: Instance): Promise<void> {
     const { model, purpose, options } = instance
-    if (!this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
+    if (instance.keepAlive === 0 || !this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
     // A stop or delete of the model meanwhile leaves nothing standing by for it.
     const generation = this.standby.generation(model.name)
     await this.loadsSettled()
@@ -147,7 +148,7 @@ export class Instances {
       const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
       if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose) || this.standby.generation(model.name) !== generation) return
       const process = this.deps.runtimes.create(spawn)
-      this.standby.add(instance, spawn, process, this.deps.settings.keepAliveMs)
+      this.standby.add(model.name, purpose, spawn, process, instance.keepAlive)
       this.measurePreparation(instance, process)
     } catch (err) {
       this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')
@@ -281,14 +282,14 @@ export class Instances {
     return this.deps.settings.prepareAhead !== false && this.deps.runtimes.preparesAhead?.() === true
   }
 
-  /** Resolves once no runtime given room is starting (at the latest after STANDBY_AFTER_LOAD_MS). */
+  /** Resolves once no runtime given room is starting (at the latest after SETTLE_MAX_MS). */
   private loadsSettled (): Promise<void> {
     const starting = (): boolean => this.list.some((i) => i.phase === 'starting')
     if (!starting()) return Promise.resolve()
     return new Promise<void>((resolve) => {
       const look = (): void => { if (!starting()) done() }
       const done = (): void => { clearTimeout(timer); this.deps.events.off('loaded', look); this.deps.events.off('loadFailed', look); resolve() }
-      const timer = setTimeout(done, STANDBY_AFTER_LOAD_MS)
+      const timer = setTimeout(done, SETTLE_MAX_MS)
       this.deps.events.on('loaded', look)
       this.deps.events.on('loadFailed', look)
     })

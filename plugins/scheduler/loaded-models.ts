@@ -130,6 +130,6 @@ export function preparedRuntimes (instances: readonly Instance[], standing: read
   return [
     ...instances.filter((i) => i.process === null && i.preparedProcess !== null && !i.ending)
       .map((i) => ({ model: i.model.name, purpose: i.purpose, pid: i.preparedProcess!.pid ?? null, why: 'waiting_for_room' as const, expiresAt: null })),
-    ...standing.map(({ instance, process, expiresAt }) => ({ model: instance.model.name, purpose: instance.purpose, pid: process.pid ?? null, why: 'standing_by' as const, expiresAt })),
+    ...standing.map(({ model, purpose, process, expiresAt }) => ({ model, purpose, pid: process.pid ?? null, why: 'standing_by' as const, expiresAt })),
   ]
 }

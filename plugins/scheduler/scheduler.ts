@@ -124,6 +124,7 @@ export class Scheduler implements LeaseSource {
     const model = this.deps.store.get(name)
     const instances = this.instances.all().filter((i) => i.model.name === model.name)
     for (const instance of instances) instance.expireWhenIdle()
+    this.instances.standby.drop(model.name, 'keep_alive 0')
     await this.endAll((i) => instances.includes(i) && i.idle && i.state === 'loaded', new UnavailableError('keep_alive expired'))
   }
 

@@ -1,15 +1,15 @@
 import type { Logger } from '../../core/logger.js'
-import type { Instance } from './instance.js'
+import type { Purpose } from '../leases/lease.js'
 import type { RuntimeProcess, RuntimeSpawnOptions } from './ports.js'
 
 // Parked runtimes hold a process and the model's vocabulary in host memory (60-110 MB for 128k-262k tokens), nothing
 // of the room: two cover the models a one-room machine swaps between most.
 const MAX_STANDING_BY = 2
 
-interface Standing { key: string, model: string, options: string, process: RuntimeProcess, timer: NodeJS.Timeout | null, instance: Instance, expiresAt: number | null }
+/** A runtime standing by, for /api/ps: its model and purpose, and until when (null: kept). */
+export interface StandingBy { model: string, purpose: Purpose, process: RuntimeProcess, expiresAt: number | null }
 
-/** A runtime standing by, for /api/ps: the instance it was prepared after (its model and options), and until when. */
-export interface StandingBy { instance: Instance, process: RuntimeProcess, expiresAt: number | null }
+interface Standing extends StandingBy { key: string, options: string, timer: NodeJS.Timeout | null }
 
 /**
  * Runtimes prepared ahead for models that were given up for another while their users were at work
@@ -26,20 +26,19 @@ export class StandbyRuntimes {
   constructor (private readonly log: Pick<Logger, 'info'>) {}
 
   /** The runtimes standing by now, oldest first. */
-  list (): StandingBy[] { return [...this.standing.values()].map(({ instance, process, expiresAt }) => ({ instance, process, expiresAt })) }
+  list (): StandingBy[] { return [...this.standing.values()].map(({ model, purpose, process, expiresAt }) => ({ model, purpose, process, expiresAt })) }
 
   /**
-   * Parks `process` (made with `options`) for the model and purpose of `instance`, which was given up, until taken or
+   * Parks `process` (made with `options`) for `model` serving `purpose`, which was given up, until taken or
    * `keepAliveMs` passes; replaces one already there.
    */
-  add (instance: Instance, options: RuntimeSpawnOptions, process: RuntimeProcess, keepAliveMs: number): void {
+  add (model: string, purpose: Purpose, options: RuntimeSpawnOptions, process: RuntimeProcess, keepAliveMs: number): void {
     if (this.closed) { void process.stop(0); return }
-    const model = instance.model.name
-    const key = keyOf(model, instance.purpose)
+    const key = keyOf(model, purpose)
     this.dropKey(key, 'replaced')
     const timer = Number.isFinite(keepAliveMs) ? setTimeout(() => this.dropKey(key, 'keep_alive expired'), keepAliveMs) : null
     timer?.unref()
-    const standing: Standing = { key, model, options: JSON.stringify(options), process, timer, instance, expiresAt: Number.isFinite(keepAliveMs) ? Date.now() + keepAliveMs : null }
+    const standing: Standing = { key, model, purpose, options: JSON.stringify(options), process, timer, expiresAt: Number.isFinite(keepAliveMs) ? Date.now() + keepAliveMs : null }
     this.standing.set(key, standing)
     process.onExit(() => { if (this.standing.get(key) === standing) this.forget(standing) })
     process.prepare!().catch(() => { if (this.standing.get(key) === standing) this.dropKey(key, 'its preparation failed') })

@@ -132,7 +132,8 @@ export class Monitor {
       const servers = procs.filter((p) => p.comm === 'llama-server')
       // A runtime prepared ahead holds none of the room: counted apart from those serving or loading.
       const preparedPids = new Set(prepared.map((e) => e.pid).filter((p) => p !== null))
-      this.processSamples.push({ t: Math.round(since()), counts: countByComm(procs.filter((p) => p.pid !== gatewayPid)), llamaServers: servers.filter((s) => !preparedPids.has(s.pid)).length, prepared: servers.length - servers.filter((s) => !preparedPids.has(s.pid)).length, instances: instances.length })
+      const holding = servers.filter((s) => !preparedPids.has(s.pid)).length
+      this.processSamples.push({ t: Math.round(since()), counts: countByComm(procs.filter((p) => p.pid !== gatewayPid)), llamaServers: holding, prepared: servers.length - holding, instances: instances.length })
       this.lookForOrphans(servers.map((s) => s.pid), new Set([...instances, ...prepared].map((e) => e.pid).filter((p) => p !== null)))
     }
     if (tick % 5 === 0) await this.checkModels(`at ${Math.round(since())} s`)

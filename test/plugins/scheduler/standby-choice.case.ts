@@ -60,7 +60,16 @@ function scheduler (t: { teardown(fn: () => unknown): void }): { scheduler: Sche
   return { scheduler: s, made }
 }
 
-async function use (s: Scheduler, name: string): Promise<void> { (await s.acquire(name)).release() }
+async function use (s: Scheduler, name: string, keepAliveMs?: number): Promise<void> {
+  (await s.acquire(name, keepAliveMs !== undefined ? { keepAliveMs } : {})).release()
+}
+
+/** Whether each load from now on was prepared ahead, in order. */
+function preparedLoads (s: Scheduler): boolean[] {
+  const loads: boolean[] = []
+  s.events.on('loaded', (_model, _purpose, _seconds, prepared) => loads.push(prepared))
+  return loads
+}
 
 async function until (what: string, ok: () => boolean): Promise<void> {
   for (let i = 0; i < 400 && !ok(); i++) await delay(5)
@@ -69,8 +78,7 @@ async function until (what: string, ok: () => boolean): Promise<void> {
 
 t.test('a model whose start takes long stands by once given up; its next load starts from the gate', async (t) => {
   const { scheduler: s, made } = scheduler(t)
-  const loads: boolean[] = []
-  s.events.on('loaded', (_model, _purpose, _seconds, prepared) => loads.push(prepared))
+  const loads = preparedLoads(s)
   await use(s, 'acme/slow')
   await use(s, 'acme/other')
   await until('acme/slow standing by', () => s.prepared().some((p) => p.model === 'acme/slow' && p.why === 'standing_by'))
@@ -85,12 +93,23 @@ t.test('a model whose start takes long stands by once given up; its next load st
 
 t.test('a model whose start is quick gets none: a swap to it would gain less than the process costs', async (t) => {
   const { scheduler: s, made } = scheduler(t)
-  const loads: boolean[] = []
-  s.events.on('loaded', (_model, _purpose, _seconds, prepared) => loads.push(prepared))
+  const loads = preparedLoads(s)
   await use(s, 'acme/quick')
   await use(s, 'acme/other')
   t.same(s.prepared(), [], 'nothing stands by for acme/quick once acme/other has loaded')
   await use(s, 'acme/quick')
   t.same(loads, [false, false, false], 'acme/quick came back from nothing')
   t.same(made.map((p) => p.options.alias), ['acme/quick', 'acme/other', 'acme/quick'], 'one runtime per load')
+})
+
+t.test('one stands by for its model\'s own keep-alive, and goes with a keep_alive 0 for the model', async (t) => {
+  const { scheduler: s, made } = scheduler(t)
+  await use(s, 'acme/slow', 2000)
+  await use(s, 'acme/other')
+  await until('acme/slow standing by', () => s.prepared().some((p) => p.model === 'acme/slow'))
+  const [standing] = s.prepared()
+  t.ok(standing!.expiresAt !== null && standing!.expiresAt - Date.now() <= 2000, 'until the keep-alive its last request asked for (2 s), not the default (60 s)')
+  await s.expire('acme/slow')
+  t.same(s.prepared(), [], 'keep_alive 0 for the model ends it')
+  t.ok(made.filter((p) => p.options.alias === 'acme/slow').at(-1)!.stopped, 'its runtime stopped')
 })
