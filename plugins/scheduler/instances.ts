@@ -201,7 +201,8 @@ export class Instances {
     }
     instance.attach(process)
     process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
-    const spawned = performance.now()
+    const now = this.deps.clock ?? performance.now.bind(performance)
+    const spawned = now()
     try {
       await process.start()
     } catch (err) {
@@ -225,7 +226,7 @@ export class Instances {
     if (progressTimeoutMs !== undefined) {
       instance.watch(new ProgressWatchdog({ source: process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
     }
-    events.emit('loaded', model.name, purpose, (performance.now() - spawned) / 1000, preparation.begun)
+    events.emit('loaded', model.name, purpose, (now() - spawned) / 1000, preparation.begun)
     this.replaceOthers(instance)
     log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel, ...(preparation.begun ? { prepared: true } : {}) }, 'model loaded')
   }

@@ -114,6 +114,11 @@ export interface SchedulerDeps {
   leaseEvents?: EventHub<LeaseEvents>
   /** Where a generating runtime's slots are saved before it stops and restored from when its model loads again. */
   promptCache?: SchedulerPromptCache
+  /**
+   * The monotonic clock (ms) that loads are timed by: what the costs learn, and so which models stand by.
+   * @default performance.now
+   */
+  clock?: () => number
   log: Pick<Logger, 'info' | 'warn' | 'error'>
 }
 

@@ -1,6 +1,6 @@
 // Which models get a runtime standing by once given up for another (standby-runtimes.ts), with the stand-ins ports.ts
-// exists for: runtimes whose start and preparation take as long as the test says, so that the measured costs the
-// choice reads are the test's, whatever the machine's load.
+// exists for: runtimes whose start and preparation take as long as the test says, on a clock only they move, so that
+// the measured costs the choice reads are the test's, whatever the machine's load.
 import { setTimeout as delay } from 'node:timers/promises'
 import t from 'tap'
 import { ModelNotFoundError } from '../../../core/errors.js'
@@ -16,6 +16,12 @@ const store: SchedulerStore = {
   projectorPath: () => null,
 }
 
+/** The scheduler's clock: it moves only as the stand-ins' starts say, not with the machine's load. */
+class StandInClock {
+  ms = 0
+  readonly now = (): number => this.ms
+}
+
 /** A runtime with a gate: its whole start takes `startMs` (a vocabulary read of that long), a preparation as long. */
 class GatedProcess implements RuntimeProcess {
   private readonly exits: Array<(info: ExitInfo) => void> = []
@@ -27,14 +33,18 @@ class GatedProcess implements RuntimeProcess {
   readonly pid = 4242
   preparedInMs: number | null = null
   stopped = false
-  constructor (readonly options: RuntimeSpawnOptions, private readonly startMs: number) {}
+  constructor (readonly options: RuntimeSpawnOptions, private readonly startMs: number, private readonly clock: StandInClock) {}
   get endpoint (): RuntimeEndpoint { return {} as RuntimeEndpoint }
   prepare (): Promise<void> {
     this.preparing ??= delay(this.startMs).then(() => { this.preparedInMs = this.startMs })
     return this.preparing
   }
 
-  async start (): Promise<void> { await (this.preparing ?? delay(this.startMs)) }
+  async start (): Promise<void> {
+    if (this.preparing !== null) { await this.preparing; return }
+    await delay(this.startMs)
+    this.clock.ms += this.startMs
+  }
   async stop (): Promise<void> {
     this.stopped = true
     for (const exit of this.exits) exit({ code: 0, signal: 'SIGTERM', expected: true, logTail: [] })
@@ -45,15 +55,17 @@ class GatedProcess implements RuntimeProcess {
 
 function scheduler (t: { teardown(fn: () => unknown): void }): { scheduler: Scheduler, made: GatedProcess[] } {
   const made: GatedProcess[] = []
+  const clock = new StandInClock()
   const quiet = { info: () => {}, warn: () => {}, error: () => {} }
   const s = new Scheduler({
     store,
     runtimes: {
       freeMemory: async () => 1e12,
-      create: (options) => { const p = new GatedProcess(options, options.alias === 'acme/slow' ? 120 : 5); made.push(p); return p },
+      create: (options) => { const p = new GatedProcess(options, options.alias === 'acme/slow' ? 120 : 5, clock); made.push(p); return p },
       preparesAhead: () => true,
     },
     settings: { keepAliveMs: 60_000, maxLoadedModels: 1, queueLength: 16, loadTimeoutMs: 20_000, defaultOptions: { num_ctx: 512, num_parallel: 1 }, modelOptions: new Map(), minResidencyMs: 0, swapWaitMs: 30_000, maxPassedOver: 2 },
+    clock: clock.now,
     log: quiet,
   })
   t.teardown(() => s.unloadAll())
