@@ -64,18 +64,28 @@ export class Monitor {
     }
   }
 
+  /** Whether the gateway runs a process now that it did not run idle at the start (any llama-server before that). */
+  private async beyondStart (): Promise<boolean> {
+    const counts = countByComm((await markedProcesses(this.o.mark)).filter((p) => p.pid !== this.o.gatewayPid))
+    const start = this.quiet.start
+    if (start === undefined) return (counts['llama-server'] ?? 0) > 0
+    return Object.entries(counts).some(([comm, n]) => n > (start.processes[comm] ?? 0))
+  }
+
   private async measureQuietNow (label: string): Promise<Quiet> {
     const { base, gatewayPid, since } = this.o
-    // A stop ends a model's runtimes prepared ahead too (standing by after it was given up for another).
-    const listed = await psWithPrepared(base)
-    for (const name of new Set([...listed.models, ...listed.prepared].map((e) => e.name))) {
-      await http(`${base}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: name }) })
-    }
+    // A stop ends a model's runtimes prepared ahead too (standing by after it was given up for another). A runtime
+    // dropped from the list may still be exiting (its watchdog shell beside it), and one may stand by for a load that
+    // ended meanwhile: stop what is listed until nothing is, and the gateway runs no process it did not run idle at the
+    // start (15 s at most).
     let loaded = 0
     for (let i = 0; i < 150; i++) {
       const now = await psWithPrepared(base)
       loaded = now.models.length + now.prepared.length
-      if (loaded === 0) break
+      for (const name of new Set([...now.models, ...now.prepared].map((e) => e.name))) {
+        await http(`${base}/api/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: name }) })
+      }
+      if (loaded === 0 && !(await this.beyondStart())) break
       await sleep(100)
     }
     // No client connection open (the soak's pool closed), and the gateway's own to the hub allowed to lapse
