@@ -7,6 +7,7 @@ import type { ModelRecord } from '../storage/model-record.js'
 export function capabilities (record: ModelRecord): string[] {
   if (record.kind === 'embedding') return ['embedding']
   if (record.kind === 'reranker') return ['rerank']
+  if (record.kind === 'decision') return ['decision']
   const template = chatTemplate(record)
   const found = ['completion']
   if (/\btools\b/.test(template)) found.push('tools')

@@ -1,7 +1,7 @@
 import { ContextExceededError, RuntimeError } from '../../core/errors.js'
 import type { Logger } from '../../core/logger.js'
 import type { RequestUsage } from '../../core/request-usage.js'
-import type { AcquireRequest, Lease, LeaseSource, Purpose } from '../leases/lease.js'
+import type { AcquireRequest, AskPurpose, Lease, LeaseSource } from '../leases/lease.js'
 import { CallReroute, HookedCall, type CallContext } from './hooked-call.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
@@ -31,7 +31,7 @@ export interface LeaseAsk {
    */
   keepAliveMs?: number
   /** @default 'generate' */
-  purpose?: Purpose
+  purpose?: AskPurpose
   /** Where unknown option keys are reported (the request's log). */
   log?: Pick<Logger, 'warn'>
   /** The start of its conversation (AcquireRequest's `affinity`). */

@@ -4,10 +4,26 @@ import type { RequestUsage } from '../../core/request-usage.js'
 import type { ModelEndpoint } from '../../runtimes/index.js'
 
 /**
- * What a request needs of a model's runtime: generation (chat, completions), embeddings, or reranking. A chat
- * model asked for embeddings gets an instance of its own, started to embed.
+ * What a model's runtime is started for: generation (chat, completions), embeddings, or reranking. A chat model
+ * asked for embeddings gets an instance of its own, started to embed.
  */
 export type Purpose = 'generate' | 'embed' | 'rerank'
+
+/**
+ * What a request asks of a model: a runtime's purpose, or decisions (System One, OpenAI's Decisions: answers read
+ * from label logits), which run on the model's generating instance, a decision model's or a chat model's.
+ */
+export type AskPurpose = Purpose | 'decide'
+
+/** What a model of `kind` is loaded for when nothing asks it anything (a preload, router mode's load). */
+export function loadPurpose (kind: LeaseModel['kind']): Purpose {
+  return kind === 'embedding' ? 'embed' : kind === 'reranker' ? 'rerank' : 'generate'
+}
+
+/** The runtime that serves what a request asks. */
+export function runtimePurpose (asked: AskPurpose): Purpose {
+  return asked === 'decide' ? 'generate' : asked
+}
 
 /** What a lease says of its model: a stored one's record, or an upstream's name with nothing of a GGUF known. */
 export interface LeaseModel {
@@ -20,8 +36,8 @@ export interface LeaseModel {
   parameters?: Record<string, unknown> | null
   /** A chat template the model was created with, instead of its GGUF's. */
   template?: string | null
-  /** What it is, from its GGUF: a chat model generates; embedding models and rerankers only serve their endpoints. @default 'chat' */
-  kind?: 'chat' | 'embedding' | 'reranker'
+  /** What it is, from its GGUF: a chat model generates; embedding models, rerankers and decision models only serve their endpoints. @default 'chat' */
+  kind?: 'chat' | 'embedding' | 'reranker' | 'decision'
   /** What the GGUF says about its shape, when known: used to estimate the KV cache; what it is (/api/ps's details). */
   gguf?: { block_count?: number | null, embedding_length?: number | null, head_count?: number | null, head_count_kv?: number | null, context_length?: number | null, architecture?: string | null, parameter_count?: number | null, file_type?: string | null } | null
 }
@@ -71,7 +87,7 @@ export interface AcquireRequest {
   /** Aborted when the client disconnects. */
   signal?: AbortSignal
   /** What the request does with the model. @default 'generate' */
-  purpose?: Purpose
+  purpose?: AskPurpose
   /** Where option keys the gateway does not know are reported (the request's log). */
   log?: Pick<Logger, 'warn'>
   /**

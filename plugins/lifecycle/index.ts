@@ -5,6 +5,7 @@ import { GatewayError } from '../../core/errors.js'
 import { InFlight } from './in-flight.js'
 import { Preloader } from './preloader.js'
 import { Readiness, type Lifecycle } from './readiness.js'
+import { loadPurpose } from '../leases/lease.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -25,8 +26,7 @@ const lifecycle: FastifyPluginAsyncTypebox = async (app) => {
   const preloads = [...config.models].filter(([, m]) => m.preload)
     .map(([name, m]) => ({ name, keepAliveMs: m.keepAliveMs === undefined || m.keepAliveMs < 0 ? Infinity : m.keepAliveMs }))
   const preloader = new Preloader(preloads, async (name, keepAliveMs) => {
-    const kind = app.store.get(name).kind ?? 'chat'
-    await app.scheduler.load(name, { keepAliveMs, purpose: kind === 'chat' ? 'generate' : kind === 'embedding' ? 'embed' : 'rerank' })
+    await app.scheduler.load(name, { keepAliveMs, purpose: loadPurpose(app.store.get(name).kind) })
   }, app.log)
   const readiness = new Readiness({
     inFlight,

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { BadRequestError, ForbiddenError, NotFoundError, UnavailableError } from '../../core/errors.js'
 import { version } from '../../core/version.js'
 import { openAiModel } from '../models-api/tag-shape.js'
-import type { Purpose } from '../leases/lease.js'
+import { loadPurpose, type Purpose } from '../leases/lease.js'
 import type { ModelRecord } from '../storage/model-record.js'
 import { crossSiteBrowserRequest, shownProps } from './props-fields.js'
 import { RouterLoads } from './router-loads.js'
@@ -11,9 +11,9 @@ import { ModelsQuery, PropsQuery, PropsReply, RouterModelBody, RouterModelsReply
 // How long a loaded llama-server may take to say what it is.
 const PROPS_TIMEOUT_MS = 10_000
 
-/** What a model's instance is started for: a chat model generates, the others serve their own endpoint. */
+/** What a model's instance is started for: a chat or decision model generates, the others serve their own endpoint. */
 function purposeOf (record: ModelRecord): Purpose {
-  return record.kind === 'embedding' ? 'embed' : record.kind === 'reranker' ? 'rerank' : 'generate'
+  return loadPurpose(record.kind)
 }
 
 /**

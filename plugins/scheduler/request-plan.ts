@@ -2,7 +2,7 @@ import { BadRequestError } from '../../core/errors.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
 import { reserveTokens } from '../leases/lease-terms.js'
 import type { ContextGrowth } from './context-growth.js'
-import type { AcquireRequest, Purpose } from '../leases/lease.js'
+import { runtimePurpose, type AcquireRequest, type AskPurpose, type Purpose } from '../leases/lease.js'
 import type { SchedulableModel, SchedulerSettings } from './ports.js'
 import type { SwapPolicy } from './swap-policy.js'
 
@@ -23,8 +23,9 @@ export interface RequestPlan {
  */
 export function planRequest (model: SchedulableModel, request: AcquireRequest, deps: { settings: SchedulerSettings, growth: ContextGrowth, swaps: SwapPolicy }): RequestPlan {
   const { settings } = deps
-  const purpose = request.purpose ?? 'generate'
-  checkPurpose(model, purpose)
+  const asked = request.purpose ?? 'generate'
+  checkPurpose(model, asked)
+  const purpose = runtimePurpose(asked)
   let resolved = purposeOptions(model, purpose, resolveOptions({
     defaults: settings.defaultOptions,
     parameters: model.parameters,
@@ -41,28 +42,36 @@ export function planRequest (model: SchedulableModel, request: AcquireRequest, d
   return { model, purpose, resolved, minContext: floor?.numCtx ?? 0, keepAliveMs }
 }
 
-const ENDPOINTS: Record<Purpose, string> = {
+const ENDPOINTS: Record<AskPurpose, string> = {
   generate: 'chat or generate',
   embed: 'embeddings',
   rerank: 'reranking',
+  decide: 'decisions',
 }
-const KIND_WORDS = { chat: 'a chat model', embedding: 'an embedding model', reranker: 'a reranker' } as const
+const KIND_WORDS = { chat: 'a chat model', embedding: 'an embedding model', reranker: 'a reranker', decision: 'a decision model' } as const
 const USE: Record<NonNullable<SchedulableModel['kind']>, string> = {
   chat: 'use /api/chat, /api/generate or /v1/chat/completions',
   embedding: 'use /api/embed or /v1/embeddings',
   reranker: 'use /v1/rerank',
+  decision: 'ask it questions at /v1/systemone or /v1/decisions',
+}
+/** What each kind serves: a chat model all but reranking (embeddings on an instance of its own, decisions as vLLM answers them). */
+const SERVES: Record<NonNullable<SchedulableModel['kind']>, readonly AskPurpose[]> = {
+  chat: ['generate', 'embed', 'decide'],
+  embedding: ['embed'],
+  reranker: ['rerank'],
+  decision: ['decide'],
 }
 
 /**
- * Refuses a request a model cannot serve, before anything loads: embedding models and rerankers generate no
- * text, only rerankers rerank, and a reranker's pooled output is a score, not an embedding. A chat model may
- * embed (as in Ollama), on an instance of its own.
+ * Refuses a request a model cannot serve, before anything loads: embedding models, rerankers and decision models
+ * write no text, only rerankers rerank, a reranker's pooled output is a score, not an embedding, and a decision model
+ * answers only questions. A chat model may embed (as in Ollama), on an instance of its own, and answer decisions.
  * @throws BadRequestError naming the model, what it is, and where to send it
  */
-export function checkPurpose (model: SchedulableModel, purpose: Purpose): void {
+export function checkPurpose (model: SchedulableModel, purpose: AskPurpose): void {
   const kind = model.kind ?? 'chat'
-  const serves = kind === 'chat' ? purpose !== 'rerank' : (kind === 'embedding' ? purpose === 'embed' : purpose === 'rerank')
-  if (serves) return
+  if (SERVES[kind].includes(purpose)) return
   const hint = purpose === 'rerank' ? 'rerank with a reranker (a GGUF with rank pooling)' : USE[kind]
   throw new BadRequestError(`"${model.name}" does not support ${ENDPOINTS[purpose]}: it is ${KIND_WORDS[kind]}; ${hint}`, 'unsupported_by_model')
 }

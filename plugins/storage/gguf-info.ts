@@ -1,4 +1,5 @@
 import { readGgufHeader } from '../../core/gguf-header.js'
+import { readDecisionInfo } from './decision-info.js'
 import type { GgufInfo } from './manifest.js'
 
 /** Reads what /api/show and the scheduler need from a GGUF's header (no array: the vocabulary is read past). */
@@ -24,5 +25,6 @@ export async function readGgufInfo (path: string): Promise<GgufInfo> {
     head_count_kv: num('attention.head_count_kv'),
     chat_template: typeof meta['tokenizer.chat_template'] === 'string' ? meta['tokenizer.chat_template'] as string : null,
     pooling_type: num('pooling_type'),
+    decision: readDecisionInfo(meta, arch),
   }
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import { open, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
 import { isAlive } from '../../core/process-alive.js'
+import type { DecisionInfo } from './decision-info.js'
 import type { LinkKind } from './link-file.js'
 
 export const MANIFEST = 'manifest.json'
@@ -22,6 +23,8 @@ export interface GgufInfo {
    * 3 last, 4 rank); null when the GGUF does not say, as for chat models. Absent in manifests written before it.
    */
   pooling_type?: number | null
+  /** A decision model's type, question template and temperatures (decision-info.ts); null or absent: not one. */
+  decision?: DecisionInfo | null
 }
 
 export interface ManifestFile { name: string, size: number, sha256: string | null }
