@@ -7,6 +7,7 @@ import { writeTinyBert } from '../../scripts/fixtures/realistic-bert.js'
 import { CHAT_FORMATS, TINY_HYBRID } from '../../scripts/fixtures/realistic-architectures/chat-formats.js'
 import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/fixtures/realistic-model.js'
 import { writeTinyProjector } from '../../scripts/fixtures/realistic-projector.js'
+import { decisionMetadata } from '../../scripts/fixtures/decision-fixtures.js'
 import { cpuRuntime } from './runtime.js'
 
 /** The chat fixtures the tests use: a real vocabulary and template from the runtime's own llama.cpp tree. */
@@ -77,6 +78,19 @@ export const REALISTIC = {
    * tokens beside global layers. Four layers each, the fourth the global one; trained on 65536 tokens. Each
    * answers "Done" and ends its turn (scripts/fixtures/realistic-architectures/index.ts: CHAT_FORMATS, TINY_HYBRID).
    */
+  /**
+   * Decision models on Qwen2.5's vocabulary (scripts/fixtures/decision-fixtures.ts): openjev letters its options
+   * itself, with temperatures by bucket (a FLOAT32 and a string, both as llama.cpp reads them); lev is given each
+   * option's label, reads a choice both ways round and a noul as a 0-8 rating.
+   */
+  openjev: {
+    vocab: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct', eosToken: '<|im_end|>',
+    metadata: decisionMetadata('qwen2', { type: 'openjev', temperatures: { 'choice.3_5': 1.5, choice: '1.25', noul: 0.75, 'score.3_5': 2 } }),
+  },
+  lev: {
+    vocab: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct', eosToken: '<|im_end|>',
+    metadata: decisionMetadata('qwen2', { type: 'lev', temperatures: { 'choice.small': 1.75, noul: 0.5 } }),
+  },
   qwen35: { ...CHAT_FORMATS.qwen35, ...TINY_HYBRID },
   lfm2: { ...CHAT_FORMATS.lfm2, ...TINY_HYBRID },
   gemma3: { ...CHAT_FORMATS.gemma3, ...TINY_HYBRID },
@@ -96,6 +110,8 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   qwen3: (file, src) => writeRealisticModel({ ...REALISTIC.qwen3, file, llamaCppSrc: src, name: 'tiny qwen3' }),
   agent: (file, src) => writeRealisticModel({ ...REALISTIC.agent, file, llamaCppSrc: src, name: 'tiny agent' }),
   coder: (file, src) => writeRealisticModel({ ...REALISTIC.coder, file, llamaCppSrc: src, name: 'tiny qwen25 coder' }),
+  openjev: (file, src) => writeRealisticModel({ ...REALISTIC.openjev, file, llamaCppSrc: src, name: 'tiny openjev' }),
+  lev: (file, src) => writeRealisticModel({ ...REALISTIC.lev, file, llamaCppSrc: src, name: 'tiny lev' }),
   qwen35: (file, src) => writeRealisticModel({ ...REALISTIC.qwen35, file, llamaCppSrc: src, name: 'tiny qwen35' }),
   lfm2: (file, src) => writeRealisticModel({ ...REALISTIC.lfm2, file, llamaCppSrc: src, name: 'tiny lfm2' }),
   gemma3: (file, src) => writeRealisticModel({ ...REALISTIC.gemma3, file, llamaCppSrc: src, name: 'tiny gemma3' }),
@@ -105,7 +121,7 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, openjev: 1, lev: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 
