@@ -1,0 +1,111 @@
+import type { Lease } from '../leases/lease.js'
+import type { DecisionAsk, QuestionProbabilities } from './decision-questions.js'
+import { DecisionContextError, RequestTooLargeError, UnprocessableError } from './decision-errors.js'
+import { inputTokens, softmax } from './decision-math.js'
+import { labelsNeeded, type PromptMaker } from './decision-prompts.js'
+import { averaged, shownProbabilities, taskPlans, type TaskPlan } from './decision-schemes.js'
+import type { LabelTokens } from './label-tokens.js'
+
+// An equal bias on every label lifts them above the rest of the vocabulary and leaves their ratios as they were:
+// top_k then keeps exactly the labels, and the sampler's probabilities are theirs alone.
+const LABEL_BIAS = 100
+// llama.cpp's default budget: 8 slots' contexts of prompt tokens in one request.
+const BUDGET_CONTEXTS = 8
+
+/** What one request's questions came to: each question's probabilities, the tokens it is counted for, and what the runtime read. */
+export interface DecisionRun {
+  answers: QuestionProbabilities[]
+  /** Every task's prompt tokens, the prefix they share counted once (the protocol's usage.input_tokens). */
+  inputTokens: number
+  /** The prompt tokens llama-server evaluated for it (its timings), the rest came from its cache. */
+  evaluatedTokens: number
+  /** The prompts it took: a lev choice takes two. */
+  tasks: number
+  /** Each task's prompt tokens, in order. */
+  promptTokens: number[]
+}
+
+interface Completion {
+  completion_probabilities?: Array<{ top_probs?: Array<{ id?: unknown, prob?: unknown }> }>
+  timings?: { prompt_n?: unknown }
+}
+
+/**
+ * Answers a request's questions on a leased runtime, with no engine change: each task's prompt rendered and
+ * tokenized, then evaluated with /completion for one token, the labels lifted by an equal logit bias, top_k their
+ * number and neutral samplers, so that llama-server's post-sampling probabilities are the labels' softmax; from
+ * their logarithms (the logits, less one constant) the calibrated softmax at the question's temperature. The tasks
+ * run one after another on the lease's slot: the state, which every prompt opens with, is read once and the others
+ * evaluate only their tails from its cache.
+ * @throws UnprocessableError, RequestTooLargeError, DecisionContextError
+ */
+export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens: LabelTokens, ask: DecisionAsk): Promise<DecisionRun> {
+  const { scheme } = maker
+  const needed = labelsNeeded(scheme, ask.questions)
+  const labels = await labelTokens.first(lease, scheme.codes, Math.min(needed, scheme.maxLabels), scheme.allCodes)
+  if (labels.codes.length < needed) {
+    const question = ask.questions.find((q) => q.options.length > labels.codes.length)!
+    throw new UnprocessableError(`questions.${question.id}: "criteria" has ${question.options.length} options, at most ${labels.codes.length} are supported`)
+  }
+  const plans = taskPlans(scheme, ask.questions)
+  const prompts: number[][] = []
+  const budget = BUDGET_CONTEXTS * lease.contextLength
+  let total = 0
+  for (const plan of plans) {
+    const text = await maker.render(plan, labels.codes, ask, lease)
+    const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: true }, lease.signal)
+    if (!Array.isArray(tokens) || !tokens.every(Number.isInteger)) throw new Error('the model\'s runtime answered /tokenize without a list of tokens')
+    if (tokens.length === 0) throw new UnprocessableError(`questions.${plan.question.id}: the rendered prompt is empty; provide a non-empty "state" or non-empty "instructions"`)
+    if (tokens.length >= lease.contextLength) throw new DecisionContextError(tokens.length, lease.contextLength)
+    total += tokens.length
+    if (total > budget) throw new RequestTooLargeError(`The request renders ${total} prompt tokens, the maximum is ${budget}. Give a shorter "state" or fewer questions`)
+    prompts.push(tokens as number[])
+  }
+  let evaluated = 0
+  const read: Array<{ plan: TaskPlan, p: number[] }> = []
+  for (const [i, plan] of plans.entries()) {
+    const ids = labels.tokens.slice(0, plan.outputs)
+    const { scores, promptN } = await labelScores(lease, prompts[i]!, ids)
+    evaluated += promptN
+    read.push({ plan, p: shownProbabilities(plan, softmax(scores, maker.temperature(plan.question))) })
+  }
+  const answers = ask.questions.map((question) => ({ question, probabilities: averaged(read.filter((r) => r.plan.question === question)) }))
+  return { answers, inputTokens: inputTokens(prompts), evaluatedTokens: evaluated, tasks: plans.length, promptTokens: prompts.map((p) => p.length) }
+}
+
+/** The labels' log-probabilities at the prompt's end (their logits, less one constant), in the labels' order. */
+async function labelScores (lease: Lease, prompt: number[], labels: number[]): Promise<{ scores: number[], promptN: number }> {
+  const answer = await lease.endpoint.postJson<Completion>('/completion', {
+    prompt,
+    n_predict: 1,
+    cache_prompt: true,
+    n_probs: labels.length,
+    post_sampling_probs: true,
+    logit_bias: labels.map((id) => [id, LABEL_BIAS]),
+    samplers: ['top_k', 'temperature'],
+    top_k: labels.length,
+    temperature: 1,
+    top_p: 1,
+    min_p: 0,
+    typical_p: 1,
+    repeat_penalty: 1,
+    presence_penalty: 0,
+    frequency_penalty: 0,
+    dry_multiplier: 0,
+    xtc_probability: 0,
+    mirostat: 0,
+    stream: false,
+  }, lease.signal)
+  const top = answer.completion_probabilities?.[0]?.top_probs
+  if (!Array.isArray(top)) throw new Error('the model\'s runtime answered /completion without the labels\' probabilities')
+  const byId = new Map<number, number>()
+  for (const entry of top) if (typeof entry.id === 'number' && typeof entry.prob === 'number') byId.set(entry.id, entry.prob)
+  const scores = labels.map((id) => {
+    const p = byId.get(id)
+    if (p === undefined || !Number.isFinite(p) || p < 0) throw new Error(`the model's runtime gave no probability for label token ${id}`)
+    return Math.log(p)
+  })
+  if (scores.every((s) => s === -Infinity)) throw new Error('the model could not evaluate the decision')
+  const promptN = typeof answer.timings?.prompt_n === 'number' ? answer.timings.prompt_n : prompt.length
+  return { scores, promptN }
+}

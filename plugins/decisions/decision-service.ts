@@ -1,0 +1,84 @@
+import type { Logger } from '../../core/logger.js'
+import type { RequestUsage } from '../../core/request-usage.js'
+import type { Lease, LeaseSource } from '../leases/lease.js'
+import { runLeased } from '../inference/run-leased.js'
+import type { ModelRecord } from '../storage/model-record.js'
+import { NotSupportedError } from './decision-errors.js'
+import type { DecisionAsk } from './decision-questions.js'
+import { chatPrompts, systemOnePrompts, type PromptMaker } from './decision-prompts.js'
+import { runDecision, type DecisionRun } from './decision-runner.js'
+import { NEEDS_ENGINE, SCHEMES, type DecisionScheme } from './decision-schemes.js'
+import { LabelTokens } from './label-tokens.js'
+
+/** Where a decision's model is found, and how it is leased. */
+export interface DecisionDeps {
+  leases: LeaseSource
+  /** The record of the model a request names (its kind, its decision metadata). @throws ModelNotFoundError */
+  record(name: string): ModelRecord
+}
+
+/** One decision asked of a model, from a surface or a plugin. */
+export interface DecisionCall {
+  model: string
+  ask: DecisionAsk
+  keepAliveMs?: number
+  /** Aborted when its caller goes away. */
+  signal: AbortSignal
+  usage?: RequestUsage
+  log?: Pick<Logger, 'warn'>
+}
+
+/** A decision's answer: its model's name, and what its questions came to. */
+export interface DecisionResult extends DecisionRun { model: string }
+
+/**
+ * Decisions on local models: a decision model's answers read from its label logits as llama.cpp computes them, a chat
+ * model's as vLLM reads them. Leased like any request (keys, queue, quotas, swaps, usage), on the model's generating
+ * instance. One service for the surfaces (/v1/systemone, /v1/decisions) and for plugins (a guardrail).
+ */
+export class Decisions {
+  private readonly labels = new LabelTokens()
+
+  constructor (private readonly deps: DecisionDeps) {}
+
+  /**
+   * How a model's questions are asked, before anything loads: its scheme (labels, option limits) and prompts.
+   * @throws NotSupportedError for a model that answers no decisions here (an embedding model, a type that needs
+   * engine heads, a file without its question template), ModelNotFoundError
+   */
+  makerFor (name: string): PromptMaker {
+    const record = this.deps.record(name)
+    if (record.upstream !== undefined) throw new NotSupportedError(`"${record.name}" is served by the upstream "${record.upstream}": llamagate asks decisions of local models only`)
+    if (record.kind === 'chat') return chatPrompts
+    const info = record.gguf?.decision
+    if (record.kind !== 'decision' || info == null) throw new NotSupportedError('This model is not a decision model')
+    const scheme: DecisionScheme | undefined = SCHEMES[info.type]
+    if (scheme === undefined) {
+      const needs = NEEDS_ENGINE[info.type]
+      throw new NotSupportedError(needs !== undefined
+        ? `decision type "${info.type}" needs ${needs}, which this llama-server build cannot evaluate; serve it with a llama-server that answers /v1/systemone`
+        : `decision type "${info.type}" is not one llamagate knows (openjev, lev, nimble, pplx-decider)`)
+    }
+    if (info.template === null) throw new NotSupportedError(`"${record.name}" is a decision model without a question template (tokenizer.chat_template.systemone)`)
+    return systemOnePrompts(scheme, info.template, info.temperatures)
+  }
+
+  /** Asks `call.ask` of its model, with the maker makerFor() gave for it. */
+  async decide (call: DecisionCall, maker: PromptMaker): Promise<DecisionResult> {
+    const run = await runLeased(this.deps.leases, {
+      model: call.model,
+      purpose: 'decide',
+      signal: call.signal,
+      stream: null,
+      ...(call.keepAliveMs !== undefined ? { keepAliveMs: call.keepAliveMs } : {}),
+      ...(call.usage !== undefined ? { usage: call.usage } : {}),
+      ...(call.log !== undefined ? { log: call.log } : {}),
+      work: async (lease: Lease) => {
+        const result = await runDecision(lease, maker, this.labels, call.ask)
+        lease.countTokens(result.inputTokens, 0, Math.max(0, result.inputTokens - result.evaluatedTokens))
+        return { ...result, model: lease.model.name }
+      },
+    })
+    return run!
+  }
+}
