@@ -112,6 +112,8 @@ export class Instances {
     // llama-server finishes its running tasks before it exits on SIGTERM (tens of seconds); requests that we are
     // cutting anyway need not be waited for.
     const grace = graceMs ?? (instance.active > 0 ? BUSY_STOP_GRACE_MS : undefined)
+    // A stop or delete of the model while this end saves and stops it leaves nothing standing by for it after.
+    const generation = this.standby.generation(instance.model.name)
     if (!instance.beginEnd()) return
     try {
       // At once when the reason is known: a request in flight hears it in the same turn as the end began.
@@ -127,7 +129,7 @@ export class Instances {
       // A crash says so itself ('runtime died'), and a failed start in its error.
       if (!exited) this.deps.log.info({ model: instance.model.name, reason: (reason instanceof Error ? reason : await reason).message }, 'model unloaded')
     }
-    if (standby && !exited && instance.process !== null) void this.standBy(instance)
+    if (standby && !exited && instance.process !== null) void this.standBy(instance, generation)
   }
 
   /**
@@ -136,11 +138,11 @@ export class Instances {
    * once the model that replaced it has loaded, so that its preparation does not take the processor from that load.
    * Never throws.
    */
-  private async standBy (instance: Instance): Promise<void> {
+  private async standBy (instance: Instance, generation: number): Promise<void> {
     const { model, purpose, options } = instance
     if (instance.keepAlive === 0 || !this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
-    // A stop or delete of the model meanwhile leaves nothing standing by for it.
-    const generation = this.standby.generation(model.name)
+    // A stop or delete of the model since its end began (`generation` was read then) leaves nothing standing by for it.
+    if (this.standby.generation(model.name) !== generation) return
     await this.loadsSettled()
     // Loaded again meanwhile (its users came back first): nothing to prepare.
     if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return

@@ -33,6 +33,8 @@ class GatedProcess implements RuntimeProcess {
   readonly pid = 4242
   preparedInMs: number | null = null
   stopped = false
+  /** What its stop waits for before it exits (a test holds an unload there). */
+  exitAfter: Promise<void> = Promise.resolve()
   constructor (readonly options: RuntimeSpawnOptions, private readonly startMs: number, private readonly clock: StandInClock) {}
   get endpoint (): RuntimeEndpoint { return {} as RuntimeEndpoint }
   prepare (): Promise<void> {
@@ -47,6 +49,7 @@ class GatedProcess implements RuntimeProcess {
   }
   async stop (): Promise<void> {
     this.stopped = true
+    await this.exitAfter
     for (const exit of this.exits) exit({ code: 0, signal: 'SIGTERM', expected: true, logTail: [] })
   }
 
@@ -124,4 +127,23 @@ t.test('one stands by for its model\'s own keep-alive, and goes with a keep_aliv
   await s.expire('acme/slow')
   t.same(s.prepared(), [], 'keep_alive 0 for the model ends it')
   t.ok(made.filter((p) => p.options.alias === 'acme/slow').at(-1)!.stopped, 'its runtime stopped')
+})
+
+t.test('a model stopped (or deleted) while its unload for another runs gets no runtime standing by after it', async (t) => {
+  const { scheduler: s, made } = scheduler(t)
+  await use(s, 'acme/slow')
+  const slow = made.at(-1)!
+  let exit!: () => void
+  slow.exitAfter = new Promise((resolve) => { exit = resolve })
+  // acme/other's load gives acme/slow up: its unload waits in its runtime's stop until the test lets it exit.
+  const other = use(s, 'acme/other')
+  for (let i = 0; i < 400 && !slow.stopped; i++) await delay(5)
+  t.ok(slow.stopped, 'acme/slow is being unloaded for acme/other')
+  const stopping = s.stop('acme/slow')
+  exit()
+  await Promise.all([other, stopping])
+  // A standby is made a few turns after the unload ends (it waits for loads to settle): the bound of this negative look.
+  await delay(50)
+  t.same(s.prepared(), [], 'nothing stands by for the stopped model')
+  t.equal(made.filter((p) => p.options.alias === 'acme/slow').length, 1, 'no runtime was made for it')
 })
