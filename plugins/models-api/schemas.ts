@@ -38,6 +38,7 @@ export const ModelRecordSchema = Type.Object({
 /** A model of /api/tags: a remote one (config.yaml's upstreams) says where it runs, as Ollama marks its remote models. */
 export const TagSchema = Type.Object({
   ...ModelRecordSchema.properties,
+  capabilities: Type.Optional(Type.Array(Type.String())),
   remote_model: Type.Optional(Type.String()),
   remote_host: Type.Optional(Type.String()),
 })
@@ -75,8 +76,12 @@ export const OpenAiModel = Type.Object({
   context_window: Type.Optional(Type.Integer()),
   max_context_length: Type.Optional(Type.Integer()),
   meta: Type.Optional(Type.Object({ n_ctx: Type.Integer(), n_ctx_train: MaybeInteger, n_params: MaybeInteger, size: Type.Integer() })),
+  capabilities: Type.Optional(Type.Array(Type.String())),
+  architecture: Type.Optional(Type.Object({ input_modalities: Type.Array(Type.String()), output_modalities: Type.Array(Type.String()) })),
 })
-export const OpenAiModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiModel) })
+/** The TypeSafe SDK's model card (its client requires a `models` list), with llama-server's and Ollama's capabilities. */
+const ModelCard = Type.Object({ id: Type.String(), name: Type.String(), model: Type.String(), description: Type.String(), release_date: Type.String(), capabilities: Type.Array(Type.String()) })
+export const OpenAiModelList = Type.Object({ object: Type.Literal('list'), data: Type.Array(OpenAiModel), models: Type.Optional(Type.Array(ModelCard)) })
 
 /** Anthropic's model object (GET /v1/models with an `anthropic-version` header, as its SDKs send). */
 const Support = Type.Object({ supported: Type.Boolean() })

@@ -21,9 +21,9 @@ export function ollamaDetails (model: DetailsSource) {
   }
 }
 
-/** A model as Ollama's /api/tags lists it (and /api/import answers it). */
+/** A model as Ollama's /api/tags lists it (and /api/import answers it), with what it can do (`decision` among them). */
 export function tagOf (r: ModelRecord) {
-  return { name: r.name, model: r.name, size: r.size, format: r.format, modified_at: r.modified_at, digest: r.digest, details: ollamaDetails(r) }
+  return { name: r.name, model: r.name, size: r.size, format: r.format, modified_at: r.modified_at, digest: r.digest, details: ollamaDetails(r), capabilities: capabilities(r) }
 }
 
 /** /api/show's `details`: Ollama's flat details, beside every field of the spec's model record (rest-interface §2.2). */
@@ -42,10 +42,29 @@ export interface Window { trained: number | null, loaded: number | null, max: nu
  * since llamagate grows a loaded context to it; what a slot holds now is /api/ps's `context_length`).
  */
 export function openAiModel (r: ModelRecord, window: Window) {
+  const can = capabilities(r)
   return {
     id: r.name, object: 'model' as const, created: Math.floor(Date.parse(r.modified_at) / 1000), owned_by: r.name.split('/')[0]!,
     context_window: window.max, max_context_length: window.max,
     meta: { n_ctx: window.max, n_ctx_train: window.trained, n_params: r.gguf?.parameter_count ?? null, size: r.size },
+    capabilities: can,
+    // llama-server's marks: a decision model's output is decisions, not text.
+    architecture: { input_modalities: can.includes('vision') ? ['text', 'image'] : ['text'], output_modalities: can.includes('decision') ? ['decisions'] : ['text'] },
+  }
+}
+
+/**
+ * A model as the `models` list of /v1/models gives it beside OpenAI's `data`: the TypeSafe SDK's model card
+ * (`name`, `description`, `release_date`), which its client requires, with the capabilities llama-server's and Ollama's
+ * lists carry. `id` names it as in `data`.
+ */
+export function modelCard (r: ModelRecord) {
+  const can = capabilities(r)
+  return {
+    id: r.name, name: r.name, model: r.name,
+    description: r.gguf?.decision != null ? `${r.gguf.decision.type} decision model` : `${r.gguf?.architecture ?? 'language'} model`,
+    release_date: r.modified_at.slice(0, 10),
+    capabilities: can,
   }
 }
 

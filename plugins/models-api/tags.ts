@@ -3,7 +3,7 @@ import { InvalidModelNameError, NotFoundError } from '../../core/errors.js'
 import { Type } from 'typebox'
 import { AnthropicModel, AnthropicModelList, OpenAiModel, OpenAiModelList, TagsReply } from './schemas.js'
 import type { ModelRecord } from '../storage/model-record.js'
-import { anthropicModel, anthropicRemoteModel, openAiModel, openAiRemoteModel, remoteTag, tagOf } from './tag-shape.js'
+import { anthropicModel, anthropicRemoteModel, modelCard, openAiModel, openAiRemoteModel, remoteTag, tagOf } from './tag-shape.js'
 
 /** The models listed: Ollama's /api/tags, OpenAI's /v1/models and /v1/models/{id}. */
 const tags: FastifyPluginAsyncTypebox = async (app) => {
@@ -37,8 +37,11 @@ const tags: FastifyPluginAsyncTypebox = async (app) => {
     }),
   ]
 
-  app.get('/v1/models', { config: { scope: 'any', modelList: { field: 'data', key: 'id' } }, schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
-    if (!anthropic(request.headers)) return { object: 'list' as const, data: [...listed().map((r) => openAiModel(r, windowOf(r))), ...remote().map(openAiRemoteModel)] }
+  app.get('/v1/models', { config: { scope: 'any', modelList: { field: 'data', key: 'id', alsoFields: ['models'] } }, schema: { response: { 200: Type.Union([OpenAiModelList, AnthropicModelList]) } } }, async (request) => {
+    if (!anthropic(request.headers)) {
+      const stored = listed()
+      return { object: 'list' as const, data: [...stored.map((r) => openAiModel(r, windowOf(r))), ...remote().map(openAiRemoteModel)], models: stored.map(modelCard) }
+    }
     const data = [...listed().map((r) => anthropicModel(r, windowOf(r))), ...remote().map(anthropicRemoteModel)]
     return { data, has_more: false, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null }
   })

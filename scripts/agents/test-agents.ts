@@ -10,6 +10,9 @@ export interface TestAgent { npmPackage: string, version: string, node: NodeMajo
 export const TEST_AGENTS = {
   // OpenClaw's engines field: Node >=24.16 <25.
   openclaw: { npmPackage: 'openclaw', version: '2026.9.6', node: 24, entry: 'node_modules/openclaw/openclaw.mjs' },
+  // The openai SDK with client.decisions (OpenAI's Decisions API): 7.x asks for Node 22, so it stays out of the
+  // devDependencies, which Node 20 installs.
+  'openai-decisions': { npmPackage: 'openai', version: '7.55.0', node: 22, entry: 'node_modules/openai/index.mjs' },
 } as const satisfies Record<string, TestAgent>
 
 /** The Nodes the suite's smoke part starts the built gateway on (test/core/node-versions.test.ts), besides its own. */

@@ -64,3 +64,15 @@ t.test('a decision model on the chat surfaces is refused, saying where to ask it
   const embed = await post(`${url}/v1/embeddings`, { model: 'acme/openjev', input: 'hi' })
   t.equal(embed.status, 400, 'nor does it embed')
 })
+
+t.test('a decision model is listed with its capability: /api/show, /api/tags, /v1/models (data and models)', async (t) => {
+  const { url } = await served()
+  const shown = await (await post(`${url}/api/show`, { model: 'acme/openjev' })).json() as any
+  t.same(shown.capabilities, ['decision'], '/api/show: decision, not completion')
+  const tags = await (await fetch(`${url}/api/tags`)).json() as any
+  t.same(tags.models.find((m: any) => m.name === 'acme/openjev').capabilities, ['decision'], '/api/tags')
+  t.same(tags.models.find((m: any) => m.name === 'acme/bert').capabilities, ['embedding'])
+  const v1 = await (await fetch(`${url}/v1/models`)).json() as any
+  t.same(v1.data.find((m: any) => m.id === 'acme/openjev').architecture, { input_modalities: ['text'], output_modalities: ['decisions'] }, 'llama-server\'s mark of a decision model')
+  t.match(v1.models.find((m: any) => m.name === 'acme/openjev'), { description: 'openjev decision model', release_date: /^\d{4}-\d\d-\d\d$/, capabilities: ['decision'] })
+})

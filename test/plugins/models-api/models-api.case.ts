@@ -33,8 +33,9 @@ t.test('list, show and delete on real files', async (t) => {
   await app.store.import('Acme/Second', await gguf(t, 2))
   const tags = (await app.inject({ method: 'GET', url: '/api/tags' })).json() as { models: any[] }
   t.same(tags.models.map((m) => m.name), ['Acme/Second', 'acme/first'], 'most recently modified first')
-  const first = tags.models[1]
-  t.same(Object.keys(first).sort(), ['details', 'digest', 'format', 'model', 'modified_at', 'name', 'size'], 'no internal fields leak')
+  const [second, first] = tags.models
+  t.same(Object.keys(first).sort(), ['capabilities', 'details', 'digest', 'format', 'model', 'modified_at', 'name', 'size'], 'no internal fields leak')
+  t.same(first.capabilities, ['completion'], 'what it can do, as /api/show says')
   t.equal(first.model, 'acme/first')
   t.equal(first.format, 'gguf')
   t.match(first.modified_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/)
@@ -46,7 +47,7 @@ t.test('list, show and delete on real files', async (t) => {
   t.equal(show.statusCode, 200, 'lookup is case-insensitive')
   const shown = show.json()
   t.equal(shown.modelfile, '')
-  const { details: nested, ...record } = first
+  const { details: nested, capabilities: _listed, ...record } = first
   t.same(shown.details, { ...record, ...nested }, 'details carry the record of §2.2 and Ollama\'s flat details (family at details.family)')
   t.same(shown.capabilities, ['completion'], 'the tiny template renders neither tools nor reasoning')
   t.equal(shown.parameters, '', 'config.yaml sets no options for it')
@@ -70,7 +71,9 @@ t.test('list, show and delete on real files', async (t) => {
   t.same(v1.data[1], {
     id: 'acme/first', object: 'model', created: Math.floor(Date.parse(first.modified_at) / 1000), owned_by: 'acme',
     context_window: 2048, max_context_length: 2048, meta: { n_ctx: 2048, n_ctx_train: 2048, n_params: app.store.get('acme/first').gguf!.parameter_count, size },
+    capabilities: ['completion'], architecture: { input_modalities: ['text'], output_modalities: ['text'] },
   })
+  t.same(v1.models.map((m: any) => [m.name, m.release_date, m.description]), [['Acme/Second', second.modified_at.slice(0, 10), 'llama model'], ['acme/first', first.modified_at.slice(0, 10), 'llama model']], 'the TypeSafe SDK\'s model cards beside OpenAI\'s data')
   const one = await app.inject({ method: 'GET', url: '/v1/models/acme/first' })
   t.equal(one.statusCode, 200)
   t.same(one.json(), v1.data[1])
@@ -88,7 +91,7 @@ t.test('list, show and delete on real files', async (t) => {
 t.test('an empty store lists nothing', async (t) => {
   const app = await build(t)
   t.same((await app.inject({ method: 'GET', url: '/api/tags' })).json(), { models: [] })
-  t.same((await app.inject({ method: 'GET', url: '/v1/models' })).json(), { object: 'list', data: [] })
+  t.same((await app.inject({ method: 'GET', url: '/v1/models' })).json(), { object: 'list', data: [], models: [] })
 })
 
 t.test('unknown models: 404 in the native shape, and OpenAI\'s under /v1', async (t) => {
