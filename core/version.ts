@@ -13,10 +13,10 @@ export function version (): string {
 /**
  * The Ollama release whose API llamagate answers as, in `GET /api/version`'s `version`: Ollama's clients read that
  * field as the level of the API they talk to and gate on it (Codex `--oss` refuses anything below 0.13.4, where
- * Ollama's `/v1/responses` settled). Ollama v0.14.0 (2026-01-13) is the release whose route table is the one
- * llamagate serves: the native `/api` routes, OpenAI's `/v1` with `/v1/responses` (new in v0.13.3) and Anthropic's
- * `/v1/messages` (new in v0.14.0, what Claude Code through Ollama needs). Not later: v0.14.3 added image-generation
- * fields to `/api/generate`, which llamagate does not have. Fields of earlier releases still missing here (`template`,
- * `/api/push`) are listed in docs/api.md. Raise it only when llamagate serves what the newer release added.
+ * Ollama's `/v1/responses` settled; decision clients ask for 0.35 before they call `/v1/systemone`). Ollama v0.35
+ * serves decision models at `/v1/systemone`, which llamagate serves too, beside the native `/api` routes, OpenAI's
+ * `/v1` with `/v1/responses` and Anthropic's `/v1/messages`. What releases up to it added that llamagate lacks
+ * (image generation's fields of v0.14.3, audio transcription, `/api/push`) is listed in docs/api.md, so that a
+ * client that gates on the number for those hears a clear error rather than a wrong answer.
  */
-export const OLLAMA_API_VERSION = '0.14.0'
+export const OLLAMA_API_VERSION = '0.35.0'
