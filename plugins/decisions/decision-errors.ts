@@ -21,21 +21,3 @@ export class DecisionContextError extends GatewayError {
     super(400, `request (${promptTokens} tokens) exceeds the available context size (${contextLength} tokens), try increasing it`, { code: 'exceed_context_size_error', details: { promptTokens, contextLength } })
   }
 }
-
-// llama.cpp's error types, by the codes that name one and then by status.
-const TYPES_BY_CODE = new Set(['unprocessable_entity_error', 'request_too_large_error', 'not_supported_error', 'exceed_context_size_error', 'exceed_batch_size_error'])
-const TYPES_BY_STATUS: Readonly<Record<number, string>> = {
-  400: 'invalid_request_error', 401: 'authentication_error', 403: 'permission_error', 404: 'not_found_error',
-  413: 'request_too_large_error', 422: 'unprocessable_entity_error', 429: 'rate_limit_error', 501: 'not_supported_error', 503: 'unavailable_error',
-}
-
-/**
- * llama.cpp's error body on /v1/systemone, as its test suite pins it: `{"error": {"code": <the HTTP status>, "message",
- * "type"}}`; the TypeSafe SDK reads `error.message`, and retries 429s and 5xx by their Retry-After.
- */
-export function decisionErrorBody (reply: { statusCode: number, message: string, code: string | null }): { error: { code: number, message: string, type: string } } {
-  const type = reply.code !== null && TYPES_BY_CODE.has(reply.code)
-    ? reply.code
-    : TYPES_BY_STATUS[reply.statusCode] ?? (reply.statusCode >= 500 ? 'server_error' : 'invalid_request_error')
-  return { error: { code: reply.statusCode, message: reply.message, type } }
-}

@@ -44,7 +44,6 @@ const routerModels: FastifyPluginAsyncTypebox = async (app) => {
         tags: [],
         // llama-server shows a child's command line; llamagate's own is its business (/api/ps says what was loaded).
         status: { ...loads.status(r.name, loaded), args: [] },
-        architecture: { input_modalities: r.projector !== null ? ['text', 'image'] : ['text'], output_modalities: ['text'] },
         source: 'llamagate',
         // Deleting goes through Ollama's DELETE /api/delete (the manage scope), not the router's cache.
         can_remove: false,

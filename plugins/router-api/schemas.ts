@@ -35,3 +35,12 @@ export const RouterModel = Type.Object({
   meta: Type.Object({ n_ctx: Type.Integer(), n_ctx_train: MaybeInteger, n_params: MaybeInteger, size: Type.Integer() }),
 })
 export const RouterModelsReply = Type.Object({ data: Type.Array(RouterModel), object: Type.Literal('list') })
+
+/**
+ * The body of llama-server's own routes (/tokenize, /detokenize, /apply-template, /infill) with the model named: the
+ * rest is that route's, which llama-server checks and answers as it does.
+ */
+export const RuntimeRouteBody = Type.Object({
+  model: Type.String({ minLength: 1 }),
+  keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+}, { additionalProperties: true })
