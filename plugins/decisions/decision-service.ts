@@ -4,11 +4,13 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { runLeased } from '../inference/run-leased.js'
 import type { ModelRecord } from '../storage/model-record.js'
 import { NotSupportedError } from './decision-errors.js'
+import { systemOneAnswer, type SystemOneAnswer } from './decision-math.js'
 import type { DecisionAsk } from './decision-questions.js'
 import { chatPrompts, systemOnePrompts, type PromptMaker } from './decision-prompts.js'
 import { runDecision, type DecisionRun } from './decision-runner.js'
 import { NEEDS_ENGINE, SCHEMES, type DecisionScheme } from './decision-schemes.js'
 import { LabelTokens } from './label-tokens.js'
+import { readSystemOne } from './systemone-request.js'
 
 /** Where a decision's model is found, and how it is leased. */
 export interface DecisionDeps {
@@ -30,6 +32,24 @@ export interface DecisionCall {
 
 /** A decision's answer: its model's name, and what its questions came to. */
 export interface DecisionResult extends DecisionRun { model: string }
+
+/**
+ * System One's request, less its model: the state, and the questions by id (`{type, instructions, criteria}`);
+ * checked as /v1/systemone checks them.
+ */
+export interface SystemOneAsk {
+  state?: unknown
+  questions?: unknown
+  images?: unknown
+  [field: string]: unknown
+}
+
+/** System One's answer, as llama.cpp's server gives it. */
+export interface SystemOneReply {
+  model: string
+  answers: Record<string, SystemOneAnswer>
+  usage: { input_tokens: number, output_tokens: 0 }
+}
 
 /**
  * Decisions on local models: a decision model's answers read from its label logits as llama.cpp computes them, a chat
@@ -61,6 +81,24 @@ export class Decisions {
     }
     if (info.template === null) throw new NotSupportedError(`"${record.name}" is a decision model without a question template (tokenizer.chat_template.systemone)`)
     return systemOnePrompts(scheme, info.template, info.temperatures)
+  }
+
+  /**
+   * Asks a model System One's questions, as `/v1/systemone` does: for a plugin (a guardrail asks a local decision
+   * model whether a request may pass). Leased like any request; the caller's `signal` ends it.
+   * @throws what /v1/systemone answers: NotSupportedError, ModelNotFoundError, the protocol's 422s and 413s, the
+   * lease's errors (queue full, quotas)
+   */
+  async ask (call: Omit<DecisionCall, 'ask'> & { request: SystemOneAsk }): Promise<SystemOneReply> {
+    const maker = this.makerFor(call.model)
+    const ask = readSystemOne(call.request, { maxOptions: maker.scheme.maxLabels, noulTrueFirst: maker.scheme.noulTrueFirst })
+    const { request: _request, ...rest } = call
+    const result = await this.decide({ ...rest, ask }, maker)
+    return {
+      model: result.model,
+      answers: Object.fromEntries(result.answers.map((a) => [a.question.id, systemOneAnswer(a)])),
+      usage: { input_tokens: result.inputTokens, output_tokens: 0 },
+    }
   }
 
   /** Asks `call.ask` of its model, with the maker makerFor() gave for it. */
