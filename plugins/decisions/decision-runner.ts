@@ -65,7 +65,7 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
   const read: Array<{ plan: TaskPlan, p: number[] }> = []
   for (const [i, plan] of plans.entries()) {
     const ids = labels.tokens.slice(0, plan.outputs)
-    const { scores, promptN } = await labelScores(lease, prompts[i]!, ids)
+    const { scores, promptN } = await labelScores(lease, prompts[i]!, ids, i > 0)
     evaluated += promptN
     read.push({ plan, p: shownProbabilities(plan, softmax(scores, maker.temperature(plan.question))) })
   }
@@ -73,12 +73,17 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
   return { answers, inputTokens: inputTokens(prompts), evaluatedTokens: evaluated, tasks: plans.length, promptTokens: prompts.map((p) => p.length) }
 }
 
-/** The labels' log-probabilities at the prompt's end (their logits, less one constant), in the labels' order. */
-async function labelScores (lease: Lease, prompt: number[], labels: number[]): Promise<{ scores: number[], promptN: number }> {
+/**
+ * The labels' log-probabilities at the prompt's end (their logits, less one constant), in the labels' order.
+ * `fromCache`: the prompt starts from what the slot holds (a request's later tasks, which share its first's state);
+ * a request's first task is read whole, so that its answers do not depend on what earlier requests left in the
+ * cache (on a CPU the logits move by ~1e-4 with where a prompt's batches are cut).
+ */
+async function labelScores (lease: Lease, prompt: number[], labels: number[], fromCache: boolean): Promise<{ scores: number[], promptN: number }> {
   const answer = await lease.endpoint.postJson<Completion>('/completion', {
     prompt,
     n_predict: 1,
-    cache_prompt: true,
+    cache_prompt: fromCache,
     n_probs: labels.length,
     post_sampling_probs: true,
     logit_bias: labels.map((id) => [id, LABEL_BIAS]),

@@ -14,7 +14,8 @@ const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
 /**
  * llama.cpp's decision answers computed apart from the gateway, for the tests: each question's prompt rendered from
  * the model file's own template with the inputs llama.cpp gives it, evaluated by a bare llama-server of the test
- * runtime, and every label's raw logit read from the whole vocabulary's log-probabilities (no bias, no sampler):
+ * runtime in the order the request asks them, and every label's raw logit read from the whole vocabulary's
+ * log-probabilities (no bias, no sampler):
  * p = softmax(s / T) at the temperature the test names, lev's two readings averaged, its noul a rating.
  */
 export async function referenceProbabilities (file: string, type: 'openjev' | 'lev', state: unknown, questions: Record<string, RefQuestion>, temperatures: Record<string, number>): Promise<Record<string, number[]>> {
@@ -29,9 +30,13 @@ export async function referenceProbabilities (file: string, type: 'openjev' | 'l
       if (tokens.length !== 1) throw new Error(`label ${text} is ${tokens.length} tokens`)
       return tokens[0]
     }
+    // The request's prompts in its order, the first read whole and the others from the cache it left, as the
+    // engine evaluates them (its logits move by ~1e-4 with where a prompt's batches are cut).
+    let first = true
     const logits = async (prompt: string, labels: string[]): Promise<number[]> => {
       const { tokens } = await post('/tokenize', { content: prompt, add_special: false, parse_special: true })
-      const answer = await post('/completion', { prompt: tokens, n_predict: 1, n_probs: 200_000, post_sampling_probs: false, cache_prompt: false })
+      const answer = await post('/completion', { prompt: tokens, n_predict: 1, n_probs: 200_000, post_sampling_probs: false, cache_prompt: !first })
+      first = false
       const all = new Map<number, number>(answer.completion_probabilities[0].top_logprobs.map((e: any) => [e.id, e.logprob]))
       return Promise.all(labels.map(async (l) => all.get(await token(l))!))
     }
