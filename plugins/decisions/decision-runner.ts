@@ -48,18 +48,20 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
     throw new UnprocessableError(`questions.${question.id}: "criteria" has ${question.options.length} options, at most ${labels.codes.length} are supported`)
   }
   const plans = taskPlans(scheme, ask.questions)
-  const prompts: number[][] = []
-  const budget = BUDGET_CONTEXTS * lease.contextLength
-  let total = 0
-  for (const plan of plans) {
+  // Tokenized at once: llama-server answers /tokenize beside its slots' work.
+  const prompts = await Promise.all(plans.map(async (plan) => {
     const text = await maker.render(plan, labels.codes, ask, lease)
     const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: true }, lease.signal)
     if (!Array.isArray(tokens) || !tokens.every(Number.isInteger)) throw new Error('the model\'s runtime answered /tokenize without a list of tokens')
-    if (tokens.length === 0) throw new UnprocessableError(`questions.${plan.question.id}: the rendered prompt is empty; provide a non-empty "state" or non-empty "instructions"`)
+    return tokens as number[]
+  }))
+  const budget = BUDGET_CONTEXTS * lease.contextLength
+  let total = 0
+  for (const [i, tokens] of prompts.entries()) {
+    if (tokens.length === 0) throw new UnprocessableError(`questions.${plans[i]!.question.id}: the rendered prompt is empty; provide a non-empty "state" or non-empty "instructions"`)
     if (tokens.length >= lease.contextLength) throw new DecisionContextError(tokens.length, lease.contextLength)
     total += tokens.length
     if (total > budget) throw new RequestTooLargeError(`The request renders ${total} prompt tokens, the maximum is ${budget}. Give a shorter "state" or fewer questions`)
-    prompts.push(tokens as number[])
   }
   let evaluated = 0
   const read: Array<{ plan: TaskPlan, p: number[] }> = []

@@ -10,6 +10,7 @@ import { runtimeProcesses } from '../../runtimes/process/runtime-processes.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } from './bench-models.js'
 import { benchCacheGroups } from './bench-cache-groups.js'
+import { benchDecisions } from './bench-decisions.js'
 import { benchLongPrompt } from './bench-long-prompt.js'
 import { benchMixed } from './bench-mixed.js'
 import { ensureMixedModels, MIXED_SHAPES, type MixedShape } from './bench-mixed-models.js'
@@ -44,7 +45,10 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
   tokens; think times of \`--think 0.3,1.5\` seconds, an agent's turnaround: a tool's result and the next request), seeded (\`--seed 1,2\`), against router mode and llamagate side by side,
   \`--rounds N\` each (medians); \`--mixed-shape tiny|realistic\`; \`--gateway-limits 'min_residency: 0s'\` (repeatable,
   '' for the defaults) runs llamagate with those limits; \`--keep-logs DIR\` keeps each llamagate run's log there
-  (bench-mixed.ts).
+  (bench-mixed.ts);
+- decisions: one 4-question System One decision through llamagate against one 1-token /completion of its first
+  prompt through llama-server and its router, side by side, and decisions per second at 1 and 4 at once, on the tiny
+  openjev fixture (bench-decisions.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
 llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
 hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts; \`empty\`: none, its control); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
@@ -55,7 +59,7 @@ prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-c
 docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
 `
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed', 'decisions'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -191,6 +195,13 @@ async function main (): Promise<void> {
       })
     }
     const main = `${shape}-q4_k_m`
+    if (scenarios.includes('decisions')) {
+      say('\n== decisions: a 4-question decision against a 1-token completion of its prompt, tiny openjev')
+      const modelDir = join(dir, 'decisions')
+      await mkdir(modelDir, { recursive: true })
+      const { dir: src } = await findOrFetchSource(config.dataDir, config.llamaCppSrc, say)
+      report.decisions = await benchDecisions({ build, llamaCppSrc: src, dir: modelDir, reps, ...(threads !== undefined ? { threads } : {}), say })
+    }
     if (scenarios.includes('long-prompt')) {
       say(`\n== long prompts, ${main}`)
       report.long_prompt = await benchLongPrompt({
