@@ -1,0 +1,8 @@
+import type { PluginManifest } from '../../core/plugin-manifest.js'
+import { decideCommand } from './decide-command.js'
+
+/** The decisions plugin's CLI command: `llamagate decide`. */
+export const manifest: PluginManifest = {
+  name: 'decisions',
+  commands: [decideCommand],
+}
