@@ -15,6 +15,8 @@ export interface ModelRecord {
   modified_at: number | string
   digest: string
   details?: { family?: string, parameter_size?: string, quantization_level?: string }
+  /** What it can do (`completion`, `decision`...), as /api/tags lists it. */
+  capabilities?: string[]
   /** Set on a model of config.yaml's upstreams: the server it runs on, and its name there. */
   remote_host?: string
   remote_model?: string

@@ -2,6 +2,7 @@ import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, getJson, onKeyNeeded, sendJson, setApiKey, stream, type ChatEvent, type ChatMessage, type LoadedModel, type ModelRecord, type PullEvent } from './api.js'
 import { base64Of } from './attachments.js'
 import { ChatView } from './chat.js'
+import { DecideView } from './decide.js'
 import {
   exportConversations, loadConversations, loadCurrentId, newConversation, saveConversations, saveCurrentId, titleOf,
   type ChatOptions, type Conversation, type Message, type ToolCall,
@@ -64,7 +65,7 @@ export function App () {
   const [problem, setProblem] = useState<string | null>(null)
   const [conversations, setConversations] = useState<Conversation[]>(loadConversations)
   const [currentId, setCurrentId] = useState<string | null>(loadCurrentId)
-  const [view, setView] = useState<'chat' | 'models' | 'usage'>('chat')
+  const [view, setView] = useState<'chat' | 'models' | 'decide' | 'usage'>('chat')
   const [menuOpen, setMenuOpen] = useState(false)
   const [theme, setTheme] = useState<Theme>(() => document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light')
   const [keyPrompt, setKeyPrompt] = useState<string | null>(null)
@@ -308,6 +309,7 @@ export function App () {
         <nav class="views" aria-label="Views">
           <button type="button" aria-current={view === 'chat' ? 'page' : undefined} onClick={() => setView('chat')}>Chat</button>
           <button type="button" aria-current={view === 'models' ? 'page' : undefined} onClick={() => setView('models')}>Models</button>
+          <button type="button" aria-current={view === 'decide' ? 'page' : undefined} onClick={() => setView('decide')}>Decide</button>
           <button type="button" aria-current={view === 'usage' ? 'page' : undefined} onClick={() => setView('usage')}>Usage</button>
         </nav>
         <div class="model-picker">
@@ -356,6 +358,7 @@ export function App () {
               onChat={(m) => startChat(m)}
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
           : view === 'usage' ? <UsageView />
+          : view === 'decide' ? <DecideView records={models} />
           : current
             ? <ChatView conversation={current} capabilities={capabilities.get(current.model) ?? []} streaming={streaming}
                 elsewhere={running !== null && !streaming} hasModel={models.length > 0} modelsListed={modelsListed}
