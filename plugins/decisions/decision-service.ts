@@ -1,4 +1,5 @@
 import type { Logger } from '../../core/logger.js'
+import { tokenCount } from '../../runtimes/index.js'
 import type { RequestUsage } from '../../core/request-usage.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
 import { runLeased } from '../inference/run-leased.js'
@@ -68,7 +69,7 @@ export class Decisions {
    */
   makerFor (name: string): PromptMaker {
     const record = this.deps.record(name)
-    if (record.upstream !== undefined) throw new NotSupportedError(`"${record.name}" is served by the upstream "${record.upstream}": llamagate asks decisions of local models only`)
+    if (record.upstream !== undefined) throw new NotSupportedError(`"${record.name}" is served by the upstream "${record.upstream}": its decisions are asked of that server as they came (Decisions.forward)`)
     if (record.kind === 'chat') return chatPrompts
     const info = record.gguf?.decision
     if (record.kind !== 'decision' || info == null) throw new NotSupportedError('This model is not a decision model')
@@ -90,6 +91,7 @@ export class Decisions {
    * lease's errors (queue full, quotas)
    */
   async ask (call: Omit<DecisionCall, 'ask'> & { request: SystemOneAsk }): Promise<SystemOneReply> {
+    if (this.upstream(call.model)) return await this.forward('/v1/systemone', call, (answer) => (answer as Partial<SystemOneReply>).usage?.input_tokens) as unknown as SystemOneReply
     const maker = this.makerFor(call.model)
     const ask = readSystemOne(call.request, { maxOptions: maker.scheme.maxLabels, noulTrueFirst: maker.scheme.noulTrueFirst })
     const { request: _request, ...rest } = call
@@ -99,6 +101,33 @@ export class Decisions {
       answers: Object.fromEntries(result.answers.map((a) => [a.question.id, systemOneAnswer(a)])),
       usage: { input_tokens: result.inputTokens, output_tokens: 0 },
     }
+  }
+
+  /** Whether `name` is an upstream's model: its decisions are asked of that server, as they came (forward). */
+  upstream (name: string): boolean {
+    return this.deps.record(name).upstream !== undefined
+  }
+
+  /**
+   * A decision request for an upstream's model, sent to that server's `path` as it came (the upstream's client puts
+   * the model's name there in it): its answer and its errors are the upstream's. Leased like any request.
+   */
+  async forward (path: '/v1/systemone' | '/v1/decisions', call: Omit<DecisionCall, 'ask'> & { request: Record<string, unknown> }, inputTokens: (answer: unknown) => unknown): Promise<Record<string, unknown>> {
+    const answer = await runLeased(this.deps.leases, {
+      model: call.model,
+      purpose: 'decide',
+      signal: call.signal,
+      stream: null,
+      ...(call.keepAliveMs !== undefined ? { keepAliveMs: call.keepAliveMs } : {}),
+      ...(call.usage !== undefined ? { usage: call.usage } : {}),
+      ...(call.log !== undefined ? { log: call.log } : {}),
+      work: async (lease: Lease) => {
+        const reply = await lease.endpoint.postJson<Record<string, unknown>>(path, { ...call.request, model: call.model }, lease.signal)
+        lease.countTokens(tokenCount(inputTokens(reply), 'usage.input_tokens') ?? 0, 0)
+        return reply
+      },
+    })
+    return answer!
   }
 
   /** Asks `call.ask` of its model, with the maker makerFor() gave for it. */

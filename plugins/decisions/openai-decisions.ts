@@ -66,16 +66,13 @@ function answerOf (asked: Asked, { question, probabilities: p }: QuestionProbabi
 const openAiDecisions: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/decisions', { config: { scope: 'infer' }, schema: { body: DecisionsBody } }, async (request, reply) => {
     const { body } = request
+    const keepAliveMs = parseKeepAlive(body.keep_alive)
+    const context = { model: body.model, signal: clientGone(reply), usage: request.usage, log: request.log, ...(keepAliveMs !== undefined ? { keepAliveMs } : {}) }
+    if (app.decisions.upstream(body.model)) return app.decisions.forward('/v1/decisions', { ...context, request: body }, (answer) => (answer as { usage?: { input_tokens?: unknown } }).usage?.input_tokens)
     const maker = app.decisions.makerFor(body.model)
     const questions = body.questions.map((q, i) => questionOf(q, i, maker.scheme.noulTrueFirst))
     const answerable = questions.filter((q) => q.options.length <= maker.scheme.maxLabels)
-    const keepAliveMs = parseKeepAlive(body.keep_alive)
-    const result = answerable.length === 0
-      ? null
-      : await app.decisions.decide({
-        model: body.model, ask: { state: stateOf(body.input), questions: answerable }, signal: clientGone(reply), usage: request.usage, log: request.log,
-        ...(keepAliveMs !== undefined ? { keepAliveMs } : {}),
-      }, maker)
+    const result = answerable.length === 0 ? null : await app.decisions.decide({ ...context, ask: { state: stateOf(body.input), questions: answerable } }, maker)
     const answered = new Map(result?.answers.map((a) => [a.question, a]))
     const input = result?.inputTokens ?? 0
     return {

@@ -18,7 +18,8 @@ export function runtimeErrorFrom (status: number, text: string): GatewayError {
   }
   // A refused key is the gateway's own (an upstream's key in config.yaml), never the client's.
   if (status === 401 || status === 403) return new RuntimeError(`the runtime refused the gateway's credentials (${status}): ${message}`)
-  // The runtime's 4xx are about the request (a bad grammar); its 5xx are its own failures.
-  return status < 500 ? new GatewayError(400, message, { code: 'runtime_rejected' }) : new RuntimeError(message)
+  // The runtime's 4xx are about the request (a bad grammar); its 5xx are its own failures. A request too large (413)
+  // or breaking a field's rule (422, System One's) keeps its status: clients tell those apart from a malformed one.
+  return status < 500 ? new GatewayError(status === 413 || status === 422 ? status : 400, message, { code: 'runtime_rejected' }) : new RuntimeError(message)
 }
 

@@ -24,7 +24,8 @@ const MODEL_ROUTES = new Set([
   'POST /api/pull', 'POST /api/import', 'POST /api/embed', 'POST /api/embeddings', 'POST /api/stop',
   'POST /v1/chat/completions', 'POST /v1/completions', 'POST /v1/responses', 'POST /v1/messages',
   'POST /v1/messages/count_tokens', 'POST /v1/embeddings', 'POST /v1/rerank', 'POST /v1/reranking', 'GET /v1/models/*',
-  'POST /models/load', 'POST /models/unload',
+  'POST /models/load', 'POST /models/unload', 'POST /v1/systemone', 'POST /v1/decisions',
+  'POST /tokenize', 'POST /detokenize', 'POST /apply-template', 'POST /infill',
 ])
 // Sent the names too (in the body's model fields): they must read none of them as anything but text.
 const NO_MODEL = new Set([
@@ -43,10 +44,13 @@ const NAMED = 'lg-test-prototype-named-00123456789'
 const bodyFor = (model: string) => ({
   model, name: model, source: model, destination: model, from: model, path: '/nonexistent.gguf',
   messages: [{ role: 'user', content: 'hi' }], prompt: 'hi', input: 'hi', query: 'hi', documents: ['a'], max_tokens: 1,
+  questions: [{ type: 'predicate', instructions: 'hi' }],
 })
 
 type Shape = 'native' | 'openai' | 'anthropic' | 'llama-server'
-const shapeOf = (url: string): Shape => url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') ? 'openai' : url.startsWith('/models') ? 'llama-server' : 'native'
+// llama-server's own paths, and System One's as llama.cpp's server answers it.
+const LLAMA_SERVER_PATHS = new Set(['/v1/systemone', '/tokenize', '/detokenize', '/apply-template', '/infill', '/props'])
+const shapeOf = (url: string): Shape => LLAMA_SERVER_PATHS.has(url.split('?')[0]!) || url.startsWith('/models') ? 'llama-server' : url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') ? 'openai' : 'native'
 
 /** What is wrong with an error answer in `shape` (null: nothing). */
 function shapeProblem (shape: Shape, body: unknown): string | null {

@@ -57,3 +57,19 @@ t.test('decisions are requests like any other: a key\'s models, its quota, its u
   t.match(metrics, /llamagate_requests_total\{surface="decisions",model="acme\/openjev",status="200"\} (\d+)/, '/metrics counts them by surface and model')
   t.match(metrics, /llamagate_prompt_tokens_total\{model="acme\/openjev"\} [1-9]/, 'and their prompt tokens')
 })
+
+t.test('an upstream\'s decision model: a front llamagate asks the back one, its answers as they came', async (t) => {
+  const back = await serveRealisticModels(t, { 'acme/openjev': 'openjev' })
+  const front = await serveRealisticModels(t, {}, { upstreams: [{ name: 'back', url: back.url, kind: 'llamagate', prefix: 'back/' }] })
+  await until('the back llamagate healthy', () => front.app.upstreams.stateOf('back')?.healthy === true)
+  const direct = await (await post(`${back.url}/v1/systemone`, { model: 'acme/openjev', ...ASK })).json() as any
+  const res = await post(`${front.url}/v1/systemone`, { model: 'back/acme/openjev', ...ASK })
+  t.equal(res.status, 200)
+  const through = await res.json() as any
+  t.equal(through.model, 'back/acme/openjev', 'under the name the client asked for')
+  t.same(through.answers, direct.answers, 'the back\'s answers, as they came')
+  const refused = await post(`${front.url}/v1/systemone`, { model: 'back/acme/openjev', state: 'x', questions: {} })
+  t.equal(refused.status, 422, 'the back\'s refusal too')
+  const decided = await (await post(`${front.url}/v1/decisions`, { model: 'back/acme/openjev', input: 'x', questions: [{ type: 'predicate', instructions: 'Late?' }] })).json() as any
+  t.match(decided, { model: 'back/acme/openjev', answers: [{ type: 'predicate', probability: Number }] }, '/v1/decisions likewise')
+})
