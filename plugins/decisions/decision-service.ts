@@ -113,26 +113,25 @@ export class Decisions {
    * the model's name there in it): its answer and its errors are the upstream's. Leased like any request.
    */
   async forward (path: '/v1/systemone' | '/v1/decisions', call: Omit<DecisionCall, 'ask'> & { request: Record<string, unknown> }, inputTokens: (answer: unknown) => unknown): Promise<Record<string, unknown>> {
-    const answer = await runLeased(this.deps.leases, {
-      model: call.model,
-      purpose: 'decide',
-      signal: call.signal,
-      stream: null,
-      ...(call.keepAliveMs !== undefined ? { keepAliveMs: call.keepAliveMs } : {}),
-      ...(call.usage !== undefined ? { usage: call.usage } : {}),
-      ...(call.log !== undefined ? { log: call.log } : {}),
-      work: async (lease: Lease) => {
-        const reply = await lease.endpoint.postJson<Record<string, unknown>>(path, { ...call.request, model: call.model }, lease.signal)
-        lease.countTokens(tokenCount(inputTokens(reply), 'usage.input_tokens') ?? 0, 0)
-        return reply
-      },
+    return this.leased(call, async (lease) => {
+      const reply = await lease.endpoint.postJson<Record<string, unknown>>(path, { ...call.request, model: call.model }, lease.signal)
+      lease.countTokens(tokenCount(inputTokens(reply), 'usage.input_tokens') ?? 0, 0)
+      return reply
     })
-    return answer!
   }
 
   /** Asks `call.ask` of its model, with the maker makerFor() gave for it. */
   async decide (call: DecisionCall, maker: PromptMaker): Promise<DecisionResult> {
-    const run = await runLeased(this.deps.leases, {
+    return this.leased(call, async (lease) => {
+      const result = await runDecision(lease, maker, this.labels, call.ask)
+      lease.countTokens(result.inputTokens, 0, Math.max(0, result.inputTokens - result.evaluatedTokens))
+      return { ...result, model: lease.model.name }
+    })
+  }
+
+  /** `work` on a lease of the call's model for decisions (its key's line, queue, quotas and usage). */
+  private async leased<T> (call: Omit<DecisionCall, 'ask'>, work: (lease: Lease) => Promise<T>): Promise<T> {
+    const done = await runLeased(this.deps.leases, {
       model: call.model,
       purpose: 'decide',
       signal: call.signal,
@@ -140,12 +139,8 @@ export class Decisions {
       ...(call.keepAliveMs !== undefined ? { keepAliveMs: call.keepAliveMs } : {}),
       ...(call.usage !== undefined ? { usage: call.usage } : {}),
       ...(call.log !== undefined ? { log: call.log } : {}),
-      work: async (lease: Lease) => {
-        const result = await runDecision(lease, maker, this.labels, call.ask)
-        lease.countTokens(result.inputTokens, 0, Math.max(0, result.inputTokens - result.evaluatedTokens))
-        return { ...result, model: lease.model.name }
-      },
+      work,
     })
-    return run!
+    return done!
   }
 }
