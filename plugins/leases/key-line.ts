@@ -115,7 +115,9 @@ export class KeyLine {
   async takeSeat (terms: LineTerms, request: LineRequest): Promise<Seat | null> {
     request.signal?.throwIfAborted()
     const key = request.usage?.key ?? NO_KEY
-    if (this.tryTake()) return this.seat(key, false)
+    // A place taken at once is the key's turn as much as one handed over: after an idle spell the key served last
+    // goes after the others.
+    if (this.tryTake()) return this.seat(this.served(key), false)
     if (request.early === true && this.waiting === 0 && this.mayHandOn()) return this.seat(key, true, request.ticket)
     // Those handed on early wait too: the line's length and a key's share count them.
     if (this.queued >= terms.queueLength) throw new QueueFullError(terms.model)
@@ -220,8 +222,14 @@ export class KeyLine {
     const next = this.lines.get(key)![0]!
     if (early && !next.early) return null
     this.remove(next)
-    this.lastGrant.set(key, this.grants++)
+    this.served(key)
     return next
+  }
+
+  /** Counts a turn for `key`, now; returns it. */
+  private served (key: string): string {
+    this.lastGrant.set(key, this.grants++)
+    return key
   }
 
   /** A seat on a place taken now, or (`early`) handed on to the backend's queue, seated when a place frees for it. */

@@ -110,7 +110,7 @@ t.test('KeyLine.take: a free place at once; a full line refused; a key past its 
   await t.rejects(line.take(terms, { usage: bob }), QueueFullError, 'the line is full (limits.queue_length)')
   for (let i = 0; i < 4; i++) { line.handOver(); await new Promise((resolve) => setImmediate(resolve)) }
   t.same(await Promise.all([...waits, ...bobWaits]), [true, true, true, true])
-  t.same(granted, ['a1', 'b1', 'a2', 'b2'], 'in turns by key')
+  t.same(granted, ['b1', 'a1', 'b2', 'a2'], 'in turns by key, bob first: alice\'s place taken at once was her turn')
   const gone = new AbortController()
   gone.abort(new Error('client gone'))
   await t.rejects(line.take(terms, { signal: gone.signal }), { message: 'client gone' }, 'an aborted request takes nothing')
@@ -211,7 +211,7 @@ t.test('KeyLine with early places: turns go round the keys in the order requests
     seats.get(seated.at(-1)!)!.leave()
     await settle()
   }
-  t.same(seated, ['a0', 'a1', 'b0', 'a2', 'a3', 'a4'], 'bob goes on the first turn after the one handed on before him')
+  t.same(seated, ['a0', 'b0', 'a1', 'a2', 'a3', 'a4'], 'bob goes on the first turn: alice\'s first, at once, was hers')
   const shared = new KeyLine(1, 1)
   const terms = { model: 'acme/tiny', queueLength: 4, oneRequestMs: () => 1000 }
   const carol = { key: 'carol', promptTokens: 0, generatedTokens: 0, mayQueue: queueShareRule('carol', 0.5) }
@@ -250,12 +250,34 @@ t.test('KeyLine with early places: one that may not be handed on (a whole answer
     void seatFor(late, order, name, key, early).then((seat) => lateSeats.set(name, seat!))
   }
   await settle()
+  t.equal(late.queued, 3, 'nothing handed on: alice\'s turn was h\'s, and the whole answer\'s comes first, which nobody passes')
   lateSeats.get('h')!.leave()
   await settle()
-  t.same(order, ['h', 'e'], 'the one handed on is seated first')
-  t.equal(late.queued, 2, 'its early place stays free: the whole answer\'s turn comes first, and nobody passes it')
-  lateSeats.get('e')!.leave()
+  t.same(order, ['h', 'w'], 'the whole answer takes the place that freed')
+  t.equal(lateSeats.get('x')!.early, true, 'then the next in turn (carol, not yet served) is handed on')
+  lateSeats.get('w')!.leave()
   await settle()
-  t.same(order, ['h', 'e', 'w'])
-  t.equal(lateSeats.get('x')!.early, true, 'then the next in turn is handed on')
+  t.same(order, ['h', 'w', 'x'], 'and seated first')
+  t.equal(lateSeats.get('e')!.early, true, 'alice\'s second is handed on behind it')
+})
+
+t.test('KeyLine.take: a place taken at once is a turn too, so after an idle spell two keys alternate from the first', async (t) => {
+  const line = new KeyLine(1)
+  const terms = { model: 'acme/tiny', queueLength: 8, oneRequestMs: () => 1000 }
+  const usage = (key: string) => ({ key, promptTokens: 0, generatedTokens: 0 })
+  const first = await line.takeSeat(terms, { usage: usage('bob') })
+  first!.leave()
+  t.ok(line.idle, 'bob served, then an idle spell')
+  const now = await line.takeSeat(terms, { usage: usage('alice') })
+  t.ok(now !== null && line.active === 1, 'alice takes the free place at once')
+  const granted: string[] = []
+  const waits = [['alice', 'a1'], ['bob', 'b1'], ['alice', 'a2'], ['bob', 'b2']].map(([key, name]) =>
+    line.take(terms, { usage: usage(key!) }).then((ok) => { if (ok) granted.push(name!) }))
+  now!.leave()
+  for (let i = 0; i < 3; i++) {
+    await new Promise((resolve) => setImmediate(resolve))
+    line.handOver()
+  }
+  await Promise.all(waits)
+  t.same(granted, ['b1', 'a1', 'b2', 'a2'], 'bob first: alice was served last, by the place she took at once')
 })
