@@ -10,6 +10,7 @@ import { systemPlacement } from '../inference/system-placement.js'
 import { chatStreamRewrite, chatTextToSpec } from './chat-spec-fields.js'
 import { chatToolChoice } from './chat-tool-choice.js'
 import { forcedChatShapes } from './forced-chat-shapes.js'
+import { countInputTokens } from './input-tokens.js'
 import { OPENAI_OPTIONS, STREAM_DONE } from './openai-options.js'
 import { ChatCompletionBody } from './schemas.js'
 
@@ -43,6 +44,16 @@ const chatCompletions: FastifyPluginAsyncTypebox = async (app) => {
       return runParsedChat(app.leases, request, reply, { body: { ...body, messages }, topLevelOptions: OPENAI_OPTIONS, forced }, forcedChatShapes(includeUsage))
     }
     return runPassthrough(app.leases, request, reply, CHAT, { ...body, messages })
+  })
+
+  // The input-token count of a chat request, as OpenAI counts a Responses request's (/v1/responses/input_tokens).
+  app.post('/v1/chat/completions/input_tokens', { config: { scope: 'infer' }, schema: { body: ChatCompletionBody } }, async (request, reply) => {
+    const body = request.body
+    const record = requestRecord(app, body.model)
+    const withRoles = body.messages.map((m) => m.role === undefined ? { ...m, role: 'user' } : m)
+    const messages = withModelSystem(record, withRoles)
+    const count = await countInputTokens(app.leases, request, reply, body.model, { messages: messages as unknown as Array<Record<string, unknown>>, tools: (body as { tools?: unknown[] | null }).tools ?? null }, body.keep_alive)
+    return { object: 'chat.completion.input_tokens', input_tokens: count }
   })
 }
 

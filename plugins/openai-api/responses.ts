@@ -5,6 +5,7 @@ import { BadRequestError, NotFoundError } from '../../core/errors.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
 import { ResponseStore, type Reach, type ResponseItem } from './response-store.js'
+import { countInputTokens } from './input-tokens.js'
 import { runResponses } from './responses-run.js'
 import { inputItems, responsesToChat } from './responses-to-chat.js'
 import { ResponseIdParams, ResponseList, ResponsesBody } from './schemas.js'
@@ -27,6 +28,20 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
     const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
     const messages = withModelSystem(record, await app.images.inline(record, chat.messages, () => clientGone(reply)))
     return runResponses(app.leases, request, reply, { body, history, input, chat: { ...chat, messages }, store, owner })
+  })
+
+  // OpenAI's count of a Responses request's input (`client.responses.inputTokens.count`): the same translation to a
+  // chat, previous responses and references included, rendered and tokenized by the model's runtime.
+  app.post('/v1/responses/input_tokens', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
+    const body = request.body
+    const owner = ownerOf(request)
+    const record = requestRecord(app, body.model)
+    const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, owner, body.model) : []
+    const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, owner, body.model))
+    const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
+    const messages = withModelSystem(record, chat.messages)
+    const count = await countInputTokens(app.leases, request, reply, body.model, { messages: messages as unknown as Array<Record<string, unknown>>, tools: chat.tools ?? null }, body.keep_alive)
+    return { object: 'response.input_tokens', input_tokens: count }
   })
 
   app.get('/v1/responses/:id', { config: { scope: 'infer' }, schema: { params: ResponseIdParams } }, async (request) => {

@@ -26,6 +26,7 @@ const MODEL_ROUTES = new Set([
   'POST /v1/messages/count_tokens', 'POST /v1/embeddings', 'POST /v1/rerank', 'POST /v1/reranking', 'GET /v1/models/*',
   'POST /models/load', 'POST /models/unload', 'POST /v1/systemone', 'POST /v1/decisions',
   'POST /tokenize', 'POST /detokenize', 'POST /apply-template', 'POST /infill',
+  'POST /v1/chat/completions/input_tokens', 'POST /v1/responses/input_tokens',
 ])
 // Sent the names too (in the body's model fields): they must read none of them as anything but text.
 const NO_MODEL = new Set([

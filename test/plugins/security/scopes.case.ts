@@ -24,6 +24,7 @@ const SCOPES: Record<string, RouteScope> = {
   'DELETE /v1/responses/:id': 'infer', 'POST /models/load': 'infer', 'POST /models/unload': 'infer', 'GET /props': 'infer',
   'POST /v1/systemone': 'infer', 'POST /v1/decisions': 'infer', 'POST /tokenize': 'infer', 'POST /detokenize': 'infer',
   'POST /apply-template': 'infer', 'POST /infill': 'infer',
+  'POST /v1/chat/completions/input_tokens': 'infer', 'POST /v1/responses/input_tokens': 'infer',
   'POST /api/pull': 'manage', 'POST /api/create': 'manage', 'DELETE /api/delete': 'manage', 'POST /api/copy': 'manage',
   'POST /api/import': 'manage', 'POST /api/stop': 'manage', 'HEAD /api/blobs/:digest': 'manage',
   'POST /api/blobs/:digest': 'manage', 'DELETE /api/blobs/:digest': 'manage', 'GET /api/convert/status': 'manage',
