@@ -11,6 +11,8 @@ import type { LabelTokens } from './label-tokens.js'
 const LABEL_BIAS = 100
 // llama.cpp's default budget: 8 slots' contexts of prompt tokens in one request.
 const BUDGET_CONTEXTS = 8
+// Prompts rendered and tokenized at once.
+const TOKENIZED_AT_ONCE = 8
 
 /** What one request's questions came to: each question's probabilities, the tokens it is counted for, and what the runtime read. */
 export interface DecisionRun {
@@ -48,20 +50,26 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
     throw new UnprocessableError(`questions.${question.id}: "criteria" has ${question.options.length} options, at most ${labels.codes.length} are supported`)
   }
   const plans = taskPlans(scheme, ask.questions)
-  // Tokenized at once: llama-server answers /tokenize beside its slots' work.
-  const prompts = await Promise.all(plans.map(async (plan) => {
-    const text = await maker.render(plan, labels.codes, ask, lease)
-    const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: true }, lease.signal)
-    if (!Array.isArray(tokens) || !tokens.every(Number.isInteger)) throw new Error('the model\'s runtime answered /tokenize without a list of tokens')
-    return tokens as number[]
-  }))
   const budget = BUDGET_CONTEXTS * lease.contextLength
+  const prompts: number[][] = []
   let total = 0
-  for (const [i, tokens] of prompts.entries()) {
-    if (tokens.length === 0) throw new UnprocessableError(`questions.${plans[i]!.question.id}: the rendered prompt is empty; provide a non-empty "state" or non-empty "instructions"`)
-    if (tokens.length >= lease.contextLength) throw new DecisionContextError(tokens.length, lease.contextLength)
-    total += tokens.length
-    if (total > budget) throw new RequestTooLargeError(`The request renders ${total} prompt tokens, the maximum is ${budget}. Give a shorter "state" or fewer questions`)
+  // A few tokenized at once (llama-server answers /tokenize beside its slots' work), the budget checked after each
+  // few: a request of thousands of questions is refused before it renders them all.
+  for (let at = 0; at < plans.length; at += TOKENIZED_AT_ONCE) {
+    const chunk = plans.slice(at, at + TOKENIZED_AT_ONCE)
+    const tokenized = await Promise.all(chunk.map(async (plan) => {
+      const text = await maker.render(plan, labels.codes, ask, lease)
+      const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: true }, lease.signal)
+      if (!Array.isArray(tokens) || !tokens.every(Number.isInteger)) throw new Error('the model\'s runtime answered /tokenize without a list of tokens')
+      return tokens as number[]
+    }))
+    for (const [i, tokens] of tokenized.entries()) {
+      if (tokens.length === 0) throw new UnprocessableError(`questions.${chunk[i]!.question.id}: the rendered prompt is empty; provide a non-empty "state" or non-empty "instructions"`)
+      if (tokens.length >= lease.contextLength) throw new DecisionContextError(tokens.length, lease.contextLength)
+      total += tokens.length
+      if (total > budget) throw new RequestTooLargeError(`The request renders ${total} prompt tokens, the maximum is ${budget}. Give a shorter "state" or fewer questions`)
+      prompts.push(tokens)
+    }
   }
   let evaluated = 0
   const read: Array<{ plan: TaskPlan, p: number[] }> = []

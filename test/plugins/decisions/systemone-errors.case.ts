@@ -76,3 +76,11 @@ t.test('a decision model is listed with its capability: /api/show, /api/tags, /v
   t.same(v1.data.find((m: any) => m.id === 'acme/openjev').architecture, { input_modalities: ['text'], output_modalities: ['decisions'] }, 'llama-server\'s mark of a decision model')
   t.match(v1.models.find((m: any) => m.name === 'acme/openjev'), { description: 'openjev decision model', release_date: /^\d{4}-\d\d-\d\d$/, capabilities: ['decision'] })
 })
+
+t.test('a request of a thousand questions is refused for its prompt tokens (413) before it renders them all', async (t) => {
+  const { url } = await served()
+  const questions = Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`q${i}`, NOUL]))
+  const res = await post(`${url}/v1/systemone`, ok({ questions }))
+  t.equal(res.status, 413)
+  t.match(await res.json(), { error: { code: 413, type: 'request_too_large_error', message: /^The request renders \d+ prompt tokens, the maximum is 4096\./ } }, 'llama.cpp\'s budget: 8 contexts of 512')
+})
