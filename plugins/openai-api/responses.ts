@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { clientGone } from '../../core/event-stream.js'
 import type { FastifyRequest } from 'fastify'
+import type { Static } from 'typebox'
 import { BadRequestError, NotFoundError } from '../../core/errors.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { requestRecord } from '../inference/request-record.js'
@@ -19,13 +20,16 @@ import { ResponseIdParams, ResponseList, ResponsesBody } from './schemas.js'
 const responses: FastifyPluginAsyncTypebox = async (app) => {
   const store = new ResponseStore()
 
-  app.post('/v1/responses', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
-    const body = request.body
+  /** A request as a chat: its key's earlier responses it continues and the items it references, resolved. */
+  const translated = (request: FastifyRequest, body: Static<typeof ResponsesBody>) => {
     const owner = ownerOf(request)
-    const record = requestRecord(app, body.model)
     const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, owner, body.model) : []
     const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, owner, body.model))
-    const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
+    return { body, owner, history, input, record: requestRecord(app, body.model), chat: responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input) }
+  }
+
+  app.post('/v1/responses', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
+    const { body, owner, history, input, record, chat } = translated(request, request.body)
     const messages = withModelSystem(record, await app.images.inline(record, chat.messages, () => clientGone(reply)))
     return runResponses(app.leases, request, reply, { body, history, input, chat: { ...chat, messages }, store, owner })
   })
@@ -33,12 +37,7 @@ const responses: FastifyPluginAsyncTypebox = async (app) => {
   // OpenAI's count of a Responses request's input (`client.responses.inputTokens.count`): the same translation to a
   // chat, previous responses and references included, rendered and tokenized by the model's runtime.
   app.post('/v1/responses/input_tokens', { config: { scope: 'infer' }, schema: { body: ResponsesBody } }, async (request, reply) => {
-    const body = request.body
-    const owner = ownerOf(request)
-    const record = requestRecord(app, body.model)
-    const history = body.previous_response_id ? previousConversation(store, body.previous_response_id, owner, body.model) : []
-    const input = inputItems(body.input as ResponseItem[] | string).map((item) => resolveReference(store, item, owner, body.model))
-    const chat = responsesToChat({ ...body, tools: body.tools ?? undefined }, history, input)
+    const { body, record, chat } = translated(request, request.body)
     const messages = withModelSystem(record, chat.messages)
     const count = await countInputTokens(app.leases, request, reply, body.model, { messages: messages as unknown as Array<Record<string, unknown>>, tools: chat.tools ?? null }, body.keep_alive)
     return { object: 'response.input_tokens', input_tokens: count }
