@@ -7,6 +7,7 @@ import { writeTinyBert } from '../../scripts/fixtures/realistic-bert.js'
 import { CHAT_FORMATS, TINY_HYBRID } from '../../scripts/fixtures/realistic-architectures/chat-formats.js'
 import { writeRealisticModel, type RealisticModelOptions } from '../../scripts/fixtures/realistic-model.js'
 import { writeTinyProjector } from '../../scripts/fixtures/realistic-projector.js'
+import { writeTinyAudioProjector } from '../../scripts/fixtures/realistic-audio-projector.js'
 import { decisionMetadata } from '../../scripts/fixtures/decision-fixtures.js'
 import { cpuRuntime } from './runtime.js'
 
@@ -97,8 +98,8 @@ export const REALISTIC = {
   gemma4: { ...CHAT_FORMATS.gemma4, ...TINY_HYBRID },
 } satisfies Record<string, Omit<RealisticModelOptions, 'file' | 'llamaCppSrc'>>
 
-/** Every fixture: the chat models above, a BERT embedder and reranker (bge's vocabulary), and a vision projector. */
-export type FixtureKind = keyof typeof REALISTIC | 'bert' | 'reranker' | 'projector'
+/** Every fixture: the chat models above, a BERT embedder and reranker (bge's vocabulary), a vision and an audio projector. */
+export type FixtureKind = keyof typeof REALISTIC | 'bert' | 'reranker' | 'projector' | 'audioProjector'
 
 /** The width of the chat fixtures (realistic-model.ts's default n_embd): the projector must match it. */
 const CHAT_EMBD = 64
@@ -119,9 +120,10 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   bert: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'embedding', name: 'tiny bert' }),
   reranker: (file, src) => writeTinyBert({ file, llamaCppSrc: src, kind: 'reranker', name: 'tiny reranker' }),
   projector: (file) => writeTinyProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny projector' }),
+  audioProjector: (file) => writeTinyAudioProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny audio projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, openjev: 1, lev: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, openjev: 1, lev: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1, audioProjector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 
