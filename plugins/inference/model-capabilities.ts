@@ -2,7 +2,7 @@ import type { ModelRecord } from '../storage/model-record.js'
 
 /**
  * What a model can do, as Ollama's clients read it to offer tools, thinking or image upload: decided, as Ollama
- * decides it, from the model's kind, what its chat template renders, and whether a vision projector sits beside it.
+ * decides it, from the model's kind, what its chat template renders, and what a projector beside it takes (images: `vision`, sound: `audio`).
  */
 export function capabilities (record: ModelRecord): string[] {
   if (record.kind === 'embedding') return ['embedding']
@@ -12,7 +12,8 @@ export function capabilities (record: ModelRecord): string[] {
   const found = ['completion']
   if (/\btools\b/.test(template)) found.push('tools')
   if (/<think>|reasoning_content|enable_thinking|\bthinking\b/.test(template)) found.push('thinking')
-  if (record.projector !== null) found.push('vision')
+  if (record.projectorInputs.includes('image')) found.push('vision')
+  if (record.projectorInputs.includes('audio')) found.push('audio')
   return found
 }
 

@@ -23,5 +23,5 @@ function remoteRecord (name: string, upstream: string): ModelRecord {
   const modified = new Date(0).toISOString()
   // No projector here: images go to the upstream as they came, and it says whether its model reads them.
   const manifest = { version: 1 as const, name, format: 'gguf' as const, source: { type: 'import' as const }, files: [], primary: null, variants: [], projector: null, gguf: null, modified_at: modified }
-  return { id: name, name, size: 0, format: 'gguf', modified_at: modified, digest: '', dir: '', files: [], variants: [], gguf: null, kind: 'chat', projector: null, system: null, parameters: null, template: null, manifest, upstream }
+  return { id: name, name, size: 0, format: 'gguf', modified_at: modified, digest: '', dir: '', files: [], variants: [], gguf: null, kind: 'chat', projector: null, projectorInputs: [], system: null, parameters: null, template: null, manifest, upstream }
 }

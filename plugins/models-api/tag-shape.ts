@@ -49,7 +49,7 @@ export function openAiModel (r: ModelRecord, window: Window) {
     meta: { n_ctx: window.max, n_ctx_train: window.trained, n_params: r.gguf?.parameter_count ?? null, size: r.size },
     capabilities: can,
     // llama-server's marks: a decision model's output is decisions, not text.
-    architecture: { input_modalities: can.includes('vision') ? ['text', 'image'] : ['text'], output_modalities: can.includes('decision') ? ['decisions'] : ['text'] },
+    architecture: { input_modalities: ['text', ...(can.includes('vision') ? ['image'] : []), ...(can.includes('audio') ? ['audio'] : [])], output_modalities: can.includes('decision') ? ['decisions'] : ['text'] },
   }
 }
 

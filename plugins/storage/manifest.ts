@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path'
 import { isAlive } from '../../core/process-alive.js'
 import type { DecisionInfo } from './decision-info.js'
 import type { LinkKind } from './link-file.js'
+import type { ProjectorInput } from './projector-inputs.js'
 
 export const MANIFEST = 'manifest.json'
 
@@ -44,6 +45,11 @@ export interface Manifest {
   variants: Variant[]
   /** The vision projector (an `mmproj` GGUF, one of `files`) loaded beside the model; absent or null: none. */
   projector?: string | null
+  /**
+   * What the projector lets the model take (projector-inputs.ts), read from its header when the manifest is written;
+   * absent with a projector: a manifest written before audio projectors, whose projectors were all vision ones.
+   */
+  projector_inputs?: ProjectorInput[]
   gguf: GgufInfo | null
   /** The system prompt given to `/api/create`: used when a chat brings none. */
   system?: string

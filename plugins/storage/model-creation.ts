@@ -204,7 +204,7 @@ export class ModelCreation {
 
 /** A committed manifest as the input of the next commit: what the store derives again (GGUF facts, time) left out. */
 function manifestInput (manifest: Manifest): ManifestInput & { variants: Variant[] } {
-  const { version: _v, modified_at: _m, gguf: _g, ...input } = manifest
+  const { version: _v, modified_at: _m, gguf: _g, projector_inputs: _p, ...input } = manifest
   return input
 }
 

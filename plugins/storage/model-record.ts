@@ -1,4 +1,5 @@
 import type { GgufInfo, Manifest, ManifestFile, Variant } from './manifest.js'
+import type { ProjectorInput } from './projector-inputs.js'
 import { modelKind, type ModelKind } from './model-kind.js'
 
 /** A whole model as the gateway knows it: its manifest and what follows from it (the surfaces shape it for their clients). */
@@ -23,6 +24,8 @@ export interface ModelRecord {
   kind: ModelKind
   /** Its vision projector's file name (an `mmproj` GGUF in its folder), or null. */
   projector: string | null
+  /** What its projector lets it take beside text (none without one). */
+  projectorInputs: ProjectorInput[]
   /** The system prompt it was created with (`/api/create`), if any. */
   system: string | null
   /** Default options it was created with (`/api/create`), if any. */
@@ -52,9 +55,16 @@ export function recordOf (dir: string, manifest: Manifest, digest: string): Mode
     gguf: g,
     kind: modelKind(g),
     projector: manifest.projector ?? null,
+    projectorInputs: manifest.projector ? projectorInputsOf(manifest.projector_inputs) : [],
     system: manifest.system ?? null,
     parameters: manifest.parameters ?? null,
     template: manifest.template ?? null,
     manifest,
   }
+}
+
+/** A manifest's `projector_inputs`, as far as it names inputs (a file edited by hand may hold anything); absent: images. */
+function projectorInputsOf (given: unknown): ProjectorInput[] {
+  if (!Array.isArray(given)) return ['image']
+  return (['image', 'audio'] as const).filter((input) => given.includes(input))
 }

@@ -9,6 +9,7 @@ import { forgetOwner, recordOwner } from './lock-owner.js'
 import { MANIFEST, readManifest, removeTemporaryManifests, syncFiles, writeManifest, type GgufInfo, type Manifest, type ManifestFile } from './manifest.js'
 import { ModelCreation } from './model-creation.js'
 import { recordOf, type ModelRecord } from './model-record.js'
+import { readProjectorHeader, type ProjectorInput } from './projector-inputs.js'
 import type { ManifestInput, ModelWriter, OpenWriterOptions } from './model-writer.js'
 import { findModelDir, isInside, keyToId, modelKey, STATE_DIR } from './store-layout.js'
 import { reachOf, type NameReach } from './name-reach.js'
@@ -291,15 +292,17 @@ export class ModelStore {
     const named = [...input.files.map((f) => f.name), ...(input.variants ?? []).map((v) => v.file), ...(input.primary ? [input.primary] : [])]
     const outside = named.find((n) => !isInside(dir, n))
     if (outside !== undefined) throw new Error(`manifest of "${input.name}" names a file outside its folder: ${JSON.stringify(outside)}`)
+    let projectorInputs: ProjectorInput[] | undefined
     if (input.projector) {
       if (!input.files.some((f) => f.name === input.projector)) throw new Error(`manifest of "${input.name}" names a projector that is not one of its files: ${JSON.stringify(input.projector)}`)
-      const projector = await readGgufInfo(join(dir, input.projector)).catch((err: Error) => {
+      const projector = await readProjectorHeader(join(dir, input.projector)).catch((err: Error) => {
         throw new GatewayError(422, `model "${input.name}": its projector ${input.projector} is not a readable GGUF file (${err.message})`, { code: 'invalid_gguf' })
       })
       // llama.cpp's converter writes every projector under the architecture `clip`; anything else would fail the load.
       if (projector.architecture !== 'clip') {
-        throw new GatewayError(422, `model "${input.name}": ${input.projector} is not a vision projector (its architecture is ${projector.architecture ?? 'unnamed'}, not clip)`, { code: 'invalid_projector' })
+        throw new GatewayError(422, `model "${input.name}": ${input.projector} is not a projector (its architecture is ${projector.architecture ?? 'unnamed'}, not clip)`, { code: 'invalid_projector' })
       }
+      projectorInputs = projector.inputs
     }
     // Variants converted from other weights would be stale: kept only while the files are the same.
     const variants = input.variants ?? (existing && sameFiles(existing.files, input.files) ? existing.variants : [])
@@ -312,7 +315,7 @@ export class ModelStore {
         throw new GatewayError(422, `model "${input.name}": ${ggufFile} is not a readable GGUF file (${(err as Error).message})`, { code: 'invalid_gguf' })
       }
     }
-    const manifest: Manifest = { version: 1, ...input, variants, gguf, modified_at: new Date().toISOString() }
+    const manifest: Manifest = { version: 1, ...input, ...(projectorInputs !== undefined ? { projector_inputs: projectorInputs } : {}), variants, gguf, modified_at: new Date().toISOString() }
     const kept = new Set([...manifest.files.map((f) => f.name), ...manifest.variants.map((v) => v.file)])
     await syncFiles(dir, kept)
     // Checked after the (possibly long) sync, right before the manifest makes the model visible.

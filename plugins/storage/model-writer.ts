@@ -2,7 +2,7 @@ import type { Manifest, Variant } from './manifest.js'
 import type { ModelRecord } from './model-record.js'
 
 /** What a writer commits: the manifest less what the store fills in. */
-export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants'> & {
+export type ManifestInput = Omit<Manifest, 'version' | 'modified_at' | 'gguf' | 'variants' | 'projector_inputs'> & {
   /** The converted variants; left out, those of the committed model are kept while its files are unchanged. */
   variants?: Variant[]
 }

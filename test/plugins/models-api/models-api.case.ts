@@ -239,7 +239,7 @@ t.test('import with a vision projector: by /api/import and by the CLI; a file th
   t.equal(notProjector.statusCode, 400, 'the model file itself as its projector')
   const chatAsProjector = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/blind', path: model, projector: await gguf(t, 2, 'mmproj-fake.gguf') } })
   t.equal(chatAsProjector.statusCode, 422)
-  t.match(chatAsProjector.json(), { error: /is not a vision projector \(its architecture is llama, not clip\)/ })
+  t.match(chatAsProjector.json(), { error: /is not a projector \(its architecture is llama, not clip\)/ })
   const missing = await app.inject({ method: 'POST', url: '/api/import', payload: { model: 'acme/blind', path: model, projector: join(dir, 'nope.gguf') } })
   t.equal(missing.statusCode, 400)
   t.match(missing.json(), { error: /cannot import .*nope\.gguf: no such file/ })
