@@ -1,5 +1,6 @@
 import { BadRequestError } from '../../core/errors.js'
 import type { ModelRecord } from '../storage/model-record.js'
+import { audioFormat, audioPart, requireAudio, type AudioPart } from './audio-parts.js'
 import { fetchRemote } from './remote-image-fetch.js'
 
 /** Image fetches under way at once, for the whole server: 60 URLs in one request were fetched all at once (RSS 1.8 GB). */
@@ -51,12 +52,13 @@ export class RequestImages {
    */
   inline<T> (record: ModelRecord, messages: T, gone: () => AbortSignal): T | Promise<T> {
     // Most requests carry no image: they cost no promise and no signal.
-    if (!hasImage(messages)) return messages
+    if (!hasMedia(messages)) return messages
     return this.inlineImages(record, messages, gone())
   }
 
   private async inlineImages<T> (record: ModelRecord, messages: T, signal: AbortSignal): Promise<T> {
-    requireVision(record)
+    if (hasMedia(messages, 'image')) requireVision(record)
+    if (hasMedia(messages, 'audio')) requireAudio(record)
     // Counted before any is fetched: a request over the limit costs nothing.
     const remote = countRemote(messages)
     if (remote > this.remote.maxCount && this.remote.allow) {
@@ -69,12 +71,20 @@ export class RequestImages {
   }
 
   /**
-   * Ollama's `images` (base64) as content parts. `where` names the message in errors. @throws BadRequestError
+   * Ollama's `images` (base64) as content parts: pictures, and, as Ollama takes them in the same field for a model
+   * that hears, WAV, MP3 or FLAC audio. `where` names the message in errors. @throws BadRequestError
    */
-  parts (record: ModelRecord, images: string[] | undefined, where: string): ImagePart[] {
+  parts (record: ModelRecord, images: string[] | undefined, where: string): Array<ImagePart | AudioPart> {
     if (images === undefined || images.length === 0) return []
-    requireVision(record)
-    return images.map((image, i) => ({ type: 'image_url', image_url: { url: imageDataUrl(image, `image ${i} of ${where}`) } }))
+    return images.map((image, i) => {
+      const what = `image ${i} of ${where}`
+      if (isAudio(image)) {
+        requireAudio(record)
+        return audioPart(image, what)
+      }
+      requireVision(record)
+      return { type: 'image_url', image_url: { url: imageDataUrl(image, what) } }
+    })
   }
 
   private async dataUrl (url: string, what: string, budget: { left: number }, signal: AbortSignal): Promise<string> {
@@ -102,7 +112,7 @@ export class RequestImages {
 }
 
 /** A message's text, with its images before it as content parts when it has any (llama-server places each where its part is). */
-export function withImages (text: string, images: ImagePart[]): string | Array<ImagePart | { type: 'text', text: string }> {
+export function withImages (text: string, images: Array<ImagePart | AudioPart>): string | Array<ImagePart | AudioPart | { type: 'text', text: string }> {
   return images.length === 0 ? text : [...images, { type: 'text', text }]
 }
 
@@ -133,10 +143,19 @@ function imageKind (value: unknown): 'image_url' | 'input_image' | 'image' | nul
   return type === 'image_url' || type === 'input_image' || type === 'image' ? type : null
 }
 
-function hasImage (value: unknown): boolean {
-  if (Array.isArray(value)) return value.some(hasImage)
+/** Whether `value` holds an image or audio part (`only`: of that one), where walk() finds them. */
+function hasMedia (value: unknown, only?: 'image' | 'audio'): boolean {
+  if (Array.isArray(value)) return value.some((v) => hasMedia(v, only))
   if (value === null || typeof value !== 'object') return false
-  return imageKind(value) !== null || hasImage((value as Part).content)
+  const audio = (value as Part).type === 'input_audio'
+  const image = imageKind(value) !== null
+  return (only === undefined ? audio || image : only === 'audio' ? audio : image) || hasMedia((value as Part).content, only)
+}
+
+/** Whether a base64 entry of Ollama's `images` holds audio: its first bytes are enough. */
+function isAudio (data: string): boolean {
+  const head = data.replace(DATA_URL, '').replace(/\s+/g, '').slice(0, 16)
+  return audioFormat(Buffer.from(head.slice(0, head.length - (head.length % 4)), 'base64')) !== null
 }
 
 /** How many http(s) image URLs `value` holds, found where walk() finds images. */
@@ -176,6 +195,7 @@ async function walk (value: unknown, inline: Inline): Promise<unknown> {
       return { ...part, source: { type: 'base64', media_type: mediaType, data } }
     }
     default:
+      if (part.type === 'input_audio') return { ...part, ...audioPart(((part.input_audio ?? {}) as Part).data, 'an input_audio part') }
       return 'content' in part ? { ...part, content: await walk(part.content, inline) } : part
   }
 }

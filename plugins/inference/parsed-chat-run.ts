@@ -41,23 +41,23 @@ export interface ParsedChat {
   body: Json & { model: string, stream?: boolean, options?: Json }
   /** The surface's top-level fields that are options, each with the option it sets. */
   topLevelOptions: Readonly<Record<string, string>>
-  /** The call the request forces. */
-  forced: ForcedCall
+  /** The call the request forces; null: none, the answer's text is read as it is (a transcription's). */
+  forced: ForcedCall | null
   /** llama-server's call ids take this prefix (`call_`, Anthropic's `toolu_`). */
   idPrefix?: string
 }
 
 /**
- * Runs a chat whose call is forced (forced-call-schema.ts) on llama-server's chat completions, reading its answer
- * rather than relaying it: the answer's text is the call, which forced-call.ts makes into tool calls, and `shapes`
- * into the surface's answer or events. The slot, options, keep_alive, queueing and the error event of a stream that
+ * Runs a chat on llama-server's chat completions, reading its answer rather than relaying it, for a surface whose
+ * shapes are not llama-server's: a chat whose call is forced (forced-call-schema.ts; the answer's text is the call,
+ * which forced-call.ts makes into tool calls), a transcription. `shapes` make the answer or its events the surface's. The slot, options, keep_alive, queueing and the error event of a stream that
  * fails once open are runPassthrough's.
  */
 export async function runParsedChat (leases: LeaseSource, request: FastifyRequest, reply: FastifyReply, chat: ParsedChat, shapes: ChatShapes): Promise<unknown> {
   const { options, keep_alive: keepAlive, ...given } = chat.body
   const overrides = topLevelOverrides(given, chat.topLevelOptions)
   for (const field of Object.keys(chat.topLevelOptions)) delete given[field]
-  const fields = { ...runtimeFields(given, OPENAI_CHAT_FIELDS), ...forcedCallFields(chat.forced) }
+  const fields = { ...runtimeFields(given, OPENAI_CHAT_FIELDS), ...(chat.forced !== null ? forcedCallFields(chat.forced) : {}) }
   checkSchemaBudget(fields, request.server.config.limits)
   const streaming = chat.body.stream === true
   const stream = streaming ? new EventStream(request, reply, 'sse') : null
@@ -78,14 +78,15 @@ export async function runParsedChat (leases: LeaseSource, request: FastifyReques
       // Usage at the end of the runtime's stream: the tokens the request is booked with.
       const body = { ...fields, ...runtimeSampling(lease.sampling, 'chat'), ...shapes.runtimeFields, model: lease.model.name, stream: streaming, ...(streaming ? { stream_options: { include_usage: true } } : {}) }
       if (stream === null) {
-        const whole = forcedAnswer(await lease.endpoint.postJson<ChatPiece>('/v1/chat/completions', body, lease.signal), chat.forced, chat.idPrefix)
+        const answer = await lease.endpoint.postJson<ChatPiece>('/v1/chat/completions', body, lease.signal)
+        const whole = chat.forced !== null ? forcedAnswer(answer, chat.forced, chat.idPrefix) : answer
         countUsage(lease, whole)
         return shapes.whole(whole)
       }
       const chunks = await lease.endpoint.events('/v1/chat/completions', body, lease.signal) as AsyncGenerator<ChatPiece>
       lease.countSent(0)
       let finished = false
-      for await (const chunk of forcedChunks(chunks, chat.forced, chat.idPrefix)) {
+      for await (const chunk of chat.forced !== null ? forcedChunks(chunks, chat.forced, chat.idPrefix) : chunks) {
         if (chunk.error !== undefined) throw new RuntimeError(`the runtime failed: ${JSON.stringify(chunk.error)}`)
         lease.firstToken()
         lease.countSent(1)

@@ -182,10 +182,13 @@ function userContent (content: unknown, where: string): string | Json[] {
       case 'input_image':
         if (typeof part.image_url !== 'string') throw new BadRequestError(`an input_image of ${where} has no image_url (file ids are not supported here)`, 'invalid_image')
         return { type: 'image_url', image_url: { url: part.image_url } }
+      case 'input_audio':
+        // Chat completions' part, as the Responses API has it too; checked with the chat's (images.ts).
+        return { type: 'input_audio', input_audio: part.input_audio }
       case 'refusal':
         return { type: 'text', text: textField(part, 'refusal', where) }
       default:
-        throw new BadRequestError(`${where} has a content part of type ${JSON.stringify(part.type)}: only input_text and input_image are supported here`, 'unsupported_content')
+        throw new BadRequestError(`${where} has a content part of type ${JSON.stringify(part.type)}: only input_text, input_image and input_audio are supported here`, 'unsupported_content')
     }
   })
 }

@@ -27,6 +27,7 @@ const MODEL_ROUTES = new Set([
   'POST /models/load', 'POST /models/unload', 'POST /v1/systemone', 'POST /v1/decisions',
   'POST /tokenize', 'POST /detokenize', 'POST /apply-template', 'POST /infill',
   'POST /v1/chat/completions/input_tokens', 'POST /v1/responses/input_tokens',
+  'POST /v1/audio/transcriptions', 'POST /audio/transcriptions',
 ])
 // Sent the names too (in the body's model fields): they must read none of them as anything but text.
 const NO_MODEL = new Set([
@@ -51,7 +52,7 @@ const bodyFor = (model: string) => ({
 type Shape = 'native' | 'openai' | 'anthropic' | 'llama-server'
 // llama-server's own paths, and System One's as llama.cpp's server answers it.
 const LLAMA_SERVER_PATHS = new Set(['/v1/systemone', '/tokenize', '/detokenize', '/apply-template', '/infill', '/props'])
-const shapeOf = (url: string): Shape => LLAMA_SERVER_PATHS.has(url.split('?')[0]!) || url.startsWith('/models') ? 'llama-server' : url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') ? 'openai' : 'native'
+const shapeOf = (url: string): Shape => LLAMA_SERVER_PATHS.has(url.split('?')[0]!) || url.startsWith('/models') ? 'llama-server' : url.startsWith('/v1/messages') ? 'anthropic' : url.startsWith('/v1/') || url === '/audio/transcriptions' ? 'openai' : 'native'
 
 /** What is wrong with an error answer in `shape` (null: nothing). */
 function shapeProblem (shape: Shape, body: unknown): string | null {

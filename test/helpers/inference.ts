@@ -65,8 +65,8 @@ export async function importLongContextModel (t: Test, app: FastifyInstance, nam
   await app.store.import(name, file)
 }
 
-/** A fixture to import: its kind, or a chat fixture with a vision projector beside it. */
-export type FixtureModel = FixtureKind | { kind: keyof typeof REALISTIC, projector: true }
+/** A fixture to import: its kind, or a chat fixture with a projector beside it (`true`: the vision one). */
+export type FixtureModel = FixtureKind | { kind: keyof typeof REALISTIC, projector: true | 'audio' }
 
 /**
  * The whole gateway on a real socket with realistic tiny models (a real vocabulary and chat template, see
@@ -84,7 +84,7 @@ export async function serveRealisticModels (t: Test, models: Record<string, Fixt
   t.teardown(() => app.close())
   for (const [name, fixture] of Object.entries(models)) {
     if (typeof fixture === 'string') await app.store.import(name, await realisticModel(fixture))
-    else await app.store.import(name, await realisticModel(fixture.kind), { projector: await realisticModel('projector') })
+    else await app.store.import(name, await realisticModel(fixture.kind), { projector: await realisticModel(fixture.projector === 'audio' ? 'audioProjector' : 'projector') })
   }
   const url = await app.listen({ host: '127.0.0.1', port: 0 })
   return { app, url }

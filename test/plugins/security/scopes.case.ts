@@ -22,7 +22,7 @@ const SCOPES: Record<string, RouteScope> = {
   'POST /v1/chat/completions': 'infer', 'POST /v1/completions': 'infer', 'POST /v1/messages': 'infer',
   'POST /v1/messages/count_tokens': 'infer', 'POST /v1/responses': 'infer', 'GET /v1/responses/:id': 'infer',
   'DELETE /v1/responses/:id': 'infer', 'POST /models/load': 'infer', 'POST /models/unload': 'infer', 'GET /props': 'infer',
-  'POST /v1/systemone': 'infer', 'POST /v1/decisions': 'infer', 'POST /tokenize': 'infer', 'POST /detokenize': 'infer',
+  'POST /v1/systemone': 'infer', 'POST /v1/decisions': 'infer', 'POST /v1/audio/transcriptions': 'infer', 'POST /audio/transcriptions': 'infer', 'POST /tokenize': 'infer', 'POST /detokenize': 'infer',
   'POST /apply-template': 'infer', 'POST /infill': 'infer',
   'POST /v1/chat/completions/input_tokens': 'infer', 'POST /v1/responses/input_tokens': 'infer',
   'POST /api/pull': 'manage', 'POST /api/create': 'manage', 'DELETE /api/delete': 'manage', 'POST /api/copy': 'manage',
