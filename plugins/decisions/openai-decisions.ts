@@ -5,6 +5,10 @@ import { parseKeepAlive } from '../../core/units.js'
 import { argmax, choiceConfidence, scoreConfidence } from './decision-math.js'
 import type { DecisionOption, DecisionQuestion, QuestionProbabilities } from './decision-questions.js'
 import { DecisionsBody } from './schemas.js'
+import { stateForHooks, stateFromHooks } from './decision-call-hooks.js'
+import type { DecisionCall, Decisions } from './decision-service.js'
+import { withAnswerCallHooks } from '../inference/answer-call-hooks.js'
+import { callContext } from '../inference/hooked-call.js'
 
 type Body = Static<typeof DecisionsBody>
 type Asked = Body['questions'][number]
@@ -67,30 +71,46 @@ const openAiDecisions: FastifyPluginAsyncTypebox = async (app) => {
   app.post('/v1/decisions', { config: { scope: 'infer' }, schema: { body: DecisionsBody } }, async (request, reply) => {
     const { body } = request
     const keepAliveMs = parseKeepAlive(body.keep_alive)
-    const context = { model: body.model, signal: clientGone(reply), usage: request.usage, log: request.log, ...(keepAliveMs !== undefined ? { keepAliveMs } : {}) }
-    if (app.decisions.upstream(body.model)) return app.decisions.forward('/v1/decisions', { ...context, request: body }, (answer) => (answer as { usage?: { input_tokens?: unknown } }).usage?.input_tokens)
-    const maker = app.decisions.makerFor(body.model)
-    const questions = body.questions.map((q, i) => questionOf(q, i, maker.scheme.noulTrueFirst))
-    const answerable = questions.filter((q) => q.options.length <= maker.scheme.maxLabels)
-    const result = answerable.length === 0 ? null : await app.decisions.decide({ ...context, ask: { state: stateOf(body.input), questions: answerable } }, maker)
-    const answered = new Map(result?.answers.map((a) => [a.question, a]))
-    const input = result?.inputTokens ?? 0
-    return {
-      object: 'decision',
-      model: result?.model ?? body.model,
-      answers: body.questions.map((asked, i) => {
-        const answer = answered.get(questions[i]!)
-        return answer === undefined ? { type: 'refusal', name: asked.name ?? null } : answerOf(asked, answer)
-      }),
-      usage: {
-        input_tokens: input,
-        input_tokens_details: { cached_tokens: result === null ? 0 : Math.max(0, input - result.evaluatedTokens), cache_write_tokens: 0 },
-        output_tokens: 0,
-        output_tokens_details: { reasoning_tokens: 0 },
-        total_tokens: input,
-      },
-    }
+    const context = { signal: clientGone(reply), usage: request.usage, log: request.log, ...(keepAliveMs !== undefined ? { keepAliveMs } : {}) }
+    const state = stateOf(body.input)
+    // The plugins' call hooks see the input as a state (decision-call-hooks.ts) and the questions as options.questions.
+    const start = { model: body.model, ...stateForHooks(state), options: { questions: body.questions } }
+    return withAnswerCallHooks(callContext(request), start, context.signal, async (call, signal) => {
+      const asked = { ...body, model: call.model, questions: call.options.questions as Body['questions'] }
+      if (app.decisions.upstream(asked.model)) {
+        return app.decisions.forward('/v1/decisions', { ...context, signal, model: asked.model, request: asked }, (answer) => (answer as { usage?: { input_tokens?: unknown } }).usage?.input_tokens) as Promise<DecisionsReply>
+      }
+      return decisionsOf(app.decisions, asked, stateFromHooks(call, state), { ...context, signal })
+    }, (answer) => ({ text: JSON.stringify(answer.answers ?? null), promptTokens: typeof answer.usage?.input_tokens === 'number' ? answer.usage.input_tokens : null, completionTokens: 0 }))
   })
+}
+
+/** What /v1/decisions answers: OpenAI's decision object (an upstream's as it gave it). */
+interface DecisionsReply { answers?: unknown, usage?: { input_tokens?: number | null, [field: string]: unknown }, [field: string]: unknown }
+
+/** Asks `body`'s questions of its model on `state`, in OpenAI's shape. */
+async function decisionsOf (decisions: Decisions, body: Body, state: unknown, context: Omit<DecisionCall, 'model' | 'ask'>): Promise<DecisionsReply> {
+  const maker = decisions.makerFor(body.model)
+  const questions = body.questions.map((q, i) => questionOf(q, i, maker.scheme.noulTrueFirst))
+  const answerable = questions.filter((q) => q.options.length <= maker.scheme.maxLabels)
+  const result = answerable.length === 0 ? null : await decisions.decide({ ...context, model: body.model, ask: { state, questions: answerable } }, maker)
+  const answered = new Map(result?.answers.map((a) => [a.question, a]))
+  const input = result?.inputTokens ?? 0
+  return {
+    object: 'decision',
+    model: result?.model ?? body.model,
+    answers: body.questions.map((asked, i) => {
+      const answer = answered.get(questions[i]!)
+      return answer === undefined ? { type: 'refusal', name: asked.name ?? null } : answerOf(asked, answer)
+    }),
+    usage: {
+      input_tokens: input,
+      input_tokens_details: { cached_tokens: result === null ? 0 : Math.max(0, input - result.evaluatedTokens), cache_write_tokens: 0 },
+      output_tokens: 0,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: input,
+    },
+  }
 }
 
 export default openAiDecisions
