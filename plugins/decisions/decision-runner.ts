@@ -1,5 +1,7 @@
 import type { Lease } from '../leases/lease.js'
-import type { DecisionAsk, QuestionProbabilities } from './decision-questions.js'
+import { GatewayError } from '../../core/errors.js'
+import { d1Labels, type D1Labels } from './d1-labels.js'
+import type { DecisionAsk, DecisionQuestion, QuestionProbabilities } from './decision-questions.js'
 import { DecisionContextError, RequestTooLargeError, UnprocessableError } from './decision-errors.js'
 import { inputTokens, softmax } from './decision-math.js'
 import { labelsNeeded, type PromptMaker } from './decision-prompts.js'
@@ -43,8 +45,9 @@ interface Completion {
  */
 export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens: LabelTokens, ask: DecisionAsk): Promise<DecisionRun> {
   const { scheme } = maker
-  const needed = labelsNeeded(scheme, ask.questions)
-  const labels = await labelTokens.first(lease, scheme.codes, Math.min(needed, scheme.maxLabels), scheme.allCodes)
+  const groups = scheme.groupsLabels === true ? await questionLabels(lease, labelTokens, ask) : null
+  const needed = groups !== null ? 0 : labelsNeeded(scheme, ask.questions)
+  const labels = groups !== null ? { codes: [], tokens: [] } : await labelTokens.first(lease, scheme.codes, Math.min(needed, scheme.maxLabels), scheme.allCodes)
   if (labels.codes.length < needed) {
     const question = ask.questions.find((q) => q.options.length > labels.codes.length)!
     throw new UnprocessableError(`questions.${question.id}: "criteria" has ${question.options.length} options, at most ${labels.codes.length} are supported`)
@@ -58,7 +61,7 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
   for (let at = 0; at < plans.length; at += TOKENIZED_AT_ONCE) {
     const chunk = plans.slice(at, at + TOKENIZED_AT_ONCE)
     const tokenized = await Promise.all(chunk.map(async (plan) => {
-      const text = await maker.render(plan, labels.codes, ask, lease)
+      const text = await maker.render(plan, groups?.get(plan.question)!.texts ?? labels.codes, ask, lease)
       const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: true }, lease.signal)
       if (!Array.isArray(tokens) || !tokens.every(Number.isInteger)) throw new Error('the model\'s runtime answered /tokenize without a list of tokens')
       return tokens as number[]
@@ -72,15 +75,34 @@ export async function runDecision (lease: Lease, maker: PromptMaker, labelTokens
     }
   }
   let evaluated = 0
-  const read: Array<{ plan: TaskPlan, p: number[] }> = []
+  const results: Array<{ plan: TaskPlan, p: number[] }> = []
   for (const [i, plan] of plans.entries()) {
-    const ids = labels.tokens.slice(0, plan.outputs)
-    const { scores, promptN } = await labelScores(lease, prompts[i]!, ids, i > 0)
+    const own = groups?.get(plan.question)
+    const ids = own !== undefined ? [...new Set(own.groups.flat())] : labels.tokens.slice(0, plan.outputs)
+    const read = await labelScores(lease, prompts[i]!, ids, i > 0)
+    const promptN = read.promptN
+    // d1: an option's score is the highest of its forms' (llama.cpp's send_decision).
+    const scores = own !== undefined ? own.groups.map((group) => Math.max(...group.map((id) => read.scores[ids.indexOf(id)]!))) : read.scores
     evaluated += promptN
-    read.push({ plan, p: shownProbabilities(plan, softmax(scores, maker.temperature(plan.question))) })
+    results.push({ plan, p: shownProbabilities(plan, softmax(scores, maker.temperature(plan.question))) })
   }
-  const answers = ask.questions.map((question) => ({ question, probabilities: averaged(read.filter((r) => r.plan.question === question)) }))
+  const answers = ask.questions.map((question) => ({ question, probabilities: averaged(results.filter((r) => r.plan.question === question)) }))
   return { answers, inputTokens: inputTokens(prompts), evaluatedTokens: evaluated, tasks: plans.length, promptTokens: prompts.map((p) => p.length) }
+}
+
+/** Each question's own labels (d1's), asked of the model's tokenizer. @throws UnprocessableError when a question has none left */
+async function questionLabels (lease: Lease, labelTokens: LabelTokens, ask: DecisionAsk): Promise<Map<DecisionQuestion, D1Labels>> {
+  const out = new Map<DecisionQuestion, D1Labels>()
+  for (const question of ask.questions) {
+    try {
+      out.set(question, await d1Labels(question, (text) => labelTokens.single(lease, text)))
+    } catch (err) {
+      // The runtime's own failures are themselves; only a question's labels running out is the request's fault.
+      if (lease.signal.aborted || err instanceof GatewayError) throw err
+      throw new UnprocessableError(`questions.${question.id}: ${(err as Error).message}`)
+    }
+  }
+  return out
 }
 
 /**

@@ -24,6 +24,11 @@ export interface DecisionScheme {
   asksBothWays: boolean
   /** A noul is read as a 0-8 rating at the first nine labels (lev). */
   ratesNouls: boolean
+  /**
+   * Each question's labels are its own, each option read at a group of tokens (its forms, its highest logit):
+   * LiquidAI's d1 (d1-labels.ts). A null state is then taken too.
+   */
+  groupsLabels?: boolean
 }
 
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
@@ -41,6 +46,7 @@ export const SCHEMES: Readonly<Record<string, DecisionScheme>> = {
   lev: { ...LEV_LIKE, type: 'lev', sortsKeys: true, asksBothWays: true, ratesNouls: true },
   nimble: { ...LEV_LIKE, type: 'nimble', givesQuestions: true },
   'pplx-decider': { ...LEV_LIKE, type: 'pplx-decider' },
+  'lfm2-d1': { type: 'lfm2-d1', codes: [], allCodes: false, maxLabels: 255, noulTrueFirst: true, labelsOptions: true, sortsKeys: false, givesQuestions: false, asksBothWays: false, ratesNouls: false, groupsLabels: true },
 }
 
 /** What the types that read an engine's head need, for their 501. */
@@ -48,7 +54,6 @@ export const NEEDS_ENGINE: Readonly<Record<string, string>> = {
   kev: 'a projection head over the options (tensors cls.output.*)',
   laya: 'an encoder with a decision head',
   clef: 'a joint head over all the questions in one sequence',
-  'lfm2-d1': 'label groups (several tokens per option) read in one pass',
   'lfm2-d1-omni': 'an encoder with a decision head',
 }
 

@@ -78,7 +78,7 @@ export class Decisions {
       const needs = NEEDS_ENGINE[info.type]
       throw new NotSupportedError(needs !== undefined
         ? `decision type "${info.type}" needs ${needs}, which this llama-server build cannot evaluate; serve it with a llama-server that answers /v1/systemone`
-        : `decision type "${info.type}" is not one llamagate knows (openjev, lev, nimble, pplx-decider)`)
+        : `decision type "${info.type}" is not one llamagate knows (openjev, lev, nimble, pplx-decider, lfm2-d1)`)
     }
     if (info.template === null) throw new NotSupportedError(`"${record.name}" is a decision model without a question template (tokenizer.chat_template.systemone)`)
     return systemOnePrompts(scheme, info.template, info.temperatures)
@@ -93,7 +93,7 @@ export class Decisions {
   async ask (call: Omit<DecisionCall, 'ask'> & { request: SystemOneAsk }): Promise<SystemOneReply> {
     if (this.upstream(call.model)) return await this.forward('/v1/systemone', call, (answer) => (answer as Partial<SystemOneReply>).usage?.input_tokens) as unknown as SystemOneReply
     const maker = this.makerFor(call.model)
-    const ask = readSystemOne(call.request, { maxOptions: maker.scheme.maxLabels, noulTrueFirst: maker.scheme.noulTrueFirst })
+    const ask = readSystemOne(call.request, { maxOptions: maker.scheme.maxLabels, noulTrueFirst: maker.scheme.noulTrueFirst, nullState: maker.scheme.groupsLabels === true })
     const { request: _request, ...rest } = call
     const result = await this.decide({ ...rest, ask }, maker)
     return {

@@ -16,16 +16,10 @@ export class LabelTokens {
    * @throws Error naming a code that is not one token, where all must be
    */
   async first (lease: Lease, codes: readonly string[], count: number, allCodes: boolean): Promise<{ codes: string[], tokens: number[] }> {
-    const known = this.modelMap(lease)
     const found = { codes: [] as string[], tokens: [] as number[] }
     for (const code of codes) {
       if (found.codes.length >= count) break
-      let token = known.get(code)
-      if (token === undefined) {
-        const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: code, add_special: false, parse_special: false }, lease.signal)
-        token = Array.isArray(tokens) && tokens.length === 1 && Number.isInteger(tokens[0]) ? tokens[0] as number : null
-        known.set(code, token)
-      }
+      const token = await this.single(lease, code)
       if (token === null) {
         if (allCodes) throw new Error(`decision label '${code}' is not a single token in this model's vocabulary`)
         continue
@@ -34,6 +28,18 @@ export class LabelTokens {
       found.tokens.push(token)
     }
     return found
+  }
+
+  /** The token `text` is in the lease's model, or null when it is not one token. */
+  async single (lease: Lease, text: string): Promise<number | null> {
+    const known = this.modelMap(lease)
+    let token = known.get(text)
+    if (token === undefined) {
+      const { tokens } = await lease.endpoint.postJson<{ tokens: unknown }>('/tokenize', { content: text, add_special: false, parse_special: false }, lease.signal)
+      token = Array.isArray(tokens) && tokens.length === 1 && Number.isInteger(tokens[0]) ? tokens[0] as number : null
+      known.set(text, token)
+    }
+    return token
   }
 
   private modelMap (lease: Lease): Map<string, number | null> {

@@ -9,7 +9,8 @@ export const MAX_CONTENT_BYTES = 8 * 1024 * 1024
 const SCORE_LEVELS = { min: 2, max: 10 }
 
 /** How many options a choice may have on a model: its single-token labels (52 letters, or up to 255 codes). */
-export interface OptionLimit { maxOptions: number, noulTrueFirst: boolean }
+/** What the model's type allows: its options, its nouls' order, and (d1) a null state, for images alone. */
+export interface OptionLimit { maxOptions: number, noulTrueFirst: boolean, nullState?: boolean }
 
 const TYPES: readonly QuestionType[] = ['choice', 'score', 'noul']
 
@@ -24,7 +25,7 @@ export function readSystemOne (body: Record<string, unknown>, limit: OptionLimit
   const entries = Object.entries(body.questions)
   if (entries.length > MAX_QUESTIONS) throw new RequestTooLargeError(`The request has ${entries.length} questions, the maximum is ${MAX_QUESTIONS}`)
   const questions = entries.map(([id, q]) => readQuestion(id, q, limit))
-  if (body.state === undefined || body.state === null) throw new UnprocessableError('"state" must be provided')
+  if (body.state === undefined || (body.state === null && limit.nullState !== true)) throw new UnprocessableError('"state" must be provided')
   checkDepth('state', body.state)
   const images = readImages(body)
   let bytes = 0

@@ -92,6 +92,11 @@ export const REALISTIC = {
     vocab: 'qwen2', template: 'Qwen-Qwen2.5-7B-Instruct', eosToken: '<|im_end|>',
     metadata: decisionMetadata('qwen2', { type: 'lev', temperatures: { 'choice.small': 1.75, noul: 0.5 } }),
   },
+  /** LiquidAI's d1 (lfm2-d1): LFM2 in Qwen2's vocabulary, each option read at a group of label forms. Not steered. */
+  d1: {
+    architecture: 'lfm2', vocab: 'qwen2', template: 'LFM2.5-Instruct', eosToken: '<|im_end|>', ...TINY_HYBRID,
+    metadata: decisionMetadata('lfm2', { type: 'lfm2-d1', temperatures: { 'choice.3_5': 1.5, noul: 0.75, score: 1.25 } }),
+  },
   qwen35: { ...CHAT_FORMATS.qwen35, ...TINY_HYBRID },
   lfm2: { ...CHAT_FORMATS.lfm2, ...TINY_HYBRID },
   gemma3: { ...CHAT_FORMATS.gemma3, ...TINY_HYBRID },
@@ -113,6 +118,7 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   coder: (file, src) => writeRealisticModel({ ...REALISTIC.coder, file, llamaCppSrc: src, name: 'tiny qwen25 coder' }),
   openjev: (file, src) => writeRealisticModel({ ...REALISTIC.openjev, file, llamaCppSrc: src, name: 'tiny openjev' }),
   lev: (file, src) => writeRealisticModel({ ...REALISTIC.lev, file, llamaCppSrc: src, name: 'tiny lev' }),
+  d1: (file, src) => writeRealisticModel({ ...REALISTIC.d1, file, llamaCppSrc: src, name: 'tiny d1' }),
   qwen35: (file, src) => writeRealisticModel({ ...REALISTIC.qwen35, file, llamaCppSrc: src, name: 'tiny qwen35' }),
   lfm2: (file, src) => writeRealisticModel({ ...REALISTIC.lfm2, file, llamaCppSrc: src, name: 'tiny lfm2' }),
   gemma3: (file, src) => writeRealisticModel({ ...REALISTIC.gemma3, file, llamaCppSrc: src, name: 'tiny gemma3' }),
@@ -123,7 +129,7 @@ const WRITERS: Record<FixtureKind, (file: string, llamaCppSrc: string) => Promis
   audioProjector: (file) => writeTinyAudioProjector({ file, textEmbd: CHAT_EMBD, name: 'tiny audio projector' }),
 }
 // Bumped when a writer changes what it writes, so that cached fixtures are made again.
-const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, openjev: 1, lev: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1, audioProjector: 1 } satisfies Record<FixtureKind, number>
+const GENERATOR = { qwen25: 2, r1: 2, caller: 1, qwen3: 1, agent: 1, coder: 1, openjev: 1, lev: 1, d1: 1, qwen35: 1, lfm2: 1, gemma3: 1, gemma4: 1, bert: 1, reranker: 1, projector: 1, audioProjector: 1 } satisfies Record<FixtureKind, number>
 
 const made = new Map<FixtureKind, Promise<string>>()
 

@@ -3,7 +3,7 @@ import { post, serveRealisticModels, sharedServer } from '../../helpers/inferenc
 import { referenceProbabilities, type RefQuestion } from '../../helpers/decision-reference.js'
 import { realisticModel } from '../../helpers/realistic-models.js'
 
-const served = sharedServer(() => serveRealisticModels(t, { 'acme/openjev': 'openjev', 'acme/lev': 'lev', 'acme/chat': 'qwen25' }))
+const served = sharedServer(() => serveRealisticModels(t, { 'acme/openjev': 'openjev', 'acme/lev': 'lev', 'acme/d1': 'd1', 'acme/chat': 'qwen25' }))
 
 const STATE = { ticket: 'My order #4471 never arrived and I want my money back.', plan: 'pro', order: { items: ['phone case', 'charger'], id: 4471 } }
 const QUESTIONS: Record<string, RefQuestion> = {
@@ -17,6 +17,8 @@ const QUESTIONS: Record<string, RefQuestion> = {
 const TEMPERATURES = {
   openjev: { route: 1.5, pair: 1.25, angry: 0.75, urgency: 2 },
   lev: { route: 1.75, pair: 1.75, angry: 0.5, urgency: 1 },
+  // d1's: choice.3_5, none for a 2-way choice, noul, and the plain `score` for a 3-level score.
+  d1: { route: 1.5, pair: 1, angry: 0.75, urgency: 1.25 },
 }
 
 function close (t: Test, got: number[], want: number[], what: string): void {
@@ -25,8 +27,10 @@ function close (t: Test, got: number[], want: number[], what: string): void {
   t.ok(worst <= 1e-4, `${what}: within 1e-4 of the reference (off by ${worst.toExponential(2)})`)
 }
 
-for (const type of ['openjev', 'lev'] as const) {
-  t.test(`${type}: answers equal llama.cpp's computation from llama-server's own label logits`, async (t) => {
+const DECISION_TYPE = { openjev: 'openjev', lev: 'lev', d1: 'lfm2-d1' } as const
+
+for (const type of ['openjev', 'lev', 'd1'] as const) {
+  t.test(`${DECISION_TYPE[type]}: answers equal llama.cpp's computation from llama-server's own label logits`, async (t) => {
     const { url } = await served()
     const res = await post(`${url}/v1/systemone`, { model: `acme/${type}`, state: STATE, questions: QUESTIONS })
     t.equal(res.status, 200)
@@ -42,11 +46,11 @@ for (const type of ['openjev', 'lev'] as const) {
     t.same(urgency.legend, { 0: 'not urgent', 1: 'soon', 2: 'at once' }, 'the legend: each level\'s description')
 
     const file = await realisticModel(type)
-    const want = await referenceProbabilities(file, type, STATE, QUESTIONS, TEMPERATURES[type])
+    const want = await referenceProbabilities(file, DECISION_TYPE[type], STATE, QUESTIONS, TEMPERATURES[type])
     close(t, Object.values(route.probabilities), want.route!, 'a 3-way choice')
     close(t, Object.values(pair.probabilities), want.pair!, 'a 2-way choice (another bucket)')
     close(t, Object.values(urgency.probabilities), want.urgency!, 'a score')
-    const yes = type === 'openjev' ? want.angry![0]! : want.angry![1]!
+    const yes = type === 'lev' ? want.angry![1]! : want.angry![0]!
     t.ok(Math.abs(angry.noul - yes) <= 1e-4, `a noul: ${type === 'lev' ? 'Σ p_i·i/8 over nine ratings' : 'P(true)'} within 1e-4`)
     for (const [id, answer] of Object.entries({ route, pair, urgency }) as Array<[string, any]>) {
       const p = Object.values(answer.probabilities) as number[]
@@ -67,6 +71,17 @@ for (const type of ['openjev', 'lev'] as const) {
     t.equal(again.usage.input_tokens, body.usage.input_tokens, 'usage describes the request, not the cache')
   })
 }
+
+t.test('lfm2-d1 takes a null state (images alone, as llama.cpp\'s d1 does); the other types refuse it', async (t) => {
+  const { url } = await served()
+  const d1 = await post(`${url}/v1/systemone`, { model: 'acme/d1', state: null, questions: { angry: QUESTIONS.angry } })
+  const body = await d1.json() as any
+  t.equal(d1.status, 200, JSON.stringify(body))
+  t.type(body.answers.angry.noul, 'number')
+  const openjev = await post(`${url}/v1/systemone`, { model: 'acme/openjev', state: null, questions: { angry: QUESTIONS.angry } })
+  t.equal(openjev.status, 422)
+  t.match(await openjev.json(), { error: { message: '"state" must be provided' } })
+})
 
 t.test('four questions evaluate the state once: the others read only their tails (llama-server\'s timings)', async (t) => {
   const { app } = await served()
