@@ -2,6 +2,7 @@ import type { Lease } from '../leases/lease.js'
 import type { DecisionAsk, DecisionQuestion } from './decision-questions.js'
 import { temperatureOf } from './decision-math.js'
 import { LEV_RATINGS, templateInput, type DecisionScheme, type TaskPlan } from './decision-schemes.js'
+import { TemplateRenderer } from './template-renderer.js'
 
 /** How one model's questions become prompts: its labels, its calibration, and the text of each task. */
 export interface PromptMaker {
@@ -10,33 +11,16 @@ export interface PromptMaker {
   render(plan: TaskPlan, labels: readonly string[], ask: DecisionAsk, lease: Lease): Promise<string>
 }
 
-type JinjaTemplate = { render(items: Record<string, unknown>): string }
-// Parsed templates, by their text: one per decision model file in use.
-const parsed = new Map<string, JinjaTemplate>()
-const MAX_TEMPLATES = 16
+// A model file's template runs on a thread of its own, bounded in time and memory (template-renderer.ts).
+const templates = new TemplateRenderer()
 
 /** A decision model's own question template (`tokenizer.chat_template.systemone`), rendered as llama.cpp renders it. */
 export function systemOnePrompts (scheme: DecisionScheme, source: string, temperatures: Readonly<Record<string, number>>): PromptMaker {
   return {
     scheme,
     temperature: (question) => temperatureOf(temperatures, scheme.type, question),
-    async render (plan, labels, ask) {
-      const template = await jinja(source)
-      return template.render(templateInput(scheme, plan, ask.state, labels, ask.questions))
-    },
+    render: async (plan, labels, ask) => templates.render(source, templateInput(scheme, plan, ask.state, labels, ask.questions)),
   }
-}
-
-async function jinja (source: string): Promise<JinjaTemplate> {
-  let template = parsed.get(source)
-  if (template === undefined) {
-    // Loaded on the first decision, not with the server.
-    const { Template } = await import('@huggingface/jinja')
-    template = new Template(source)
-    if (parsed.size >= MAX_TEMPLATES) parsed.delete(parsed.keys().next().value!)
-    parsed.set(source, template)
-  }
-  return template
 }
 
 const LETTERS = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ'
