@@ -38,7 +38,8 @@ async function raw (port: number, data = ''): Promise<Raw> {
 }
 
 t.test('closing the server waits neither for a connection that never sent a byte nor for a kept one', async (t) => {
-  const app = await build(t)
+  // A header_timeout of 2 minutes: a close that waited for it (or for the kept one's 72 s keep-alive) is told at any speed.
+  const app = await build(t, { limits: { header_timeout: '120s' } })
   const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
   const silent = await raw(port)
   const kept = await raw(port, `GET /api/version HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`)
@@ -48,7 +49,7 @@ t.test('closing the server waits neither for a connection that never sent a byte
   const started = Date.now()
   await app.close()
   const closedIn = Date.now() - started
-  t.ok(closedIn < 5_000, `closed in ${closedIn} ms, not when the client or limits.header_timeout (15 s) would end it`)
+  t.ok(closedIn < 30_000, `closed in ${closedIn} ms, not when the client, the keep-alive (72 s) or limits.header_timeout (120 s) would end it`)
   t.equal((await silent.closed).text, '', 'the silent connection closed without an answer')
   await kept.closed
 })
@@ -79,7 +80,8 @@ async function baselineMs (port: number, localAddress = '127.0.0.1', path = '/ap
 const isOpen = (r: Raw): boolean => !r.socket.destroyed && !r.socket.readableEnded
 
 t.test('one address past limits.connections_per_client: the new ones get 503 and are closed, the others untouched', async (t) => {
-  const app = await build(t, { limits: { connections_per_client: 4 } })
+  // A header_timeout of 2 minutes: the held connections are cut (and their room made) only then.
+  const app = await build(t, { limits: { connections_per_client: 4, header_timeout: '120s' } })
   const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
   const { connections } = app
   const baseline = await baselineMs(port, '127.0.0.2')
@@ -102,7 +104,8 @@ t.test('one address past limits.connections_per_client: the new ones get 503 and
 
   const other = await timedGet(port, '/api/version', {}, '127.0.0.2')
   t.equal(other.status, 200, 'another address is served meanwhile')
-  t.ok(other.ms < 5 * baseline + 1_000, `in ${other.ms.toFixed(0)} ms, against ${baseline.toFixed(0)} ms before`)
+  // Milliseconds, or held back until the held connections go (the header_timeout, 120 s): a quarter of that divides them.
+  t.ok(other.ms < 30_000, `in ${other.ms.toFixed(0)} ms, against ${baseline.toFixed(0)} ms before`)
 
   t.ok(held.every(isOpen), 'the 4 held connections are still open')
   t.equal(connections.open('127.0.0.1'), 4, 'and the only ones counted')
@@ -137,7 +140,8 @@ t.test('IPv4 clients of a dual-stack listener count under their IPv4 address', a
 })
 
 t.test('keys on: past limits.unauthenticated_connections the oldest silent ones go; sending and new ones stay; twice over, new ones are closed', async (t) => {
-  const app = await build(t, { auth: { api_keys: [KEY] }, limits: { unauthenticated_connections: 4 } })
+  // A header_timeout of 2 minutes: the attackers' connections are cut by it only then.
+  const app = await build(t, { auth: { api_keys: [KEY] }, limits: { unauthenticated_connections: 4, header_timeout: '120s' } })
   const port = Number(new URL(await app.listen({ host: '127.0.0.1', port: 0 })).port)
   const { connections } = app
   const auth = { authorization: `Bearer ${KEY}` }
@@ -164,7 +168,8 @@ t.test('keys on: past limits.unauthenticated_connections the oldest silent ones 
   await until('the silent ones to have waited a second', () => Date.now() - Math.max(...silent.map((r) => r.openedAt)) >= 1_100)
   const served = await timedGet(port, '/api/tags', auth)
   t.equal(served.status, 200, 'a client with the key is served')
-  t.ok(served.ms < 5 * baseline + 1_000, `in ${served.ms.toFixed(0)} ms, against ${baseline.toFixed(0)} ms before the attack`)
+  // Milliseconds, or held back until the attackers are cut (the header_timeout, 120 s): a quarter of that divides them.
+  t.ok(served.ms < 30_000, `in ${served.ms.toFixed(0)} ms, against ${baseline.toFixed(0)} ms before the attack`)
   const firstClosed = await Promise.race(silent.map((r, i) => r.closed.then((c) => ({ i, ...c }))))
   t.equal(firstClosed.text, '', 'a silent one was closed to make room, with nothing sent (there was no request to answer)')
   await until('the cap kept: silent ones closed until 4 are left without a key', () => connections.unauthenticated <= 4)
@@ -175,7 +180,8 @@ t.test('keys on: past limits.unauthenticated_connections the oldest silent ones 
   const flood: Raw[] = []
   t.teardown(() => { for (const r of flood) r.socket.destroy() })
   const floodStarted = Date.now()
-  for (let i = 0; i < 8; i++) flood.push(await raw(port))
+  // All at once, so that the flood and the request fit well within the second on a busy machine too.
+  flood.push(...await Promise.all(Array.from({ length: 8 }, () => raw(port))))
   // A key holder connecting into it at once is told to retry (no flood connection has been silent a second yet).
   const duringFlood = await timedGet(port, '/api/tags', auth)
   const floodAgeMs = Date.now() - floodStarted
@@ -184,10 +190,12 @@ t.test('keys on: past limits.unauthenticated_connections the oldest silent ones 
   t.equal(duringFlood.headers['retry-after'], '1')
   t.match(duringFlood.body, /too many new connections without an API key \(the server's limit is twice 4, limits\.unauthenticated_connections\); retry in a second/)
   const closedAtOnce = await until('the flood\'s newest to be closed', () => {
-    const closed = flood.map((r) => r.closedAfterMs()).filter((ms): ms is number => ms !== null)
+    const closed = flood.filter((r) => r.closedAfterMs() !== null)
     return closed.length > 0 ? closed : null
   }, 5_000)
-  t.ok(closedAtOnce.every((ms) => ms < 1_000), `the newest of the flood past twice the cap were refused at once (after ${closedAtOnce.join(', ')} ms)`)
+  // A 503 is written only when a connection is refused on arrival; one let in and closed later (silent for a second, to
+  // make room) is closed with nothing sent.
+  t.ok(closedAtOnce.every((r) => /^HTTP\/1\.1 503 /.test(r.text())), `the newest of the flood past twice the cap were refused at once: answered 503 (closed after ${closedAtOnce.map((r) => r.closedAfterMs()).join(', ')} ms)`)
   t.ok(connections.unauthenticated <= 8, `at most twice the cap wait for a key (${connections.unauthenticated})`)
   t.ok(sending.every(isOpen), 'the ones sending a head are still open')
   const retried = await until('a retry to be served', async () => { const res = await timedGet(port, '/api/tags', auth); return res.status === 200 ? res : null }, 5_000, 250)
@@ -226,7 +234,8 @@ t.test('limits.header_timeout: a request head not received whole in time is answ
 
   for (const [what, r] of [['a trickled head', slow], ['a silent connection', silent]] as const) {
     const { text, afterMs } = await r.closed
-    t.ok(afterMs >= 900 && afterMs < 5_000, `${what}: closed after ${afterMs} ms`)
+    // Node's own check (every 30 s by default) cut slow heads at up to twice that: half of 30 s divides them.
+    t.ok(afterMs >= 900 && afterMs < 15_000, `${what}: closed after ${afterMs} ms`)
     t.match(text, /^HTTP\/1\.1 408 /, `${what}: answered 408`)
   }
   await until('nothing counted', () => app.connections.open() === 0)
@@ -248,7 +257,7 @@ t.test('metrics.listen: slow heads cut and connections per client capped there t
   t.match((await extra.closed).text, /^HTTP\/1\.1 503 /, 'a third connection from one address is answered 503')
   const { text, afterMs } = await slow.closed
   t.match(text, /^HTTP\/1\.1 408 /, `a slow head is answered 408 and closed (after ${afterMs} ms)`)
-  t.ok(afterMs < 5_000)
+  t.ok(afterMs < 15_000, `within half of Node's own 30 s check (${afterMs} ms)`)
   const scrape = await timedGet(metricsPort, '/metrics', { host: `127.0.0.1:${metricsPort}` })
   t.equal(scrape.status, 200, 'a scrape is served once there is room')
 })

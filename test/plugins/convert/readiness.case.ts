@@ -52,10 +52,13 @@ t.test('the real interpreter on this machine', async (t) => {
   t.equal(r.shim, r.papered.length > 0, 'the shim is used exactly when something is papered over')
   // Debian 12's packages: torch 1.13 and no transformers. With the real requirements nothing is papered.
   if (r.shim) t.ok(r.papered.every((p) => p === 'transformers' || p.startsWith('torch.')), `papered over: ${r.papered.join(', ')}`)
-  const started = Date.now()
-  t.same(await conv.readiness(), r, 'a ready result is remembered')
-  // Importing torch takes seconds; a remembered answer, none (1 s leaves a loaded machine room).
-  t.ok(Date.now() - started < 1000, `and answered without importing torch again (${Date.now() - started} ms)`)
+  const started = performance.now()
+  const again = await conv.readiness()
+  t.same(again, r, 'a ready result is remembered')
+  // A check that imports torch again makes a new answer; the remembered one is the very object it gave before
+  // (told by identity, not by time: a busy machine slows both).
+  t.equal(again, r, 'and answered without importing torch again: the same answer, not a new check\'s')
+  t.comment(`the remembered answer came in ${Math.round(performance.now() - started)} ms`)
 })
 
 t.test('no llama-quantize: f16 and q8_0 only; other types answer 503 before anything runs', async (t) => {

@@ -9,8 +9,9 @@ import { firstEvent, post, serveRealisticModels } from '../../helpers/inference.
 // when its model is stopped or its client leaves.
 
 // qwen writes to the limit (ignore_eos): a random-weight model may end its turn at any token, and the tests want an
-// answer cut at its limit, or still being written when it is stopped.
-const server = serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller' }, { models: { 'acme/qwen': { options: { ignore_eos: true } } } })
+// answer cut at its limit, or still being written when it is stopped. Its whole trained context (4096), so that an
+// answer left running holds its one slot for long (4000 tokens: about 20 s on 2 cores).
+const server = serveRealisticModels(t, { 'acme/qwen': 'qwen25', 'acme/caller': 'caller' }, { models: { 'acme/qwen': { options: { ignore_eos: true, num_ctx: 4096 } } } })
 const ASK = { model: 'acme/qwen', max_output_tokens: 4, temperature: 0 } as const
 
 /** What the SDK threw: the status and code of OpenAI's error, or null when it did not throw. */
@@ -107,12 +108,20 @@ t.test('a stream whose model is stopped ends with OpenAI\'s error event and resp
 
 t.test('a client that leaves mid-stream frees its slot; the next request is served', async (t) => {
   const { url } = await server
+  // This model's pace here and now (loaded first: the test before stopped it): what the leaving client's 4000 tokens
+  // would hold the slot for if it kept it.
+  await (await openai()).responses.create({ ...ASK, input: 'hi' })
+  const paced = performance.now()
+  const pace = await (await openai()).responses.create({ ...ASK, input: 'go on', max_output_tokens: 200 })
+  const heldMs = 4000 * (performance.now() - paced) / pace.usage!.output_tokens
   const controller = new AbortController()
-  const res = await post(`${url}/v1/responses`, { model: 'acme/qwen', input: 'go on', max_output_tokens: 900, stream: true }, {}, controller.signal)
+  const res = await post(`${url}/v1/responses`, { model: 'acme/qwen', input: 'go on', max_output_tokens: 4000, stream: true }, {}, controller.signal)
   await (await firstEvent(res)).next()
   controller.abort()
   const started = performance.now()
   const next = await (await openai()).responses.create({ ...ASK, input: 'next' })
   t.equal(next.status, 'incomplete')
-  t.ok(performance.now() - started < 5000, 'served at once (one slot: the first request let it go)')
+  // Its 4 tokens take a hundredth of the 4000's time; waiting behind them, all of it: half divides the two at any speed.
+  const ms = performance.now() - started
+  t.ok(ms < heldMs / 2, `served at once (one slot: the first request let it go): in ${Math.round(ms)} ms, against about ${Math.round(heldMs)} ms behind the first`)
 })

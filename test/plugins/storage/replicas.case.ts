@@ -133,13 +133,17 @@ t.test('the first puller is killed mid-download: the waiting replica takes over 
   await until('the second replica to say it waits for the first', () => pullB.events.some((e) => e.status === waiting))
   t.notOk(pullB.events.some((e) => e.digest !== undefined), 'it downloads nothing while it waits')
 
+  // Killed just after a refresh of its lock (every 5 s): staleness would let the lock go 10 s after it, not sooner.
+  const lock = join(models, '.llamagate', 'locks', 'acme@takeover-gguf.lock')
+  const before = (await stat(lock)).mtimeMs
+  const refreshedAt = await until('the first replica to refresh its lock', async () => { const m = (await stat(lock)).mtimeMs; return m !== before ? m : null }, 15_000, 10)
   a.child.kill('SIGKILL')
   t.equal((await a.exited).signal, 'SIGKILL')
   await endA
   const killedAt = Date.now()
-  const resumed = await until('the second replica to start downloading', () => pullB.events.find((e) => e.digest === FILE), 10_000)
-  // A killed holder on this host is known from its owner record: no waiting out the lock's 10 s staleness.
-  t.ok(Date.now() - killedAt < 8000, `taken over in ${Date.now() - killedAt} ms`)
+  const resumed = await until('the second replica to start downloading', () => pullB.events.find((e) => e.digest === FILE), 30_000)
+  // A killed holder on this host is known from its owner record: taken over before its last refresh is 10 s old.
+  t.ok(Date.now() < refreshedAt + 10_000, `taken over ${Date.now() - killedAt} ms after the kill, ${Math.round(Date.now() - refreshedAt)} ms after the lock's last refresh (stale after 10 s)`)
   t.ok(resumed.completed! > 0, `it resumed the killed replica's partial file (at ${resumed.completed} bytes)`)
   fake.faults = {}
   const eventsB = await pullB.done
@@ -202,7 +206,8 @@ t.test('the store\'s wait for another process\'s writer: said once, given up by 
     await until('the other process to hold the lock', () => out.includes('"holding"'), 60_000)
     return { kill: async () => { child.kill('SIGKILL'); await exited } }
   }
-  const store = new ModelStore(models)
+  // A staleness of 2 minutes (shipped: 10 s): a waiter that took the lock sooner knew its holder was dead.
+  const store = new ModelStore(models, { lockStaleMs: 120_000 })
   await store.init()
   t.teardown(() => store.close())
   const holder = await hold()
@@ -222,6 +227,7 @@ t.test('the store\'s wait for another process\'s writer: said once, given up by 
   await holder.kill()
   const killedAt = Date.now()
   const writer = await waiter
-  t.ok(Date.now() - killedAt < 2000, `a waiter takes a killed holder's lock at once (${Date.now() - killedAt} ms; the staleness rule is 10 s)`)
+  // At once is a poll away (half a second at most); waiting out the staleness would take 120 s: half of it divides them.
+  t.ok(Date.now() - killedAt < 60_000, `a waiter takes a killed holder's lock at once (${Date.now() - killedAt} ms; the staleness rule is 120 s)`)
   await writer.release()
 })

@@ -135,7 +135,8 @@ t.test('two loopback workers: split, served, shown; one lost mid-stream fails fa
     const took = performance.now() - began
     t.equal(again.status, 503)
     t.match(await again.json(), { error: new RegExp(`model "acme/split" needs RPC worker "b" \\(127\\.0\\.0\\.1:${portB}\\), which is unreachable: connection refused`) })
-    t.ok(took < 2000, `answered in ${Math.round(took)} ms`)
+    // The state in the message says the worker was probed, not a llama-server waited on; the time (a refused connection: milliseconds), that no load_timeout (5 min) or retry was waited out.
+    t.ok(took < 10_000, `answered in ${Math.round(took)} ms`)
   }
   t.equal(starts(), startsBefore, 'no llama-server was started for them')
   t.equal(runtimeProcesses.liveCount(), 0, 'and none runs')
