@@ -1,16 +1,31 @@
 import { readFileSync } from 'node:fs'
 
 /**
- * True when a process with this pid exists on this host, ours or another user's (EPERM: alive, not ours).
- * Not a pid at all (0 or negative would signal a process group) counts as gone.
+ * True when a process with this pid runs on this host, ours or another user's (EPERM: alive, not ours). Not a pid
+ * at all (0 or negative would signal a process group) counts as gone, and so does a zombie.
  */
 export function isAlive (pid: number): boolean {
   if (!Number.isInteger(pid) || pid <= 0) return false
   try {
     process.kill(pid, 0)
-    return true
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM'
+    return (err as NodeJS.ErrnoException).code === 'EPERM' && !isZombie(pid)
+  }
+  return !isZombie(pid)
+}
+
+/**
+ * A process that has exited and that no parent has reaped yet (a zombie: state Z, or X while it goes): signals still
+ * reach its pid, yet it runs nothing. An agent orphaned by a launch that was killed stays one where nothing reaps
+ * orphans (a container whose first process does not). False where /proc does not say (not Linux).
+ */
+function isZombie (pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1')
+    const state = stat[stat.lastIndexOf(')') + 2]
+    return state === 'Z' || state === 'X'
+  } catch {
+    return false
   }
 }
 

@@ -162,6 +162,29 @@ t.test('launch killed: the record stays; a launch of another refuses while it li
   t.equal(await undoMerge('fake', merged, home, silent), false, 'nothing left to undo')
 })
 
+/** A process that has exited and that its parent never reaps: `sleep 0` under a shell that execs a long sleep. */
+async function zombie (t: Test): Promise<number> {
+  const parent = spawn('sh', ['-c', 'sleep 0 & echo $!; exec sleep 60'], { stdio: ['ignore', 'pipe', 'ignore'] })
+  // Once its parent goes, init reaps it.
+  t.teardown(() => { parent.kill('SIGKILL') })
+  const pid = Number(await new Promise<string>((resolve) => parent.stdout!.once('data', (d: Buffer) => resolve(d.toString()))))
+  await until('the child exited, unreaped', async () => (await readFile(`/proc/${pid}/stat`, 'latin1').catch(() => '')).includes(') Z '))
+  return pid
+}
+
+t.test('launch killed and its agent exited, but never reaped (a container whose first process reaps no orphans): --undo puts the file back', async (t) => {
+  const { home, file } = await userHome(t)
+  const agentPid = await zombie(t)
+  t.equal(isAlive(agentPid), false, 'a zombie runs nothing: not alive, though a signal still reaches its pid')
+  // This process stands for the launch that was killed (its record names this pid, which --undo takes as gone).
+  const merge = await mergeSettings('fake', merged, wiring, home, silent)
+  merge.started(agentPid)
+  await until('the record names the agent', async () => (JSON.parse(await readFile(recordPath(home, 'fake'), 'utf8')) as { agent?: { pid: number } }).agent?.pid === agentPid)
+  t.equal(await undoMerge('fake', merged, home, silent), true, '--undo, the agent only a zombie')
+  t.equal(await readFile(file, 'utf8'), USERS, 'the user\'s bytes')
+  t.equal(await mode(file), 0o644, 'and mode')
+})
+
 /** A record as launch writes one, here planted by someone else: restoring it would write `original` to `path`. */
 const planted = (path: string, extra: object = {}): string =>
   JSON.stringify({ path, original: Buffer.from('planted').toString('base64'), written: 'x', pid: 2 ** 22 + 1, ...extra })
