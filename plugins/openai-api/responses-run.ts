@@ -6,7 +6,7 @@ import { topLevelOverrides } from '../../core/request-options.js'
 import { parseKeepAlive } from '../../core/units.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
-import { forcedChunks } from '../inference/forced-call.js'
+import { forcedAnswer, forcedChunks } from '../inference/forced-call.js'
 import { forcedCallFields } from '../inference/forced-call-schema.js'
 import { runLeased, type FailableStream } from '../inference/run-leased.js'
 import { callContext } from '../inference/hooked-call.js'
@@ -76,13 +76,19 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
       // grammar, and its answer read as the call (plugins/inference/forced-call.ts).
       const { forced, ...request } = run.chat
       const messages = placeSystemMessages(request.messages, await systemPlacement(lease))
-      const chat = { ...request, messages, ...(forced !== null ? forcedCallFields(forced) : {}), ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name, stream: true, stream_options: { include_usage: true } }
-      // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
-      const answered = await lease.endpoint.events('/v1/chat/completions', chat, lease.signal) as AsyncGenerator<ChatChunk & Record<string, unknown>>
-      // The builder names calls `call_<id>`: the id alone.
-      const chunks = forced !== null ? forcedChunks(answered, forced, '') : answered
-      if (stream !== null) await send(stream, builder.start())
-      await translate(lease, chunks, builder, stream)
+      const chat = { ...request, messages, ...(forced !== null ? forcedCallFields(forced) : {}), ...runtimeSampling(lease.sampling, 'chat'), model: lease.model.name }
+      if (stream === null) {
+        // A whole answer is asked whole: the call hooks then see it as one whole piece, as for a whole chat. The
+        // builder names calls `call_<id>`: the id alone.
+        const whole = await lease.endpoint.postJson<WholeChat>('/v1/chat/completions', { ...chat, stream: false }, lease.signal)
+        builder.add(wholeAsChunk(forced !== null ? forcedAnswer(whole, forced, '') : whole))
+      } else {
+        // Resolves once llama-server's status is known good: a refusal (a prompt longer than the context) is still a 4xx.
+        const answered = await lease.endpoint.events('/v1/chat/completions', { ...chat, stream: true, stream_options: { include_usage: true } }, lease.signal) as AsyncGenerator<ChatChunk & Record<string, unknown>>
+        const chunks = forced !== null ? forcedChunks(answered, forced, '') : answered
+        await send(stream, builder.start())
+        await translate(lease, chunks, builder, stream)
+      }
       const done = builder.finish()
       lease.countTokens(builder.tokens.input_tokens, builder.tokens.output_tokens, builder.tokens.input_tokens_details.cached_tokens)
       if (body.store !== false) {
@@ -97,9 +103,34 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
   return answer ?? reply
 }
 
-async function translate (lease: Lease, chunks: AsyncGenerator<unknown>, builder: ResponseBuilder, stream: EventStream | null): Promise<void> {
+/** llama-server's whole chat answer, as far as it is read here. */
+type WholeChat = {
+  choices?: Array<{ message?: { content?: unknown, reasoning_content?: unknown, tool_calls?: Array<{ id?: string, function?: { name?: string, arguments?: string } }> }, finish_reason?: string | null }>
+  usage?: ChatChunk['usage']
+}
+
+/** A whole answer as the one chunk that holds all of it, for the builder. @throws when it holds no choice */
+function wholeAsChunk (answer: WholeChat): ChatChunk {
+  const choice = answer.choices?.[0]
+  if (choice === undefined) throw new RuntimeError('the runtime answered the chat without a choice')
+  const message = choice.message
+  const text = (value: unknown): string | null => typeof value === 'string' ? value : null
+  return {
+    ...(answer.usage !== undefined ? { usage: answer.usage } : {}),
+    choices: [{
+      finish_reason: choice.finish_reason ?? 'stop',
+      delta: {
+        content: text(message?.content),
+        reasoning_content: text(message?.reasoning_content),
+        tool_calls: (message?.tool_calls ?? []).map((call, index) => ({ index, ...(call.id !== undefined ? { id: call.id } : {}), function: { ...(call.function?.name !== undefined ? { name: call.function.name } : {}), arguments: call.function?.arguments ?? '' } })),
+      },
+    }],
+  }
+}
+
+async function translate (lease: Lease, chunks: AsyncGenerator<unknown>, builder: ResponseBuilder, stream: EventStream): Promise<void> {
   let finished = false
-  // The runtime streams either way: a token a chunk, counted as made, which a request cut short is booked with.
+  // A token a chunk, counted as made, which a request cut short is booked with.
   lease.countSent(0)
   for await (const chunk of chunks as AsyncGenerator<ChatChunk & { error?: unknown }>) {
     if (chunk.error !== undefined) throw runtimeFailure(chunk.error)
@@ -107,7 +138,7 @@ async function translate (lease: Lease, chunks: AsyncGenerator<unknown>, builder
     lease.countSent(1)
     const events = builder.add(chunk)
     if (chunk.choices?.[0]?.finish_reason) finished = true
-    if (stream !== null && events.length > 0) await send(stream, events)
+    if (events.length > 0) await send(stream, events)
   }
   if (lease.signal.aborted) throw lease.signal.reason
   // llama-server's last chunk says why it stopped; a stream without one was cut.
