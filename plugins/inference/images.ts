@@ -1,6 +1,7 @@
 import { BadRequestError } from '../../core/errors.js'
 import type { ModelRecord } from '../storage/model-record.js'
-import { audioFormat, audioPart, requireAudio, type AudioPart } from './audio-parts.js'
+import { audioFormat } from '../../core/audio-header.js'
+import { audioPart, requireAudio, type AudioPart } from './audio-parts.js'
 import { fetchRemote } from './remote-image-fetch.js'
 
 /** Image fetches under way at once, for the whole server: 60 URLs in one request were fetched all at once (RSS 1.8 GB). */

@@ -1,6 +1,7 @@
 // What a daily token limit reserves for a prompt at the door, before any runtime read it.
 import t from 'tap'
-import { BYTES_PER_TOKEN, promptEstimate, TOKENS_PER_IMAGE, TOKENS_PER_MESSAGE, TOKENS_PER_REQUEST } from '../../../plugins/quotas/prompt-estimate.js'
+import { BYTES_PER_TOKEN, promptEstimate, TOKENS_PER_AUDIO_WINDOW, TOKENS_PER_IMAGE, TOKENS_PER_MESSAGE, TOKENS_PER_REQUEST } from '../../../plugins/quotas/prompt-estimate.js'
+import { tinyWav } from '../../../scripts/fixtures/realistic-audio-projector.js'
 
 const base = TOKENS_PER_REQUEST
 
@@ -27,4 +28,15 @@ t.test('token ids count one each where a surface takes them; other numbers are s
   t.equal(promptEstimate({ model: 'm', prompt: [1, 2, 3, 4] }), base + 4)
   t.equal(promptEstimate({ model: 'm', input: [[1, 2], [3]] }), base + 3, 'several inputs of ids')
   t.equal(promptEstimate({ model: 'm', prompt: 'ab', context: [5, 6, 7], options: { num_predict: 100, stop: ['zz'] } }), base + Math.ceil(4 / BYTES_PER_TOKEN) + 3, 'Ollama\'s context; a stop string is text')
+})
+
+t.test('audio at its length, 30 s windows, wherever a surface puts it; not at its base64\'s bytes', async (t) => {
+  const second = tinyWav(1).toString('base64')
+  const minute = tinyWav(61).toString('base64')
+  const part = (data: string): unknown => ({ type: 'input_audio', input_audio: { data, format: 'wav' } })
+  t.equal(promptEstimate({ messages: [{ role: 'user', content: [part(second)] }] }), base + TOKENS_PER_MESSAGE + TOKENS_PER_AUDIO_WINDOW, 'one second: one window (its 43 kB of base64 would be 14,000 tokens as text)')
+  t.equal(promptEstimate({ messages: [{ role: 'user', content: [part(`data:audio/wav;base64,${minute}`)] }] }), base + TOKENS_PER_MESSAGE + 3 * TOKENS_PER_AUDIO_WINDOW, '61 s in a data URL: three windows')
+  t.equal(promptEstimate({ messages: [{ role: 'user', content: 'hi', images: [minute] }] }), base + 1 + TOKENS_PER_MESSAGE + 3 * TOKENS_PER_AUDIO_WINDOW, 'a sound among Ollama\'s images')
+  t.equal(promptEstimate({ model: 'm', file: tinyWav(1), prompt: 'names' }), base + Math.ceil(5 / BYTES_PER_TOKEN) + TOKENS_PER_AUDIO_WINDOW, 'a transcription\'s uploaded file')
+  t.equal(promptEstimate({ messages: [{ role: 'user', content: [part('not audio at all')] }] }), base + TOKENS_PER_MESSAGE + TOKENS_PER_AUDIO_WINDOW, 'a part that is no audio: one window (it is refused later)')
 })
