@@ -1,6 +1,6 @@
 import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError, GatewayError } from '../../core/errors.js'
 import { audioDuration } from '../../core/audio-header.js'
 import { audioOf, requireAudio } from '../inference/audio-parts.js'
 import { chatTemplate } from '../inference/model-capabilities.js'
@@ -25,6 +25,9 @@ const transcriptions: FastifyPluginAsyncTypebox = async (app) => {
     // One audio file and a few short fields: anything else in the form is refused before it is read.
     limits: { files: 1, fileSize: app.config.limits.bodySize, fields: 32, fieldSize: 1024 * 1024, parts: 40, headerPairs: 100 },
   })
+  // A form that breaks multipart's rules or this route's limits is the client's mistake, told as such (the server's
+  // handler, the parent of this one, gives it the surface's shape).
+  app.setErrorHandler((err) => { throw formRefusal(err as { code?: unknown, message?: unknown }, app.config.limits.bodySize) ?? err })
   for (const path of ['/v1/audio/transcriptions', '/audio/transcriptions']) {
     app.post(path, { config: { scope: 'infer' }, schema: { body: TranscriptionForm } }, async (request, reply) => {
       const form = request.body
@@ -54,6 +57,22 @@ const transcriptions: FastifyPluginAsyncTypebox = async (app) => {
       return answer
     })
   }
+}
+
+/** What a multipart parser's error (@fastify/multipart's, busboy's) means to the client; null: not one of them. */
+function formRefusal (err: { code?: unknown, message?: unknown }, maxBytes: number): GatewayError | null {
+  switch (err.code) {
+    case 'FST_FILES_LIMIT': return new BadRequestError('a transcription takes one file, the "file" field: this form has more', 'invalid_request')
+    case 'FST_REQ_FILE_TOO_LARGE': return new GatewayError(413, `the file is larger than ${maxBytes} bytes (limits.body_size)`, { code: 'file_too_large' })
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT': return new GatewayError(413, 'the form has more fields than a transcription takes (32)', { code: 'too_many_fields' })
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+    case 'FST_PROTO_VIOLATION': return new BadRequestError(`the multipart/form-data body is malformed: ${String(err.message)}`, 'invalid_request')
+  }
+  if (err.code === undefined && typeof err.message === 'string' && /^(Unexpected end of (form|file)|Part terminated early|Multipart: Boundary not found|Malformed part header|Malformed urlencoded form)/.test(err.message)) {
+    return new BadRequestError(`the multipart/form-data body is malformed: ${err.message}`, 'invalid_request')
+  }
+  return null
 }
 
 export default transcriptions

@@ -87,11 +87,30 @@ t.test('refusals, each in OpenAI\'s shape: no file, a file that is not audio, a 
   }
 })
 
+t.test('a form that breaks multipart\'s rules: a clear 400, never a 500', async (t) => {
+  const { url } = await served()
+  const two = new FormData()
+  two.append('file', new Blob([WAV]), 'a.wav')
+  two.append('file', new Blob([WAV]), 'b.wav')
+  two.append('model', 'acme/hears')
+  const raw = (body: string, type: string): Promise<Response> => fetch(`${url}/v1/audio/transcriptions`, { method: 'POST', headers: { 'content-type': type }, body })
+  const cases: Array<[string, Promise<Response>, RegExp]> = [
+    ['two files', fetch(`${url}/v1/audio/transcriptions`, { method: 'POST', body: two }), /takes one file, the "file" field: this form has more/],
+    ['a body cut short', raw('--zzz\r\nContent-Disposition: form-data; name="model"\r\n\r\nacme/hears\r\n--zzz\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n\r\nRIFF', 'multipart/form-data; boundary=zzz'), /the multipart\/form-data body is malformed: Part terminated early/],
+    ['no boundary', raw('garbage', 'multipart/form-data'), /the multipart\/form-data body is malformed: Multipart: Boundary not found/],
+  ]
+  for (const [what, sent, message] of cases) {
+    const res = await sent
+    t.equal(res.status, 400, what)
+    t.match(await res.json(), { error: { message, type: 'invalid_request_error' } }, what)
+  }
+})
+
 t.test('a file past limits.body_size is refused with 413 before the model is asked', async (t) => {
   const { url } = await serveRealisticModels(t, { 'acme/hears': { kind: 'qwen25', projector: 'audio' } }, { limits: { body_size: 20_000 } })
   const res = await form(url, { model: 'acme/hears' }, tinyWav(2))
   t.equal(res.status, 413, res.text)
-  t.match(res.body, { error: { type: 'invalid_request_error' } })
+  t.match(res.body, { error: { type: 'invalid_request_error', code: 'file_too_large', message: 'the file is larger than 20000 bytes (limits.body_size)' } })
 })
 
 t.test('the audio capability: /api/show, /api/tags and /v1/models say which models hear', async (t) => {
