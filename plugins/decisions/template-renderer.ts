@@ -26,9 +26,17 @@ export class TemplateRenderError extends GatewayError {
  */
 export class TemplateRenderer {
   private worker: Worker | null = null
+  /** The thread has loaded and said so: a render's deadline starts when it is handed over, not while a thread boots. */
+  private ready = false
   private readonly queue: Render[] = []
   private current: { render: Render, id: number, timer: NodeJS.Timeout } | null = null
   private nextId = 0
+
+  /**
+   * @param renderMs the longest one render may take (TEMPLATE_RENDER_MS)
+   * @param heapMb the thread's heap (WORKER_HEAP_MB); a test sets both to try one bound alone, in a moment
+   */
+  constructor (private readonly renderMs = TEMPLATE_RENDER_MS, private readonly heapMb = WORKER_HEAP_MB) {}
 
   render (source: string, input: Record<string, unknown>): Promise<string> {
     return new Promise((resolve, reject) => {
@@ -41,23 +49,36 @@ export class TemplateRenderer {
   async close (): Promise<void> {
     const worker = this.worker
     this.worker = null
+    this.ready = false
     await worker?.terminate()
   }
 
   private pump (): void {
     if (this.current !== null) return
-    const render = this.queue.shift()
-    if (render === undefined) return
+    if (this.queue.length === 0) {
+      // Idle: the thread stays for the next render, but does not keep the process alive.
+      this.worker?.unref()
+      return
+    }
+    const worker = this.thread()
+    // Renders wait on it: the process lives until they are done.
+    worker.ref()
+    if (!this.ready) return
+    const render = this.queue.shift()!
     const id = this.nextId++
-    const timer = setTimeout(() => this.stop(new TemplateRenderError(`took longer than ${TEMPLATE_RENDER_MS} ms to render one question: it was stopped`)), TEMPLATE_RENDER_MS)
+    const timer = setTimeout(() => this.stop(new TemplateRenderError(`took longer than ${this.renderMs} ms to render one question: it was stopped`)), this.renderMs)
     this.current = { render, id, timer }
-    this.thread().postMessage({ id, source: render.source, input: render.input, maxChars: MAX_PROMPT_CHARS })
+    worker.postMessage({ id, source: render.source, input: render.input, maxChars: MAX_PROMPT_CHARS })
   }
 
   private thread (): Worker {
     if (this.worker !== null) return this.worker
-    const worker = new Worker(new URL('./template-worker.js', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: WORKER_HEAP_MB } })
-    worker.on('message', (message: { id: number, text?: string, error?: string }) => {
+    const worker = new Worker(new URL('./template-worker.js', import.meta.url), { resourceLimits: { maxOldGenerationSizeMb: this.heapMb } })
+    worker.on('message', (message: { id: number, text?: string, error?: string, ready?: true }) => {
+      if (message.ready === true) {
+        if (this.worker === worker) { this.ready = true; this.pump() }
+        return
+      }
       const current = this.current
       if (current === null || current.id !== message.id) return
       clearTimeout(current.timer)
@@ -68,9 +89,8 @@ export class TemplateRenderer {
     })
     worker.on('error', (err) => { if (this.worker === worker) this.stop(new TemplateRenderError(`stopped its rendering thread: ${err.message}`)) })
     worker.on('exit', () => { if (this.worker === worker) this.stop(new TemplateRenderError('stopped its rendering thread')) })
-    // An idle thread does not keep the process alive (after the listeners: adding one refs the thread again).
-    worker.unref()
     this.worker = worker
+    this.ready = false
     return worker
   }
 
@@ -78,13 +98,17 @@ export class TemplateRenderer {
   private stop (err: Error): void {
     const current = this.current
     const worker = this.worker
+    const started = this.ready
     this.worker = null
+    this.ready = false
     this.current = null
     if (current !== null) {
       clearTimeout(current.timer)
       current.render.reject(err)
     }
     void worker?.terminate()
+    // A thread that ended before it loaded would end so again: what waits fails with it, and the next render tries anew.
+    if (!started) for (const render of this.queue.splice(0)) render.reject(err)
     this.pump()
   }
 }

@@ -23,3 +23,6 @@ parentPort!.on('message', ({ id, source, input, maxChars }: { id: number, source
     parentPort!.postMessage({ id, error: (err as Error).message ?? String(err) })
   }
 })
+
+// Loaded: renders may be timed from here (a busy machine takes seconds to start a thread).
+parentPort!.postMessage({ ready: true })
