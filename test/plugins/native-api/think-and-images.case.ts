@@ -43,7 +43,7 @@ t.test('think levels: each turns thinking on, and reaches the template as its re
   t.ok(((await res.json() as { message: { thinking?: string } }).message.thinking ?? '').length > 0, 'and the answer thinks')
   // What llama-server is sent, for the real gpt-oss template (harmony) and R1's (no effort of its own).
   const { source } = await runtimeSource()
-  const record = (template: string): ModelRecord => ({ name: 'acme/m', kind: 'chat', template, gguf: null, projector: null }) as unknown as ModelRecord
+  const record = (template: string): ModelRecord => ({ name: 'acme/m', kind: 'chat', template, gguf: null, projector: null, projectorInputs: [] }) as unknown as ModelRecord
   const oss = record(await readFile(join(source, 'models', 'templates', 'openai-gpt-oss-120b.jinja'), 'utf8'))
   const r1Template = record(await readFile(join(source, 'models', 'templates', 'deepseek-ai-DeepSeek-R1-Distill-Qwen-32B.jinja'), 'utf8'))
   const on = { enable_thinking: true }

@@ -359,6 +359,6 @@ t.test('a projector that does not match its SHA-256, or is no projector, fails t
   t.match(corrupt.events.at(-1).error, /mmproj-vision-F16\.gguf does not match its SHA-256/)
   t.equal(app.store.find('acme/vision-GGUF'), null)
   const bad = await pull(url, 'acme/badproj-GGUF')
-  t.match(bad.events.at(-1).error, /mmproj-b-F16\.gguf is not a vision projector \(its architecture is llama, not clip\)/)
+  t.match(bad.events.at(-1).error, /mmproj-b-F16\.gguf is not a projector \(its architecture is llama, not clip\)/)
   t.equal(app.store.find('acme/badproj-GGUF'), null)
 })
