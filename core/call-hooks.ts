@@ -6,7 +6,7 @@ import type { Grant } from './grant.js'
  * fields. A `before` hook may change `model`, `messages`, `system`, `prompt`, `tools` and `options` in place.
  */
 export interface CallRequest {
-  /** The surface's label: `native`, `openai`, `anthropic`, or a plugin's own. */
+  /** The surface's label: `native`, `openai`, `anthropic`, `decisions`, `audio`, or a plugin's own. */
   readonly surface: string
   /** The client's path (`/api/chat`, `/v1/responses`, ...). */
   readonly route: string
@@ -56,7 +56,7 @@ export interface CallOutcome {
 
 /**
  * A plugin's hooks on every inference call (native chat and generate, OpenAI chat, completions and Responses,
- * Anthropic Messages), each optional. A hook that throws a gateway error of status 4xx (ForbiddenError,
+ * Anthropic Messages, transcriptions; decisions without pieces), each optional. A hook that throws a gateway error of status 4xx (ForbiddenError,
  * BadRequestError) refuses the request in its surface's shape; any other throw, rejection, or a hook that takes
  * longer than limits.hook_timeout, fails only that request with a 500, the plugin named in the log.
  */
