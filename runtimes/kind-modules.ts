@@ -1,5 +1,5 @@
-import type { Logger } from '../core/logger.js'
-import { BUILTIN_RUNTIMES, type RuntimeKind } from '../core/runtime-kinds.js'
+import type { Logger } from '../core/base/logger.js'
+import { BUILTIN_RUNTIMES, type RuntimeKind } from '../core/config/runtime-kinds.js'
 import { cpu } from './cpu.js'
 import { cuda } from './cuda.js'
 import { metal } from './metal.js'

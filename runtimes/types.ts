@@ -1,4 +1,4 @@
-import type { Backend } from '../core/config-schema.js'
+import type { Backend } from '../core/config/config-schema.js'
 
 export type { Backend }
 
@@ -12,7 +12,7 @@ export interface BackendModule {
   detect(env: NodeJS.ProcessEnv): Promise<Device[]>
 }
 
-/** A runtime kind as the registry uses it: a built-in's module, or a plugin's kind (core/runtime-kinds.ts). */
+/** A runtime kind as the registry uses it: a built-in's module, or a plugin's kind (core/config/runtime-kinds.ts). */
 export interface RuntimeKindModule extends BackendModule {
   /** Folders its llama-server may be in (a plugin kind's), after config.yaml's. */
   binDirs(env: NodeJS.ProcessEnv): Promise<readonly string[]>

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { closeSync, openSync } from 'node:fs'
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { GATEWAY_NODE_FLAGS } from '../core/node-flags.js'
-import { PACKAGE_ROOT } from '../core/paths.js'
+import { GATEWAY_NODE_FLAGS } from '../core/base/node-flags.js'
+import { PACKAGE_ROOT } from '../core/base/paths.js'
 
 /**
  * Starts `llamagate serve` for a benchmark, as the bin and `npm start` start it (with the gateway's V8
@@ -12,7 +12,7 @@ import { PACKAGE_ROOT } from '../core/paths.js'
  */
 export async function startGatewayProcess (config: string, logFile: string, timeoutMs = 60_000, root = PACKAGE_ROOT): Promise<{ child: ChildProcess, url: string }> {
   const log = openSync(logFile, 'a')
-  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(root, 'dist/core/cli.js'), 'serve', '--config', config], { env: gatewayEnv(root), stdio: ['ignore', log, 'inherit'] })
+  const child = spawn(process.execPath, [...GATEWAY_NODE_FLAGS, ...(process.env.LLAMAGATE_BENCH_PROFILE ? ['--cpu-prof', `--cpu-prof-dir=${process.env.LLAMAGATE_BENCH_PROFILE}`] : []), join(root, 'dist/core/cli/cli.js'), 'serve', '--config', config], { env: gatewayEnv(root), stdio: ['ignore', log, 'inherit'] })
   closeSync(log)
   let exited = false
   child.once('exit', () => { exited = true })

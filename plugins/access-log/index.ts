@@ -1,10 +1,10 @@
 import fp from 'fastify-plugin'
-import { modelNamedIn } from '../../core/model-name.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { modelNamedIn } from '../../core/base/model-name.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The request's usage record (core/request-usage.ts); undefined for probes and the web page's files. */
+    /** The request's usage record (core/base/request-usage.ts); undefined for probes and the web page's files. */
     usage: RequestUsage | undefined
   }
 }
@@ -12,7 +12,7 @@ declare module 'fastify' {
 /**
  * Registered before the security plugin, so that its refusals (401, 403) have their lines too.
  * One info line per request once its response is over: request id, surface, model, status, duration, time to
- * first token and tokens (from the lease it held, core/request-usage.ts), and whether the client left before the
+ * first token and tokens (from the lease it held, core/base/request-usage.ts), and whether the client left before the
  * end, which is an everyday event, not an error.
  */
 export default fp(async (app) => {

@@ -1,5 +1,5 @@
-import type { ErrorReply } from '../../core/error-shapes.js'
-import type { SurfaceSpec } from '../../core/surfaces.js'
+import type { ErrorReply } from '../../core/base/error-shapes.js'
+import type { SurfaceSpec } from '../../core/base/surfaces.js'
 
 // Anthropic's error types by status (its API reference, "Errors"); 503 is its "overloaded". Only the types of its
 // SDK's ErrorType: a 413 is an invalid request there (the API's own `request_too_large` is not among them).

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { clientGone } from '../../core/event-stream.js'
+import { clientGone } from '../../core/server/event-stream.js'
 import fp from 'fastify-plugin'
 import { runParsedChat } from '../inference/parsed-chat-run.js'
 import { runPassthrough, type PassthroughRoute } from '../inference/passthrough-run.js'

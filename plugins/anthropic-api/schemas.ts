@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { OptionsSchema } from '../../core/options-schema.js'
+import { OptionsSchema } from '../../core/config/options-schema.js'
 
 // Anthropic's content: a string or a list of blocks (text, image, tool_use, tool_result, thinking). A block's
 // `text` is checked here: llama-server answers a non-string one with a 500.

@@ -1,6 +1,6 @@
 import { open, readdir, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConversionError } from '../../core/errors.js'
+import { ConversionError } from '../../core/base/errors.js'
 
 // A safetensors header is a JSON object of at most 100 MB (the format's own limit).
 const MAX_HEADER = 100_000_000

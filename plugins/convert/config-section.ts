@@ -1,8 +1,8 @@
 import { Type } from 'typebox'
-import { Duration } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
+import { Duration } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** `autoSetup`: install what the converter lacks at start, in the background, where no question needs asking. */
     conversion: { python: string | null, timeoutMs: number, autoSetup: boolean }

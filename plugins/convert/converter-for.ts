@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import type { Config } from '../../core/config.js'
-import type { Logger } from '../../core/logger.js'
+import type { Config } from '../../core/platform/config.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { RuntimeRegistry } from '../../runtimes/registry.js'
 import { Converter } from './converter.js'
 

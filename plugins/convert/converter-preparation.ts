@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { Converter, ConvertProgress, ReadinessGate } from './converter.js'
 import { aptStep, automaticRoute, LOCAL_HOST, requirementsOf, venvStep, type SetupHost } from './converter-setup.js'
 import { APT_COMMAND, missingModules, pythonCandidates } from './python-env.js'

@@ -1,5 +1,5 @@
-import { fail, ok, warn, type Check } from '../../core/commands/doctor-checks.js'
-import type { Config } from '../../core/config.js'
+import { fail, ok, warn, type Check } from '../../core/cli/commands/doctor-checks.js'
+import type { Config } from '../../core/platform/config.js'
 import { automaticRoute, LOCAL_HOST, requirementsOf, type SetupHost } from './converter-setup.js'
 import type { ConverterReadiness } from './python-env.js'
 

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 import type { RuntimeRegistry } from '../../runtimes/registry.js'
 
 /**

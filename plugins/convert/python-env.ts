@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs'
 import { join } from 'node:path'
 import { execa } from 'execa'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 /** plugins/convert/converter-shim/run_converter.py: runs the converter with stand-ins for what Debian 12 lacks. */
 export const SHIM_RUNNER = join(PACKAGE_ROOT, 'plugins', 'convert', 'converter-shim', 'run_converter.py')

@@ -1,4 +1,4 @@
-import { ClientGoneError } from '../../core/errors.js'
+import { ClientGoneError } from '../../core/base/errors.js'
 /** What a waiter hears while a shared run goes on. */
 export type Listener<P> = (progress: P) => void
 

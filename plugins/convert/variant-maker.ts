@@ -1,5 +1,5 @@
 import { basename } from 'node:path'
-import { CONVERTER_DTYPES } from '../../core/options-schema.js'
+import { CONVERTER_DTYPES } from '../../core/config/options-schema.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { Converter, ConvertProgress } from './converter.js'
 

@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises'
-import { CLIENT_FLAGS, CLIENT_OPTIONS, JSON_FLAG, JSON_OPTION, UsageError, type Command } from '../../core/commands/command.js'
+import { CLIENT_FLAGS, CLIENT_OPTIONS, JSON_FLAG, JSON_OPTION, UsageError, type Command } from '../../core/cli/commands/command.js'
 import type { SystemOneAnswer } from './decision-math.js'
 
 interface Reply { model: string, answers: Record<string, SystemOneAnswer>, usage: { input_tokens: number } }

@@ -1,4 +1,4 @@
-import type { CallRequest } from '../../core/call-hooks.js'
+import type { CallRequest } from '../../core/platform/call-hooks.js'
 
 /**
  * A decision's state as the call hooks see it: text as `prompt`, a conversation (chat messages) as `messages`, as

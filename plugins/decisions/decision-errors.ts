@@ -1,4 +1,4 @@
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 
 /** A request that breaks one of the protocol's field rules: llama.cpp's 422. */
 export class UnprocessableError extends GatewayError {

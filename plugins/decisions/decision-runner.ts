@@ -1,5 +1,5 @@
 import type { Lease } from '../leases/lease.js'
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 import { d1Labels, type D1Labels } from './d1-labels.js'
 import type { DecisionAsk, DecisionQuestion, QuestionProbabilities } from './decision-questions.js'
 import { DecisionContextError, RequestTooLargeError, UnprocessableError } from './decision-errors.js'

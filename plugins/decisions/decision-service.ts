@@ -1,6 +1,6 @@
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import { tokenCount } from '../../runtimes/index.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { Lease, LeaseSource } from '../leases/lease.js'
 import { runLeased } from '../inference/run-leased.js'
 import type { ModelRecord } from '../storage/model-record.js'

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 import { decideCommand } from './decide-command.js'
 
 /** The decisions plugin's CLI command: `llamagate decide`. */

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { clientGone } from '../../core/event-stream.js'
-import { parseKeepAlive } from '../../core/units.js'
+import { clientGone } from '../../core/server/event-stream.js'
+import { parseKeepAlive } from '../../core/base/units.js'
 import { withAnswerCallHooks } from '../inference/answer-call-hooks.js'
 import { callContext } from '../inference/hooked-call.js'
 import { stateForHooks, stateFromHooks } from './decision-call-hooks.js'

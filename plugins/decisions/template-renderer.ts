@@ -1,5 +1,5 @@
 import { Worker } from 'node:worker_threads'
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 
 /** The longest one question's template may take to render: past it the thread is stopped and the request fails. */
 export const TEMPLATE_RENDER_MS = 2000

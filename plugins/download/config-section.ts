@@ -1,7 +1,7 @@
 import { Type } from 'typebox'
-import { configSection } from '../../core/config-section.js'
+import { configSection } from '../../core/config/config-section.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** `allowPrivateRedirects`: the hub may redirect to loopback or private addresses of hosts other than its own. */
     hub: { endpoint: string, token: string | null, allowPrivateRedirects: boolean }

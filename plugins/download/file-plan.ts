@@ -1,4 +1,4 @@
-import { BadRequestError, NotFoundError } from '../../core/errors.js'
+import { BadRequestError, NotFoundError } from '../../core/base/errors.js'
 import type { HubFile } from './hub-client.js'
 
 /** What a pull downloads from a repository, and what it is. */

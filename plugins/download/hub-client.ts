@@ -1,5 +1,5 @@
 import type { Readable } from 'node:stream'
-import { undici } from '../../core/lazy-require.js'
+import { undici } from '../../core/base/lazy-require.js'
 import { gatedError, hubErrorFrom, HubError, type HubAnswer } from './hub-error.js'
 import { HubRedirects, PrivateRedirectError } from './hub-redirects.js'
 import { isRetryableStatus, MAX_ATTEMPTS, retryDelayMs, wait } from './retry.js'

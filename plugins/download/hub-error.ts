@@ -1,4 +1,4 @@
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 
 /** A hub answer that ends a pull, with a message that tells a person what to do. */
 export class HubError extends GatewayError {

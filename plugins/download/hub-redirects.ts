@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici'
-import { GatewayError } from '../../core/errors.js'
-import { isPrivateLiteral, privateAddressErrorOf, publicOnlyAgent } from '../../core/private-address.js'
+import { GatewayError } from '../../core/base/errors.js'
+import { isPrivateLiteral, privateAddressErrorOf, publicOnlyAgent } from '../../core/base/private-address.js'
 
 /** A hub redirect that was not followed: to a private address of a host other than the hub's. */
 export class PrivateRedirectError extends GatewayError {

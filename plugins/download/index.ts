@@ -1,7 +1,7 @@
 import fp from 'fastify-plugin'
 import { HubClient } from './hub-client.js'
 import { PullService } from './pull-service.js'
-import type { ModelSources } from '../../core/model-sources.js'
+import type { ModelSources } from '../../core/base/model-sources.js'
 import { ModelSourceRegistry } from './model-source-pull.js'
 
 declare module 'fastify' {
@@ -10,7 +10,7 @@ declare module 'fastify' {
     hub: HubClient
     /** Pulls of models from the hub, shared per model. */
     puller: PullService
-    /** Plugins' model sources (core/model-sources.ts): `/api/pull` asks them before the hub. */
+    /** Plugins' model sources (core/base/model-sources.ts): `/api/pull` asks them before the hub. */
     modelSources: ModelSources
   }
 }

@@ -1,7 +1,7 @@
 import { mkdir, mkdtemp, rm } from 'node:fs/promises'
 import { basename, join } from 'node:path'
-import type { ModelSourceSpec, ModelSources, PullProgress } from '../../core/model-sources.js'
-import { GatewayError } from '../../core/errors.js'
+import type { ModelSourceSpec, ModelSources, PullProgress } from '../../core/base/model-sources.js'
+import { GatewayError } from '../../core/base/errors.js'
 import type { ModelStore } from '../storage/model-store.js'
 
 /** One event of a pull stream, as pull-service.ts's PullEvent (imported from there it would make a circle). */
@@ -12,7 +12,7 @@ const PROGRESS_INTERVAL_MS = 100
 /** How long a source may go without telling a step of its pull, unless its spec says. */
 const SOURCE_TIMEOUT_MS = 300_000
 
-/** Plugins' model sources (`app.modelSources`, core/model-sources.ts): the first that claims a pulled name pulls it. */
+/** Plugins' model sources (`app.modelSources`, core/base/model-sources.ts): the first that claims a pulled name pulls it. */
 export class ModelSourceRegistry implements ModelSources {
   private readonly sources: ModelSourceSpec[] = []
 

@@ -1,9 +1,9 @@
 import { rm, stat, statfs } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ClientGoneError, ConflictError, GatewayError } from '../../core/errors.js'
-import { EventHub } from '../../core/event-hub.js'
-import { parseModelName } from '../../core/model-name.js'
-import { formatBytes } from '../../core/units.js'
+import { ClientGoneError, ConflictError, GatewayError } from '../../core/base/errors.js'
+import { EventHub } from '../../core/base/event-hub.js'
+import { parseModelName } from '../../core/base/model-name.js'
+import { formatBytes } from '../../core/base/units.js'
 import type { ManifestFile } from '../storage/manifest.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { ModelWriter } from '../storage/model-writer.js'
@@ -12,7 +12,7 @@ import { planFiles } from './file-plan.js'
 import type { HubClient, HubFile } from './hub-client.js'
 import type { PullEvents } from './pull-events.js'
 import { pullFromSource, type ModelSourceRegistry } from './model-source-pull.js'
-import type { ModelSourceSpec } from '../../core/model-sources.js'
+import type { ModelSourceSpec } from '../../core/base/model-sources.js'
 
 /** One event of a pull stream (rest-interface §2.6, contract: Pull). */
 export interface PullEvent { status: string, digest?: string, total?: number, completed?: number }

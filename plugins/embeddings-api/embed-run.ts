@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import { tokenCount } from '../../runtimes/index.js'
 import type { Lease } from '../leases/lease.js'
 import { checkFinite } from './vectors.js'

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { OptionsSchema } from '../../core/options-schema.js'
+import { OptionsSchema } from '../../core/config/options-schema.js'
 
 const KeepAlive = Type.Union([Type.Number(), Type.String()])
 const Dimensions = Type.Integer({ minimum: 1 })

@@ -1,4 +1,4 @@
-import { BadRequestError, RuntimeError } from '../../core/errors.js'
+import { BadRequestError, RuntimeError } from '../../core/base/errors.js'
 
 /** The Euclidean length of a vector. */
 export function norm (vector: readonly number[]): number {

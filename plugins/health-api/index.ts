@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { Type } from 'typebox'
-import { OLLAMA_API_VERSION, version } from '../../core/version.js'
+import { OLLAMA_API_VERSION, version } from '../../core/base/version.js'
 
 const HealthReply = Type.Object({ status: Type.Literal('ok') })
 // `version` is the Ollama API level (clients compare it with Ollama's releases); llamagate's own is beside it.

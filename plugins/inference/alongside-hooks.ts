@@ -1,4 +1,4 @@
-import type { CallHook, CallHooks, CallRequest, HookLog } from '../../core/call-hooks.js'
+import type { CallHook, CallHooks, CallRequest, HookLog } from '../../core/platform/call-hooks.js'
 
 /**
  * One call's `alongside` hooks (hooked-call.ts): started once the `before` hooks left the request, they run while the

@@ -1,5 +1,5 @@
-import type { CallRequest } from '../../core/call-hooks.js'
-import { linkedSignal } from '../../core/linked-signal.js'
+import type { CallRequest } from '../../core/platform/call-hooks.js'
+import { linkedSignal } from '../../core/base/linked-signal.js'
 import { AlongsideHooks } from './alongside-hooks.js'
 import type { CallContext } from './hooked-call.js'
 

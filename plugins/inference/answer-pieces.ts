@@ -1,4 +1,4 @@
-import type { CallPiece } from '../../core/call-hooks.js'
+import type { CallPiece } from '../../core/platform/call-hooks.js'
 
 // Where the pieces of an answer sit in llama-server's shapes (its own, OpenAI's and Anthropic's), read and written
 // for call hooks (hooked-call.ts): every surface's answer passes one of these paths on its way to the client.

@@ -1,5 +1,5 @@
-import { BadRequestError } from '../../core/errors.js'
-import { audioFormat, type AudioFormat } from '../../core/audio-header.js'
+import { BadRequestError } from '../../core/base/errors.js'
+import { audioFormat, type AudioFormat } from '../../core/base/audio-header.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 /** An OpenAI content part carrying sound, as llama-server's multimodal chat path reads it: base64, never a URL. */

@@ -1,8 +1,8 @@
 import { Type } from 'typebox'
-import { Size } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
+import { Size } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** Whether `image_url` parts may name http(s) URLs, which the gateway then fetches. */
     vision: { allowRemoteImages: boolean, allowPrivateImageHosts: boolean, maxRemoteImages: number, maxRemoteImageBytes: number }

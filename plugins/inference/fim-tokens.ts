@@ -1,5 +1,5 @@
 import { join } from 'node:path'
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 /** A model's fill-in-the-middle tokens: what llama-server's `/infill` frames a prefix and a suffix with. */

@@ -1,6 +1,6 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import type { ModelRecord } from '../storage/model-record.js'
-import { audioFormat } from '../../core/audio-header.js'
+import { audioFormat } from '../../core/base/audio-header.js'
 import { audioPart, requireAudio, type AudioPart } from './audio-parts.js'
 import { fetchRemote } from './remote-image-fetch.js'
 

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /** The inference plugin's section of config.yaml (`vision`, `limits.schema_*`: config-section.ts). */
 export const manifest: PluginManifest = {

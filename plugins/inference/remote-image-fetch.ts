@@ -1,7 +1,7 @@
 import type { Agent, Response } from 'undici'
-import { BadRequestError } from '../../core/errors.js'
-import { undici } from '../../core/lazy-require.js'
-import { isPrivateLiteral, publicOnlyAgent } from '../../core/private-address.js'
+import { BadRequestError } from '../../core/base/errors.js'
+import { undici } from '../../core/base/lazy-require.js'
+import { isPrivateLiteral, publicOnlyAgent } from '../../core/base/private-address.js'
 
 const FETCH_TIMEOUT_MS = 15_000
 const MAX_REDIRECTS = 3

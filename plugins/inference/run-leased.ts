@@ -1,12 +1,12 @@
-import { ContextExceededError, RuntimeError } from '../../core/errors.js'
-import type { Logger } from '../../core/logger.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { ContextExceededError, RuntimeError } from '../../core/base/errors.js'
+import type { Logger } from '../../core/base/logger.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { AcquireRequest, AskPurpose, Lease, LeaseSource } from '../leases/lease.js'
 import { CallReroute, HookedCall, type CallContext } from './hooked-call.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
 
-/** A streamed answer, as far as failures go (core/event-stream.ts's EventStream is one). */
+/** A streamed answer, as far as failures go (core/server/event-stream.ts's EventStream is one). */
 export interface FailableStream {
   readonly isOpen: boolean
   /** True once an event of the answer went out (progress comments are none); absent: `isOpen` stands for it. */
@@ -26,7 +26,7 @@ export interface LeaseAsk {
   /** The surface's top-level fields that are options (`max_tokens`, `temperature`), named as options. */
   overrides?: Record<string, unknown>
   /**
-   * The request's `keep_alive` in ms, read by the surface with the rest of its body (core/units.ts parseKeepAlive:
+   * The request's `keep_alive` in ms, read by the surface with the rest of its body (core/base/units.ts parseKeepAlive:
    * a bad one is a 400 before anything is looked up, as Ollama reads it); absent: not sent.
    */
   keepAliveMs?: number

@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 
 /**
  * The body fields a request may hand to llama-server, per surface, and the ones refused by name. llama-server

@@ -1,5 +1,5 @@
-import type { Config } from '../../core/config.js'
-import { BadRequestError } from '../../core/errors.js'
+import type { Config } from '../../core/platform/config.js'
+import { BadRequestError } from '../../core/base/errors.js'
 
 /** What one schema or grammar a request carries may cost llama-server to compile (config `limits`). */
 export type SchemaBudget = Pick<Config['limits'], 'schemaBytes' | 'schemaAlternatives'>

@@ -1,4 +1,4 @@
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 import type { Lease } from '../leases/lease.js'
 
 /**

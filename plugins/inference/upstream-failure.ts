@@ -1,4 +1,4 @@
-import { GatewayError, RuntimeError } from '../../core/errors.js'
+import { GatewayError, RuntimeError } from '../../core/base/errors.js'
 import type { Lease } from '../leases/lease.js'
 
 // How long to wait for the supervisor to report a process exit after the connection to it broke.

@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { clientGone } from '../../core/event-stream.js'
-import { parseKeepAlive } from '../../core/units.js'
+import { clientGone } from '../../core/server/event-stream.js'
+import { parseKeepAlive } from '../../core/base/units.js'
 import type { AskPurpose, Lease, LeaseSource } from '../leases/lease.js'
 import { runLeased } from './run-leased.js'
 

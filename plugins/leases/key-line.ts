@@ -1,5 +1,5 @@
-import { QueueFullError } from '../../core/errors.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { QueueFullError } from '../../core/base/errors.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { WaitProgress } from './lease.js'
 
 /** A queued request: resolved with its seat when a place is handed to it, null when the line was dismissed. */

@@ -1,5 +1,5 @@
-import { EventHub } from '../../core/event-hub.js'
-import { ModelNotFoundError } from '../../core/errors.js'
+import { EventHub } from '../../core/base/event-hub.js'
+import { ModelNotFoundError } from '../../core/base/errors.js'
 import type { LeaseEvents } from './lease-events.js'
 import type { AcquireRequest, Lease, LeaseSource } from './lease.js'
 

@@ -1,9 +1,9 @@
 import { createHash } from 'node:crypto'
-import { linkedSignal } from '../../core/linked-signal.js'
-import type { ResolvedOptions } from '../../core/request-options.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import { linkedSignal } from '../../core/base/linked-signal.js'
+import type { ResolvedOptions } from '../../core/config/request-options.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { ModelEndpoint } from '../../runtimes/index.js'
-import type { EventHub } from '../../core/event-hub.js'
+import type { EventHub } from '../../core/base/event-hub.js'
 import type { LeaseEvents } from './lease-events.js'
 import type { FitResult, Lease, LeaseModel } from './lease.js'
 
@@ -94,7 +94,7 @@ export function cacheGroupFields (group: string | undefined, separates: boolean)
 }
 
 /**
- * A key's daily tokens, reserved now that the request's cap is known (core/request-usage.ts `reserveTokens`, set by
+ * A key's daily tokens, reserved now that the request's cap is known (core/base/request-usage.ts `reserveTokens`, set by
  * the quotas): the answer may generate at most what the key's day has left, so that requests running side by side
  * cannot pass the limit together. `generates`: false for embeddings and reranking, which reserve their prompt only.
  * @throws TooManyRequestsError from the quotas
@@ -153,7 +153,7 @@ export function grantLease (grant: LeaseGrant): Lease {
     tokens: (name, prompt, generated) => grant.events.emit('tokens', name, prompt, generated),
   }, grant.seated, grant.onSeated)
   // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
-  // Node 20 every AbortSignal.any made from it stays on it (core/linked-signal.ts).
+  // Node 20 every AbortSignal.any made from it stays on it (core/base/linked-signal.ts).
   const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])
   return {
     model,

@@ -1,6 +1,6 @@
-import type { Logger } from '../../core/logger.js'
-import type { ResolvedOptions } from '../../core/request-options.js'
-import type { RequestUsage } from '../../core/request-usage.js'
+import type { Logger } from '../../core/base/logger.js'
+import type { ResolvedOptions } from '../../core/config/request-options.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { ModelEndpoint } from '../../runtimes/index.js'
 
 /**
@@ -78,7 +78,7 @@ export interface Lease {
 }
 
 export interface AcquireRequest {
-  /** The request's `options` object, as received: the scheduler resolves it (core/request-options.ts). */
+  /** The request's `options` object, as received: the scheduler resolves it (core/config/request-options.ts). */
   options?: Record<string, unknown>
   /** The surface's top-level fields that are options (OpenAI's `max_tokens`), named as options: they win over `options`. */
   overrides?: Record<string, unknown>
@@ -105,7 +105,7 @@ export interface AcquireRequest {
    * slot that holds its cache while that slot is free (session-slots.ts), and go to the same upstream.
    */
   session?: string
-  /** The request's usage record, which the lease fills (core/request-usage.ts); none for a preload. */
+  /** The request's usage record, which the lease fills (core/base/request-usage.ts); none for a preload. */
   usage?: RequestUsage
   /**
    * Its answer streams from the runtime: while every slot is busy it may be sent on early, to wait in llama-server's

@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import fp from 'fastify-plugin'
 import { Type } from 'typebox'
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 import { InFlight } from './in-flight.js'
 import { Preloader } from './preloader.js'
 import { Readiness, type Lifecycle } from './readiness.js'

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /** Lifecycle's section of config.yaml (`models.<name>.preload`, `.keep_alive`: config-section.ts). */
 export const manifest: PluginManifest = {

@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 
 /** What preloading needs of the scheduler: a load that takes no slot. */
 export type LoadModel = (name: string, keepAliveMs: number) => Promise<void>

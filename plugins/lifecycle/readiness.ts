@@ -1,6 +1,6 @@
 import { access, constants } from 'node:fs/promises'
-import type { Logger } from '../../core/logger.js'
-import { UnavailableError } from '../../core/errors.js'
+import type { Logger } from '../../core/base/logger.js'
+import { UnavailableError } from '../../core/base/errors.js'
 import type { InFlight } from './in-flight.js'
 import type { Preloader } from './preloader.js'
 

@@ -1,6 +1,6 @@
-import type { Config } from '../../core/config.js'
-import { resolvePath } from '../../core/paths.js'
-import type { ConfigCheck, ConfigCheckContext } from '../../core/plugin-manifest.js'
+import type { Config } from '../../core/platform/config.js'
+import { resolvePath } from '../../core/base/paths.js'
+import type { ConfigCheck, ConfigCheckContext } from '../../core/platform/plugin-manifest.js'
 import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../runtimes/extra-args.js'
 
 /**

@@ -1,9 +1,9 @@
 import { Type, type Static } from 'typebox'
-import { configSection } from '../../core/config-section.js'
-import { addressKind, parseHostPort } from '../../core/host-port.js'
+import { configSection } from '../../core/config/config-section.js'
+import { addressKind, parseHostPort } from '../../core/base/host-port.js'
 import type { RpcWorkerConfig } from '../../runtimes/rpc/rpc-workers.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** llama.cpp RPC workers models can be split across (`models.<name>.rpc`). */
     rpc: { workers: RpcWorkerConfig[] }

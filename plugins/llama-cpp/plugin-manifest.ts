@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 import { checkModelArgs } from './config-check.js'
 import { rpcWorkerCommand } from './rpc-worker-command.js'
 

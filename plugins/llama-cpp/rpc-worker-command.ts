@@ -1,4 +1,4 @@
-import { UsageError, type Command } from '../../core/commands/command.js'
+import { UsageError, type Command } from '../../core/cli/commands/command.js'
 
 const DEFAULT_PORT = 50052
 const READY_TIMEOUT_MS = 30_000
@@ -26,7 +26,7 @@ export const rpcWorkerCommand: Command = {
     const threads = whole(values.threads, '--threads', 1, 1024)
     // Loaded here, not at the top: the client commands must start without the server's modules.
     const [{ loadConfigAndPlugins }, { RuntimeRegistry }, { startRpcWorker, isLoopbackHost, RPC_EXPOSURE_WARNING }, { probeRpcWorker }] = await Promise.all([
-      import('../../core/plugin-manifests.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
+      import('../../core/platform/plugin-manifests.js'), import('../../runtimes/registry.js'), import('../../runtimes/rpc/rpc-worker.js'), import('../../runtimes/rpc/rpc-probe.js'),
     ])
     // Anyone who reaches the port can run code on the worker's devices and read its memory: off loopback, only
     // when asked for in so many words.

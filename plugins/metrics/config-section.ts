@@ -1,9 +1,9 @@
 import { Type } from 'typebox'
-import { LISTEN_PATTERN } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
-import { formatHostPort } from '../../core/host-port.js'
+import { LISTEN_PATTERN } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
+import { formatHostPort } from '../../core/base/host-port.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** `listen`: where /metrics is served on its own, without a key, instead of on the main address; null: the main address. */
     metrics: { enabled: boolean, listen: { host: string, port: number } | null }

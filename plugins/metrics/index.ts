@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import fp from 'fastify-plugin'
-import { modelNamedIn } from '../../core/model-name.js'
+import { modelNamedIn } from '../../core/base/model-name.js'
 import { GatewayMetrics } from './gateway-metrics.js'
 import { listenForMetrics } from './metrics-listener.js'
 import metricsRoute from './metrics-route.js'

@@ -1,8 +1,8 @@
 import Fastify, { type FastifyInstance } from 'fastify'
-import { ConnectionCaps } from '../../core/connection-caps.js'
-import { headerTimeoutOptions } from '../../core/header-timeout.js'
-import type { HostPort } from '../../core/host-port.js'
-import type { Logger } from '../../core/logger.js'
+import { ConnectionCaps } from '../../core/server/connection-caps.js'
+import { headerTimeoutOptions } from '../../core/server/header-timeout.js'
+import type { HostPort } from '../../core/base/host-port.js'
+import type { Logger } from '../../core/base/logger.js'
 import { foreignHost } from '../security/host-guard.js'
 import metricsRoute, { type MetricsRouteOptions } from './metrics-route.js'
 

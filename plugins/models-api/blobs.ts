@@ -24,7 +24,7 @@ const blobs: FastifyPluginAsyncTypebox = async (app) => {
     return reply.code(found === null ? 404 : 200).send()
   })
 
-  // An upload is gigabytes: exempt from limits.body_timeout (core/body-timeout.ts).
+  // An upload is gigabytes: exempt from limits.body_timeout (core/server/body-timeout.ts).
   app.post('/api/blobs/:digest', { config: { scope: 'manage', longBody: true }, schema: { params: BlobParams } }, async (request, reply) => {
     const body = (request.body ?? request.raw) as Readable
     const declared = Number(request.headers['content-length'])

@@ -1,9 +1,9 @@
 import { Type } from 'typebox'
-import { Size } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
-import { parseSize } from '../../core/units.js'
+import { Size } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
+import { parseSize } from '../../core/base/units.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface ConfigLimits {
     /** The most bytes uploaded blobs no model is made from may hold together, uploads under way included; null: no quota. */
     blobQuota: number | null

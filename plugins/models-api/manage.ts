@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { requestedModel } from '../../core/model-name.js'
+import { requestedModel } from '../../core/base/model-name.js'
 import { tagOf } from './tag-shape.js'
 import { CopyBody, CopyReply, DeleteReply, ImportBody, ModelOrNameBody, ModelRecordSchema } from './schemas.js'
 

@@ -1,5 +1,5 @@
 import { stat } from 'node:fs/promises'
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 import type { ModelRecord } from '../storage/model-record.js'
 
 // Arrays longer than this (token lists, merges) are emptied unless `verbose`, as Ollama does.

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /** The model surfaces' section of config.yaml (`limits.blob_quota`: config-section.ts). */
 export const manifest: PluginManifest = {

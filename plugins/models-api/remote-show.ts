@@ -1,6 +1,6 @@
 import type { Static } from 'typebox'
 import type { UpstreamConfig } from '../upstreams/upstream-config.js'
-import { RuntimeError } from '../../core/errors.js'
+import { RuntimeError } from '../../core/base/errors.js'
 import { showUpstreamModel } from '../upstreams/upstream-client.js'
 import type { ShowReply } from './schemas.js'
 import { ollamaDetails } from './tag-shape.js'

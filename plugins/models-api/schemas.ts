@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { ModelOrName } from '../../core/model-name.js'
+import { ModelOrName } from '../../core/base/model-name.js'
 
 /** A body naming one model by `model`, or by `name` as Ollama's older clients do. */
 export const ModelOrNameBody = ModelOrName({})

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { requestedModel } from '../../core/model-name.js'
-import { modelOptions } from '../../core/request-options.js'
+import { requestedModel } from '../../core/base/model-name.js'
+import { modelOptions } from '../../core/config/request-options.js'
 import { modelFimTokens } from '../inference/fim-tokens.js'
 import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
 import { ggufMetadata, modelInfo, parametersText } from './model-info.js'

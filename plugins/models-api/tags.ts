@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { InvalidModelNameError, NotFoundError } from '../../core/errors.js'
+import { InvalidModelNameError, NotFoundError } from '../../core/base/errors.js'
 import { Type } from 'typebox'
 import { AnthropicModel, AnthropicModelList, OpenAiModel, OpenAiModelList, TagsReply } from './schemas.js'
 import type { ModelRecord } from '../storage/model-record.js'

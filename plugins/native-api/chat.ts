@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import type { ContextExceededError } from '../../core/errors.js'
-import { parseKeepAlive } from '../../core/units.js'
+import type { ContextExceededError } from '../../core/base/errors.js'
+import { parseKeepAlive } from '../../core/base/units.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BadRequestError } from '../../core/errors.js'
-import { parseKeepAlive } from '../../core/units.js'
+import { BadRequestError } from '../../core/base/errors.js'
+import { parseKeepAlive } from '../../core/base/units.js'
 import { modelFimTokens } from '../inference/fim-tokens.js'
 import { withImages } from '../inference/images.js'
 import { loadForm } from '../inference/load-form.js'

@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 
 /** Ollama's `TokenLogprob`: a token, its log probability and its UTF-8 bytes. */
 export interface OllamaTokenLogprob { token: string, logprob: number, bytes?: number[] }

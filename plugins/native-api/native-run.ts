@@ -1,6 +1,6 @@
 import type { FastifyReply, FastifyRequest } from 'fastify'
-import { RuntimeError, type ContextExceededError } from '../../core/errors.js'
-import { clientGone, EventStream, streamFormatOf } from '../../core/event-stream.js'
+import { RuntimeError, type ContextExceededError } from '../../core/base/errors.js'
+import { clientGone, EventStream, streamFormatOf } from '../../core/server/event-stream.js'
 import { runtimeSampling } from '../../runtimes/index.js'
 import { conversationAffinity } from '../inference/conversation-affinity.js'
 import { sessionOf } from '../inference/session-affinity.js'
@@ -25,7 +25,7 @@ export interface NativeRun {
   body: Record<string, unknown>
   stream: boolean
   options: Record<string, unknown> | undefined
-  /** The request's `keep_alive` in ms (core/units.ts parseKeepAlive); undefined: not sent. */
+  /** The request's `keep_alive` in ms (core/base/units.ts parseKeepAlive); undefined: not sent. */
   keepAliveMs: number | undefined
   /** A conversation longer than the model can hold: drop its oldest messages and say true (Ollama's `truncate`). */
   shorten?: (err: ContextExceededError) => boolean

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { parseModelName } from '../../core/model-name.js'
+import { parseModelName } from '../../core/base/model-name.js'
 import { ollamaDetails } from '../models-api/tag-shape.js'
 import type { UpstreamModel } from '../upstreams/upstream-catalog.js'
 import { ModelBody, PsReply } from './schemas.js'

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { OptionsSchema } from '../../core/options-schema.js'
+import { OptionsSchema } from '../../core/config/options-schema.js'
 import { TagSchema } from '../models-api/schemas.js'
 
 const Role = Type.Union([Type.Literal('system'), Type.Literal('user'), Type.Literal('assistant'), Type.Literal('tool')])

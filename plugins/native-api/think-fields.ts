@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import { capabilities, chatTemplate } from '../inference/model-capabilities.js'
 import type { ModelRecord } from '../storage/model-record.js'
 

@@ -1,4 +1,4 @@
-import type { ContextExceededError } from '../../core/errors.js'
+import type { ContextExceededError } from '../../core/base/errors.js'
 
 interface Message { role?: string, content?: unknown }
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { clientGone } from '../../core/event-stream.js'
+import { clientGone } from '../../core/server/event-stream.js'
 import { placeSystemMessages } from '../inference/chat-system-messages.js'
 import { withModelSystem } from '../inference/model-system.js'
 import { runParsedChat } from '../inference/parsed-chat-run.js'

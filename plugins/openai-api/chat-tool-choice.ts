@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import type { CallableTool, ForcedCall } from '../inference/forced-call-schema.js'
 
 type Json = Record<string, unknown>

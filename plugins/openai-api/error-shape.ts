@@ -1,5 +1,5 @@
-import type { ErrorReply } from '../../core/error-shapes.js'
-import type { SurfaceSpec } from '../../core/surfaces.js'
+import type { ErrorReply } from '../../core/base/error-shapes.js'
+import type { SurfaceSpec } from '../../core/base/surfaces.js'
 
 // The request field an error is about, where OpenAI names it (its SDKs and agents read `param`).
 const PARAM_OF_CODE: Readonly<Record<string, string>> = { previous_response_not_found: 'previous_response_id' }

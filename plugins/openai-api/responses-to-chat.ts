@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import type { ForcedCall } from '../inference/forced-call-schema.js'
 import type { ResponseItem } from './response-store.js'
 

@@ -1,5 +1,5 @@
 import { Type } from 'typebox'
-import { OptionsSchema } from '../../core/options-schema.js'
+import { OptionsSchema } from '../../core/config/options-schema.js'
 
 const Role = Type.Union(['system', 'user', 'assistant', 'tool', 'developer'].map((r) => Type.Literal(r)))
 

@@ -1,8 +1,8 @@
 import { Type } from 'typebox'
-import { Size } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
+import { Size } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** Prompt caches saved when a runtime stops and restored when its model loads again: their folder's budget, and the smallest worth saving. */
     promptCache: { enabled: boolean, sizeBytes: number, minTokens: number }

@@ -1,6 +1,6 @@
-import { ok, warn, type Check } from '../../core/commands/doctor-checks.js'
-import type { Config } from '../../core/config.js'
-import { formatBytes } from '../../core/units.js'
+import { ok, warn, type Check } from '../../core/cli/commands/doctor-checks.js'
+import type { Config } from '../../core/platform/config.js'
+import { formatBytes } from '../../core/base/units.js'
 import { PromptCacheFolder, promptCacheDir, type FolderSurvey } from './prompt-cache-folder.js'
 
 const NAME = 'prompt cache'

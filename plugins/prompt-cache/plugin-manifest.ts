@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /**
  * The prompt cache's config section (`prompt_cache`: config-section.ts) and doctor check: its folder, what it holds

@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { RuntimeEndpoint, SlotCache } from '../../runtimes/index.js'
 
 /** A runtime that does not list its slots this soon is asked again at the next occasion (or judged at its end). */

@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { Type } from 'typebox'
-import { clientGone, EventStream, streamFormatOf } from '../../core/event-stream.js'
-import { linkedSignal } from '../../core/linked-signal.js'
-import { ModelOrName, parseModelName, requestedModel } from '../../core/model-name.js'
-import { OptionsSchema } from '../../core/options-schema.js'
+import { clientGone, EventStream, streamFormatOf } from '../../core/server/event-stream.js'
+import { linkedSignal } from '../../core/base/linked-signal.js'
+import { ModelOrName, parseModelName, requestedModel } from '../../core/base/model-name.js'
+import { OptionsSchema } from '../../core/config/options-schema.js'
 
 // `name` is what ollama-js's pull() sends; Ollama's server reads either.
 const PullBody = ModelOrName({
@@ -34,7 +34,7 @@ const pull: FastifyPluginAsyncTypebox = async (app) => {
     const stream = new EventStream(request, reply, streamFormatOf(request))
     stream.open()
     // A shutdown's drain lets a pull finish; one that gives up waiting cuts it (what is downloaded is kept). Linked
-    // by hand, not AbortSignal.any: the cut signal lives as long as the server (core/linked-signal.ts).
+    // by hand, not AbortSignal.any: the cut signal lives as long as the server (core/base/linked-signal.ts).
     const signal = linkedSignal([stream.signal, app.lifecycle.cutSignal])
     try {
       await app.puller.pull(model, (event) => { stream.send(event) }, signal.signal, request.body.options?.dtype)

@@ -1,4 +1,4 @@
-import { TooManyRequestsError } from '../../core/errors.js'
+import { TooManyRequestsError } from '../../core/base/errors.js'
 import type { KeyLimits } from '../security/keys-file.js'
 
 const MINUTE_MS = 60_000

@@ -1,4 +1,4 @@
-import { audioDuration, audioFormat } from '../../core/audio-header.js'
+import { audioDuration, audioFormat } from '../../core/base/audio-header.js'
 
 /**
  * Bytes of a request's text counted as one token. A byte-level BPE vocabulary makes ~4 of English prose a token, ~3
@@ -45,7 +45,7 @@ export function promptEstimate (body: unknown): number {
   let messages = 0
   let ids = 0
   let audio = 0
-  // Iterative: a body is as deep as the parser allowed (core/json-depth.ts); no recursion is needed. Each value goes
+  // Iterative: a body is as deep as the parser allowed (core/base/json-depth.ts); no recursion is needed. Each value goes
   // with what it is where it stands: an image, or token ids (numbers elsewhere are settings, not text).
   const stack: Array<{ value: unknown, image: boolean, tokens: boolean }> = [{ value: body, image: false, tokens: false }]
   while (stack.length > 0) {

@@ -1,4 +1,4 @@
-import { TooManyRequestsError } from '../../core/errors.js'
+import { TooManyRequestsError } from '../../core/base/errors.js'
 import type { QueueLine } from '../leases/lease.js'
 
 /**

@@ -4,7 +4,7 @@ import type { KeyQuotas } from './key-quotas.js'
 import { promptEstimate } from './prompt-estimate.js'
 import { queueShareRule } from './queue-share.js'
 
-declare module '../../core/request-usage.js' {
+declare module '../../core/base/request-usage.js' {
   interface RequestUsage {
     /**
      * Whether the request may join a model's line, as its key's `limits.queue_share` rules (queue-share.ts): called by

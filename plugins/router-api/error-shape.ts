@@ -1,5 +1,5 @@
-import type { ErrorReply } from '../../core/error-shapes.js'
-import type { SurfaceSpec } from '../../core/surfaces.js'
+import type { ErrorReply } from '../../core/base/error-shapes.js'
+import type { SurfaceSpec } from '../../core/base/surfaces.js'
 
 /** llama-server's error types by status (server-common.cpp format_error_response), as its router mode answers them. */
 const TYPE_OF_STATUS: Readonly<Record<number, string>> = {

@@ -1,4 +1,4 @@
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { Purpose } from '../leases/lease.js'
 import type { LoadedModel } from '../scheduler/loaded-models.js'
 

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BadRequestError, ForbiddenError, NotFoundError, UnavailableError } from '../../core/errors.js'
-import { version } from '../../core/version.js'
+import { BadRequestError, ForbiddenError, NotFoundError, UnavailableError } from '../../core/base/errors.js'
+import { version } from '../../core/base/version.js'
 import { openAiModel } from '../models-api/tag-shape.js'
 import { loadPurpose, type Purpose } from '../leases/lease.js'
 import type { ModelRecord } from '../storage/model-record.js'

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 import { runWhole } from '../inference/whole-run.js'
 import { requestRecord } from '../inference/request-record.js'
 import { loadPurpose, type AskPurpose } from '../leases/lease.js'

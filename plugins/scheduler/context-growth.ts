@@ -1,5 +1,5 @@
-import type { Logger } from '../../core/logger.js'
-import type { ResolvedOptions } from '../../core/request-options.js'
+import type { Logger } from '../../core/base/logger.js'
+import type { ResolvedOptions } from '../../core/config/request-options.js'
 import { planContext, type ContextPlan } from './context-fit.js'
 import type { Instance } from './instance.js'
 import type { FitResult } from '../leases/lease.js'

@@ -1,4 +1,4 @@
-import { resolveOptions } from '../../core/request-options.js'
+import { resolveOptions } from '../../core/config/request-options.js'
 import { growthCap, servedContext } from './context-fit.js'
 import type { Instance } from './instance.js'
 import type { SchedulableModel, SchedulerSettings } from './ports.js'

@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import { MAX_TIMER_MS } from '../../core/units.js'
+import { MAX_TIMER_MS } from '../../core/base/units.js'
 import type { ModelStore } from '../storage/model-store.js'
 import type { SchedulerStore } from './ports.js'
 import { Scheduler } from './scheduler.js'

@@ -1,5 +1,5 @@
 import { setMaxListeners } from 'node:events'
-import type { ResolvedOptions } from '../../core/request-options.js'
+import type { ResolvedOptions } from '../../core/config/request-options.js'
 import type { Purpose, WaitProgress } from '../leases/lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
 import { KeyLine, type Seat } from '../leases/key-line.js'

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs'
 import { isAbsolute } from 'node:path'
-import { GatewayError } from '../../core/errors.js'
+import { GatewayError } from '../../core/base/errors.js'
 import { mapModelFiles } from '../../runtimes/extra-args.js'
 import type { SchedulableModel, SchedulerStore } from './ports.js'
 

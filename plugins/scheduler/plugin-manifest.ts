@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /** The scheduler's config section: its `limits` and `models.<name>.priority`, `.pinned` (config-section.ts). */
 export const manifest: PluginManifest = {

@@ -1,11 +1,11 @@
 // What the scheduler needs of its collaborators, stated narrowly so that tests can hand it real services or
 // small stand-ins, and so that the store and runtimes can change without touching the scheduler.
 
-import type { Logger } from '../../core/logger.js'
-import type { EventHub } from '../../core/event-hub.js'
+import type { Logger } from '../../core/base/logger.js'
+import type { EventHub } from '../../core/base/event-hub.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import type { LeaseModel } from '../leases/lease.js'
-import type { Options } from '../../core/options-schema.js'
+import type { Options } from '../../core/config/options-schema.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../runtimes/index.js'
 
 // How a llama-server is spawned is the runtimes' to say; the scheduler fills it in.

@@ -1,4 +1,4 @@
-import { linkedSignal } from '../../core/linked-signal.js'
+import { linkedSignal } from '../../core/base/linked-signal.js'
 
 /** What the watchdog reads of a runtime: one mark per busy slot (runtimes/endpoint's `slotProgress`). */
 export interface ProgressSource {

@@ -1,5 +1,5 @@
-import { BadRequestError } from '../../core/errors.js'
-import { resolveOptions, type ResolvedOptions } from '../../core/request-options.js'
+import { BadRequestError } from '../../core/base/errors.js'
+import { resolveOptions, type ResolvedOptions } from '../../core/config/request-options.js'
 import { reserveTokens } from '../leases/lease-terms.js'
 import type { ContextGrowth } from './context-growth.js'
 import { runtimePurpose, type AcquireRequest, type AskPurpose, type Purpose } from '../leases/lease.js'
@@ -17,7 +17,7 @@ export interface RequestPlan {
 }
 
 /**
- * The request's plan: its purpose checked, its options resolved once (core/request-options.ts, then the purpose's
+ * The request's plan: its purpose checked, its options resolved once (core/config/request-options.ts, then the purpose's
  * caps), its key's daily tokens reserved (reserveTokens, below), its context at least the model's grown one, and its
  * keep-alive (a pinned model stays). @throws BadRequestError, TooManyRequestsError
  */

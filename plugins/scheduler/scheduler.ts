@@ -1,5 +1,5 @@
-import { EventHub } from '../../core/event-hub.js'
-import { RuntimeError, UnavailableError } from '../../core/errors.js'
+import { EventHub } from '../../core/base/event-hub.js'
+import { RuntimeError, UnavailableError } from '../../core/base/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
 import { contextWindow, type ContextWindow } from './context-window.js'

@@ -1,4 +1,4 @@
-import { RuntimeError } from '../../core/errors.js'
+import { RuntimeError } from '../../core/base/errors.js'
 import type { Instance } from './instance.js'
 
 // Start failures delay the next start of the same model with the same load options: 1 s, 2 s, 4 s ... up to a

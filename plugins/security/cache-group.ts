@@ -1,4 +1,4 @@
-import { BadRequestError } from '../../core/errors.js'
+import { BadRequestError } from '../../core/base/errors.js'
 
 /** The longest `cache_salt` a request may send: vLLM's salts are a user's hash, tens of characters. */
 const MAX_SALT = 256

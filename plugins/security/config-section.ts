@@ -1,8 +1,8 @@
 import { Type } from 'typebox'
-import { configSection, list } from '../../core/config-section.js'
-import { resolvePath } from '../../core/paths.js'
+import { configSection, list } from '../../core/config/config-section.js'
+import { resolvePath } from '../../core/base/paths.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** `requireKeysOffLoopback`: refuse to start on a non-loopback address without API keys. */
     auth: { apiKeys: string[], keysFile: string, requireKeysOffLoopback: boolean }

@@ -1,7 +1,7 @@
-import { ConfigError } from '../../core/config-error.js'
-import type { Config } from '../../core/config.js'
-import { isLoopbackHost } from '../../core/host-port.js'
-import type { StartCheck } from '../../core/plugin-manifest.js'
+import { ConfigError } from '../../core/config/config-error.js'
+import type { Config } from '../../core/platform/config.js'
+import { isLoopbackHost } from '../../core/base/host-port.js'
+import type { StartCheck } from '../../core/platform/plugin-manifest.js'
 import { KeysFileError, readKeysFile } from './keys-file.js'
 
 export { isLoopbackHost }

@@ -1,4 +1,4 @@
-import { isLoopbackHost } from '../../core/host-port.js'
+import { isLoopbackHost } from '../../core/base/host-port.js'
 
 export { isLoopbackHost }
 

@@ -2,12 +2,12 @@ import { createHash, timingSafeEqual } from 'node:crypto'
 import { statSync, watch, type FSWatcher } from 'node:fs'
 import { basename, dirname } from 'node:path'
 import { KeysFileError, readKeysFile, SCOPES, type KeyEntry, type KeyLimits, type Scope } from './keys-file.js'
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { NameReach } from '../storage/name-reach.js'
 import { matchesPattern } from './host-guard.js'
-import type { Grant } from '../../core/grant.js'
+import type { Grant } from '../../core/base/grant.js'
 
-export type { Grant } from '../../core/grant.js'
+export type { Grant } from '../../core/base/grant.js'
 
 /** What a secret is: a grant, a key that was revoked, or nothing known. */
 export type KeyCheck = { grant: Grant } | { revoked: string } | null

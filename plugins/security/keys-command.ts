@@ -1,8 +1,8 @@
 import { mkdir } from 'node:fs/promises'
 import { dirname } from 'node:path'
-import type { Command, OptionValues } from '../../core/commands/command.js'
-import { relativeTime, table } from '../../core/commands/human.js'
-import { UsageError } from '../../core/commands/usage-error.js'
+import type { Command, OptionValues } from '../../core/cli/commands/command.js'
+import { relativeTime, table } from '../../core/cli/commands/human.js'
+import { UsageError } from '../../core/platform/usage-error.js'
 import type { KeyEntry, KeyLimits, KeysFile, Scope } from './keys-file.js'
 
 type Action = 'add' | 'list' | 'revoke'
@@ -70,7 +70,7 @@ export const keysCommand: Command = {
     if (stray.length > 0) throw new UsageError(`--${stray[0]} is not a flag of keys ${action}`)
     if ((action === 'list') !== (name === undefined)) throw new UsageError(action === 'list' ? 'keys list takes no name' : `keys ${action} needs the key's name`)
     // Loaded here, not at the top: every command of the CLI loads this manifest to start.
-    const { loadConfigAndPlugins } = await import('../../core/plugin-manifests.js')
+    const { loadConfigAndPlugins } = await import('../../core/platform/plugin-manifests.js')
     const keysFile = await import('./keys-file.js')
     const file = (await loadConfigAndPlugins({ config: values.config as string | undefined })).config.auth.keysFile
     try {

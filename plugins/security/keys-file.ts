@@ -1,15 +1,15 @@
 import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { parse, stringify } from 'yaml'
-import { SCOPES, type KeyLimits, type Scope } from '../../core/grant.js'
-import { writeWhole } from '../../core/write-whole.js'
+import { SCOPES, type KeyLimits, type Scope } from '../../core/base/grant.js'
+import { writeWhole } from '../../core/base/write-whole.js'
 
 /**
  * The keys file (`auth.keys_file`): one entry per API key a team hands out, with what it may do. Written by
  * `llamagate keys`, read (and re-read on change) by the security plugin. Only a hash of each secret is kept.
  */
 
-// The core's (core/grant.ts): a plugin's credential type carries the same scopes and limits as a key.
+// The core's (core/base/grant.ts): a plugin's credential type carries the same scopes and limits as a key.
 export { SCOPES, type KeyLimits, type Scope }
 
 export interface KeyEntry {

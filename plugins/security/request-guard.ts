@@ -1,15 +1,15 @@
 import type { FastifyRequest } from 'fastify'
-import type { Authenticators } from '../../core/authenticators.js'
-import type { ConnectionCaps } from '../../core/connection-caps.js'
-import { ForbiddenError, UnauthorizedError } from '../../core/errors.js'
-import type { OllamaListener } from '../../core/ollama-listener.js'
+import type { Authenticators } from '../../core/platform/authenticators.js'
+import type { ConnectionCaps } from '../../core/server/connection-caps.js'
+import { ForbiddenError, UnauthorizedError } from '../../core/base/errors.js'
+import type { OllamaListener } from '../../core/server/ollama-listener.js'
 import { cacheGroupOf } from './cache-group.js'
 import { foreignHost, matchesPattern } from './host-guard.js'
 import { allowsModel, type Grant, type KeyRing } from './key-ring.js'
 import { modelsNamedIn, SCOPE_WORDS } from './route-scope.js'
 import type { NameReach } from '../storage/name-reach.js'
 
-declare module '../../core/request-usage.js' {
+declare module '../../core/base/request-usage.js' {
   interface RequestUsage {
     /** The name of the API key the request showed; absent when keys are off. */
     key?: string
@@ -120,7 +120,7 @@ export class RequestGuard {
     // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
     const usage = request.usage
     if (usage) usage.key = grant.name
-    // Its connection is no longer one of those held without a key, which are capped (core/connection-caps.ts).
+    // Its connection is no longer one of those held without a key, which are capped (core/server/connection-caps.ts).
     this.options.connections.authenticate(request.raw.socket)
     if (request.method === 'OPTIONS' || request.routeOptions.config.public === true || request.is404) return
     const scope = request.routeOptions.config.scope ?? 'admin'

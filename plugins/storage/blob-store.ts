@@ -4,8 +4,8 @@ import { mkdir, open, readdir, rename, rm, stat, statfs } from 'node:fs/promises
 import { join } from 'node:path'
 import type { Readable } from 'node:stream'
 import { pipeline } from 'node:stream/promises'
-import { BadRequestError, GatewayError, NotFoundError } from '../../core/errors.js'
-import { formatBytes } from '../../core/units.js'
+import { BadRequestError, GatewayError, NotFoundError } from '../../core/base/errors.js'
+import { formatBytes } from '../../core/base/units.js'
 import { UploadQuota } from './upload-quota.js'
 
 const DIGEST = /^sha256[:-]([0-9a-f]{64})$/

@@ -1,4 +1,4 @@
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 import { readDecisionInfo } from './decision-info.js'
 import type { GgufInfo } from './manifest.js'
 

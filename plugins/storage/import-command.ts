@@ -1,6 +1,6 @@
 import { resolve } from 'node:path'
-import type { Command } from '../../core/commands/command.js'
-import { ServerUnreachableError } from '../../core/commands/gateway-client.js'
+import type { Command } from '../../core/cli/commands/command.js'
+import { ServerUnreachableError } from '../../core/platform/gateway-client.js'
 
 /**
  * Registers a GGUF on disk. Through the running server when one answers (its `/api/import`): the model lands in
@@ -42,7 +42,7 @@ export const importCommand: Command = {
     }
     // Loaded here, not at the top: the client commands must start without the server's modules.
     // With the listed plugins' sections and runtime kinds: a config.yaml that names them is read as `serve` reads it.
-    const { loadConfigAndPlugins } = await import('../../core/plugin-manifests.js')
+    const { loadConfigAndPlugins } = await import('../../core/platform/plugin-manifests.js')
     const { openStore } = await import('./open-store.js')
     const modelsDir = (await loadConfigAndPlugins({ config, models })).config.modelsDir
     const store = await openStore(modelsDir, {

@@ -1,6 +1,6 @@
 import { readFile, rm, stat, utimes, writeFile } from 'node:fs/promises'
 import { hostname } from 'node:os'
-import { isAlive, startTime } from '../../core/process-alive.js'
+import { isAlive, startTime } from '../../core/base/process-alive.js'
 
 /** Who holds a writer's lock: written beside the lock by its holder, read by a writer who finds it taken. */
 interface Owner {

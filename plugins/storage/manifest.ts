@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto'
 import { open, readFile, rename, stat, unlink } from 'node:fs/promises'
 import { dirname, join } from 'node:path'
-import { isAlive } from '../../core/process-alive.js'
+import { isAlive } from '../../core/base/process-alive.js'
 import type { DecisionInfo } from './decision-info.js'
 import type { LinkKind } from './link-file.js'
 import type { ProjectorInput } from './projector-inputs.js'

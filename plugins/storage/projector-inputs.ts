@@ -1,4 +1,4 @@
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 
 /** What a projector lets a model take beside text: pictures, sound, or both (a model like Qwen2.5-Omni). */
 export type ProjectorInput = 'image' | 'audio'

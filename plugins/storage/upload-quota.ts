@@ -1,5 +1,5 @@
-import { GatewayError } from '../../core/errors.js'
-import { formatBytes } from '../../core/units.js'
+import { GatewayError } from '../../core/base/errors.js'
+import { formatBytes } from '../../core/base/units.js'
 
 /** What one upload holds of the reserved bytes. */
 export interface Reservation { bytes: number }

@@ -1,6 +1,6 @@
 import { Readable } from 'node:stream'
-import type { BackendSpec } from '../../core/backends.js'
-import { GatewayError, RuntimeError } from '../../core/errors.js'
+import type { BackendSpec } from '../../core/platform/backends.js'
+import { GatewayError, RuntimeError } from '../../core/base/errors.js'
 import { readAtMost, runtimeErrorFrom, sseData, type ReadLimits, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
 import { answerLines } from './detours/answer-lines.js'
 import type { UpstreamClient } from './upstream-endpoint.js'
@@ -9,7 +9,7 @@ import type { UpstreamClient } from './upstream-endpoint.js'
 export const BACKEND_TIMEOUT_MS = 300_000
 
 /**
- * The client of one model of a plugin's backend (core/backends.ts), in its own OpenAI-compatible paths: what
+ * The client of one model of a plugin's backend (core/platform/backends.ts), in its own OpenAI-compatible paths: what
  * UpstreamModelClient is for an upstream reached over HTTP, with the plugin's `fetch` in place of the network. Its
  * answers are read within limits.upstream_*, each wait bounded by the spec's `timeoutMs`; a throw, a hang and an
  * error status are runtime errors (a 502 naming the backend, from the upstream leases), never the gateway's own.

@@ -1,9 +1,9 @@
 import { Type } from 'typebox'
-import { Size } from '../../core/config-schema.js'
-import { configSection } from '../../core/config-section.js'
+import { Size } from '../../core/config/config-schema.js'
+import { configSection } from '../../core/config/config-section.js'
 import { upstreamConfigs, UpstreamEntry, type UpstreamConfig, type UpstreamLimits } from './upstream-config.js'
 
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface Config {
     /** Other servers whose models are served here as if local (`upstreams`). */
     upstreams: UpstreamConfig[]

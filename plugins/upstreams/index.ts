@@ -1,5 +1,5 @@
 import fp from 'fastify-plugin'
-import type { Backends } from '../../core/backends.js'
+import type { Backends } from '../../core/platform/backends.js'
 import { PluginBackends } from './plugin-backends.js'
 import { UpstreamCatalog } from './upstream-catalog.js'
 import { upstreamEndpoint } from './upstream-endpoint.js'
@@ -10,7 +10,7 @@ declare module 'fastify' {
   interface FastifyInstance {
     /** The models of config.yaml's upstreams, as their probes see them: listed and served as if they were local. */
     upstreams: UpstreamCatalog
-    /** Plugins' backends (core/backends.ts): served as upstreams are, through the plugin's own function. */
+    /** Plugins' backends (core/platform/backends.ts): served as upstreams are, through the plugin's own function. */
     backends: Backends
   }
 }

@@ -1,4 +1,4 @@
-import type { BackendSpec, Backends } from '../../core/backends.js'
+import type { BackendSpec, Backends } from '../../core/platform/backends.js'
 import { BackendClient } from './backend-client.js'
 import type { UpstreamCatalog, UpstreamWatch } from './upstream-catalog.js'
 import type { UpstreamConfig, UpstreamLimits } from './upstream-config.js'
@@ -8,7 +8,7 @@ import { upstreamReadLimits } from './upstream-limits.js'
 const BACKEND_NAME = /^[A-Za-z0-9._-]{1,64}$/
 
 /**
- * Plugins' backends (`app.backends`, core/backends.ts), each one more upstream of the catalog: listed, found and
+ * Plugins' backends (`app.backends`, core/platform/backends.ts), each one more upstream of the catalog: listed, found and
  * leased as config.yaml's are (the same per-key line, quotas, usage, metrics), spoken to through its plugin's `fetch`
  * (backend-client.ts) as an OpenAI-compatible engine: the other paths go through the upstreams' detours.
  */

@@ -1,4 +1,4 @@
-import type { PluginManifest } from '../../core/plugin-manifest.js'
+import type { PluginManifest } from '../../core/platform/plugin-manifest.js'
 
 /** The upstreams' section of config.yaml (config-section.ts). */
 export const manifest: PluginManifest = {

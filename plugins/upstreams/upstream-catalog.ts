@@ -8,7 +8,7 @@ export interface UpstreamWatch {
   start(): void
   stop(): void
   probeNow(): Promise<void>
-  /** Whether it serves `name` though it does not list it (a plugin's backend, core/backends.ts). @default none */
+  /** Whether it serves `name` though it does not list it (a plugin's backend, core/platform/backends.ts). @default none */
   claims?(name: string): boolean
 }
 

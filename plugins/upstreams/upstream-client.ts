@@ -1,6 +1,6 @@
-import { undici } from '../../core/lazy-require.js'
+import { undici } from '../../core/base/lazy-require.js'
 import type { UpstreamConfig } from '../../plugins/upstreams/upstream-config.js'
-import { formatBytes } from '../../core/units.js'
+import { formatBytes } from '../../core/base/units.js'
 import { readAtMost } from '../../runtimes/index.js'
 import { Redaction, withoutSecrets } from './redaction.js'
 

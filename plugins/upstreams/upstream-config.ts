@@ -39,7 +39,7 @@ export interface UpstreamConfig {
   messages?: 'auto' | 'native' | 'convert'
   /** What is read of its answers: `limits.upstream_*`, the same for every upstream. */
   limits: UpstreamLimits
-  /** A plugin's backend (core/backends.ts), not a server: messages call it one. @default false */
+  /** A plugin's backend (core/platform/backends.ts), not a server: messages call it one. @default false */
   plugin?: boolean
 }
 

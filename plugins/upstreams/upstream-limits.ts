@@ -1,6 +1,6 @@
 import type { UpstreamLimits } from './upstream-config.js'
-import { RuntimeError } from '../../core/errors.js'
-import { formatBytes } from '../../core/units.js'
+import { RuntimeError } from '../../core/base/errors.js'
+import { formatBytes } from '../../core/base/units.js'
 import type { AnswerLimits, ReadLimits } from '../../runtimes/index.js'
 
 const SETTING: Record<keyof AnswerLimits, string> = { answerBytes: 'upstream_answer_size', errorBytes: 'upstream_error_size', lineBytes: 'upstream_line_size' }

@@ -1,4 +1,4 @@
-import type { RequestUsage } from '../../core/request-usage.js'
+import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { UsedModel } from './usage-ledger.js'
 
 /**

@@ -16,7 +16,7 @@ const FLUSH_EVERY_MS = 5_000
 
 /**
  * Counts what each API key used of each model (`anonymous` when keys are off): one request, with the tokens and
- * times its leases filled in (core/request-usage.ts), once its reply is over. Serves GET /api/usage.
+ * times its leases filled in (core/base/request-usage.ts), once its reply is over. Serves GET /api/usage.
  */
 export default fp(async (app) => {
   const ledger = new UsageLedger({ file: join(app.config.dataDir, 'usage.json'), log: app.log })

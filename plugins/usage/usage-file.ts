@@ -1,5 +1,5 @@
 import { readFile } from 'node:fs/promises'
-import { writeWhole } from '../../core/write-whole.js'
+import { writeWhole } from '../../core/base/write-whole.js'
 import type { UsageTotals } from './usage-book.js'
 
 /** What `usage.json` holds: totals by key and model, and each key's tokens of the last few UTC days. */
@@ -70,7 +70,7 @@ export async function readUsageFile (file: string): Promise<ReadUsage | null> {
   return { state, dropped }
 }
 
-/** Writes `file` whole (core/write-whole.ts): a crash leaves the old or the new. */
+/** Writes `file` whole (core/base/write-whole.ts): a crash leaves the old or the new. */
 export async function writeUsageFile (file: string, state: UsageState): Promise<void> {
   await writeWhole(file, JSON.stringify(state))
 }

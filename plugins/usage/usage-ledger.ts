@@ -1,9 +1,9 @@
 import { rename } from 'node:fs/promises'
-import type { Logger } from '../../core/logger.js'
+import type { Logger } from '../../core/base/logger.js'
 import type { UsageBook, UsageTotals } from './usage-book.js'
 import { isUsageCount, readUsageFile, UsageFileError, writeUsageFile, type ReadUsage, type UsageState } from './usage-file.js'
 
-/** What one finished request used of a model, as its lease counted it (core/request-usage.ts). */
+/** What one finished request used of a model, as its lease counted it (core/base/request-usage.ts). */
 export interface UsedModel {
   promptTokens: number
   cachedTokens: number

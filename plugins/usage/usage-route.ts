@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { Static } from 'typebox'
-import { ForbiddenError, NotFoundError } from '../../core/errors.js'
+import { ForbiddenError, NotFoundError } from '../../core/base/errors.js'
 import type { Grant } from '../security/key-ring.js'
 import type { UsageTotals } from './usage-book.js'
 import type { UsageLedger } from './usage-ledger.js'

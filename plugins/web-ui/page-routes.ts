@@ -2,8 +2,8 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import { join } from 'node:path'
 import { Type } from 'typebox'
-import { NotFoundError } from '../../core/errors.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { NotFoundError } from '../../core/base/errors.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { PageFiles } from './page-files.js'
 
 /** Where `npm run build` writes the page (scripts/build/build-web-ui.ts). */

@@ -1,6 +1,6 @@
 import { readFileSync, renameSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
-import { isAlive } from '../../core/process-alive.js'
+import { isAlive } from '../../core/base/process-alive.js'
 import type { Backend } from '../types.js'
 
 /** `interrupted`: the file says building, but the process that wrote it is gone (killed, or the machine restarted). */

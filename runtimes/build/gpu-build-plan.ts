@@ -1,4 +1,4 @@
-import type { Config } from '../../core/config.js'
+import type { Config } from '../../core/platform/config.js'
 import type { Device, RuntimeBuild } from '../types.js'
 import { BUILD_RECIPE } from './build-runtime.js'
 import { buildStatusPath, readBuildRecord, type GpuBuildRecord } from './build-status.js'

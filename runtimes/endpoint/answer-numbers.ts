@@ -1,4 +1,4 @@
-import { RuntimeError } from '../../core/errors.js'
+import { RuntimeError } from '../../core/base/errors.js'
 
 /**
  * The most tool calls one answer may make, numbered 0 to 127. Calls are gathered by their number: an upstream (or a

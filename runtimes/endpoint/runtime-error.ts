@@ -1,4 +1,4 @@
-import { ContextExceededError, GatewayError, RuntimeError } from '../../core/errors.js'
+import { ContextExceededError, GatewayError, RuntimeError } from '../../core/base/errors.js'
 
 interface RuntimeErrorBody { error?: string | { message?: string, type?: string, n_prompt_tokens?: number, n_ctx?: number } }
 

@@ -1,4 +1,4 @@
-import type { ResolvedOptions } from '../../core/request-options.js'
+import type { ResolvedOptions } from '../../core/config/request-options.js'
 
 /**
  * The sampling options of a request as llama-server's request fields. Most keep their names; `max_tokens`

@@ -1,6 +1,6 @@
 import { connect, isIP, type Socket } from 'node:net'
 import { connect as connectTls } from 'node:tls'
-import { RuntimeError } from '../../core/errors.js'
+import { RuntimeError } from '../../core/base/errors.js'
 import type { AnswerLimits, ReadLimits } from './answer-limits.js'
 import { eventsIn } from './sse-bytes.js'
 import { ChunkFraming, OversizedChunkError } from './chunk-framing.js'
@@ -17,7 +17,7 @@ const LAST_CHUNK = Buffer.from('0\r\n\r\n')
 const MAX_HEAD = 64 << 10
 
 /**
- * Where a relayed stream goes: the client's response (core/event-stream.ts's EventStream is one). Opened once
+ * Where a relayed stream goes: the client's response (core/server/event-stream.ts's EventStream is one). Opened once
  * the runtime said 200; anything before that is an error answer, rejected for the caller to report.
  */
 export interface RelaySink {

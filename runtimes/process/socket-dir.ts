@@ -2,7 +2,7 @@ import { mkdtemp, readdir, rm, stat } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { connect } from 'node:net'
 import { join } from 'node:path'
-import { isAlive } from '../../core/process-alive.js'
+import { isAlive } from '../../core/base/process-alive.js'
 
 const PREFIX = 'llamagate-sockets-'
 

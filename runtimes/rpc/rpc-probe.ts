@@ -1,5 +1,5 @@
 import { connect, type Socket } from 'node:net'
-import type { HostPort } from '../../core/host-port.js'
+import type { HostPort } from '../../core/base/host-port.js'
 
 // llama.cpp's RPC protocol (ggml/src/ggml-rpc): a request is | command (1 byte) | size (u64 LE) | data |, an
 // answer | size (u64 LE) | data |. HELLO must come first and says the protocol version; a major version other

@@ -94,4 +94,4 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
 }
 
 /** Whether `host` keeps the worker to this machine (the default); anything else deserves the warning. */
-export { isLoopbackHost } from '../../core/host-port.js'
+export { isLoopbackHost } from '../../core/base/host-port.js'

@@ -1,6 +1,6 @@
 import { lookup } from 'node:dns/promises'
-import { UnavailableError } from '../../core/errors.js'
-import { addressKind, formatHostPort, type HostPort } from '../../core/host-port.js'
+import { UnavailableError } from '../../core/base/errors.js'
+import { addressKind, formatHostPort, type HostPort } from '../../core/base/host-port.js'
 import { probeRpcWorker, type RpcDeviceMemory, type RpcProbe } from './rpc-probe.js'
 
 /** config.yaml's `rpc.workers[]`. */

@@ -5,7 +5,7 @@ import { chmod, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { parseArgs } from 'node:util'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { realisticModel } from '../../test/helpers/realistic-models.js'
 import { cpuRuntime } from '../../test/helpers/runtime.js'
 import { installed, nodeBinary, type NodeMajor } from './agent-install.js'
@@ -306,7 +306,7 @@ async function main (): Promise<void> {
   // One thread for llama-server on a small machine (its default spins on every core); the agents' prompts are
   // 8k-19k tokens, which the gateway fits by loading a larger context.
   await writeFile(config, `port: 0\ndata_dir: ${JSON.stringify(join(root, 'data'))}\nlog_level: info\nruntime: cpu\nruntimes: { cpu: { bin: ${JSON.stringify(runtime.binDir)} } }\ndefault_options: { num_thread: 1, num_parallel: 1 }\nauth: { api_keys: [${KEY}] }\n`)
-  const cli = join(PACKAGE_ROOT, 'dist/core/cli.js')
+  const cli = join(PACKAGE_ROOT, 'dist/core/cli/cli.js')
   const imported = await run(process.execPath, [cli, 'import', MODEL, await realisticModel('agent'), '--config', config])
   if (imported.code !== 0) throw new Error(`import failed: ${imported.output}`)
   await watcherSees()

@@ -1,6 +1,6 @@
 import { performance } from 'node:perf_hooks'
 import type { Pool } from 'undici'
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 import { systemOnePrompts } from '../../plugins/decisions/decision-prompts.js'
 import { SCHEMES, taskPlans } from '../../plugins/decisions/decision-schemes.js'
 import type { Lease } from '../../plugins/leases/lease.js'

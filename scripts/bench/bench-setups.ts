@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process'
 import { link, mkdir, readFile, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { Pool } from 'undici'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { freePort } from '../../runtimes/process/free-port.js'
 import { LlamaServer } from '../../runtimes/process/llama-server.js'
 import { allocatorEnv } from '../../runtimes/process/malloc-tunables.js'
@@ -101,7 +101,7 @@ export async function startGateway (dir: string, build: RuntimeBuild, models: Re
     // The models' llama-server flags: those imported now, or (argsFor) those a restart finds imported already.
     ...modelArgs(options.argsFor ?? Object.keys(models), shape.extraArgs ?? []),
   ].join('\n'))
-  const cli = join(root, 'dist/core/cli.js')
+  const cli = join(root, 'dist/core/cli/cli.js')
   for (const [name, file] of Object.entries(models)) {
     const imported = spawn(process.execPath, [cli, 'import', name, file, '--config', config], { stdio: 'inherit' })
     const code = await new Promise((resolve) => imported.once('exit', resolve))

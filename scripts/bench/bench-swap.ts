@@ -104,7 +104,7 @@ export async function benchSwap (o: SwapOptions): Promise<Record<string, unknown
 
 /**
  * Where llamagate's switches went, from its log: eviction decided → model unloaded → the next one loaded. The server
- * writes its log in batches (core/log-stream.ts): read again until the `switches` are all there, for up to 5 s.
+ * writes its log in batches (core/base/log-stream.ts): read again until the `switches` are all there, for up to 5 s.
  */
 async function switchPhases (logFile: string, switches: number): Promise<{ unload_p50_ms: number, load_p50_ms: number, unload_ms: number[], load_ms: number[] }> {
   const deadline = Date.now() + 5000

@@ -2,19 +2,19 @@ import { rmSync, writeFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Ajv } from 'ajv'
 import standalone from 'ajv/dist/standalone/index.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 /**
- * Writes dist/core/config-validator.generated.js: config.yaml's validator for the built-in sections as Ajv's
+ * Writes dist/core/config/config-validator.generated.js: config.yaml's validator for the built-in sections as Ajv's
  * standalone code, with the digest of the schema it was made from. Every CLI run and server start then loads it
  * instead of compiling the schema (~0.3 s of CPU each); a start whose schema differs (a plugin's section) compiles.
  */
 async function main (): Promise<void> {
   // The file an earlier build wrote goes first: the config modules load it, and it may be another schema's.
-  const out = join(PACKAGE_ROOT, 'dist', 'core', 'config-validator.generated.js')
+  const out = join(PACKAGE_ROOT, 'dist', 'core', 'config', 'config-validator.generated.js')
   rmSync(out, { force: true })
-  const { assembleConfigSchema, BUILTIN_SECTIONS, CONFIG_AJV_OPTIONS } = await import('../../core/config-sections.js')
-  const { configSchemaDigest, PRECOMPILED_FILE } = await import('../../core/precompiled-config-validator.js')
+  const { assembleConfigSchema, BUILTIN_SECTIONS, CONFIG_AJV_OPTIONS } = await import('../../core/platform/config-sections.js')
+  const { configSchemaDigest, PRECOMPILED_FILE } = await import('../../core/config/precompiled-config-validator.js')
   if (!out.endsWith(PRECOMPILED_FILE)) throw new Error(`the generated validator is loaded as ${PRECOMPILED_FILE}`)
   const schema = assembleConfigSchema(BUILTIN_SECTIONS)
   const ajv = new Ajv({ ...CONFIG_AJV_OPTIONS, code: { source: true, esm: true } })

@@ -2,12 +2,12 @@ import { execFileSync } from 'node:child_process'
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 /**
  * Writes dist/types: the declarations of `llamagate/plugin` and `llamagate/testing` (package.json's `exports` points
  * there), so that a plugin written in TypeScript, and its tests, type-check against the gateway it runs in. Its entry, plugin.d.ts, is
- * core/plugin-api.ts's, plus every file that widens a type it exports (a built-in plugin's decorators on Fastify's
+ * core/platform/plugin-api.ts's, plus every file that widens a type it exports (a built-in plugin's decorators on Fastify's
  * instance, its config section's keys): so `app.store.list()` and `app.config.conversion` are typed in a plugin as
  * in the gateway.
  * Only what those files reach is declared; the rest of the gateway ships no types.
@@ -39,15 +39,15 @@ function main (): void {
     extends: '../../tsconfig.json',
     compilerOptions: { declaration: true, emitDeclarationOnly: true, noEmit: false, sourceMap: false, outDir: '.', rootDir: '../..' },
     include: [],
-    files: ['core/plugin-api.ts', TESTING, ...plugins].map((file) => `../../${file}`),
+    files: ['core/platform/plugin-api.ts', TESTING, ...plugins].map((file) => `../../${file}`),
   }))
   const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc')
   execFileSync(process.execPath, [tsc, '-p', project], { stdio: 'inherit' })
   rmSync(project)
   const augments = plugins.map((file) => `export type {} from './${file.replace(/\.ts$/, '.js')}'`)
   writeFileSync(join(OUT, 'plugin.d.ts'), [
-    '// llamagate/plugin: the public plugin API (core/plugin-api.ts) and what the built-in plugins add to its types.',
-    "export * from './core/plugin-api.js'",
+    '// llamagate/plugin: the public plugin API (core/platform/plugin-api.ts) and what the built-in plugins add to its types.',
+    "export * from './core/platform/plugin-api.js'",
     ...augments,
     '',
   ].join('\n'))

@@ -3,7 +3,7 @@ import { mkdir, readFile, rm, writeFile } from 'node:fs/promises'
 import { basename, join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import { build } from 'esbuild'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 /** Where the page's sources are, and where `npm run build` puts the bundle that plugins/web-ui serves. */
 export const WEB_UI_SOURCE = join(PACKAGE_ROOT, 'plugins', 'web-ui', 'page')

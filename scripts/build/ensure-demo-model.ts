@@ -2,7 +2,7 @@ import { realpathSync } from 'node:fs'
 import { mkdir } from 'node:fs/promises'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadBuiltinKeys } from '../../core/plugin-manifests.js'
+import { loadBuiltinKeys } from '../../core/platform/plugin-manifests.js'
 import { ModelStore } from '../../plugins/storage/model-store.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 

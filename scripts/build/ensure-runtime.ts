@@ -1,7 +1,7 @@
 import { readFileSync, realpathSync } from 'node:fs'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
-import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
+import { loadConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { BUILD_RECIPE, buildRuntime } from '../../runtimes/build/build-runtime.js'
 import { patchFiles, patchSetDigest } from '../../runtimes/build/llama-cpp-patches.js'

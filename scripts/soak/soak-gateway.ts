@@ -3,8 +3,8 @@ import { closeSync, openSync } from 'node:fs'
 import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { setTimeout as sleep } from 'node:timers/promises'
-import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { GATEWAY_NODE_FLAGS } from '../../core/base/node-flags.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { UPSTREAM_LIMITS, upstreamConfig, type RunningUpstream } from './soak-hostile-upstream.js'
 import { http, markedProcesses, type MarkedProcess } from './soak-probes.js'
 import { LONG_MODEL, NUM_CTX, NUM_PARALLEL, PROMPT_CACHE, type SoakSettings } from './soak-settings.js'
@@ -12,7 +12,7 @@ import { LONG_MODEL, NUM_CTX, NUM_PARALLEL, PROMPT_CACHE, type SoakSettings } fr
 // The gateway under soak as a user runs it: the built CLI with its config file, models imported before the start
 // and pulled after it, then SIGTERM, and the processes it leaves.
 
-const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
+const CLI = join(PACKAGE_ROOT, 'dist/core/cli/cli.js')
 
 /** The folders and files of a soak run under its temporary folder. */
 export interface SoakPaths { dir: string, dataDir: string, modelsDir: string, logFile: string, keysFile: string, config: string }

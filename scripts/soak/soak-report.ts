@@ -1,5 +1,5 @@
 import { cpus, release, totalmem } from 'node:os'
-import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
+import { GATEWAY_NODE_FLAGS } from '../../core/base/node-flags.js'
 import { OUTCOMES } from './soak-clients.js'
 import { FAULT_KINDS, type FaultRecord } from './soak-faults.js'
 import type { LogSummary } from './soak-gateway-log.js'

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { join, relative } from 'node:path'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 // docs/architecture.md is the map of the house: it cannot drift from the tree without this failing, either way. Every
 // plugin plugins/builtin.json registers has its line in "The plugins, in order", in that order; every folder of
@@ -77,7 +77,7 @@ t.test('every folder the map names exists', async (t) => {
   t.ok(folders.length > 20, `${folders.length} folders named`)
   t.same(folders.filter((path) => !isDir(path)), [], 'none names a folder that is not there')
   // The check itself: a folder that went, a file named without its extension, a file.
-  t.same(namedFolders('`runtimes/upstream/`, **plugins/gone**: core/config, plugins/scheduler/scheduler.ts'), ['runtimes/upstream/', 'plugins/gone/'])
+  t.same(namedFolders('`runtimes/upstream/`, **plugins/gone**: core/base/errors, plugins/scheduler/scheduler.ts'), ['runtimes/upstream/', 'plugins/gone/'])
 })
 
 /** README.md and every Markdown file under docs/. */

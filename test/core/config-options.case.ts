@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigError, loadConfig, resolveConfig } from '../../core/config.js'
+import { ConfigError, loadConfig, resolveConfig } from '../../core/platform/config.js'
 
 t.test('a typo among options in config.yaml stops the start, naming the key', async (t) => {
   t.throws(() => resolveConfig([{ source: 'config.yaml', values: { default_options: { num_threadz: 2 } } }]), ConfigError)

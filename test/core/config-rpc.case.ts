@@ -1,8 +1,8 @@
 import t from 'tap'
-import { checkConfig } from '../../core/config-checks.js'
-import { ConfigError, resolveConfig } from '../../core/config.js'
-import { builtinManifests } from '../../core/plugin-loader.js'
-import { addressKind, formatHostPort, parseHostPort } from '../../core/host-port.js'
+import { checkConfig } from '../../core/platform/config-checks.js'
+import { ConfigError, resolveConfig } from '../../core/platform/config.js'
+import { builtinManifests } from '../../core/platform/plugin-loader.js'
+import { addressKind, formatHostPort, parseHostPort } from '../../core/base/host-port.js'
 
 // config.yaml's rpc.workers and models.<name>.rpc: what is refused at start, and why.
 

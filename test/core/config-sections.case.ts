@@ -2,13 +2,13 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
 import { Type } from 'typebox'
-import { CONFIG_ENVIRONMENT, ConfigError, loadConfig, resolveConfig } from '../../core/config.js'
-import { ConfigSchema, MODEL_KEYS } from '../../core/config-schema.js'
-import { configSection, list, numberOrText } from '../../core/config-section.js'
-import { BUILTIN_SECTIONS, configShape } from '../../core/config-sections.js'
-import { PACKAGE_ROOT, SHIPPED_CONFIG } from '../../core/paths.js'
+import { CONFIG_ENVIRONMENT, ConfigError, loadConfig, resolveConfig } from '../../core/platform/config.js'
+import { ConfigSchema, MODEL_KEYS } from '../../core/config/config-schema.js'
+import { configSection, list, numberOrText } from '../../core/config/config-section.js'
+import { BUILTIN_SECTIONS, configShape } from '../../core/platform/config-sections.js'
+import { PACKAGE_ROOT, SHIPPED_CONFIG } from '../../core/base/paths.js'
 
-// The plugins' sections of config.yaml, handed to the core through their manifests (core/config-section.ts).
+// The plugins' sections of config.yaml, handed to the core through their manifests (core/config/config-section.ts).
 
 t.test('each built-in plugin section: keys of its own, variables the server reads, a doc that names its keys', async (t) => {
   t.same(BUILTIN_SECTIONS.map((s) => s.plugin).sort(), ['convert', 'download', 'inference', 'lifecycle', 'llama-cpp', 'metrics', 'models-api', 'prompt-cache', 'scheduler', 'security', 'storage', 'upstreams'])
@@ -93,7 +93,7 @@ t.test('a section may not claim a key the core or another section has', async (t
 })
 
 // Keys under each model, as a third party's plugin would add them: typed where it reads them, by declaration merging.
-declare module '../../core/resolved-config.js' {
+declare module '../../core/config/resolved-config.js' {
   interface ModelConfig {
     /** The audit plugin's test key: tokens a model may spend a day. */
     auditBudget?: number

@@ -3,9 +3,9 @@ import { join } from 'node:path'
 import t from 'tap'
 import { parse as parseYaml } from 'yaml'
 import { readFileSync } from 'node:fs'
-import { ConfigError, loadConfig, resolveConfig } from '../../core/config.js'
-import { configShape } from '../../core/config-sections.js'
-import { SHIPPED_CONFIG } from '../../core/paths.js'
+import { ConfigError, loadConfig, resolveConfig } from '../../core/platform/config.js'
+import { configShape } from '../../core/platform/config-sections.js'
+import { SHIPPED_CONFIG } from '../../core/base/paths.js'
 import { tempDir } from '../helpers/app.js'
 
 t.test('the shipped config.yaml says exactly what the built-in defaults are', async (t) => {

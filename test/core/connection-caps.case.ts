@@ -4,8 +4,8 @@
 import { request as httpRequest } from 'node:http'
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { resolveConfig } from '../../core/config.js'
-import { clientAddress } from '../../core/connection-caps.js'
+import { resolveConfig } from '../../core/platform/config.js'
+import { clientAddress } from '../../core/server/connection-caps.js'
 import { build } from '../helpers/app.js'
 import { until } from '../helpers/until.js'
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { EventHub } from '../../core/event-hub.js'
+import { EventHub } from '../../core/base/event-hub.js'
 
 interface Events { loaded: [model: string, seconds: number], gone: [] }
 

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url'
 import t from 'tap'
-import { negotiateStreamFormat } from '../../core/event-stream.js'
+import { negotiateStreamFormat } from '../../core/server/event-stream.js'
 import { build } from '../helpers/app.js'
 
 const STREAM_PLUGIN = fileURLToPath(new URL('../fixtures/plugins/stream-plugin.js', import.meta.url))

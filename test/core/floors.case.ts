@@ -2,7 +2,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs'
 import { dirname, join, relative, resolve } from 'node:path'
 import t from 'tap'
 import ts from 'typescript'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { caseFiles } from '../helpers/cases.js'
 
 // The house's floors, read from the code's own imports so that they cannot come back unseen: core/ is the ground
@@ -36,6 +36,22 @@ t.test('core/ imports nothing from plugins/ or runtimes/', async (t) => {
     ? imports.filter((i) => /^(plugins|runtimes)\//.test(rel(i))).map((i) => `${rel(file)} -> ${rel(i)}`)
     : [])
   t.same(upward, [], 'no import from core/ reaches up')
+})
+
+// core/'s wings, from the top down: a wing imports only the wings below it.
+const WINGS = ['cli', 'server', 'platform', 'config', 'base']
+const wingOf = (file: string): number => WINGS.indexOf(rel(file).split('/')[1] ?? '')
+
+t.test('core/ is in its wings, and no wing imports one above it', async (t) => {
+  const core = files.filter((f) => rel(f).startsWith('core/'))
+  t.same(core.filter((f) => wingOf(f) === -1).map(rel), [], 'every file of core/ is in a wing')
+  const upward = core.flatMap((file) => (graph.get(file) ?? [])
+    .filter((i) => rel(i).startsWith('core/') && wingOf(i) < wingOf(file))
+    .map((i) => `${rel(file)} -> ${rel(i)}`))
+  t.same(upward, [], 'no import from a wing reaches a wing above it')
+  // The check itself: the platform reaching into the CLI is what it must catch.
+  const probe = join(PACKAGE_ROOT, 'core', 'platform', 'probe.ts')
+  t.ok(wingOf(join(PACKAGE_ROOT, 'core', 'cli', 'cli.ts')) < wingOf(probe), 'cli stands above platform')
 })
 
 t.test('no import circles', async (t) => {

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { formatBytes } from '../../core/units.js'
+import { formatBytes } from '../../core/base/units.js'
 
 t.test('sizes for people: units that tell two numbers apart', async (t) => {
   // The case that was misread: an 11 MB file on a 6 MB disk read "0.01 GiB" twice.

@@ -1,6 +1,6 @@
 import fc from 'fast-check'
 import t from 'tap'
-import { exceedsJsonDepth } from '../../core/json-depth.js'
+import { exceedsJsonDepth } from '../../core/base/json-depth.js'
 
 /** The plain reading, character by character: what the fast scan must agree with on any text. */
 function reference (text: string, limit: number): boolean {

@@ -1,7 +1,7 @@
 import t from 'tap'
 import Fastify from 'fastify'
-import { lazyCompilers, lazyValidators, warmValidators } from '../../core/lazy-compilers.js'
-import { ajvCompiler } from '../../core/lazy-require.js'
+import { lazyCompilers, lazyValidators, warmValidators } from '../../core/server/lazy-compilers.js'
+import { ajvCompiler } from '../../core/base/lazy-require.js'
 
 t.test('a route\'s validator is compiled on its first request, and validates as Ajv does', async (t) => {
   const app = Fastify({ schemaController: { compilersFactory: { buildValidator: lazyValidators() } } })

@@ -1,6 +1,6 @@
 import { getEventListeners } from 'node:events'
 import t from 'tap'
-import { linkedSignal } from '../../core/linked-signal.js'
+import { linkedSignal } from '../../core/base/linked-signal.js'
 
 const listeners = (signal: AbortSignal): number => getEventListeners(signal, 'abort').length
 

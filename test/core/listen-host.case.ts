@@ -1,8 +1,8 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../core/config.js'
-import { SHIPPED_CONFIG } from '../../core/paths.js'
+import { loadConfig } from '../../core/platform/config.js'
+import { SHIPPED_CONFIG } from '../../core/base/paths.js'
 import { tempDir } from '../helpers/app.js'
 
 // As OLLAMA_HOST is read: a host may carry its port, and the higher layer's port wins.

@@ -6,12 +6,12 @@ import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { until } from '../helpers/until.js'
 
-// The server's stdout (core/log-stream.ts), in a process of its own: a line logged while an earlier write is still
+// The server's stdout (core/base/log-stream.ts), in a process of its own: a line logged while an earlier write is still
 // under way (a reader that is slow, a full pipe) goes out once that write is done, not with the next line logged.
-const LOG_STREAM = pathToFileURL(join(PACKAGE_ROOT, 'dist/core/log-stream.js')).href
+const LOG_STREAM = pathToFileURL(join(PACKAGE_ROOT, 'dist/core/base/log-stream.js')).href
 
 t.test('a line logged during a write that waits on a full pipe is written right after it, not held until the next', async (t) => {
   // 1 MiB in one line fills the pipe (64 KiB) until the test reads; the short line comes a turn later, then nothing.

@@ -4,7 +4,7 @@
 import { truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../core/config.js'
+import { loadConfig } from '../../core/platform/config.js'
 import { openStore } from '../../plugins/storage/open-store.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'

@@ -1,19 +1,19 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { GATEWAY_NODE_FLAGS } from '../../core/base/node-flags.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { startServe } from '../helpers/serve-process.js'
 import { tempDir } from '../helpers/app.js'
 
 t.test('the bin\'s shebang and npm start run node with the gateway\'s V8 flags', async (t) => {
-  const shebang = (await readFile(join(PACKAGE_ROOT, 'core/cli.ts'), 'utf8')).split('\n')[0]
+  const shebang = (await readFile(join(PACKAGE_ROOT, 'core/cli/cli.ts'), 'utf8')).split('\n')[0]
   t.equal(shebang, `#!/usr/bin/env -S node ${GATEWAY_NODE_FLAGS.join(' ')}`)
-  const built = (await readFile(join(PACKAGE_ROOT, 'dist/core/cli.js'), 'utf8')).split('\n')[0]
+  const built = (await readFile(join(PACKAGE_ROOT, 'dist/core/cli/cli.js'), 'utf8')).split('\n')[0]
   t.equal(built, shebang, 'the build keeps the shebang')
   const pkg = JSON.parse(await readFile(join(PACKAGE_ROOT, 'package.json'), 'utf8')) as { scripts: Record<string, string> }
   // exec: the shell npm runs the script in hands its place to node, so that a SIGTERM to npm start reaches the gateway.
-  t.equal(pkg.scripts.start, `exec node ${GATEWAY_NODE_FLAGS.join(' ')} dist/core/cli.js serve`)
+  t.equal(pkg.scripts.start, `exec node ${GATEWAY_NODE_FLAGS.join(' ')} dist/core/cli/cli.js serve`)
 })
 
 t.test('a served gateway has the small young generation the flags ask for', async (t) => {

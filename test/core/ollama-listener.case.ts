@@ -1,8 +1,8 @@
 import { request as httpRequest } from 'node:http'
 import { createServer, connect } from 'node:net'
 import t from 'tap'
-import { buildApp } from '../../core/app.js'
-import { ConfigError, resolveConfig } from '../../core/config.js'
+import { buildApp } from '../../core/server/app.js'
+import { ConfigError, resolveConfig } from '../../core/platform/config.js'
 import { build, testConfig } from '../helpers/app.js'
 import { ndjsonEvents, post, serveTinyModels, sseEvents } from '../helpers/inference.js'
 
@@ -152,7 +152,7 @@ t.test('configuration: the key, its environment variable, and mistakes stopped a
   t.equal(resolved({ ollama_listen: 'auto', port: 11434 }), null, 'auto with the main port on Ollama\'s: none (the main address serves them)')
   t.equal(resolved({ ollama_listen: 'off' }), null, 'off')
   t.equal(resolved({ ollama_listen: null }), null, 'null, as before auto')
-  const { loadConfig } = await import('../../core/config.js')
+  const { loadConfig } = await import('../../core/platform/config.js')
   t.same(loadConfig({}, {}).ollamaListen, { host: '127.0.0.1', port: 11434, required: false }, 'the shipped config.yaml: auto')
   t.same(loadConfig({}, { LLAMAGATE_OLLAMA_LISTEN: '127.0.0.1:11434' }).ollamaListen, { host: '127.0.0.1', port: 11434, required: true }, 'LLAMAGATE_OLLAMA_LISTEN')
   t.equal(loadConfig({}, { LLAMAGATE_OLLAMA_LISTEN: 'off' }).ollamaListen, null, 'LLAMAGATE_OLLAMA_LISTEN=off')

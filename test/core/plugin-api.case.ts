@@ -4,9 +4,9 @@ import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { transform } from 'esbuild'
 import t from 'tap'
-import { loadConfig } from '../../core/config.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
-import { PluginLoadError } from '../../core/plugin-loader.js'
+import { loadConfig } from '../../core/platform/config.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
+import { PluginLoadError } from '../../core/platform/plugin-loader.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 import { exampleSource, installPlugin, projectDir } from '../helpers/example-plugin.js'
 
@@ -81,7 +81,7 @@ t.test('every load failure stops the start naming the plugin and why', async (t)
 
 t.test('definePlugin: a Fastify plugin of its own; shared, its decorators reach the plugins after it, else not', async (t) => {
   const { default: Fastify } = await import('fastify')
-  const { definePlugin, Type } = await import('../../core/plugin-api.js')
+  const { definePlugin, Type } = await import('../../core/platform/plugin-api.js')
   for (const shared of [true, false]) {
     const app = Fastify()
     t.teardown(() => app.close())

@@ -3,10 +3,10 @@ import { readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { ConfigError } from '../../core/config-error.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
-import { PluginLoadError } from '../../core/plugin-loader.js'
-import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
+import { ConfigError } from '../../core/config/config-error.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
+import { PluginLoadError } from '../../core/platform/plugin-loader.js'
+import { loadConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
 import { buildTestApp } from '../helpers/app.js'
 import { userEnv } from '../helpers/child-env.js'
 import { installPlugin, projectDir } from '../helpers/example-plugin.js'
@@ -16,7 +16,7 @@ import { installPlugin, projectDir } from '../helpers/example-plugin.js'
 // built-ins' do.
 
 const EXAMPLE = join(PACKAGE_ROOT, 'docs/examples/motd-plugin.ts')
-const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
+const CLI = join(PACKAGE_ROOT, 'dist/core/cli/cli.js')
 type Test = Parameters<typeof projectDir>[0]
 
 /** A project with the example installed and a config.yaml listing it, `extra` appended; its config file. */

@@ -1,9 +1,9 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfig } from '../../core/config.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
-import { PluginLoadError } from '../../core/plugin-loader.js'
+import { loadConfig } from '../../core/platform/config.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
+import { PluginLoadError } from '../../core/platform/plugin-loader.js'
 import { buildTestApp, tempDir } from '../helpers/app.js'
 
 t.test('an admin plugin listed in config.yaml is loaded with its options', async (t) => {

@@ -3,13 +3,13 @@ import { pathToFileURL } from 'node:url'
 import { Ajv } from 'ajv'
 import t from 'tap'
 import { Type } from 'typebox'
-import { assembleConfigSchema, BUILTIN_SECTIONS, CONFIG_AJV_OPTIONS, configShape } from '../../core/config-sections.js'
-import type { ConfigSection } from '../../core/config-section.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
-import type * as Precompiled from '../../core/precompiled-config-validator.js'
+import { assembleConfigSchema, BUILTIN_SECTIONS, CONFIG_AJV_OPTIONS, configShape } from '../../core/platform/config-sections.js'
+import type { ConfigSection } from '../../core/config/config-section.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
+import type * as Precompiled from '../../core/config/precompiled-config-validator.js'
 
 // The build's module, as a CLI run or a server start loads it (the sources have no generated file beside them).
-const built = await import(pathToFileURL(join(PACKAGE_ROOT, 'dist', 'core', 'precompiled-config-validator.js')).href) as typeof Precompiled
+const built = await import(pathToFileURL(join(PACKAGE_ROOT, 'dist', 'core', 'config', 'precompiled-config-validator.js')).href) as typeof Precompiled
 const schema = assembleConfigSchema(BUILTIN_SECTIONS)
 
 t.test('the build made the validator from the schema the sources assemble', async (t) => {

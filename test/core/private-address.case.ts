@@ -2,7 +2,7 @@ import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import t from 'tap'
 import { request } from 'undici'
-import { isPrivateAddress, isPrivateLiteral, PrivateAddressError, privateAddressErrorOf, publicOnlyAgent } from '../../core/private-address.js'
+import { isPrivateAddress, isPrivateLiteral, PrivateAddressError, privateAddressErrorOf, publicOnlyAgent } from '../../core/base/private-address.js'
 
 t.test('the address classes, v4, v6 and v4 inside v6', async (t) => {
   const refused = [

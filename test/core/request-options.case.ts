@@ -1,5 +1,5 @@
 import t from 'tap'
-import { modelOptions, resolveOptions, topLevelOverrides } from '../../core/request-options.js'
+import { modelOptions, resolveOptions, topLevelOverrides } from '../../core/config/request-options.js'
 
 t.test('options are layered, split into load-time and sampling, and unknown keys go nowhere', async (t) => {
   const resolved = resolveOptions({ defaults: { temperature: 0.7, num_ctx: 4096 }, configured: { temperature: 0.2 }, request: { top_k: 5, num_ctx: 512, tool_choice: 'required', grammar: 'root ::= "x"' } })

@@ -1,7 +1,7 @@
 import { chmod, mkdir, readFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
+import { loadConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { exampleSource, installPlugin, projectDir } from '../helpers/example-plugin.js'
 import { cpuRuntime } from '../helpers/runtime.js'

@@ -25,7 +25,7 @@ t.test('serve: starts, answers, and stops on SIGTERM and SIGINT with exit code 0
   }
 })
 
-// The log is written in batches (core/log-stream.ts): a line still reaches stdout with nothing else logged after it
+// The log is written in batches (core/base/log-stream.ts): a line still reaches stdout with nothing else logged after it
 // (the server idle, nothing more asked: a line held for the next one would never come, and the test would time
 // out), and none is lost on exit. How long it took is told, not judged: a busy machine takes its time.
 t.test('serve: a request\'s log line reaches stdout while the server is idle; every line is out when the process exits on SIGTERM', async (t) => {

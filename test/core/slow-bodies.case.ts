@@ -52,7 +52,7 @@ t.test('with a key: a body not received whole within limits.body_timeout is cut 
 })
 
 t.test('limits.body_timeout: 30 s by default, never 0', async (t) => {
-  const { resolveConfig } = await import('../../core/config.js')
+  const { resolveConfig } = await import('../../core/platform/config.js')
   t.equal(resolveConfig([]).limits.bodyTimeoutMs, 30_000)
   t.throws(() => resolveConfig([{ source: 'test', values: { limits: { body_timeout: 0 } } }]), /limits\.body_timeout must be longer than 0/)
 })

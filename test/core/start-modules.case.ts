@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { tempDir } from '../helpers/app.js'
 import { userEnv } from '../helpers/child-env.js'
 
@@ -35,11 +35,11 @@ const loaded = () => new Promise((resolve) => setImmediate(() => resolve([...new
   }),
 ])])))
 const sink = { write: () => true }
-const { main } = await import(dist + '/core/cli.js')
+const { main } = await import(dist + '/core/cli/cli.js')
 const code = await main(['list'], { stdout: sink, stderr: sink })
 const afterList = await loaded()
-const { loadConfig } = await import(dist + '/core/config.js')
-const { buildApp } = await import(dist + '/core/app.js')
+const { loadConfig } = await import(dist + '/core/platform/config.js')
+const { buildApp } = await import(dist + '/core/server/app.js')
 const app = await buildApp(loadConfig({}, { LLAMAGATE_DATA_DIR: dataDir, LLAMAGATE_LOG_LEVEL: 'silent', LLAMAGATE_OLLAMA_LISTEN: 'off', LLAMAGATE_BUILD_GPU_RUNTIME: 'false' }))
 await app.ready()
 const afterServe = await loaded()

@@ -3,8 +3,8 @@
 // client reads nothing for limits.stream_stall_timeout is cut off and its slot freed.
 import { connect, createServer, type Socket } from 'node:net'
 import t from 'tap'
-import { resolveConfig } from '../../core/config.js'
-import { whenDrained } from '../../core/when-drained.js'
+import { resolveConfig } from '../../core/platform/config.js'
+import { whenDrained } from '../../core/base/when-drained.js'
 import { importLongContextModel, serveTinyModels } from '../helpers/inference.js'
 import { until } from '../helpers/until.js'
 import { usualMs, withinUsualTime } from '../helpers/usual-time.js'

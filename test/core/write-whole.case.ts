@@ -1,7 +1,7 @@
 import { readdir, readFile, lstat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { writeWhole } from '../../core/write-whole.js'
+import { writeWhole } from '../../core/base/write-whole.js'
 import { tempDir } from '../helpers/app.js'
 
 // writeWhole's temporary file is made new under a random name: a link planted where the old, predictable name

@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import type { Test } from 'tap'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { post, serveRealisticModels, type InferenceServer } from './inference.js'
 import type { REALISTIC } from './realistic-models.js'
 import { until } from './until.js'

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js'
 import { parse } from 'yaml'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 
 type Json = Record<string, unknown>
 

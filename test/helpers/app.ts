@@ -2,9 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import { buildApp, type BuildOptions } from '../../core/app.js'
-import { lazyCompilers } from '../../core/lazy-compilers.js'
-import { resolveConfig, type Config } from '../../core/config.js'
+import { buildApp, type BuildOptions } from '../../core/server/app.js'
+import { lazyCompilers } from '../../core/server/lazy-compilers.js'
+import { resolveConfig, type Config } from '../../core/platform/config.js'
 import { holdsOllamaPort } from './ollama-port.js'
 
 type Test = { teardown: (fn: () => unknown) => void }

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process'
 import { join } from 'node:path'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { childEnv } from './child-env.js'
 
 /** Runs the built `npm run bench` script with `args` and the config at `config`; its exit code and all it printed. */

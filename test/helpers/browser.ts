@@ -3,7 +3,7 @@ import { readFile } from 'node:fs/promises'
 import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { tempDir } from './app.js'
 import { once } from './once.js'
 

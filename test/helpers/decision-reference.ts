@@ -1,6 +1,6 @@
 import { Template } from '@huggingface/jinja'
 import { Agent, fetch } from 'undici'
-import { readGgufHeader } from '../../core/gguf-header.js'
+import { readGgufHeader } from '../../core/base/gguf-header.js'
 import { withBareServer } from './bare-llama-server.js'
 
 /** A System One question as a test writes it. */

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module'
 import { join } from 'node:path'
 import { promisify } from 'node:util'
 import { transform } from 'esbuild'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { tempDir } from './app.js'
 
 // A third party's plugin as people write and install it: TypeScript against the published `llamagate/plugin`

@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import type { FastifyInstance } from 'fastify'
-import type { BuildOptions } from '../../core/app.js'
+import type { BuildOptions } from '../../core/server/app.js'
 import { writeTinyGguf } from '../../scripts/fixtures/tiny-model.js'
 import { buildTestApp, testConfig, tempDir } from './app.js'
 import { realisticModel, type FixtureKind, type REALISTIC } from './realistic-models.js'

@@ -3,7 +3,7 @@ import { createServer } from 'node:net'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
 import lockfile from 'proper-lockfile'
-import { OLLAMA_ADDRESS } from '../../core/config.js'
+import { OLLAMA_ADDRESS } from '../../core/platform/config.js'
 
 type Test = { teardown: (fn: () => unknown) => void }
 

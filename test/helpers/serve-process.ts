@@ -4,11 +4,11 @@ import { existsSync } from 'node:fs'
 import { readdir, readFile } from 'node:fs/promises'
 import { randomUUID } from 'node:crypto'
 import { join } from 'node:path'
-import { GATEWAY_NODE_FLAGS } from '../../core/node-flags.js'
-import { PACKAGE_ROOT } from '../../core/paths.js'
+import { GATEWAY_NODE_FLAGS } from '../../core/base/node-flags.js'
+import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { childEnv, userEnv } from './child-env.js'
 
-export const CLI = join(PACKAGE_ROOT, 'dist/core/cli.js')
+export const CLI = join(PACKAGE_ROOT, 'dist/core/cli/cli.js')
 
 export interface ServeProcess {
   child: ChildProcess
@@ -102,12 +102,12 @@ export async function processesWithMark (mark: string): Promise<number[]> {
 }
 
 /**
- * `llamagate <args>` run in this process (core/cli.ts's main with its output captured): what the program does with
+ * `llamagate <args>` run in this process (core/cli/cli.ts's main with its output captured): what the program does with
  * its arguments, without the ~1 s a process of its own costs to start. For what depends on the process itself (its
  * environment, its exit, a lock between two programs) a test runs the program: runCli.
  */
 export async function runCliHere (args: string[]): Promise<{ code: number, stdout: string, stderr: string }> {
-  const { main } = await import('../../core/cli.js')
+  const { main } = await import('../../core/cli/cli.js')
   const stdout = new TextSink()
   const stderr = new TextSink()
   const code = await main(args, { stdout: stdout as unknown as NodeJS.WriteStream, stderr: stderr as unknown as NodeJS.WriteStream })

@@ -3,7 +3,7 @@ import type { Answer, Req } from './requests.js'
 
 // The properties every answer must have, whatever the request: what is wrong with one, as words.
 
-/** The error surface a URL answers in, by the contract (core/error-shapes.ts), from the path alone. */
+/** The error surface a URL answers in, by the contract (core/base/error-shapes.ts), from the path alone. */
 export function surfaceOf (url: string): 'native' | 'openai' | 'anthropic' {
   const path = url.split('?')[0]!
   if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return 'anthropic'

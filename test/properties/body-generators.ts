@@ -82,7 +82,7 @@ export const keepAlive = fc.constantFrom<unknown>('5m', 300, '1h', '10s', -1, '-
 /** Generation length: always small, so that a valid body answers in milliseconds. */
 export const fewTokens = fc.integer({ min: 1, max: 3 })
 
-/** The options object (core/options-schema.ts): sampling options in range; load-time ones at the defaults. */
+/** The options object (core/config/options-schema.ts): sampling options in range; load-time ones at the defaults. */
 export const optionsSpec: Record<string, fc.Arbitrary<unknown>> = {
   temperature: fc.double({ min: 0, max: 2, noNaN: true }),
   top_p: fc.double({ min: 0.01, max: 1, noNaN: true }),

@@ -2,18 +2,18 @@ import { copyFile, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { checkConfig } from '../../core/config-checks.js'
-import { ConfigError } from '../../core/config-error.js'
-import { PluginLoadError } from '../../core/plugin-loader.js'
-import { loadConfigAndPlugins } from '../../core/plugin-manifests.js'
-import { checkedRuntimeKinds } from '../../core/runtime-kind-check.js'
-import type { RuntimeKind } from '../../core/runtime-kinds.js'
+import { checkConfig } from '../../core/platform/config-checks.js'
+import { ConfigError } from '../../core/config/config-error.js'
+import { PluginLoadError } from '../../core/platform/plugin-loader.js'
+import { loadConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
+import { checkedRuntimeKinds } from '../../core/config/runtime-kind-check.js'
+import type { RuntimeKind } from '../../core/config/runtime-kinds.js'
 import { kindModules } from '../../runtimes/kind-modules.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { testConfig, tempDir } from '../helpers/app.js'
 import { installPlugin, projectDir } from '../helpers/example-plugin.js'
 
-// Runtime kinds of plugins (core/runtime-kinds.ts): where they rank, how a bad one fails, what the registry makes of them.
+// Runtime kinds of plugins (core/config/runtime-kinds.ts): where they rank, how a bad one fails, what the registry makes of them.
 
 const PROBES = fileURLToPath(new URL('../fixtures/probes/', import.meta.url))
 const device = (name: string) => ({ name, totalBytes: 8 * 2 ** 30, freeBytes: 6 * 2 ** 30 })

@@ -1,5 +1,5 @@
 import type { UpstreamConfig } from '../upstream-config.js'
-import { GatewayError, RuntimeError } from '../../../core/errors.js'
+import { GatewayError, RuntimeError } from '../../../core/base/errors.js'
 import { tokenCount, watchedSink, type ModelEndpoint, type RelayProgress, type RelaySink } from '../../../runtimes/index.js'
 import { messageOf, type ChatAnswer } from './messages-answer.js'
 import { chatRequestOf, stopSequencesOf } from './messages-request.js'

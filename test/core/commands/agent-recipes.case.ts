@@ -2,9 +2,9 @@ import { readFile, readdir, rm, stat } from 'node:fs/promises'
 import { join } from 'node:path'
 import { PassThrough } from 'node:stream'
 import t from 'tap'
-import { AGENTS, type AgentWiring } from '../../../core/commands/agents/index.js'
-import { printAgent } from '../../../core/commands/agents/print-agent.js'
-import { settingsFolder, writeSettings } from '../../../core/commands/agents/settings-folder.js'
+import { AGENTS, type AgentWiring } from '../../../core/cli/commands/agents/index.js'
+import { printAgent } from '../../../core/cli/commands/agents/print-agent.js'
+import { settingsFolder, writeSettings } from '../../../core/cli/commands/agents/settings-folder.js'
 import { tempDir } from '../../helpers/app.js'
 
 // Any local user reads another's command line (`ps`, /proc/<pid>/cmdline), not its environment. Every

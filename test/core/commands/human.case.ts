@@ -1,6 +1,6 @@
 import t from 'tap'
-import { formatDuration, relativeTime, table } from '../../../core/commands/human.js'
-import { toUrl } from '../../../core/commands/server-address.js'
+import { formatDuration, relativeTime, table } from '../../../core/cli/commands/human.js'
+import { toUrl } from '../../../core/cli/commands/server-address.js'
 
 t.test('relativeTime says how far, in the largest whole unit, and which way', async (t) => {
   const now = Date.parse('2026-01-01T00:00:00Z')

@@ -1,5 +1,5 @@
-import { runAgent } from '../../../core/commands/agents/run-agent.js'
-import type { AgentRecipe } from '../../../core/commands/agents/recipe.js'
+import { runAgent } from '../../../core/cli/commands/agents/run-agent.js'
+import type { AgentRecipe } from '../../../core/cli/commands/agents/recipe.js'
 
 // A launch of an agent whose settings are merged into HOME/.fake/settings.json: the stand-in agent is argv[2]
 // (a shell script), so a test can stop this process at any point of the run and look at what it left.

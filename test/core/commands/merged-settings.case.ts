@@ -4,12 +4,12 @@ import { chmod, lstat, mkdir, readFile, readdir, rm, stat, symlink, writeFile } 
 import { join } from 'node:path'
 import { fileURLToPath } from 'node:url'
 import t, { type Test } from 'tap'
-import { mergeSettings, recordPath, undoMerge } from '../../../core/commands/agents/merged-settings.js'
-import type { AgentWiring, MergedSettings } from '../../../core/commands/agents/recipe.js'
+import { mergeSettings, recordPath, undoMerge } from '../../../core/cli/commands/agents/merged-settings.js'
+import type { AgentWiring, MergedSettings } from '../../../core/cli/commands/agents/recipe.js'
 import { tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 import { until } from '../../helpers/until.js'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 
 // Settings merged into a user's own file (for agents that read only that one): the user's file comes back byte for
 // byte, with its mode, whatever stops the run: the agent's exit, a signal to launch, or launch killed (then

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ModelfileError, parseModelfile, parameterValue } from '../../../core/commands/modelfile.js'
+import { ModelfileError, parseModelfile, parameterValue } from '../../../core/cli/commands/modelfile.js'
 
 function errorOf (text: string): ModelfileError {
   try {

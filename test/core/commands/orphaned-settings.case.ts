@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs'
 import { mkdir, rm, stat, symlink, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { removeOrphanedFolders, settingsFolder } from '../../../core/commands/agents/settings-folder.js'
+import { removeOrphanedFolders, settingsFolder } from '../../../core/cli/commands/agents/settings-folder.js'
 import { tempDir } from '../../helpers/app.js'
 
 // A launch killed outright (SIGKILL) cannot remove its private folder, which may hold the key (Cline's settings

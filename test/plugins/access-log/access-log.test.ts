@@ -1,7 +1,7 @@
 import { Writable } from 'node:stream'
 import { join } from 'node:path'
 import t from 'tap'
-import { buildApp } from '../../../core/app.js'
+import { buildApp } from '../../../core/server/app.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir, testConfig } from '../../helpers/app.js'
 import { post } from '../../helpers/inference.js'

@@ -1,6 +1,6 @@
 import t from 'tap'
-import type { CallOutcome, CallRequest } from '../../../core/call-hooks.js'
-import { ForbiddenError } from '../../../core/errors.js'
+import type { CallOutcome, CallRequest } from '../../../core/platform/call-hooks.js'
+import { ForbiddenError } from '../../../core/base/errors.js'
 import { tinyWav } from '../../../scripts/fixtures/realistic-audio-projector.js'
 import { serveRealisticModels } from '../../helpers/inference.js'
 

@@ -3,7 +3,7 @@
 import { readdir, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { ConversionError } from '../../../core/errors.js'
+import { ConversionError } from '../../../core/base/errors.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { checkpoint, fakePython, leftovers, markProcesses, realConverter, sharedConverter, skipUnlessReady } from './fixtures.js'

@@ -3,7 +3,7 @@
 import { open, readFile, rm, truncate, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { BadRequestError, ConversionError } from '../../../core/errors.js'
+import { BadRequestError, ConversionError } from '../../../core/base/errors.js'
 import { checkCheckpoint } from '../../../plugins/convert/checkpoint-check.js'
 import { reasonOf } from '../../../plugins/convert/converter.js'
 import { DEBIAN_PACKAGES } from '../../../plugins/convert/python-env.js'

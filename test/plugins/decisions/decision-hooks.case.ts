@@ -1,6 +1,6 @@
 import t from 'tap'
-import type { CallOutcome, CallRequest } from '../../../core/call-hooks.js'
-import { ForbiddenError } from '../../../core/errors.js'
+import type { CallOutcome, CallRequest } from '../../../core/platform/call-hooks.js'
+import { ForbiddenError } from '../../../core/base/errors.js'
 import { post, serveRealisticModels, sharedServer } from '../../helpers/inference.js'
 
 // The plugins' call hooks on decisions, as on a chat: `before` sees the state (text as `prompt`, a conversation as

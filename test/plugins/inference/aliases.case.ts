@@ -1,6 +1,6 @@
 import OpenAI from 'openai'
 import t from 'tap'
-import { ConfigError, resolveConfig } from '../../../core/config.js'
+import { ConfigError, resolveConfig } from '../../../core/platform/config.js'
 import { post, serveTinyModels } from '../../helpers/inference.js'
 
 // The names agents send (claude-sonnet-4-5, gpt-5-codex) reach a chosen local model: config.yaml's

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { CallHooks, type CallHook } from '../../../core/call-hooks.js'
+import { CallHooks, type CallHook } from '../../../core/platform/call-hooks.js'
 import { HookedCall } from '../../../plugins/inference/hooked-call.js'
 import type { Lease } from '../../../plugins/leases/lease.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../../runtimes/index.js'

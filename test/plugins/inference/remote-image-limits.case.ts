@@ -3,7 +3,7 @@
 // the error words told a closed port from an open one.
 import { createServer, type Server } from 'node:http'
 import t from 'tap'
-import { isPrivateAddress } from '../../../core/private-address.js'
+import { isPrivateAddress } from '../../../core/base/private-address.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
 import { usualMs, withinUsualTime } from '../../helpers/usual-time.js'
 

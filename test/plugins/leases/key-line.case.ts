@@ -2,7 +2,7 @@
 // flooding a line delays another key's request by a turn, not by its whole backlog. Without keys the line stays first
 // come, first served; the line's own rules (its length, a key's queue share) are checked before a request joins it.
 import t from 'tap'
-import { QueueFullError, TooManyRequestsError } from '../../../core/errors.js'
+import { QueueFullError, TooManyRequestsError } from '../../../core/base/errors.js'
 import { KeyLine, type Seat } from '../../../plugins/leases/key-line.js'
 import { queueShareRule } from '../../../plugins/quotas/queue-share.js'
 

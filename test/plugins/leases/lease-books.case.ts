@@ -1,8 +1,8 @@
 // A lease's books tell its source, as the place goes back, what the request was served: the source's speeds (the
 // scheduler's estimate of prompt and generation rates) come from them, once the runtime's answer counted its tokens.
 import t from 'tap'
-import { EventHub } from '../../../core/event-hub.js'
-import type { RequestUsage } from '../../../core/request-usage.js'
+import { EventHub } from '../../../core/base/event-hub.js'
+import type { RequestUsage } from '../../../core/base/request-usage.js'
 import { grantLease, type ServedTokens } from '../../../plugins/leases/lease-terms.js'
 import type { LeaseEvents } from '../../../plugins/leases/lease-events.js'
 import type { ModelEndpoint } from '../../../runtimes/index.js'

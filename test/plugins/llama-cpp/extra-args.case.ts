@@ -1,7 +1,7 @@
 import t from 'tap'
-import { checkConfig } from '../../../core/config-checks.js'
-import { ConfigError, resolveConfig, type Config } from '../../../core/config.js'
-import { builtinManifests } from '../../../core/plugin-loader.js'
+import { checkConfig } from '../../../core/platform/config-checks.js'
+import { ConfigError, resolveConfig, type Config } from '../../../core/platform/config.js'
+import { builtinManifests } from '../../../core/platform/plugin-loader.js'
 import { isPathItem, mapModelFiles, ownedFlagProblems } from '../../../runtimes/extra-args.js'
 
 t.test('owned flags are named with what to do instead; the rest pass', async (t) => {

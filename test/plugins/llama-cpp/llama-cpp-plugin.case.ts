@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { build, tempDir } from '../../helpers/app.js'
 import { cpuRuntime } from '../../helpers/runtime.js'

@@ -5,7 +5,7 @@ import { readdir, readFile, stat, writeFile } from 'node:fs/promises'
 import { connect, type Socket } from 'node:net'
 import { join } from 'node:path'
 import t from 'tap'
-import { formatBytes } from '../../../core/units.js'
+import { formatBytes } from '../../../core/base/units.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { post, serveTinyModels, sharedServer } from '../../helpers/inference.js'
@@ -170,7 +170,7 @@ t.test('llamagate create FROM a file past the quota: refused before it is sent, 
 })
 
 t.test('limits.blob_quota: 200 GiB by default; 0 or null for none', async (t) => {
-  const { resolveConfig } = await import('../../../core/config.js')
+  const { resolveConfig } = await import('../../../core/platform/config.js')
   t.equal(resolveConfig([]).limits.blobQuota, 200 * 1024 ** 3)
   t.equal(resolveConfig([{ source: 'test', values: { limits: { blob_quota: 0 } } }]).limits.blobQuota, null)
   t.equal(resolveConfig([{ source: 'test', values: { limits: { blob_quota: null } } }]).limits.blobQuota, null)

@@ -87,6 +87,6 @@ t.test('blobs no model holds are reclaimed once unused for the limit; held and y
 })
 
 t.test('limits.unused_blob_ttl: 24 h by default', async (t) => {
-  const { resolveConfig } = await import('../../../core/config.js')
+  const { resolveConfig } = await import('../../../core/platform/config.js')
   t.equal(resolveConfig([]).limits.unusedBlobMs, 24 * 3_600_000)
 })

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http'
 import { Writable } from 'node:stream'
 import t from 'tap'
-import { ollamaAddressCheck } from '../../../core/commands/ollama-address-check.js'
+import { ollamaAddressCheck } from '../../../core/cli/commands/ollama-address-check.js'
 import { buildTestApp, testConfig } from '../../helpers/app.js'
 import { holdOllamaPort } from '../../helpers/ollama-port.js'
 

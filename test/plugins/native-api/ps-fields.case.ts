@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises'
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { firstEvent, post, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 

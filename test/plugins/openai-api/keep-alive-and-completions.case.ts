@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises'
 import t from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 
 // docs/api.md, /v1: "`keep_alive` accepted" on /v1/chat/completions and /v1/completions, and "/v1/completions:

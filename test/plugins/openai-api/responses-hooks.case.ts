@@ -1,5 +1,5 @@
 import t from 'tap'
-import type { CallPiece } from '../../../core/call-hooks.js'
+import type { CallPiece } from '../../../core/platform/call-hooks.js'
 import { post, serveRealisticModels } from '../../helpers/inference.js'
 
 // A whole /v1/responses answer reaches the plugins' piece hooks as one whole piece, as docs/plugins.md promises and

@@ -1,6 +1,6 @@
 // KeyQuotas on a clock of the test's own: the windows and waits to the second, without waiting a minute or a day.
 import t from 'tap'
-import { TooManyRequestsError } from '../../../core/errors.js'
+import { TooManyRequestsError } from '../../../core/base/errors.js'
 import { KeyQuotas, nextUtcMidnight } from '../../../plugins/quotas/key-quotas.js'
 
 const NOON = Date.UTC(2025, 0, 31, 12, 0, 0)

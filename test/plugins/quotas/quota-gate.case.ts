@@ -3,8 +3,8 @@
 import { EventEmitter } from 'node:events'
 import type { FastifyReply, FastifyRequest } from 'fastify'
 import t from 'tap'
-import { TooManyRequestsError } from '../../../core/errors.js'
-import type { RequestUsage } from '../../../core/request-usage.js'
+import { TooManyRequestsError } from '../../../core/base/errors.js'
+import type { RequestUsage } from '../../../core/base/request-usage.js'
 import { KeyQuotas } from '../../../plugins/quotas/key-quotas.js'
 import { admitRequest } from '../../../plugins/quotas/quota-gate.js'
 

@@ -1,8 +1,8 @@
 // The instance lifecycle with the stand-ins ports.ts exists for: no llama-server, a process whose start,
 // stop and exit the test decides. The transitions and the one end path, and the races between a load and a stop.
 import t from 'tap'
-import { ModelNotFoundError, RuntimeError } from '../../../core/errors.js'
-import type { ResolvedOptions } from '../../../core/request-options.js'
+import { ModelNotFoundError, RuntimeError } from '../../../core/base/errors.js'
+import type { ResolvedOptions } from '../../../core/config/request-options.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../runtimes/index.js'
 import { nextServerState } from '../../../runtimes/process/llama-server.js'
 import { IllegalTransitionError, Instance } from '../../../plugins/scheduler/instance.js'

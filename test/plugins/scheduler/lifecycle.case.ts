@@ -2,7 +2,7 @@ import { getEventListeners } from 'node:events'
 import { setTimeout as sleep } from 'node:timers/promises'
 import type { FastifyInstance } from 'fastify'
 import t, { type Test } from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { importLongContextModel, post, serveTinyModels, sharedServer, sseEvents } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
 
@@ -92,7 +92,7 @@ t.test('16 concurrent streams on num_parallel 2 all complete, served in order of
 
 t.test('requests leave nothing on the instance they ran on: its signal has no listener once they are done', async (t) => {
   // Every lease follows the instance's signal (a stop or a crash ends the request); a model stays loaded for
-  // weeks, so what a request hangs on that signal must come off when the request ends (core/linked-signal.ts).
+  // weeks, so what a request hangs on that signal must come off when the request ends (core/base/linked-signal.ts).
   const { app, url } = await tiny()
   // A lease taken without a client signal of its own carries the instance's signal itself.
   const probe = await app.scheduler.acquire('acme/tiny')

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs'
 import { join } from 'node:path'
 import t from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'

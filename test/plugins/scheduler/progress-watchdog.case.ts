@@ -1,5 +1,5 @@
 import t from 'tap'
-import { isAlive } from '../../../core/process-alive.js'
+import { isAlive } from '../../../core/base/process-alive.js'
 import { ProgressWatchdog, type ProgressSource } from '../../../plugins/scheduler/progress-watchdog.js'
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
@@ -93,7 +93,7 @@ t.test('a generation that keeps moving runs on; a runtime that stops answering i
 })
 
 t.test('limits.progress_timeout: 5 minutes by default, never 0', async (t) => {
-  const { resolveConfig } = await import('../../../core/config.js')
+  const { resolveConfig } = await import('../../../core/platform/config.js')
   t.equal(resolveConfig([]).limits.progressTimeoutMs, 300_000)
   t.throws(() => resolveConfig([{ source: 'test', values: { limits: { progress_timeout: 0 } } }]), /limits\.progress_timeout must be longer than 0/)
   t.throws(() => resolveConfig([{ source: 'test', values: { limits: { progress_timeout: 'soon' } } }]), /limits\.progress_timeout/)

@@ -3,7 +3,7 @@
 // the measured costs the choice reads are the test's, whatever the machine's load.
 import { setTimeout as delay } from 'node:timers/promises'
 import t from 'tap'
-import { ModelNotFoundError } from '../../../core/errors.js'
+import { ModelNotFoundError } from '../../../core/base/errors.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../runtimes/index.js'
 import type { RuntimeProcess, SchedulableModel, SchedulerStore } from '../../../plugins/scheduler/ports.js'
 import { Scheduler } from '../../../plugins/scheduler/scheduler.js'

@@ -2,8 +2,8 @@
 // and stop at once, leases the test takes and gives back. The limits are config.yaml's defaults, so that what is
 // tested is what a server does unless told otherwise.
 import t from 'tap'
-import { ModelNotFoundError } from '../../../core/errors.js'
-import { resolveConfig } from '../../../core/config.js'
+import { ModelNotFoundError } from '../../../core/base/errors.js'
+import { resolveConfig } from '../../../core/platform/config.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../runtimes/index.js'
 import type { Instance } from '../../../plugins/scheduler/instance.js'
 import type { Lease } from '../../../plugins/leases/lease.js'

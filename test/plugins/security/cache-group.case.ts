@@ -2,7 +2,7 @@
 // by its own cache_salt; one group in all shares as a server without keys does.
 import { join } from 'node:path'
 import t from 'tap'
-import { BadRequestError } from '../../../core/errors.js'
+import { BadRequestError } from '../../../core/base/errors.js'
 import { checkKeysFile, hashSecret, KeysFileError, writeKeysFile, type KeyEntry } from '../../../plugins/security/keys-file.js'
 import { cacheGroupOf } from '../../../plugins/security/cache-group.js'
 import { KeyRing } from '../../../plugins/security/key-ring.js'

@@ -3,7 +3,7 @@
 import { writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t, { type Test } from 'tap'
-import { loadConfig } from '../../../core/config.js'
+import { loadConfig } from '../../../core/platform/config.js'
 import { hashSecret, writeKeysFile, type Scope } from '../../../plugins/security/keys-file.js'
 import { openStore } from '../../../plugins/storage/open-store.js'
 import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'

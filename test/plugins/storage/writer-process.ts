@@ -5,7 +5,7 @@
 // Prints one JSON line per step on stdout.
 import { open, readFile } from 'node:fs/promises'
 import { join } from 'node:path'
-import { ConflictError } from '../../../core/errors.js'
+import { ConflictError } from '../../../core/base/errors.js'
 import { ModelStore } from '../../../plugins/storage/model-store.js'
 import { sha256File } from '../../../plugins/storage/file-hash.js'
 

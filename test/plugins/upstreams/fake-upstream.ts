@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Test } from 'tap'
-import { resolveConfig } from '../../../core/config.js'
+import { resolveConfig } from '../../../core/platform/config.js'
 import type { UpstreamConfig } from '../../../plugins/upstreams/upstream-config.js'
 
 /** One request a stand-in upstream received. */

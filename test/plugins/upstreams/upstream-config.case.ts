@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigError, resolveConfig } from '../../../core/config.js'
+import { ConfigError, resolveConfig } from '../../../core/platform/config.js'
 
 // config.yaml's upstreams: what loads, with which defaults, and what is refused at start, and why.
 

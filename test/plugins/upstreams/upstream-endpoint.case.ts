@@ -1,6 +1,6 @@
 import { createServer as createHttpsServer } from 'node:https'
 import t from 'tap'
-import { GatewayError, RuntimeError } from '../../../core/errors.js'
+import { GatewayError, RuntimeError } from '../../../core/base/errors.js'
 import { upstreamEndpoint } from '../../../plugins/upstreams/upstream-endpoint.js'
 import type { RelayProgress, RelaySink } from '../../../runtimes/endpoint/stream-relay.js'
 import { fakeUpstream, json, upstream } from './fake-upstream.js'

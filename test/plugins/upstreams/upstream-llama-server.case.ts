@@ -1,6 +1,6 @@
 import { join } from 'node:path'
 import t from 'tap'
-import { RuntimeError } from '../../../core/errors.js'
+import { RuntimeError } from '../../../core/base/errors.js'
 import type { RelayProgress } from '../../../runtimes/endpoint/stream-relay.js'
 import { LlamaServer } from '../../../runtimes/process/llama-server.js'
 import { listUpstreamModels } from '../../../plugins/upstreams/upstream-client.js'

@@ -1,7 +1,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http'
 import type { Socket } from 'node:net'
 import t from 'tap'
-import { RuntimeError } from '../../../core/errors.js'
+import { RuntimeError } from '../../../core/base/errors.js'
 import { RuntimeEndpoint } from '../../../runtimes/endpoint/runtime-endpoint.js'
 import { withBodyFields } from '../../../runtimes/endpoint/model-endpoint.js'
 import type { RelaySink } from '../../../runtimes/endpoint/stream-relay.js'

@@ -1,7 +1,7 @@
 import { readFile, stat, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../../core/paths.js'
+import { PACKAGE_ROOT } from '../../../core/base/paths.js'
 import { tempDir } from '../../helpers/app.js'
 import { runBench } from '../../helpers/bench-run.js'
 import { cpuRuntime } from '../../helpers/runtime.js'

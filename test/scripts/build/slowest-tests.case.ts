@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process'
 import { mkdir, writeFile } from 'node:fs/promises'
 import { join } from 'node:path'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../../core/paths.js'
+import { PACKAGE_ROOT } from '../../../core/base/paths.js'
 import { tempDir } from '../../helpers/app.js'
 import { childEnv } from '../../helpers/child-env.js'
 

@@ -3,7 +3,7 @@ import { readdir } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { promisify } from 'node:util'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../../core/paths.js'
+import { PACKAGE_ROOT } from '../../../core/base/paths.js'
 import { CASE_SUFFIX, caseFiles } from '../../helpers/cases.js'
 
 // `npm test` runs every test the tree holds: each *.test.ts is a file tap lists (its default exclude drops any folder

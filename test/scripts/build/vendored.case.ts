@@ -2,7 +2,7 @@ import { readdir, readFile } from 'node:fs/promises'
 import { join, relative } from 'node:path'
 import { pathToFileURL } from 'node:url'
 import t from 'tap'
-import { PACKAGE_ROOT } from '../../../core/paths.js'
+import { PACKAGE_ROOT } from '../../../core/base/paths.js'
 // @ts-expect-error: a plain .mjs module shared by the build and the tests' loader, without types.
 import { VENDORED, vendorFile } from '../../../scripts/build/transpile.mjs'
 
@@ -30,7 +30,7 @@ t.test('no file of dist/ imports a vendored package by its name', async (t) => {
   }
   t.ok(files > 100, `${files} files read`)
   t.same(offenders, [], 'each imports dist/vendor instead')
-  const schema = await readFile(join(dist, 'core/config-schema.js'), 'utf8')
+  const schema = await readFile(join(dist, 'core/config/config-schema.js'), 'utf8')
   t.match(schema, 'from "../vendor/typebox.js"', 'a rewritten import names the bundle relative to the file')
 })
 

@@ -1,5 +1,5 @@
 import t from 'tap'
-import { ConfigError, resolveConfig } from '../../../../core/config.js'
+import { ConfigError, resolveConfig } from '../../../../core/platform/config.js'
 import { MessagesSupport } from '../../../../plugins/upstreams/detours/messages-via-chat.js'
 
 // config.yaml's `upstreams[].messages`: how Anthropic Messages requests reach an upstream.

@@ -1,6 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk'
 import t from 'tap'
-import { GatewayError, RuntimeError } from '../../../../core/errors.js'
+import { GatewayError, RuntimeError } from '../../../../core/base/errors.js'
 import { messageOf, type ChatAnswer } from '../../../../plugins/upstreams/detours/messages-answer.js'
 import { chatRequestOf } from '../../../../plugins/upstreams/detours/messages-request.js'
 import { MessagesEvents } from '../../../../plugins/upstreams/detours/messages-stream.js'
