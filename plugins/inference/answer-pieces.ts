@@ -110,3 +110,49 @@ export function sseEvent (path: string, event: Json): string {
 export function streamEnd (path: string): string {
   return path === '/v1/chat/completions' || path === '/v1/completions' ? 'data: [DONE]\n\n' : ''
 }
+
+/**
+ * Text the `end` hooks released at an answer's end, added where it goes out last: to the text the event or whole
+ * answer already carries (its last text piece), else as what carries it (a whole answer's text). False where a
+ * stream's event has no text: the text then goes in events of its own before it (`releasedEvents`).
+ */
+export function addReleased (path: string, answer: Json, whole: boolean, text: string): boolean {
+  const last = (whole ? wholePieces(path, answer) : eventPieces(path, answer)).findLast((slot) => slot.kind === 'text')
+  if (last !== undefined) {
+    last.set(last.text + text)
+    return true
+  }
+  if (!whole) return false
+  if (path === '/v1/chat/completions') {
+    const message = answer.choices?.[0]?.message
+    if (message === undefined) return false
+    message.content = text
+  } else if (path === '/v1/messages') {
+    if (!Array.isArray(answer.content)) return false
+    answer.content.push({ type: 'text', text })
+  } else if (path === '/v1/completions') {
+    if (answer.choices?.[0] === undefined) return false
+    answer.choices[0].text = text
+  } else {
+    answer.content = text
+  }
+  return true
+}
+
+/**
+ * The events that carry text the `end` hooks released, in the path's shape, to go before `finishing` (the event that
+ * says the answer finished, whose ids they take): Anthropic's, a text block of its own at `index`.
+ */
+export function releasedEvents (path: string, finishing: Json, index: number, text: string): Json[] {
+  const head = { id: finishing.id, object: finishing.object, created: finishing.created, model: finishing.model }
+  switch (path) {
+    case '/v1/chat/completions': return [{ ...head, choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }]
+    case '/v1/completions': return [{ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }]
+    case '/v1/messages': return [
+      { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index, delta: { type: 'text_delta', text } },
+      { type: 'content_block_stop', index },
+    ]
+    default: return [{ content: text, stop: false }]
+  }
+}

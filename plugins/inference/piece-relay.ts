@@ -4,11 +4,15 @@ import { quickPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
-/** What the call's hooks made of one event: it goes as it came, changed (written again), or the answer is cut before it. */
+/**
+ * What the call's hooks made of one event: it goes as it came, changed (written again), the answer is cut before it,
+ * or events the hooks added go before it (it is written again after them: the text released at an answer's end).
+ */
 export const SENT = 0
 export const CHANGED = 1
 export const CUT = 2
-export type Step = typeof SENT | typeof CHANGED | typeof CUT
+export const ADDED = 3
+export type Step = typeof SENT | typeof CHANGED | typeof CUT | typeof ADDED
 
 const DATA = Buffer.from('data: ')
 const NAME = Buffer.from('event: ')
@@ -22,6 +26,8 @@ export interface RelayHooks {
   event(event: Json): Step | Promise<Step>
   /** One token event's text through the hooks; `event` parses the whole of it, where it is needed (a cut's end). */
   piece(piece: QuickPiece, event: () => Json): Step | Promise<Step>
+  /** The bytes of the events the hooks added before the event last stepped (its step was ADDED). */
+  added(): Buffer
 }
 
 /** An event as the walk read it: its text alone, or parsed (its SSE name and JSON), or neither (`[DONE]`, a comment). */
@@ -184,6 +190,11 @@ export class PieceRelay implements RelaySink {
       if (step === CUT) {
         this.cut = true
         return true
+      }
+      if (step === ADDED) {
+        const added = this.hooks.added()
+        walk.out.push(added)
+        walk.events += eventsIn(added)
       }
       walk.out.push(again(walk.text, walk.at, end, read!))
     }
