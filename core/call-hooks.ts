@@ -100,7 +100,7 @@ export interface HookLog { error(obj: object, msg: string): void }
 
 /**
  * The call hooks the plugins registered (`app.callHooks`), in registration order. The inference plugin runs them
- * (plugins/inference/hooked-call.ts); with none registered a request takes the path it takes without hooks.
+ * (plugins/call-hooks/hooked-call.ts); with none registered a request takes the path it takes without hooks.
  */
 export class CallHooks {
   private hooks: readonly CallHook[] = []

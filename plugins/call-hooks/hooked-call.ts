@@ -9,8 +9,6 @@ import { ADDED, CHANGED, CUT, PieceRelay, SENT, type Step } from './piece-relay.
 import { PieceHooks } from './piece-hooks.js'
 import type { QuickPiece } from './quick-piece.js'
 
-export { callContext, type CallContext } from './call-context.js'
-
 type Json = Record<string, any>
 
 /**

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { CallHooks, type CallHook } from '../../../core/call-hooks.js'
-import { HookedCall } from '../../../plugins/inference/hooked-call.js'
+import { HookedCall } from '../../../plugins/call-hooks/hooked-call.js'
 import type { Lease } from '../../../plugins/leases/lease.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../../runtimes/index.js'
 
-// A passed-through stream with call hooks (plugins/inference/piece-relay.ts): the events the hooks leave alone reach
+// A passed-through stream with call hooks (plugins/call-hooks/piece-relay.ts): the events the hooks leave alone reach
 // the client as the model's server wrote them, byte for byte; only an event a hook changed is written again. The
 // model's server here is an endpoint that writes given bytes, read by the relay in the pieces given (an event may
 // be split across two), and parses the same bytes for the events path.
