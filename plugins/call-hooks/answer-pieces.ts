@@ -1,4 +1,5 @@
 import type { CallPiece } from '../../core/call-hooks.js'
+import { eventBytes } from '../../runtimes/index.js'
 
 // Where the pieces of an answer sit in llama-server's shapes (its own, OpenAI's and Anthropic's), read and written
 // for call hooks (hooked-call.ts): every surface's answer passes one of these paths on its way to the client.
@@ -102,8 +103,7 @@ export function cutEvents (path: string, last: Json | null, open: number | null,
 
 /** An event as SSE text in the path's framing (Anthropic's named events). */
 export function sseEvent (path: string, event: Json): string {
-  const data = JSON.stringify(event)
-  return path === '/v1/messages' ? `event: ${event.type}\ndata: ${data}\n\n` : `data: ${data}\n\n`
+  return eventBytes(event, path === '/v1/messages' ? event.type : null).toString('utf8')
 }
 
 /** What a finished stream of the path ends with after its last event (OpenAI's `[DONE]`), or ''. */
