@@ -74,13 +74,19 @@ export interface CallHook {
   alongside?(request: Readonly<CallRequest>, signal: AbortSignal): void | Promise<void>
   /** Each piece of the answer, streamed or whole, in order: may read it, set its `text`, or cut the answer there. */
   piece?(piece: CallPiece, request: Readonly<CallRequest>): PieceVerdict | Promise<PieceVerdict>
+  /**
+   * The answer's end (streamed or whole, finished or cut; not a failure), once, before its finish goes out: what a
+   * `piece` hook held back (the start of a match the next piece might have ended) is released here. The text it
+   * returns goes out as the answer's last text, through the `piece` hooks registered after this one.
+   */
+  end?(request: Readonly<CallRequest>): string | void | Promise<string | void>
   /** Once the answer went out whole: audit, billing. */
   after?(outcome: CallOutcome): void | Promise<void>
   /** When the request failed (refusals by hooks included); what it throws is logged, never answered. */
   failure?(error: unknown, request: Readonly<CallRequest>): void | Promise<void>
 }
 
-export type CallPhase = 'before' | 'alongside' | 'piece' | 'after' | 'failure'
+export type CallPhase = 'before' | 'alongside' | 'piece' | 'end' | 'after' | 'failure'
 
 /** A hook that threw, rejected or hung: its request fails with this 500 (the cause is in the log). */
 export class HookFailedError extends GatewayError {
@@ -94,7 +100,7 @@ export interface HookLog { error(obj: object, msg: string): void }
 
 /**
  * The call hooks the plugins registered (`app.callHooks`), in registration order. The inference plugin runs them
- * (plugins/inference/hooked-call.ts); with none registered a request takes the path it takes without hooks.
+ * (plugins/call-hooks/hooked-call.ts); with none registered a request takes the path it takes without hooks.
  */
 export class CallHooks {
   private hooks: readonly CallHook[] = []
@@ -105,7 +111,7 @@ export class CallHooks {
   /** Adds a plugin's hooks; they run after those added before them. */
   add (hook: CallHook): void {
     if (typeof hook?.name !== 'string' || hook.name === '') throw new TypeError('a call hook needs the name of its plugin')
-    for (const phase of ['before', 'alongside', 'piece', 'after', 'failure'] as const) {
+    for (const phase of ['before', 'alongside', 'piece', 'end', 'after', 'failure'] as const) {
       if (hook[phase] !== undefined && typeof hook[phase] !== 'function') throw new TypeError(`call hook "${hook.name}": ${phase} must be a function`)
     }
     this.hooks = [...this.hooks, hook]
@@ -113,9 +119,9 @@ export class CallHooks {
 
   get empty (): boolean { return this.hooks.length === 0 }
 
-  /** The hooks that have `phase`, in order. */
-  of (phase: CallPhase): readonly CallHook[] {
-    return this.hooks.filter((h) => h[phase] !== undefined)
+  /** The hooks that have any of `phases`, in order. */
+  of (...phases: CallPhase[]): readonly CallHook[] {
+    return this.hooks.filter((h) => phases.some((phase) => h[phase] !== undefined))
   }
 
   /**

@@ -33,7 +33,8 @@ export default definePlugin({
         if (word !== undefined) throw new ForbiddenError(`the request names "${word}", which this server does not answer`, 'content_policy')
       },
       // Each streamed piece, and a whole answer as one piece: the same redaction either way. A number split across
-      // two streamed pieces is not seen whole here (a real filter would hold back a trailing run of digits).
+      // two streamed pieces is not seen whole here (pii-filter-plugin.ts holds back a trailing run of digits until the
+      // next piece, or the answer's end, shows where it ends).
       piece (piece) {
         if (piece.kind !== 'tool_call') piece.text = piece.text.replace(CARD_NUMBER, options.redaction)
       },

@@ -22,4 +22,4 @@ export default fp(async (app) => {
   app.decorate('decisions', new Decisions({ leases: app.leases, record: (name) => requestRecord(app, name) }))
   await app.register(systemOneRoute)
   await app.register(openAiDecisions)
-}, { name: 'decisions', dependencies: ['storage', 'upstreams', 'inference', 'openai-api', 'router-api'] })
+}, { name: 'decisions', dependencies: ['storage', 'upstreams', 'call-hooks', 'inference', 'openai-api', 'router-api'] })

@@ -7,8 +7,8 @@ import type { DecisionOption, DecisionQuestion, QuestionProbabilities } from './
 import { DecisionsBody } from './schemas.js'
 import { stateForHooks, stateFromHooks } from './decision-call-hooks.js'
 import type { DecisionCall, Decisions } from './decision-service.js'
-import { withAnswerCallHooks } from '../inference/answer-call-hooks.js'
-import { callContext } from '../inference/hooked-call.js'
+import { withAnswerCallHooks } from '../call-hooks/answer-call-hooks.js'
+import { callContext } from '../call-hooks/call-context.js'
 
 type Body = Static<typeof DecisionsBody>
 type Asked = Body['questions'][number]

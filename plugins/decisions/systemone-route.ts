@@ -1,8 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import { clientGone } from '../../core/server/event-stream.js'
 import { parseKeepAlive } from '../../core/base/units.js'
-import { withAnswerCallHooks } from '../inference/answer-call-hooks.js'
-import { callContext } from '../inference/hooked-call.js'
+import { withAnswerCallHooks } from '../call-hooks/answer-call-hooks.js'
+import { callContext } from '../call-hooks/call-context.js'
 import { stateForHooks, stateFromHooks } from './decision-call-hooks.js'
 import { SystemOneBody } from './schemas.js'
 

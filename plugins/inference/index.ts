@@ -15,4 +15,4 @@ declare module 'fastify' {
  */
 export default fp(async (app) => {
   app.decorate('images', new RequestImages({ allow: app.config.vision.allowRemoteImages, allowPrivate: app.config.vision.allowPrivateImageHosts, maxCount: app.config.vision.maxRemoteImages, maxBytes: app.config.vision.maxRemoteImageBytes }))
-}, { name: 'inference', dependencies: ['storage', 'scheduler', 'upstreams'] })
+}, { name: 'inference', dependencies: ['storage', 'scheduler', 'upstreams', 'call-hooks'] })

@@ -10,7 +10,7 @@ import { sessionOf } from './session-affinity.js'
 import { forcedAnswer, forcedChunks } from './forced-call.js'
 import { forcedCallFields, type ForcedCall } from './forced-call-schema.js'
 import { runLeased } from './run-leased.js'
-import { callContext } from './hooked-call.js'
+import { callContext } from '../call-hooks/call-context.js'
 import { OPENAI_CHAT_FIELDS, runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
 

@@ -8,7 +8,7 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { conversationAffinity } from './conversation-affinity.js'
 import { sessionOf } from './session-affinity.js'
 import { runLeased } from './run-leased.js'
-import { callContext } from './hooked-call.js'
+import { callContext } from '../call-hooks/call-context.js'
 import { runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
 

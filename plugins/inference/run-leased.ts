@@ -2,7 +2,8 @@ import { ContextExceededError, RuntimeError } from '../../core/base/errors.js'
 import type { Logger } from '../../core/base/logger.js'
 import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { AcquireRequest, AskPurpose, Lease, LeaseSource } from '../leases/lease.js'
-import { CallReroute, HookedCall, type CallContext } from './hooked-call.js'
+import type { CallContext } from '../call-hooks/call-context.js'
+import { CallReroute, HookedCall } from '../call-hooks/hooked-call.js'
 import { upstreamFailure } from './upstream-failure.js'
 import { waitText } from './wait-text.js'
 
@@ -40,7 +41,7 @@ export interface LeaseAsk {
   session?: string
   /** The request's usage record (`request.usage`), filled by its lease. */
   usage?: RequestUsage
-  /** The plugins' call hooks it goes through (hooked-call.ts `callContext`); null or absent: none registered. */
+  /** The plugins' call hooks it goes through (call-hooks/call-context.ts `callContext`); null or absent: none registered. */
   call?: CallContext | null
 }
 

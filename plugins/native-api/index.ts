@@ -10,4 +10,4 @@ export default fp(async (app) => {
   await app.register(chat)
   await app.register(generate)
   await app.register(ps)
-}, { name: 'native-api', dependencies: ['storage', 'llama-cpp', 'scheduler', 'upstreams', 'inference'] })
+}, { name: 'native-api', dependencies: ['storage', 'llama-cpp', 'scheduler', 'upstreams', 'call-hooks', 'inference'] })

@@ -10,4 +10,4 @@ export default fp(async (app) => {
   await app.register(chatCompletions)
   await app.register(completions)
   await app.register(responses)
-}, { name: 'openai-api', dependencies: ['storage', 'upstreams', 'inference'] })
+}, { name: 'openai-api', dependencies: ['storage', 'upstreams', 'call-hooks', 'inference'] })

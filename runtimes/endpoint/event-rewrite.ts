@@ -1,5 +1,5 @@
 import type { DataRewrite } from './data-rewrite.js'
-import { endsEvent, EVENT_END, PartialEvent } from './sse-bytes.js'
+import { endsEvent, EVENT_END, PartialEvent, startsAt } from './sse-bytes.js'
 
 const EMPTY = Buffer.alloc(0)
 
@@ -48,16 +48,37 @@ export function eventRewrite (edit: EventEdit): DataRewrite {
   }
 }
 
-/** The JSON of an SSE event's `data:` line, or null when it has none or it is not JSON (`[DONE]`). */
-export function eventData (event: Buffer): { name: string | null, data: Record<string, unknown> } | null {
-  const text = event.toString('utf8')
-  const at = text.startsWith('data: ') ? 0 : text.indexOf('\ndata: ') + 1
-  if (at === 0 && !text.startsWith('data: ')) return null
-  const name = /^event: ?(.*)$/m.exec(text.slice(0, at))?.[1] ?? null
-  const line = text.slice(at + 6, text.indexOf('\n', at))
+const DATA = Buffer.from('data: ')
+const NAME = Buffer.from('event: ')
+
+/**
+ * An SSE event's name and the JSON object of its data, or null where its data is none or not an object (`[DONE]`, a
+ * comment): the one reader of the events of a relayed stream, for the surfaces' rewrites and the call hooks alike.
+ * The event lies in `bytes` from `start` to `end`, its blank line included.
+ */
+export function eventData (bytes: Buffer, start = 0, end = bytes.length): { name: string | null, data: Record<string, any> } | null {
+  let name: string | null = null
+  let json: string
+  // Nearly every event is one `data: ` line, or Anthropic's `event: ` line and one `data: ` line: only the JSON is decoded.
+  const first = bytes.indexOf(0x0a, start)
+  if (first === end - 2 && startsAt(bytes, DATA, start)) {
+    json = bytes.toString('utf8', start + DATA.length, end - 2)
+  } else if (startsAt(bytes, NAME, start) && startsAt(bytes, DATA, first + 1) && bytes.indexOf(0x0a, first + 1) === end - 2) {
+    name = bytes.toString('utf8', start + NAME.length, first)
+    json = bytes.toString('utf8', first + 1 + DATA.length, end - 2)
+  } else {
+    // Any other: several `data:` lines joined as the SSE spec says, other fields skipped.
+    const data: string[] = []
+    for (const line of bytes.toString('utf8', start, end).split('\n')) {
+      if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5))
+      else if (line.startsWith('event:')) name = line.slice(line.startsWith('event: ') ? 7 : 6)
+    }
+    if (data.length === 0) return null
+    json = data.join('\n')
+  }
+  if (json[0] !== '{') return null
   try {
-    const data = JSON.parse(line) as unknown
-    return data !== null && typeof data === 'object' && !Array.isArray(data) ? { name, data: data as Record<string, unknown> } : null
+    return { name, data: JSON.parse(json) as Record<string, any> }
   } catch {
     return null
   }

@@ -5,5 +5,5 @@ import type { FastifyInstance } from 'fastify'
  * llamagate, to measure what the hooks' path costs (a streamed answer is read as events, each piece offered).
  */
 export default async function noopHooks (app: FastifyInstance): Promise<void> {
-  app.callHooks.add({ name: 'noop-hooks', before () {}, piece () {}, after () {}, failure () {} })
+  app.callHooks.add({ name: 'noop-hooks', before () {}, piece () {}, end () {}, after () {}, failure () {} })
 }

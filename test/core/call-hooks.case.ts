@@ -15,6 +15,7 @@ t.test('a hook needs its plugin\'s name, and functions for its phases', async (t
   t.throws(() => hooks.add({ name: '' }), /needs the name of its plugin/)
   t.throws(() => hooks.add({ name: 'x', piece: 'cut' } as unknown as CallHook), /call hook "x": piece must be a function/)
   t.throws(() => hooks.add({ name: 'x', alongside: true } as unknown as CallHook), /call hook "x": alongside must be a function/)
+  t.throws(() => hooks.add({ name: 'x', end: 'now' } as unknown as CallHook), /call hook "x": end must be a function/)
   hooks.add({ name: 'a', before () {} })
   hooks.add({ name: 'b', piece () {} })
   t.equal(hooks.empty, false)
@@ -22,6 +23,8 @@ t.test('a hook needs its plugin\'s name, and functions for its phases', async (t
   t.same(hooks.of('piece').map((h) => h.name), ['b'])
   hooks.add({ name: 'c', alongside () {} })
   t.same(hooks.of('alongside').map((h) => h.name), ['c'])
+  hooks.add({ name: 'd', end () {} })
+  t.same(hooks.of('piece', 'end').map((h) => h.name), ['b', 'd'], 'of several phases: in registration order')
 })
 
 t.test('a throw, a rejection or a hang fails as a HookFailedError naming the plugin; a 4xx passes as it is', async (t) => {

@@ -51,11 +51,16 @@ async function mistakes (): Promise<Record<string, Mistake>> {
       source: "import type { CallHook } from 'llamagate/plugin'\nexport const hook: CallHook = { name: 'x', piece: () => 'stop' }\n",
       errors: [/error TS2322/],
     },
+    'bad-end.ts': {
+      what: 'an end hook releasing what is not text',
+      source: "import type { CallHook } from 'llamagate/plugin'\nexport const hook: CallHook = { name: 'x', end: () => 5 }\n",
+      errors: [/error TS2322/],
+    },
   }
 }
 
 const EXAMPLES = ['greeting-plugin.ts', 'greeting-plugin.test.ts', 'signed-token-plugin.ts', 'motd-plugin.ts', 'echo-backend-plugin.ts',
-  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'audit-plugin.ts', 'sycl-runtime-plugin.ts']
+  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'pii-filter-plugin.ts', 'audit-plugin.ts', 'sycl-runtime-plugin.ts']
 
 t.test('the examples type-check against the published types; each mistake copy of them does not', async (t) => {
   const wrong = await mistakes()

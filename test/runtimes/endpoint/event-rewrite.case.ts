@@ -30,6 +30,12 @@ t.test('what is held when the body ends goes last; eventData reads only JSON dat
   t.equal(eventData(Buffer.from('data: [DONE]\n\n')), null)
   t.equal(eventData(Buffer.from(': a comment\n\n')), null)
   t.same(eventData(Buffer.from('event: x\ndata: {"y":1}\n\n')), { name: 'x', data: { y: 1 } })
+  // The one reader of the surfaces and the call hooks: data in several lines joined as the SSE spec says, an event read
+  // where it lies among others.
+  t.same(eventData(Buffer.from('id: 7\nevent:x\ndata: {"y":\ndata:1}\n\n')), { name: 'x', data: { y: 1 } })
+  const two = Buffer.from('data: {"a":1}\n\nevent: b\ndata: {"b":2}\n\n')
+  t.same(eventData(two, 15, two.length), { name: 'b', data: { b: 2 } })
+  t.same(eventData(two, 0, 15), { name: null, data: { a: 1 } })
 })
 
 t.test('chained rewrites: the second reads what the first made', async (t) => {

@@ -1,7 +1,7 @@
 import t from 'tap'
-import { quickPiece } from '../../../plugins/inference/quick-piece.js'
+import { quickPiece } from '../../../plugins/call-hooks/quick-piece.js'
 
-// llama-server's usual token event read where its text lies (plugins/inference/quick-piece.ts): what is read so is
+// llama-server's usual token event read where its text lies (plugins/call-hooks/quick-piece.ts): what is read so is
 // only an event that carries nothing else a hook's path reads; any other is left to be parsed.
 
 const CHAT = '/v1/chat/completions'

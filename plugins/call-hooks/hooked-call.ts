@@ -1,38 +1,25 @@
-import type { FastifyRequest } from 'fastify'
-import type { CallHook, CallHooks, CallOutcome, CallPiece, CallRequest, HookLog, PieceVerdict } from '../../core/platform/call-hooks.js'
-import type { Grant } from '../../core/base/grant.js'
+import type { CallHook, CallOutcome, CallRequest } from '../../core/platform/call-hooks.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../runtimes/index.js'
 import { linkedSignal } from '../../core/base/linked-signal.js'
 import type { Lease } from '../leases/lease.js'
 import { AlongsideHooks } from './alongside-hooks.js'
-import { cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, saysFinished, sseEvent, streamEnd, wholePieces, type PieceSlot } from './answer-pieces.js'
-import { CHANGED, CUT, PieceRelay, SENT, type Step } from './piece-relay.js'
+import { addReleased, cutEvents, endsAnswer, eventPieces, GENERATING_PATHS, readUsage, releasedEvents, saysFinished, sseEvent, streamEnd, wholePieces } from './answer-pieces.js'
+import type { CallContext } from './call-context.js'
+import { ADDED, CHANGED, CUT, PieceRelay, SENT, type Step } from './piece-relay.js'
+import { PieceHooks } from './piece-hooks.js'
 import type { QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
 /**
  * Where one streamed answer is: its last event sent (or how to parse it: a token read without parsing), Anthropic's
- * content block still open, the events sent, whether it ended.
+ * content block still open and the index of its next, the events sent, whether it ended, whether the `end` hooks were
+ * told, and the events they added before the one last stepped.
  */
-interface StreamState { last: Json | (() => Json) | null, open: number | null, sent: number, finished: boolean }
+interface StreamState { last: Json | (() => Json) | null, open: number | null, next: number, sent: number, finished: boolean, told: boolean, added: Json[] }
 
-/** Who a call is, for its hooks: made by `callContext` only when some plugin registered call hooks. */
-export interface CallContext {
-  hooks: CallHooks
-  surface: string
-  route: string
-  key: string | null
-  grant: Grant | null
-  log: HookLog
-}
-
-/** The request's call context, or null when no plugin registered call hooks (its path then costs nothing more). */
-export function callContext (request: FastifyRequest): CallContext | null {
-  const hooks = request.server.callHooks
-  if (hooks.empty) return null
-  const { surfaces } = request.server
-  return { hooks, surface: surfaces.labelOf(request.url), route: request.url.split('?', 1)[0]!, key: request.grant?.name ?? null, grant: request.grant ?? null, log: request.log }
+function streamState (): StreamState {
+  return { last: null, open: null, next: 0, sent: 0, finished: false, told: false, added: [] }
 }
 
 /** A `before` hook named another model: runLeased takes a lease on that one and runs the request again there. */
@@ -48,33 +35,29 @@ const KEPT = new Set(['model', 'stream', 'stream_options', ...NORMALIZED])
  * What it sends on a generating path is shown to `before` hooks as a CallRequest and rewritten as they leave it;
  * `alongside` hooks run meanwhile and may cancel the call (alongside-hooks.ts): the lease's signal then aborts with
  * their refusal, which stops the model's server and is what the call fails with; a finished answer waits for them.
- * What comes back, streamed events or a whole answer, passes each `piece` hook; then `after`, or on error `failure`.
+ * What comes back, streamed events or a whole answer, passes each `piece` hook (piece-hooks.ts), its end the `end`
+ * hooks (what they release goes out before its finish); then `after`, or on error `failure`.
  */
 export class HookedCall {
   private request: CallRequest | null = null
   /** The `before` hooks' changes, kept to apply again without them (a rerun on a larger context, another model). */
   private edits: ((body: Json) => Json) | null = null
   private readonly started = performance.now()
-  private firstPieceMs: number | null = null
-  private text = ''
-  private reasoning = ''
   private cut = false
-  /** A `piece` hook changed the text of the event last offered. */
-  private edited = false
   private readonly usage = { promptTokens: null as number | null, completionTokens: null as number | null }
   private readonly reads: boolean
-  private readonly pieceHooks: readonly CallHook[]
+  private readonly pieces: PieceHooks
   private readonly afterHooks: readonly CallHook[]
   private readonly alongside: AlongsideHooks | null
 
   /** `streamed`: whether the client gets the answer streamed (the model's server may stream it either way). */
   constructor (private readonly context: CallContext, private readonly model: string, private readonly streamed: boolean) {
-    this.pieceHooks = context.hooks.of('piece')
     this.afterHooks = context.hooks.of('after')
+    this.pieces = new PieceHooks(context, () => this.request!, this.started, this.afterHooks.length > 0)
     const alongside = context.hooks.of('alongside')
     this.alongside = alongside.length > 0 ? new AlongsideHooks(context.hooks, alongside, context.log) : null
     // Alongside hooks read the answer too: its end is held back until they settled.
-    this.reads = this.pieceHooks.length > 0 || this.afterHooks.length > 0 || this.alongside !== null
+    this.reads = this.pieces.any || this.afterHooks.length > 0 || this.alongside !== null
   }
 
   /** `lease` with its endpoint going through the hooks. */
@@ -167,7 +150,7 @@ export class HookedCall {
 
   private async * stream (path: string, runtime: AsyncGenerator<Json>): AsyncGenerator<Json> {
     const events = this.alongside === null ? runtime : this.cancellable(runtime)
-    const state: StreamState = { last: null, open: null, sent: 0, finished: false }
+    const state = streamState()
     for await (const event of events) {
       let step = this.step(path, state, event)
       if (typeof step !== 'number') step = await step
@@ -175,10 +158,11 @@ export class HookedCall {
         // Closing the runtime's answer stops its generation.
         await events.return(undefined)
         await this.alongside?.wait()
-        yield * cutEvents(path, lastOf(state), state.open, state.sent)
+        yield * await this.cutEnd(path, state)
         state.finished = true
         break
       }
+      if (step === ADDED) yield * state.added.splice(0)
       yield event
     }
     if (state.finished) await this.after()
@@ -189,10 +173,15 @@ export class HookedCall {
    * alone. A cut stops the relay (the model's server with it) and ends the answer in its path's shape.
    */
   private async relayed (path: string, relay: (sink: PieceRelay, signal: AbortSignal) => Promise<void>, sink: RelaySink, progress: RelayProgress, signal: AbortSignal): Promise<void> {
-    const state: StreamState = { last: null, open: null, sent: 0, finished: false }
+    const state = streamState()
     const stop = new AbortController()
     const linked = linkedSignal([signal, stop.signal])
-    const hooks = { path, event: (event: Json) => this.step(path, state, event), piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event) }
+    const hooks = {
+      path,
+      event: (event: Json) => this.step(path, state, event),
+      piece: (piece: QuickPiece, event: () => Json) => this.stepPiece(state, piece, event),
+      added: () => Buffer.from(state.added.splice(0).map((event) => sseEvent(path, event)).join('')),
+    }
     const pieces = new PieceRelay(hooks, sink, progress, (reason) => stop.abort(reason))
     try {
       try {
@@ -208,7 +197,7 @@ export class HookedCall {
       if (pieces.cut) {
         await this.alongside?.wait()
         state.finished = true
-        pieces.end(Buffer.from(cutEvents(path, lastOf(state), state.open, state.sent).map((event) => sseEvent(path, event)).join('') + streamEnd(path)))
+        pieces.end(Buffer.from((await this.cutEnd(path, state)).map((event) => sseEvent(path, event)).join('') + streamEnd(path)))
       } else {
         this.alongside?.check()
         pieces.end()
@@ -220,22 +209,35 @@ export class HookedCall {
     if (state.finished) await this.after()
   }
 
+  /** The events that end an answer a hook cut (answer-pieces.ts), what the `end` hooks released before its finish. */
+  private async cutEnd (path: string, state: StreamState): Promise<Json[]> {
+    const events = cutEvents(path, lastOf(state), state.open, state.sent)
+    const released = this.pieces.ends ? await this.pieces.end(false) : ''
+    if (released === '') return events
+    const at = events.findIndex((event) => saysFinished(path, event))
+    return [...events.slice(0, at), ...releasedEvents(path, events[at]!, state.next, released), ...events.slice(at)]
+  }
+
   /** One streamed event through the `piece` hooks: whether it goes as it came, changed, or the answer is cut before it. */
   private step (path: string, state: StreamState, event: Json): Step | Promise<Step> {
     if (event.error !== undefined) return SENT
     // The usage only `after` hooks read.
     if (this.afterHooks.length > 0) readUsage(event, this.usage)
-    if (event.type === 'content_block_start') state.open = event.index
-    else if (event.type === 'content_block_stop') state.open = null
-    this.edited = false
-    const cutAt = this.pieces(eventPieces(path, event), false)
+    if (event.type === 'content_block_start') {
+      state.open = event.index
+      if (typeof event.index === 'number') state.next = Math.max(state.next, event.index + 1)
+    } else if (event.type === 'content_block_stop') {
+      state.open = null
+    }
+    this.pieces.edited = false
+    const cutAt = this.pieces.offer(eventPieces(path, event), false)
     return typeof cutAt === 'number' ? this.passed(path, state, event, cutAt) : cutAt.then((at) => this.passed(path, state, event, at))
   }
 
   /** A token read without parsing (quick-piece.ts) through the `piece` hooks: it neither ends the answer nor says usage. */
   private stepPiece (state: StreamState, piece: QuickPiece, event: () => Json): Step | Promise<Step> {
-    this.edited = false
-    const cutAt = this.pieces([piece], false)
+    this.pieces.edited = false
+    const cutAt = this.pieces.offer([piece], false)
     return typeof cutAt === 'number' ? this.passedPiece(state, event, cutAt) : cutAt.then((at) => this.passedPiece(state, event, at))
   }
 
@@ -246,7 +248,7 @@ export class HookedCall {
     }
     state.sent++
     state.last = event
-    return this.edited ? CHANGED : SENT
+    return this.pieces.edited ? CHANGED : SENT
   }
 
   private passed (path: string, state: StreamState, event: Json, cutAt: number): Step | Promise<Step> {
@@ -254,13 +256,21 @@ export class HookedCall {
       this.cut = true
       return CUT
     }
-    const step = this.edited ? CHANGED : SENT
+    const step = this.pieces.edited ? CHANGED : SENT
     if (endsAnswer(path, event)) state.finished = true
     state.sent++
     state.last = event
+    if (!saysFinished(path, event)) return step
     // The end waits for the alongside hooks: until then, one may still refuse the answer.
-    const waiting = this.alongside !== null && saysFinished(path, event) ? this.alongside.waiting() : null
-    return waiting === null ? step : waiting.then(() => step)
+    const waiting = this.alongside?.waiting() ?? null
+    if (state.told || !this.pieces.ends) return waiting === null ? step : waiting.then(() => step)
+    state.told = true
+    return (waiting ?? Promise.resolve()).then(() => this.pieces.end(false)).then((released) => {
+      if (released === '') return step
+      if (addReleased(path, event, false, released)) return CHANGED
+      state.added = releasedEvents(path, event, state.next, released)
+      return ADDED
+    })
   }
 
   /** The runtime's events, failing with the refusal that cancelled the call however its aborted request ended. */
@@ -278,70 +288,24 @@ export class HookedCall {
     await this.alongside?.wait()
     readUsage(answer, this.usage)
     const slots = wholePieces(path, answer)
-    const cutAt = await this.pieces(slots, true)
+    const cutAt = await this.pieces.offer(slots, true)
     if (cutAt !== -1) {
       this.cut = true
       // The piece it cut at and those after it are left out.
       for (const slot of slots.slice(cutAt)) slot.set('')
     }
+    const released = this.pieces.ends ? await this.pieces.end(true) : ''
+    if (released !== '') addReleased(path, answer, true, released)
     await this.after()
     return answer
-  }
-
-  /**
-   * Each slot through every `piece` hook, in order: the index of the one a hook cut at (it is not sent), or -1. Hooks
-   * that answer at once are not awaited: a promise comes back only from the first that returned one.
-   */
-  private pieces (slots: PieceSlot[], whole: boolean): number | Promise<number> {
-    for (let index = 0; index < slots.length; index++) {
-      const piece: CallPiece = { kind: slots[index]!.kind, text: slots[index]!.text, whole }
-      for (let hook = 0; hook < this.pieceHooks.length; hook++) {
-        const verdict = this.offer(hook, piece)
-        if (verdict instanceof Promise) return this.piecesLater(slots, whole, index, hook, piece, verdict)
-        if (verdict === 'cut') return index
-      }
-      this.took(slots[index]!, piece)
-    }
-    return -1
-  }
-
-  /** `pieces` from the hook that returned a promise on: each verdict awaited. */
-  private async piecesLater (slots: PieceSlot[], whole: boolean, index: number, hook: number, piece: CallPiece, verdict: Promise<PieceVerdict>): Promise<number> {
-    if (await verdict === 'cut') return index
-    for (let next = hook + 1; next < this.pieceHooks.length; next++) if (await this.offer(next, piece) === 'cut') return index
-    this.took(slots[index]!, piece)
-    for (let at = index + 1; at < slots.length; at++) {
-      const later: CallPiece = { kind: slots[at]!.kind, text: slots[at]!.text, whole }
-      for (let next = 0; next < this.pieceHooks.length; next++) if (await this.offer(next, later) === 'cut') return at
-      this.took(slots[at]!, later)
-    }
-    return -1
-  }
-
-  private offer (index: number, piece: CallPiece): PieceVerdict | Promise<PieceVerdict> {
-    const hook = this.pieceHooks[index]!
-    return this.context.hooks.run(hook, 'piece', this.context.log, () => hook.piece!(piece, this.request!))
-  }
-
-  /** A piece the hooks let through, as they left it. */
-  private took (slot: PieceSlot, piece: CallPiece): void {
-    if (piece.text !== slot.text) {
-      slot.set(piece.text)
-      this.edited = true
-    }
-    this.firstPieceMs ??= performance.now() - this.started
-    // The whole text only `after` hooks read: not gathered on the streaming path for nobody.
-    if (this.afterHooks.length === 0) return
-    if (piece.kind === 'text') this.text += piece.text
-    else if (piece.kind === 'reasoning') this.reasoning += piece.text
   }
 
   private async after (): Promise<void> {
     if (this.afterHooks.length === 0) return
     const { hooks, log } = this.context
     const outcome: CallOutcome = {
-      request: this.request!, text: this.text, reasoning: this.reasoning, usage: { ...this.usage },
-      timings: { durationMs: performance.now() - this.started, firstPieceMs: this.firstPieceMs }, streamed: this.streamed, cut: this.cut,
+      request: this.request!, text: this.pieces.text, reasoning: this.pieces.reasoning, usage: { ...this.usage },
+      timings: { durationMs: performance.now() - this.started, firstPieceMs: this.pieces.firstPieceMs }, streamed: this.streamed, cut: this.cut,
     }
     for (const hook of this.afterHooks) await hooks.run(hook, 'after', log, () => hook.after!(outcome))
   }

@@ -1,17 +1,19 @@
 import type { Socket } from 'node:net'
-import { endsEvent, EVENT_END, eventsIn, httpChunk, PartialEvent, startsAt, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
+import { endsEvent, EVENT_END, eventBytes, eventData, eventsIn, httpChunk, PartialEvent, type RelayProgress, type RelaySink } from '../../runtimes/index.js'
 import { quickPiece, type QuickPiece } from './quick-piece.js'
 
 type Json = Record<string, any>
 
-/** What the call's hooks made of one event: it goes as it came, changed (written again), or the answer is cut before it. */
+/**
+ * What the call's hooks made of one event: it goes as it came, changed (written again), the answer is cut before it,
+ * or events the hooks added go before it (it is written again after them: the text released at an answer's end).
+ */
 export const SENT = 0
 export const CHANGED = 1
 export const CUT = 2
-export type Step = typeof SENT | typeof CHANGED | typeof CUT
+export const ADDED = 3
+export type Step = typeof SENT | typeof CHANGED | typeof CUT | typeof ADDED
 
-const DATA = Buffer.from('data: ')
-const NAME = Buffer.from('event: ')
 const EMPTY = Buffer.alloc(0)
 
 /** What the relay asks of the call's hooks (hooked-call.ts). */
@@ -22,6 +24,8 @@ export interface RelayHooks {
   event(event: Json): Step | Promise<Step>
   /** One token event's text through the hooks; `event` parses the whole of it, where it is needed (a cut's end). */
   piece(piece: QuickPiece, event: () => Json): Step | Promise<Step>
+  /** The bytes of the events the hooks added before the event last stepped (its step was ADDED). */
+  added(): Buffer
 }
 
 /** An event as the walk read it: its text alone, or parsed (its SSE name and JSON), or neither (`[DONE]`, a comment). */
@@ -160,7 +164,7 @@ export class PieceRelay implements RelaySink {
       const { text, at } = walk
       const end = text.indexOf(EVENT_END, at) + 2
       const quick = quickPiece(hooks.path, text, at, end)
-      const read: Read = quick ?? eventOf(text, at, end)
+      const read: Read = quick ?? eventData(text, at, end)
       const step = read === null ? SENT : quick !== null ? hooks.piece(quick, () => JSON.parse(text.toString('utf8', quick.json, end - 2)) as Json) : hooks.event((read as { data: Json }).data)
       if (typeof step !== 'number') return this.resumed(walk, end, step, read)
       if (this.stepped(walk, end, step, read)) break
@@ -184,6 +188,11 @@ export class PieceRelay implements RelaySink {
       if (step === CUT) {
         this.cut = true
         return true
+      }
+      if (step === ADDED) {
+        const added = this.hooks.added()
+        walk.out.push(added)
+        walk.events += eventsIn(added)
       }
       walk.out.push(again(walk.text, walk.at, end, read!))
     }
@@ -230,33 +239,5 @@ export class PieceRelay implements RelaySink {
 /** A changed event written again: only its text where it was read alone, else its JSON under its SSE name. */
 function again (text: Buffer, start: number, end: number, read: NonNullable<Read>): Buffer {
   if ('edited' in read) return read.edited(text, start, end)
-  return Buffer.from(`${read.name !== null ? `event: ${read.name}\n` : ''}data: ${JSON.stringify(read.data)}\n\n`)
-}
-
-/** An SSE event's name and JSON data, or null where it has none that is an object (`[DONE]`, a comment). */
-function eventOf (text: Buffer, start: number, end: number): { name: string | null, data: Json } | null {
-  let name: string | null = null
-  let json: string
-  // Nearly every event is one `data: ` line, or Anthropic's `event: ` line and one `data: ` line: only the JSON is decoded.
-  const first = text.indexOf(0x0a, start)
-  if (first === end - 2 && startsAt(text, DATA, start)) {
-    json = text.toString('utf8', start + DATA.length, end - 2)
-  } else if (startsAt(text, NAME, start) && startsAt(text, DATA, first + 1) && text.indexOf(0x0a, first + 1) === end - 2) {
-    name = text.toString('utf8', start + NAME.length, first)
-    json = text.toString('utf8', first + 1 + DATA.length, end - 2)
-  } else {
-    const data: string[] = []
-    for (const line of text.toString('utf8', start, end - 2).split('\n')) {
-      if (line.startsWith('data:')) data.push(line.slice(line.startsWith('data: ') ? 6 : 5))
-      else if (line.startsWith('event:')) name = line.slice(line.startsWith('event: ') ? 7 : 6)
-    }
-    if (data.length === 0) return null
-    json = data.join('\n')
-  }
-  if (json[0] !== '{') return null
-  try {
-    return { name, data: JSON.parse(json) as Json }
-  } catch {
-    return null
-  }
+  return eventBytes(read.data, read.name)
 }

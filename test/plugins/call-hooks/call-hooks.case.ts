@@ -7,15 +7,16 @@ import { exampleSource, installPlugin, projectDir } from '../../helpers/example-
 import { sharedServer } from '../../helpers/inference.js'
 import { cpuRuntime } from '../../helpers/runtime.js'
 
-// Call hooks on every inference surface, through the two example plugins (docs/examples/guardrail-plugin.ts and
-// audit-plugin.ts) compiled and installed as packages beside config.yaml, loaded by name. A random-weights model
-// never writes a card number: a plugin of the test's, listed first, makes its pieces say one (and cuts, throws,
-// rejects, hangs, routes or moderates alongside on a word of the prompt).
+// Call hooks on every inference surface, through the example plugins (docs/examples/guardrail-plugin.ts,
+// pii-filter-plugin.ts and audit-plugin.ts) compiled and installed as packages beside config.yaml, loaded by name. A
+// random-weights model never writes a card or phone number: a plugin of the test's, listed first, makes its pieces
+// say one (and cuts, throws, rejects, hangs, routes or moderates alongside on a word of the prompt).
 
 const FORCER = `import { ForbiddenError } from 'llamagate/plugin'
 
 export default async function forcer (app) {
   const counts = new WeakMap()
+  const phonePieces = new WeakMap()
   // What an alongside hook does once its request's answer began (at its first piece).
   const begun = new WeakMap()
   const input = (request) => JSON.stringify([request.messages, request.system, request.prompt])
@@ -44,6 +45,12 @@ export default async function forcer (app) {
       const text = input(request)
       if (text.includes('PIECE-THROW')) throw new Error('a piece broke it')
       if (text.includes('CARD') && piece.kind === 'text') piece.text = 'pay 4111 1111 1111 1111 now. '
+      if (text.includes('PHONE') && piece.kind === 'text') {
+        // The answer ends in a phone number however many pieces it has: the first says it, each next one adds digits.
+        const n = phonePieces.get(request) ?? 0
+        phonePieces.set(request, n + 1)
+        piece.text = n === 0 ? 'ring me at 555-0100' : '-0100'
+      }
       if (text.includes('CUT')) {
         const n = counts.get(request) ?? 0
         counts.set(request, n + 1)
@@ -59,6 +66,7 @@ const KEY = 'call-hooks-secret'
 const server = sharedServer(async () => {
   const dir = await projectDir(t)
   await installPlugin(dir, 'llamagate-plugin-guardrail', await exampleSource('guardrail-plugin.ts'))
+  await installPlugin(dir, 'llamagate-plugin-pii-filter', await exampleSource('pii-filter-plugin.ts'))
   await installPlugin(dir, 'llamagate-plugin-audit', await exampleSource('audit-plugin.ts'))
   await writeFile(join(dir, 'forcer.mjs'), FORCER)
   const audit = join(dir, 'audit.jsonl')
@@ -72,6 +80,7 @@ const server = sharedServer(async () => {
     plugins: [
       { path: join(dir, 'forcer.mjs') },
       { path: 'llamagate-plugin-guardrail', options: { banned: ['classified'], redaction: '[card]' } },
+      { path: 'llamagate-plugin-pii-filter', options: { redaction: '[phone]' } },
       { path: 'llamagate-plugin-audit', options: { file: audit } },
     ],
   })
@@ -129,6 +138,28 @@ const STREAM_END: Record<Surface, RegExp> = {
   anthropic: /event: message_stop\ndata: \{"type":"message_stop"\}\n\n$/,
 }
 
+/** The text of an answer as its client reads it, streamed (every event's text delta, in order) or whole. */
+function answerText (surface: Surface, body: string, stream: boolean): string {
+  const events = stream
+    ? body.split('\n').map((line) => line.replace(/^data: /, '')).filter((line) => line.startsWith('{')).map((line) => JSON.parse(line))
+    : [JSON.parse(body)]
+  return events.map((e) => {
+    switch (surface) {
+      case 'native chat': return e.message?.content ?? ''
+      case 'native generate': return e.response ?? ''
+      case 'openai chat': return stream ? e.choices?.[0]?.delta?.content ?? '' : e.choices[0].message.content
+      case 'openai completions': return e.choices?.[0]?.text ?? ''
+      case 'openai responses': return stream
+        ? (e.type === 'response.output_text.delta' ? e.delta : '')
+        : e.output.filter((o: any) => o.type === 'message').flatMap((o: any) => o.content.map((c: any) => c.text)).join('')
+      case 'anthropic': return stream
+        ? (e.type === 'content_block_delta' && e.delta.type === 'text_delta' ? e.delta.text : '')
+        : e.content.filter((c: any) => c.type === 'text').map((c: any) => c.text).join('')
+    }
+    return ''
+  }).join('')
+}
+
 /** The message of an error answer in the surface's shape, or null when it is not in that shape. */
 function errorMessage (surface: Surface, body: string): string | null {
   const json = JSON.parse(body)
@@ -175,6 +206,20 @@ for (const stream of [false, true]) {
       t.ok(line.prompt_tokens > 0 && line.duration_ms >= 0, `${SURFACES[i]!}: prompt tokens and duration`)
     }
     t.same(lines.map((l) => l.surface), ['native', 'native', 'openai', 'openai', 'openai', 'anthropic'])
+  })
+
+  t.test(`${how}: a phone number at the very end of the answer is redacted on every surface, not lost`, async (t) => {
+    const { audit } = await server()
+    for (const surface of SURFACES) {
+      const { status, body } = await send(surface, `say a PHONE number ${surface}`, stream, 6)
+      t.equal(status, 200, surface)
+      t.notMatch(body, /0100/, `${surface}: no digit of it went out`)
+      t.equal(answerText(surface, body, stream), 'ring me at [phone]', `${surface}: the held-back end released, redacted`)
+      t.match(body, FINISHED[surface], `${surface}: finished`)
+      if (stream) t.match(body, STREAM_END[surface], `${surface}: the stream ended as it does`)
+    }
+    const lines = (await readFile(audit, 'utf8')).split('\n').filter(Boolean).slice(-SURFACES.length).map((l) => JSON.parse(l))
+    t.same(lines.map((l) => l.cut), SURFACES.map(() => false), 'audited as finished')
   })
 
   t.test(`${how}: a piece hook that cuts the answer ends it as each surface ends a finished one`, async (t) => {

@@ -1,10 +1,10 @@
 import t from 'tap'
 import { CallHooks, type CallHook } from '../../../core/platform/call-hooks.js'
-import { HookedCall } from '../../../plugins/inference/hooked-call.js'
+import { HookedCall } from '../../../plugins/call-hooks/hooked-call.js'
 import type { Lease } from '../../../plugins/leases/lease.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../../runtimes/index.js'
 
-// A passed-through stream with call hooks (plugins/inference/piece-relay.ts): the events the hooks leave alone reach
+// A passed-through stream with call hooks (plugins/call-hooks/piece-relay.ts): the events the hooks leave alone reach
 // the client as the model's server wrote them, byte for byte; only an event a hook changed is written again. The
 // model's server here is an endpoint that writes given bytes, read by the relay in the pieces given (an event may
 // be split across two), and parses the same bytes for the events path.
@@ -50,10 +50,10 @@ function endpoint (events: string[], split: boolean): ModelEndpoint & { aborted:
   }
 }
 
-/** Streams `events` through a call with `hook`: what the client got, the surface's progress, and the endpoint. */
-async function relayed (hook: Omit<CallHook, 'name'>, events: string[], path = '/v1/chat/completions', split = false) {
+/** Streams `events` through a call with `hook` (or hooks, in order): what the client got, the surface's progress, and the endpoint. */
+async function relayed (hook: Omit<CallHook, 'name'> | Array<Omit<CallHook, 'name'>>, events: string[], path = '/v1/chat/completions', split = false) {
   const hooks = new CallHooks(1000)
-  hooks.add({ name: 'test', ...hook })
+  for (const [i, one] of (Array.isArray(hook) ? hook : [hook]).entries()) hooks.add({ name: `test-${i}`, ...one })
   const call = new HookedCall({ hooks, surface: 'openai', route: path, key: null, grant: null, log: { error: () => {} } }, 'm', true)
   const server = endpoint(events, split)
   const lease = call.lease({ endpoint: server, signal: new AbortController().signal, release: () => {} } as unknown as Lease)
@@ -96,6 +96,56 @@ t.test('only an event a hook changed is written again; a cut stops the stream an
     t.equal(cut.text, [OPENAI[0], OPENAI[1], 'data: {"id":"c1","created":1,"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', 'data: [DONE]\n\n'].join(''), 'the events before the cut as they came, then the end')
     t.ok(cut.server.aborted(), 'the model\'s server was told to stop')
     t.match(cut.progress.tail.toString(), /"finish_reason":"stop"\}\]\}\n\ndata: \[DONE\]\n\n$/, 'the tail is what the client got')
+  }
+})
+
+t.test('what an end hook releases goes out before the finish, through the piece hooks after it', async (t) => {
+  for (const later of [false, true]) {
+    const answer = <T>(value: T): T | Promise<T> => later ? Promise.resolve(value) : value
+    // The first holds back the answer's last piece and releases it, changed, at the end; the second sees what went.
+    const holding = (last: string, released: string): Omit<CallHook, 'name'> => ({
+      piece (piece) { if (piece.text === last) piece.text = '' },
+      end: () => answer(released),
+    })
+    const seen: string[] = []
+    let after = ''
+    const watching: Omit<CallHook, 'name'> = { piece (piece) { seen.push(piece.text) }, after (outcome) { after = outcome.text } }
+    const openai = await relayed([holding(' end', ' END'), watching], OPENAI, undefined, later)
+    t.equal(openai.text, [
+      ...OPENAI.slice(0, 3),
+      'data: {"id":"c1","choices":[{"index":0,"delta":{"content":""}}]}\n\n',
+      'data: {"id":"c1","choices":[{"index":0,"delta":{"content":" END"},"finish_reason":null}]}\n\n',
+      'data: {"id":"c1","choices":[{"index":0,"delta":{},"finish_reason":"length"}],"timings":{"prompt_n":3,"predicted_n":3}}\n\n',
+      'data: [DONE]\n\n',
+    ].join(''), `released in an event of its own before the finish${later ? ' (a promise)' : ''}`)
+    t.same(seen, ['café ', 'secret', '', ' END'], 'the release passed the piece hook after the one that held it')
+    t.equal(after, 'café secret END', 'the after hook read the answer as it went')
+    t.equal(openai.counted, OPENAI.length + 1, 'the added event counted')
+
+    const anthropic = [
+      'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"call 555"}}\n\n',
+      'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+      'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"}}\n\n',
+      'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+    ]
+    const messages = await relayed([{ piece (piece) { piece.text = piece.text.replace(' 555', '') }, end: () => answer(' [phone]') }], anthropic, '/v1/messages', later)
+    t.equal(messages.text, [
+      anthropic[0], anthropic[1]!.replace('call 555', 'call'), anthropic[2],
+      'event: content_block_start\ndata: {"type":"content_block_start","index":1,"content_block":{"type":"text","text":""}}\n\n',
+      'event: content_block_delta\ndata: {"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":" [phone]"}}\n\n',
+      'event: content_block_stop\ndata: {"type":"content_block_stop","index":1}\n\n',
+      ...anthropic.slice(3),
+    ].join(''), 'Anthropic\'s: a text block of its own, before the message says it stopped')
+
+    const cut = await relayed({ piece (piece) { return piece.text === 'secret' ? 'cut' : undefined }, end: () => answer('held') }, OPENAI, undefined, later)
+    t.equal(cut.text, [
+      OPENAI[0], OPENAI[1],
+      'data: {"id":"c1","created":1,"choices":[{"index":0,"delta":{"content":"held"},"finish_reason":null}]}\n\n',
+      'data: {"id":"c1","created":1,"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}\n\n', 'data: [DONE]\n\n',
+    ].join(''), 'a cut answer\'s end is told too: the release goes before its finish')
+    const dropped = await relayed([{ end: () => answer('secret') }, { piece (piece) { return piece.text === 'secret' ? 'cut' : undefined } }], OPENAI.slice(3), undefined, later)
+    t.equal(dropped.text, OPENAI.slice(3).join(''), 'a release a later piece hook cut is dropped')
   }
 })
 

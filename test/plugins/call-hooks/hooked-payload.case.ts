@@ -1,10 +1,10 @@
 import t from 'tap'
 import { CallHooks, type CallHook } from '../../../core/platform/call-hooks.js'
-import { HookedCall } from '../../../plugins/inference/hooked-call.js'
+import { HookedCall } from '../../../plugins/call-hooks/hooked-call.js'
 import type { Lease } from '../../../plugins/leases/lease.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../../runtimes/index.js'
 
-// What a relayed request sends its model's server through the call hooks (plugins/inference/hooked-call.ts): the
+// What a relayed request sends its model's server through the call hooks (plugins/call-hooks/hooked-call.ts): the
 // payload as it was written where the `before` hooks left the request alone, written again only where they changed it.
 
 // Spacing, a key order and a seed past 2^53 that a parse and a stringify would not keep.

@@ -1,7 +1,7 @@
 import type { CallRequest } from '../../core/platform/call-hooks.js'
 import { linkedSignal } from '../../core/base/linked-signal.js'
 import { AlongsideHooks } from './alongside-hooks.js'
-import type { CallContext } from './hooked-call.js'
+import type { CallContext } from './call-context.js'
 
 /** What a call without pieces starts as, for its hooks: the model, and what it is asked, in CallRequest's fields. */
 export interface AnswerCallStart {

@@ -1,4 +1,5 @@
 import type { CallPiece } from '../../core/platform/call-hooks.js'
+import { eventBytes } from '../../runtimes/index.js'
 
 // Where the pieces of an answer sit in llama-server's shapes (its own, OpenAI's and Anthropic's), read and written
 // for call hooks (hooked-call.ts): every surface's answer passes one of these paths on its way to the client.
@@ -102,11 +103,56 @@ export function cutEvents (path: string, last: Json | null, open: number | null,
 
 /** An event as SSE text in the path's framing (Anthropic's named events). */
 export function sseEvent (path: string, event: Json): string {
-  const data = JSON.stringify(event)
-  return path === '/v1/messages' ? `event: ${event.type}\ndata: ${data}\n\n` : `data: ${data}\n\n`
+  return eventBytes(event, path === '/v1/messages' ? event.type : null).toString('utf8')
 }
 
 /** What a finished stream of the path ends with after its last event (OpenAI's `[DONE]`), or ''. */
 export function streamEnd (path: string): string {
   return path === '/v1/chat/completions' || path === '/v1/completions' ? 'data: [DONE]\n\n' : ''
+}
+
+/**
+ * Text the `end` hooks released at an answer's end, added where it goes out last: to the text the event or whole
+ * answer already carries (its last text piece), else as what carries it (a whole answer's text). False where a
+ * stream's event has no text: the text then goes in events of its own before it (`releasedEvents`).
+ */
+export function addReleased (path: string, answer: Json, whole: boolean, text: string): boolean {
+  const last = (whole ? wholePieces(path, answer) : eventPieces(path, answer)).findLast((slot) => slot.kind === 'text')
+  if (last !== undefined) {
+    last.set(last.text + text)
+    return true
+  }
+  if (!whole) return false
+  if (path === '/v1/chat/completions') {
+    const message = answer.choices?.[0]?.message
+    if (message === undefined) return false
+    message.content = text
+  } else if (path === '/v1/messages') {
+    if (!Array.isArray(answer.content)) return false
+    answer.content.push({ type: 'text', text })
+  } else if (path === '/v1/completions') {
+    if (answer.choices?.[0] === undefined) return false
+    answer.choices[0].text = text
+  } else {
+    answer.content = text
+  }
+  return true
+}
+
+/**
+ * The events that carry text the `end` hooks released, in the path's shape, to go before `finishing` (the event that
+ * says the answer finished, whose ids they take): Anthropic's, a text block of its own at `index`.
+ */
+export function releasedEvents (path: string, finishing: Json, index: number, text: string): Json[] {
+  const head = { id: finishing.id, object: finishing.object, created: finishing.created, model: finishing.model }
+  switch (path) {
+    case '/v1/chat/completions': return [{ ...head, choices: [{ index: 0, delta: { content: text }, finish_reason: null }] }]
+    case '/v1/completions': return [{ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }]
+    case '/v1/messages': return [
+      { type: 'content_block_start', index, content_block: { type: 'text', text: '' } },
+      { type: 'content_block_delta', index, delta: { type: 'text_delta', text } },
+      { type: 'content_block_stop', index },
+    ]
+    default: return [{ content: text, stop: false }]
+  }
 }
