@@ -2,13 +2,6 @@ import type { FastifyRequest } from 'fastify'
 import { GatewayError } from '../base/errors.js'
 import { SCOPES, type Grant, type KeyLimits, type Scope } from '../base/grant.js'
 
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** Credential types of the plugins' own, asked in order before the API key check (`app.authenticators.add`). */
-    authenticators: Authenticators
-  }
-}
-
 /** What an authenticator grants a request it accepts: it is then scoped as a key with these would be. */
 export interface AuthGrant {
   /** The name its usage is counted under, its limits kept by and its refusals say, as a key's name: never a secret. */

@@ -1,18 +1,25 @@
 /**
- * `llamagate/plugin`: what a third-party plugin may use, at run time and as types. Everything here keeps its
- * meaning within a major PLUGIN_API_VERSION; what is not exported here is the gateway's inside and may change.
- * The decorators the built-in plugins add (`app.store`, `app.leases`, `app.scheduler`, ...) come typed with it:
- * the published declarations (scripts/build/build-types.ts) bring each built-in's augmentation of Fastify's types.
+ * `llamagate/plugin`: what a third-party plugin may use, at run time and as types, and nothing else. Its published
+ * declarations (scripts/build/build-types.ts) are this module's and what it reaches: Fastify's instance carries the
+ * registries and read-only views of GatewayDecorators, not the built-ins' services, which may change at any time.
  */
 
-/** The version of this API: a plugin may check it (a change that breaks a plugin raises it). */
-export const PLUGIN_API_VERSION = 1
+/**
+ * The version of this API. A change that can break a plugin written against it (a name or decorator gone, a type
+ * narrowed, a hook's meaning changed) raises it; additions keep it. A plugin may check it at registration.
+ */
+export const PLUGIN_API_VERSION = 2
 
 export { definePlugin } from './plugin-definition.js'
 export type { LlamagatePlugin, PluginSpec } from './plugin-definition.js'
 // TypeBox, for a plugin's options schema and route schemas: the same the gateway validates with.
 export { Type } from 'typebox'
 export type { Static, TSchema } from 'typebox'
+
+// What a plugin finds on `app` and on a request: the registries below and read-only views.
+export type { GatewayDecorators, GatewayRequestFields } from './gateway-decorators.js'
+export type { StoredModel, StoredModels } from './stored-models.js'
+export type { DecisionAsker, SystemOneAnswer, SystemOneAsk, SystemOneReply } from './decision-asker.js'
 
 // Errors a route or hook throws: each surface answers it in its own shape with the status it carries.
 export {
@@ -21,22 +28,18 @@ export {
   UnauthorizedError, UnavailableError,
 } from '../base/errors.js'
 
-// The resolved configuration (`app.config`), widened by each plugin's section through declaration merging.
+// The resolved configuration (`app.config`), widened by a plugin's own section through declaration merging.
 export type { Config, ConfigLimits, ModelConfig } from '../config/resolved-config.js'
 export { configSection, list, numberOrText } from '../config/config-section.js'
 export type { ConfigPart, ConfigSection, EnvVariable, SectionContext } from '../config/config-section.js'
 export type { ConfigCheck, ConfigCheckContext, DoctorContext, DoctorReport, PluginManifest, StartCheck } from './plugin-manifest.js'
 
 // A surface of one's own: its paths' metrics label and error shape (`app.surfaces.register`).
-export type { ErrorShape, SurfaceSpec, Surfaces } from '../base/surfaces.js'
+export type { ErrorShape, SurfaceSpec } from '../base/surfaces.js'
 export type { ErrorReply } from '../base/error-shapes.js'
-export type { RequestUsage } from '../base/request-usage.js'
-export { EventHub } from '../base/event-hub.js'
-export { parseModelName } from '../base/model-name.js'
-export type { ModelName } from '../base/model-name.js'
 
-// Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators`).
-export type { Authenticator, AuthGrant, AuthResult, Authenticators } from './authenticators.js'
+// Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators.add`).
+export type { Authenticator, AuthGrant, AuthResult } from './authenticators.js'
 export type { Grant, KeyLimits, Scope } from '../base/grant.js'
 // CLI commands, doctor checks and config sections of a plugin's manifest (definePlugin's `manifest`); the
 // `httpErrors`, `reply.notFound()`, `reply.vary()` and `reply.cacheControl()` of @fastify/sensible come typed with it.
@@ -50,7 +53,7 @@ export type { ModelSourceSpec, ModelSources, PullContext, PullProgress } from '.
 
 // Call hooks: before, alongside, each piece, after, failure of every inference call, whichever surface (`app.callHooks.add`).
 export { HookFailedError } from './call-hooks.js'
-export type { CallHook, CallHooks, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'
+export type { CallHook, CallOutcome, CallPhase, CallPiece, CallRequest, PieceVerdict } from './call-hooks.js'
 
 // Runtimes: a llama.cpp build kind of one's own (definePlugin's `manifest.runtimes`): its hardware, its binary, its flags.
 export { BUILTIN_RUNTIMES } from '../config/runtime-kinds.js'

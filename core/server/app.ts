@@ -27,6 +27,8 @@ declare module 'fastify' {
     surfaces: Surfaces
     /** Plugins' hooks on every inference call: before, each piece, after, failure (core/platform/call-hooks.ts). */
     callHooks: CallHooks
+    /** Credential types of the plugins' own, asked in order before the API key check (`app.authenticators.add`). */
+    authenticators: Authenticators
     /** The second address for Ollama's clients (`ollama_listen`), or null. */
     ollamaListener: OllamaListener | null
     /** The connection caps on both addresses; the security plugin tells it which connections showed a valid key. */

@@ -6,7 +6,7 @@
 //       options: { route: /api/uptime }
 //
 // A plugin is an ES module whose default export is a Fastify plugin. It runs after the built-in plugins, so
-// the decorators of docs/plugins.md (app.config, app.store, app.runtimes, app.scheduler, ...) are there to use.
+// the decorators of docs/plugins.md (app.config, app.store, app.callHooks, app.backends, ...) are there to use.
 
 const startedAt = Date.now()
 

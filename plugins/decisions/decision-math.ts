@@ -1,3 +1,4 @@
+import type { ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneAnswer } from '../../core/platform/decision-asker.js'
 import type { DecisionQuestion, QuestionProbabilities } from './decision-questions.js'
 
 /**
@@ -51,10 +52,7 @@ export function argmax (p: readonly number[]): number {
   return best
 }
 
-export type NoulAnswer = { type: 'noul', noul: number }
-export type ChoiceAnswer = { type: 'choice', choice: string, probabilities: Record<string, number>, confidence: number }
-export type ScoreAnswer = { type: 'score', score: number, legend: Record<string, unknown>, probabilities: Record<string, number>, confidence: number }
-export type SystemOneAnswer = NoulAnswer | ChoiceAnswer | ScoreAnswer
+export type { ChoiceAnswer, NoulAnswer, ScoreAnswer, SystemOneAnswer }
 
 /**
  * A question's answer in System One's shape, keys in llama.cpp's order: a noul is P(true); a choice its most

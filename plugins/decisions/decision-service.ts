@@ -1,3 +1,4 @@
+import type { DecisionAsker, SystemOneAsk, SystemOneReply } from '../../core/platform/decision-asker.js'
 import type { Logger } from '../../core/base/logger.js'
 import { tokenCount } from '../../runtimes/index.js'
 import type { RequestUsage } from '../../core/base/request-usage.js'
@@ -5,7 +6,7 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { runLeased } from '../inference/run-leased.js'
 import type { ModelRecord } from '../storage/model-record.js'
 import { NotSupportedError } from './decision-errors.js'
-import { systemOneAnswer, type SystemOneAnswer } from './decision-math.js'
+import { systemOneAnswer } from './decision-math.js'
 import type { DecisionAsk } from './decision-questions.js'
 import { chatPrompts, systemOnePrompts, type PromptMaker } from './decision-prompts.js'
 import { runDecision, type DecisionRun } from './decision-runner.js'
@@ -31,33 +32,17 @@ export interface DecisionCall {
   log?: Pick<Logger, 'warn'>
 }
 
+export type { SystemOneAsk, SystemOneReply }
+
 /** A decision's answer: its model's name, and what its questions came to. */
 export interface DecisionResult extends DecisionRun { model: string }
-
-/**
- * System One's request, less its model: the state, and the questions by id (`{type, instructions, criteria}`);
- * checked as /v1/systemone checks them.
- */
-export interface SystemOneAsk {
-  state?: unknown
-  questions?: unknown
-  images?: unknown
-  [field: string]: unknown
-}
-
-/** System One's answer, as llama.cpp's server gives it. */
-export interface SystemOneReply {
-  model: string
-  answers: Record<string, SystemOneAnswer>
-  usage: { input_tokens: number, output_tokens: 0 }
-}
 
 /**
  * Decisions on local models: a decision model's answers read from its label logits as llama.cpp computes them, a chat
  * model's as vLLM reads them. Leased like any request (keys, queue, quotas, swaps, usage), on the model's generating
  * instance. One service for the surfaces (/v1/systemone, /v1/decisions) and for plugins (a guardrail).
  */
-export class Decisions {
+export class Decisions implements DecisionAsker {
   private readonly labels = new LabelTokens()
 
   constructor (private readonly deps: DecisionDeps) {}

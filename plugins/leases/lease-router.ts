@@ -23,6 +23,8 @@ export interface StoredLeases extends LeaseSource, Loader {
 /**
  * Another source of leases (config.yaml's upstreams, a plugin's backend): it serves the names it claims that no stored
  * model has, and may take a share of a stored model's requests where it serves the same model too (replicas).
+ * The gateway's side of the one backend contract: a plugin's backend is a BackendSpec (core/backends.ts), which the
+ * upstreams plugin serves through this, so the lease books, the per-key line and salting stay inside.
  */
 export interface LeaseBackend {
   /** Its name, for messages. */

@@ -11,6 +11,7 @@ import { buildApp } from '../../core/server/app.js'
 import { resolveConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
 import { writeTinyGguf } from '../fixtures/tiny-model.js'
 import { cpuRuntimeBuild } from './cpu-runtime.js'
+import type { ModelStore } from '../../plugins/storage/model-store.js'
 
 export interface TestGatewayOptions {
   /**
@@ -69,7 +70,8 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
     for (const name of options.models ?? ['test/tiny']) {
       const file = join(dir, `${name.replace('/', '--')}.gguf`)
       await writeTinyGguf({ file, seed: seed++, name })
-      await app.store.import(name, file)
+      // The whole store: a plugin's view of it (StoredModels) reads only.
+      await (app.store as ModelStore).import(name, file)
     }
     const url = await app.listen({ host: '127.0.0.1', port: 0 })
     const running = app

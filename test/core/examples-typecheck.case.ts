@@ -23,7 +23,12 @@ async function mistakes (): Promise<Record<string, Mistake>> {
       what: 'an option used as what its schema says it is not; a decorator\'s method that does not exist',
       source: greeting.replace('`${options.greeting}, ', '`${options.greeting.toFixed(1)}, ')
         .replace('app.store.list().length', 'app.store.listAll().length'),
-      errors: [/error TS\d+: Property 'toFixed' does not exist on type 'string'/, /error TS2339: Property 'listAll' does not exist on type 'ModelStore'/],
+      errors: [/error TS\d+: Property 'toFixed' does not exist on type 'string'/, /error TS2339: Property 'listAll' does not exist on type 'StoredModels'/],
+    },
+    'bad-internals.ts': {
+      what: 'a built-in service the published types do not carry; a store method beyond the read-only view',
+      source: greeting.replace('app.store.list().length', 'app.scheduler.snapshot().length + (await app.store.delete(\'x\'), 0)'),
+      errors: [/error TS2339: Property 'scheduler' does not exist on type 'FastifyInstance<.*>'/, /error TS2339: Property 'delete' does not exist on type 'StoredModels'/],
     },
     'bad-options.ts': {
       what: 'register\'s options annotated as what their schema does not say',
@@ -60,7 +65,7 @@ async function mistakes (): Promise<Record<string, Mistake>> {
 }
 
 const EXAMPLES = ['greeting-plugin.ts', 'greeting-plugin.test.ts', 'signed-token-plugin.ts', 'motd-plugin.ts', 'echo-backend-plugin.ts',
-  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'pii-filter-plugin.ts', 'audit-plugin.ts', 'sycl-runtime-plugin.ts']
+  'folder-source-plugin.ts', 'guardrail-plugin.ts', 'pii-filter-plugin.ts', 'audit-plugin.ts', 'sycl-runtime-plugin.ts', 'decision-guardrail-plugin.ts']
 
 t.test('the examples type-check against the published types; each mistake copy of them does not', async (t) => {
   const wrong = await mistakes()

@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process'
+import { readdirSync, readFileSync } from 'node:fs'
 import { readFile, symlink, writeFile } from 'node:fs/promises'
-import { join } from 'node:path'
+import { basename, join } from 'node:path'
 import { promisify } from 'node:util'
 import { transform } from 'esbuild'
 import t from 'tap'
@@ -96,4 +97,13 @@ t.test('definePlugin: a Fastify plugin of its own; shared, its decorators reach 
     await app.ready()
     t.equal(app.hasDecorator('counter'), shared, shared ? 'shared: decorated for all' : 'its own: kept inside it')
   }
+})
+
+t.test('the published types are the entries and what they reach: no built-in plugin\'s service, one view of the app', async (t) => {
+  const types = join(PACKAGE_ROOT, 'dist', 'types')
+  const files = readdirSync(types, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.d.ts'))
+  t.ok(files.some((file) => basename(file) === 'plugin-api.d.ts') && files.includes('plugin.d.ts') && files.includes('testing.d.ts'), 'the entries are there')
+  t.same(files.filter((file) => file.startsWith('plugins') || file.startsWith('runtimes')), [], 'nothing of plugins/ or runtimes/')
+  const augmenting = files.filter((file) => /^declare module 'fastify'/m.test(readFileSync(join(types, file), 'utf8')))
+  t.same(augmenting.map((file) => basename(file)), ['gateway-decorators.d.ts'], 'Fastify\'s instance is widened in one place only')
 })
