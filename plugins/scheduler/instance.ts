@@ -27,10 +27,10 @@ const PHASE_MOVES: Readonly<Record<InstancePhase, readonly InstancePhase[]>> = {
   gone: [],
 }
 
-/** An instance asked to move where its phase does not lead: a bug in the scheduler, never a request's fault. */
+/** An instance or a runtime asked to move where its state does not lead: a bug in the scheduler, never a request's fault. */
 export class IllegalTransitionError extends Error {
-  constructor (model: string, from: InstancePhase, to: InstancePhase) {
-    super(`instance of model "${model}": no move from ${from} to ${to}`)
+  constructor (subject: string, from: string, to: string) {
+    super(`${subject}: no move from ${from} to ${to}`)
     this.name = 'IllegalTransitionError'
   }
 }
@@ -98,7 +98,7 @@ export class Instance {
 
   /** Moves to `to`. @throws IllegalTransitionError when its phase does not lead there */
   private moveTo (to: InstancePhase): void {
-    if (!PHASE_MOVES[this.currentPhase].includes(to)) throw new IllegalTransitionError(this.model.name, this.currentPhase, to)
+    if (!PHASE_MOVES[this.currentPhase].includes(to)) throw new IllegalTransitionError(`instance of model "${this.model.name}"`, this.currentPhase, to)
     this.currentPhase = to
   }
   /** Requests holding a slot. */
