@@ -5,17 +5,16 @@ import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
 import { modelArgs } from './model-args.js'
-import type { CacheShape, RuntimeProcess, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
+import type { CacheShape, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { Room } from './room.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StandbyRuntimes } from './standby-runtimes.js'
+import { RuntimeLife } from './runtime-life.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 import { StartBackoff } from './start-backoff.js'
 
 const BUSY_STOP_GRACE_MS = 500
-// A runtime stands by for a model only where preparing it (spawn to gate) takes this long: what a swap to it saves.
-const STANDBY_MIN_GAIN_MS = 50
 // A preparation waits for the loads given room to end (they would share the processor), at most this long.
 const SETTLE_MAX_MS = 10_000
 
@@ -120,7 +119,7 @@ export class Instances {
       instance.cut(reason instanceof Error ? reason : await reason)
       // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
       if (served && this.deps.promptCache) await this.deps.promptCache.saveFrom(instance.process!, cacheShape(instance))
-      if (!exited) await instance.process?.stop(grace)
+      if (!exited && instance.process !== null) await instance.life!.stop(grace)
     } finally {
       const at = this.list.indexOf(instance)
       if (at !== -1) this.list.splice(at, 1)
@@ -140,7 +139,7 @@ export class Instances {
    */
   private async standBy (instance: Instance, generation: number): Promise<void> {
     const { model, purpose, options } = instance
-    if (instance.keepAlive === 0 || !this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
+    if (instance.keepAlive === 0 || !this.preparesAhead() || this.workersOf(model).length > 0 || !StandbyRuntimes.pays(this.deps.estimate, model.name, purpose)) return
     // A stop or delete of the model since its end began (`generation` was read then) leaves nothing standing by for it.
     if (this.standby.generation(model.name) !== generation) return
     await this.loadsSettled()
@@ -149,9 +148,7 @@ export class Instances {
     try {
       const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
       if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose) || this.standby.generation(model.name) !== generation) return
-      const process = this.deps.runtimes.create(spawn)
-      this.standby.add(model.name, purpose, spawn, process, instance.keepAlive)
-      this.measurePreparation(instance, process)
+      this.standby.add(model.name, purpose, spawn, this.makeLife(instance, spawn, true), instance.keepAlive)
     } catch (err) {
       this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')
     }
@@ -171,42 +168,41 @@ export class Instances {
     if (workers.length === 0) await this.deps.room().refuseWhatCannotFit(instance)
     // A model of this machine whose GGUF is there gets its runtime before its room: once it is next in line and waits
     // for a model in its way, its start goes as far as it can without the memory (prepareAhead).
-    const ahead = workers.length === 0 && this.preparesAhead() && store.ggufPath(model, options.dtype) !== null
-    const preparation = { begun: false, failed: null as Error | null }
-    let process: RuntimeProcess | null = null
-    if (ahead) {
+    if (workers.length === 0 && this.preparesAhead() && store.ggufPath(model, options.dtype) !== null) {
       const spawn = await this.spawnOptions(instance, ctxSize, {})
       this.stoppedMeanwhile(instance)
       // One standing by since the model was given up is already at its gate, or on its way there.
       const standing = this.standby.take(model.name, purpose, spawn)
-      process = standing ?? this.deps.runtimes.create(spawn)
-      instance.preparesAhead = process.prepare !== undefined && process.preparesAhead === true
-      if (standing !== null && instance.preparesAhead) this.prepareAhead(instance, standing, preparation, 'standing by')
+      instance.madeAhead(standing ?? this.makeLife(instance, spawn, true))
+      if (standing !== null) this.prepareNow(instance, standing, 'standing by')
     }
+    const ahead = instance.life
     try {
-      const early = process
-      await this.deps.room().make(instance, early !== null && instance.preparesAhead && !preparation.begun ? () => this.prepareAhead(instance, early, preparation, 'waiting for room') : undefined)
+      await this.deps.room().make(instance, ahead?.preparesAhead === true && ahead.state === 'made' ? () => this.prepareAhead(instance, ahead) : undefined)
     } catch (err) {
-      await process?.stop(0)
+      await ahead?.stop(0)
       throw err
     }
-    if (preparation.failed !== null) throw preparation.failed
+    if (ahead?.failure) throw ahead.failure
     if (instance.ending) {
-      await process?.stop(0)
+      await ahead?.stop(0)
       throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
     }
-    if (process === null) {
+    let life = ahead
+    if (life === null) {
       const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
       const spawn = await this.spawnOptions(instance, ctxSize, rpc)
       this.stoppedMeanwhile(instance)
-      process = this.deps.runtimes.create(spawn)
+      life = this.makeLife(instance, spawn, false)
     }
-    instance.attach(process)
-    process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
+    // Prepared ahead: its load goes on from its gate (or from its way there).
+    const prepared = life.state === 'preparing' || life.state === 'prepared'
+    instance.attach(life)
+    life.process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
     const now = this.deps.clock ?? performance.now.bind(performance)
     const spawned = now()
     try {
-      await process.start()
+      await life.start()
     } catch (err) {
       // A start cut short by a stop is not the model's failure: no backoff for it.
       if ((err as { code?: string }).code !== 'runtime_stopped') {
@@ -216,68 +212,49 @@ export class Instances {
       throw err
     }
     // Stopped as its runtime came up (the end found it starting and stopped it, or found no runtime yet).
-    if (instance.ending) { await process.stop(0); return }
+    if (instance.ending) { await life.stop(0); return }
     this.backoff.succeeded(failureKey)
     const caches = purpose === 'generate' ? promptCache : undefined
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
-    if (caches) instance.restoreChecks = await caches.restoreInto(process, cacheShape(instance))
+    if (caches) instance.restoreChecks = await caches.restoreInto(life.process, cacheShape(instance))
     // Its end began during the restores, before it had a judge to stop: what no request took is judged unused.
     if (instance.ending) void instance.restoreChecks?.stop()
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {
-      instance.watch(new ProgressWatchdog({ source: process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
+      instance.watch(new ProgressWatchdog({ source: life.process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
     }
-    events.emit('loaded', model.name, purpose, (now() - spawned) / 1000, preparation.begun)
+    events.emit('loaded', model.name, purpose, (now() - spawned) / 1000, prepared)
     this.replaceOthers(instance)
-    log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel, ...(preparation.begun ? { prepared: true } : {}) }, 'model loaded')
+    log.info({ model: model.name, purpose, pid: life.process.pid, ctxSize, parallel: options.num_parallel, ...(prepared ? { prepared: true } : {}) }, 'model loaded')
   }
 
   /**
    * Starts a load's runtime up to its gate while the load waits for room (RuntimeProcess.prepare: the process, the
    * model's metadata and vocabulary, nothing of the memory), once no load given room is under way (it would share the
-   * processor); one standing by is on its way already. A runtime that fails there fails the load at once, so that no
-   * model is unloaded for it.
+   * processor).
    */
-  private prepareAhead (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: 'waiting for room' | 'standing by'): void {
-    if (how === 'waiting for room') {
-      void this.loadsSettled().then(() => { if (instance.process === null && !instance.ending) this.prepareNow(instance, process, preparation, how) })
-    } else {
-      this.prepareNow(instance, process, preparation, how)
-    }
+  private prepareAhead (instance: Instance, life: RuntimeLife): void {
+    void this.loadsSettled().then(() => { if (life.state === 'made' && !instance.ending) this.prepareNow(instance, life, 'waiting for room') })
   }
 
-  private prepareNow (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: string): void {
-    preparation.begun = true
-    instance.preparedProcess = process
+  /** A runtime that fails on its way to its gate fails the load at once, so that no model is unloaded for it. */
+  private prepareNow (instance: Instance, life: RuntimeLife, how: 'waiting for room' | 'standing by'): void {
     const { model, purpose } = instance
-    this.deps.log.info({ model: model.name, pid: process.pid, how }, 'a load prepared ahead')
-    if (how !== 'standing by') this.measurePreparation(instance, process)
-    process.prepare!().catch((err: Error) => {
+    this.deps.log.info({ model: model.name, pid: life.process.pid, how }, 'a load prepared ahead')
+    const gate = life.state === 'standing_by' ? life.claim() : life.prepare()
+    gate.catch((err: Error) => {
       if ((err as { code?: string }).code === 'runtime_stopped' || instance.ending) return
-      preparation.failed = err
       this.backoff.failed(StartBackoff.keyOf(instance), err)
       this.deps.events.emit('loadFailed', model.name, purpose, err)
       void this.end(instance, { reason: err, save: false, exited: true })
     })
   }
 
-  /**
-   * Whether a runtime standing by for the model saves its users enough to be worth its process: its preparations
-   * (spawn to gate) measured at STANDBY_MIN_GAIN_MS or more, or before one was, its whole loads. A small vocabulary is
-   * read in milliseconds, and a swap there gains less than the process costs the processor.
-   */
-  private standingByPays (instance: Instance): boolean {
+  /** A runtime for `instance`'s model, not started; `ahead`: made to go to its gate before its room. Its preparations are measured. */
+  private makeLife (instance: Instance, spawn: RuntimeSpawnOptions, ahead: boolean): RuntimeLife {
     const key = estimateKey(instance.model.name, instance.purpose)
-    const saved = this.deps.estimate.preparationMs(key) ?? this.deps.estimate.loadMs(key)
-    return saved !== null && saved >= STANDBY_MIN_GAIN_MS
-  }
-
-  /** A preparation that reached its gate: how long it took is what preparing `instance`'s model saves a load. */
-  private measurePreparation (instance: Instance, process: RuntimeProcess): void {
-    process.prepare!().then(() => {
-      if (process.preparedInMs != null) this.deps.estimate.prepared(estimateKey(instance.model.name, instance.purpose), process.preparedInMs)
-    }, () => {})
+    return new RuntimeLife(this.deps.runtimes.create(spawn), { model: instance.model.name, ahead, onPrepared: (ms) => this.deps.estimate.prepared(key, ms) })
   }
 
   /** Whether loads are prepared ahead here: config.yaml's limits.prepare_ahead, and runtimes that can be. */
