@@ -74,6 +74,8 @@ export class StandbyRuntimes {
     const standing = this.standing.get(key)
     if (standing === undefined) return null
     if (standing.options !== JSON.stringify(options)) { this.dropKey(key, 'other options asked for'); return null }
+    // Its exit forgets it at once; this only guards the table against a life that left standing by some other way.
+    if (standing.life.state !== 'standing_by') { this.forget(standing); return null }
     this.forget(standing)
     return standing.life
   }
