@@ -3,6 +3,7 @@ import type { ResolvedOptions } from '../../core/config/request-options.js'
 import type { Purpose, WaitProgress } from '../leases/lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
 import { KeyLine, type Seat } from '../leases/key-line.js'
+import type { RuntimeLife } from './runtime-life.js'
 import { SessionSlots } from './session-slots.js'
 import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
@@ -27,10 +28,10 @@ const PHASE_MOVES: Readonly<Record<InstancePhase, readonly InstancePhase[]>> = {
   gone: [],
 }
 
-/** An instance asked to move where its phase does not lead: a bug in the scheduler, never a request's fault. */
+/** An instance or a runtime asked to move where its state does not lead: a bug in the scheduler, never a request's fault. */
 export class IllegalTransitionError extends Error {
-  constructor (model: string, from: InstancePhase, to: InstancePhase) {
-    super(`instance of model "${model}": no move from ${from} to ${to}`)
+  constructor (subject: string, from: string, to: string) {
+    super(`${subject}: no move from ${from} to ${to}`)
     this.name = 'IllegalTransitionError'
   }
 }
@@ -55,16 +56,15 @@ export class Instance {
   /** Aborted when the instance goes away: requests in flight on it end with the reason. */
   private readonly controller = new AbortController()
   private loading: Promise<void> = Promise.resolve()
+  /** Its runtime's life, once one was made for it: before its room when prepared ahead, else once given room. */
+  private owner: RuntimeLife | null = null
+  /** Its runtime's process once given room (read on every request: kept at hand). */
   private runtime: RuntimeProcess | null = null
   private watchdog: { stop(): void } | null = null
   private attachedAt = 0
   private servingSince = 0
   /** Which runtime slot each session's cache is in (session-slots.ts). */
   readonly sessions: SessionSlots
-  /** Its runtime's start is prepared while it waits for room (RuntimeProcess.prepare): a swap to it costs what is left. */
-  preparesAhead = false
-  /** Its runtime while it is prepared and waits for room (it becomes `process` once room is given). */
-  preparedProcess: RuntimeProcess | null = null
   /** Its slots, and the requests waiting for one, in turns by API key (one per slot handed on early). */
   readonly line: KeyLine
 
@@ -98,7 +98,7 @@ export class Instance {
 
   /** Moves to `to`. @throws IllegalTransitionError when its phase does not lead there */
   private moveTo (to: InstancePhase): void {
-    if (!PHASE_MOVES[this.currentPhase].includes(to)) throw new IllegalTransitionError(this.model.name, this.currentPhase, to)
+    if (!PHASE_MOVES[this.currentPhase].includes(to)) throw new IllegalTransitionError(`instance of model "${this.model.name}"`, this.currentPhase, to)
     this.currentPhase = to
   }
   /** Requests holding a slot. */
@@ -119,8 +119,12 @@ export class Instance {
   get unloadsWhenIdle (): boolean { return this.currentPhase === 'draining' || this.keepAliveMs === 0 }
   /** Aborted with the reason when the instance goes away. */
   get signal (): AbortSignal { return this.controller.signal }
-  /** Its llama-server, once one was made for it (null while it waits for room). */
+  /** Its llama-server, once room was made for it (null while it waits for room, prepared ahead or not). */
   get process (): RuntimeProcess | null { return this.runtime }
+  /** Its runtime's life (runtime-life.ts): made ahead while it waits for room, or made once room was given. */
+  get life (): RuntimeLife | null { return this.owner }
+  /** Its runtime goes to its gate while it waits for room (RuntimeProcess.prepare): a swap to it costs what is left. */
+  get preparesAhead (): boolean { return this.owner?.preparesAhead === true }
 
   /** When it is due to unload: null when kept forever; while busy, its keep-alive after `now`. */
   expiresAtFrom (now: number): number | null {
@@ -149,11 +153,14 @@ export class Instance {
     }
   }
 
-  /** The llama-server made for it, before its start: room was made, it starts (a drained one still loads). */
-  attach (process: RuntimeProcess): void {
+  /** Its runtime, made before its room so that it is prepared while it waits (it is attached once room is given). */
+  madeAhead (life: RuntimeLife): void { this.owner = life }
+
+  /** Its runtime, before its start: room was made, it starts (a drained one still loads). */
+  attach (life: RuntimeLife): void {
     if (this.currentPhase !== 'draining') this.moveTo('starting')
-    this.runtime = process
-    this.preparedProcess = null
+    this.owner = life
+    this.runtime = life.process
     this.attachedAt = Date.now()
   }
 

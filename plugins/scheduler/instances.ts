@@ -1,23 +1,23 @@
 import type { EventHub } from '../../core/base/event-hub.js'
-import { GatewayError, RuntimeError, UnavailableError } from '../../core/base/errors.js'
+import { RuntimeError, UnavailableError } from '../../core/base/errors.js'
 import type { ResolvedOptions } from '../../core/config/request-options.js'
+import type { ExitInfo } from '../../runtimes/index.js'
 import { estimateInstanceBytes } from './memory-estimate.js'
 import { Instance } from './instance.js'
 import type { Purpose } from '../leases/lease.js'
-import { modelArgs } from './model-args.js'
-import type { CacheShape, RuntimeProcess, RuntimeSpawnOptions, SchedulableModel, SchedulerDeps } from './ports.js'
+import { deathReason } from './death-reason.js'
+import { loadsSettled } from './loads-settled.js'
+import type { SchedulableModel, SchedulerDeps } from './ports.js'
 import { ProgressWatchdog } from './progress-watchdog.js'
 import type { Room } from './room.js'
+import type { RuntimeLife } from './runtime-life.js'
+import { cacheShape, RuntimeMaker } from './runtime-maker.js'
 import type { SchedulerEvents } from './scheduler-events.js'
 import { StandbyRuntimes } from './standby-runtimes.js'
-import { estimateKey, type WaitEstimate } from './wait-estimate.js'
+import type { WaitEstimate } from './wait-estimate.js'
 import { StartBackoff } from './start-backoff.js'
 
 const BUSY_STOP_GRACE_MS = 500
-// A runtime stands by for a model only where preparing it (spawn to gate) takes this long: what a swap to it saves.
-const STANDBY_MIN_GAIN_MS = 50
-// A preparation waits for the loads given room to end (they would share the processor), at most this long.
-const SETTLE_MAX_MS = 10_000
 
 /** The scheduler's own dependencies, and its room and events. */
 export interface InstancesDeps extends SchedulerDeps {
@@ -52,9 +52,12 @@ export class Instances {
   private readonly endings = new Map<Instance, Promise<void>>()
   /** Runtimes prepared ahead for models given up for others: a request for one loads from its gate. */
   readonly standby: StandbyRuntimes
+  /** Makes a runtime: its spawn options, its life. */
+  private readonly maker: RuntimeMaker
 
   constructor (private readonly deps: InstancesDeps) {
     this.standby = new StandbyRuntimes(deps.log)
+    this.maker = new RuntimeMaker(deps)
   }
 
   all (): readonly Instance[] { return this.list }
@@ -120,7 +123,7 @@ export class Instances {
       instance.cut(reason instanceof Error ? reason : await reason)
       // After its requests were cut (their slots free up at once), before it stops: what it holds outlives it.
       if (served && this.deps.promptCache) await this.deps.promptCache.saveFrom(instance.process!, cacheShape(instance))
-      if (!exited) await instance.process?.stop(grace)
+      if (!exited && instance.process !== null) await instance.life!.stop(grace)
     } finally {
       const at = this.list.indexOf(instance)
       if (at !== -1) this.list.splice(at, 1)
@@ -140,18 +143,16 @@ export class Instances {
    */
   private async standBy (instance: Instance, generation: number): Promise<void> {
     const { model, purpose, options } = instance
-    if (instance.keepAlive === 0 || !this.preparesAhead() || this.workersOf(model).length > 0 || !this.standingByPays(instance)) return
+    if (instance.keepAlive === 0 || !this.maker.preparesAhead() || this.workersOf(model).length > 0 || !StandbyRuntimes.pays(this.deps.estimate, model.name, purpose)) return
     // A stop or delete of the model since its end began (`generation` was read then) leaves nothing standing by for it.
     if (this.standby.generation(model.name) !== generation) return
-    await this.loadsSettled()
+    await loadsSettled(() => this.list, this.deps.events)
     // Loaded again meanwhile (its users came back first): nothing to prepare.
     if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose)) return
     try {
-      const spawn = await this.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
+      const spawn = await this.maker.spawnOptions(instance, options.num_ctx * options.num_parallel, {})
       if (this.list.some((i) => i.model.name === model.name && i.purpose === purpose) || this.standby.generation(model.name) !== generation) return
-      const process = this.deps.runtimes.create(spawn)
-      this.standby.add(model.name, purpose, spawn, process, instance.keepAlive)
-      this.measurePreparation(instance, process)
+      this.standby.add(model.name, purpose, spawn, this.maker.make(instance, spawn, true), instance.keepAlive)
     } catch (err) {
       this.deps.log.info({ model: model.name, err }, 'no runtime stands by for a model given up for another')
     }
@@ -171,42 +172,33 @@ export class Instances {
     if (workers.length === 0) await this.deps.room().refuseWhatCannotFit(instance)
     // A model of this machine whose GGUF is there gets its runtime before its room: once it is next in line and waits
     // for a model in its way, its start goes as far as it can without the memory (prepareAhead).
-    const ahead = workers.length === 0 && this.preparesAhead() && store.ggufPath(model, options.dtype) !== null
-    const preparation = { begun: false, failed: null as Error | null }
-    let process: RuntimeProcess | null = null
-    if (ahead) {
-      const spawn = await this.spawnOptions(instance, ctxSize, {})
+    if (workers.length === 0 && this.maker.preparesAhead() && store.ggufPath(model, options.dtype) !== null) {
+      const spawn = await this.maker.spawnOptions(instance, ctxSize, {})
       this.stoppedMeanwhile(instance)
       // One standing by since the model was given up is already at its gate, or on its way there.
       const standing = this.standby.take(model.name, purpose, spawn)
-      process = standing ?? this.deps.runtimes.create(spawn)
-      instance.preparesAhead = process.prepare !== undefined && process.preparesAhead === true
-      if (standing !== null && instance.preparesAhead) this.prepareAhead(instance, standing, preparation, 'standing by')
+      instance.madeAhead(standing ?? this.maker.make(instance, spawn, true))
+      if (standing !== null) this.prepareNow(instance, standing, 'standing by')
     }
+    const ahead = instance.life
     try {
-      const early = process
-      await this.deps.room().make(instance, early !== null && instance.preparesAhead && !preparation.begun ? () => this.prepareAhead(instance, early, preparation, 'waiting for room') : undefined)
+      await this.deps.room().make(instance, ahead?.preparesAhead === true && ahead.state === 'made' ? () => this.prepareAhead(instance, ahead) : undefined)
     } catch (err) {
-      await process?.stop(0)
+      await ahead?.stop(0)
       throw err
     }
-    if (preparation.failed !== null) throw preparation.failed
-    if (instance.ending) {
-      await process?.stop(0)
-      throw new UnavailableError(`model "${model.name}" was stopped while it waited to load`, 'model_stopped')
-    }
-    if (process === null) {
-      const rpc = workers.length > 0 ? await this.prepareWorkers(instance, workers) : {}
-      const spawn = await this.spawnOptions(instance, ctxSize, rpc)
-      this.stoppedMeanwhile(instance)
-      process = this.deps.runtimes.create(spawn)
-    }
-    instance.attach(process)
-    process.onExit((info) => { if (!info.expected) this.crashed(instance, info.code, info.signal, info.logTail) })
+    if (ahead?.failure) throw ahead.failure
+    if (instance.ending) await ahead?.stop(0)
+    this.stoppedMeanwhile(instance)
+    const life = ahead ?? await this.madeNow(instance, ctxSize, workers)
+    // Prepared ahead: its load goes on from its gate (or from its way there).
+    const prepared = life.state === 'preparing' || life.state === 'prepared'
+    instance.attach(life)
+    life.process.onExit((info) => { if (!info.expected) this.crashed(instance, info) })
     const now = this.deps.clock ?? performance.now.bind(performance)
     const spawned = now()
     try {
-      await process.start()
+      await life.start()
     } catch (err) {
       // A start cut short by a stop is not the model's failure: no backoff for it.
       if ((err as { code?: string }).code !== 'runtime_stopped') {
@@ -216,128 +208,56 @@ export class Instances {
       throw err
     }
     // Stopped as its runtime came up (the end found it starting and stopped it, or found no runtime yet).
-    if (instance.ending) { await process.stop(0); return }
+    if (instance.ending) { await life.stop(0); return }
     this.backoff.succeeded(failureKey)
     const caches = purpose === 'generate' ? promptCache : undefined
     // Before the first request: llama-server then sends each request to the slot holding its conversation.
-    if (caches) instance.restoreChecks = await caches.restoreInto(process, cacheShape(instance))
+    if (caches) instance.restoreChecks = await caches.restoreInto(life.process, cacheShape(instance))
     // Its end began during the restores, before it had a judge to stop: what no request took is judged unused.
     if (instance.ending) void instance.restoreChecks?.stop()
     instance.markLoaded()
     const { progressTimeoutMs } = this.deps.settings
     if (progressTimeoutMs !== undefined) {
-      instance.watch(new ProgressWatchdog({ source: process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
+      instance.watch(new ProgressWatchdog({ source: life.process.endpoint, timeoutMs: progressTimeoutMs, busy: () => instance.active > 0, onStuck: (why) => this.stuck(instance, why) }))
     }
-    events.emit('loaded', model.name, purpose, (now() - spawned) / 1000, preparation.begun)
+    events.emit('loaded', model.name, purpose, (now() - spawned) / 1000, prepared)
     this.replaceOthers(instance)
-    log.info({ model: model.name, purpose, pid: process.pid, ctxSize, parallel: options.num_parallel, ...(preparation.begun ? { prepared: true } : {}) }, 'model loaded')
+    log.info({ model: model.name, purpose, pid: life.process.pid, ctxSize, parallel: options.num_parallel, ...(prepared ? { prepared: true } : {}) }, 'model loaded')
   }
 
   /**
    * Starts a load's runtime up to its gate while the load waits for room (RuntimeProcess.prepare: the process, the
    * model's metadata and vocabulary, nothing of the memory), once no load given room is under way (it would share the
-   * processor); one standing by is on its way already. A runtime that fails there fails the load at once, so that no
-   * model is unloaded for it.
+   * processor).
    */
-  private prepareAhead (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: 'waiting for room' | 'standing by'): void {
-    if (how === 'waiting for room') {
-      void this.loadsSettled().then(() => { if (instance.process === null && !instance.ending) this.prepareNow(instance, process, preparation, how) })
-    } else {
-      this.prepareNow(instance, process, preparation, how)
-    }
+  private prepareAhead (instance: Instance, life: RuntimeLife): void {
+    void loadsSettled(() => this.list, this.deps.events).then(() => { if (life.state === 'made' && !instance.ending) this.prepareNow(instance, life, 'waiting for room') })
   }
 
-  private prepareNow (instance: Instance, process: RuntimeProcess, preparation: { begun: boolean, failed: Error | null }, how: string): void {
-    preparation.begun = true
-    instance.preparedProcess = process
+  /** A runtime that fails on its way to its gate fails the load at once, so that no model is unloaded for it. */
+  private prepareNow (instance: Instance, life: RuntimeLife, how: 'waiting for room' | 'standing by'): void {
     const { model, purpose } = instance
-    this.deps.log.info({ model: model.name, pid: process.pid, how }, 'a load prepared ahead')
-    if (how !== 'standing by') this.measurePreparation(instance, process)
-    process.prepare!().catch((err: Error) => {
+    this.deps.log.info({ model: model.name, pid: life.process.pid, how }, 'a load prepared ahead')
+    const gate = life.state === 'standing_by' ? life.claim() : life.prepare()
+    gate.catch((err: Error) => {
       if ((err as { code?: string }).code === 'runtime_stopped' || instance.ending) return
-      preparation.failed = err
       this.backoff.failed(StartBackoff.keyOf(instance), err)
       this.deps.events.emit('loadFailed', model.name, purpose, err)
       void this.end(instance, { reason: err, save: false, exited: true })
     })
   }
 
-  /**
-   * Whether a runtime standing by for the model saves its users enough to be worth its process: its preparations
-   * (spawn to gate) measured at STANDBY_MIN_GAIN_MS or more, or before one was, its whole loads. A small vocabulary is
-   * read in milliseconds, and a swap there gains less than the process costs the processor.
-   */
-  private standingByPays (instance: Instance): boolean {
-    const key = estimateKey(instance.model.name, instance.purpose)
-    const saved = this.deps.estimate.preparationMs(key) ?? this.deps.estimate.loadMs(key)
-    return saved !== null && saved >= STANDBY_MIN_GAIN_MS
-  }
-
-  /** A preparation that reached its gate: how long it took is what preparing `instance`'s model saves a load. */
-  private measurePreparation (instance: Instance, process: RuntimeProcess): void {
-    process.prepare!().then(() => {
-      if (process.preparedInMs != null) this.deps.estimate.prepared(estimateKey(instance.model.name, instance.purpose), process.preparedInMs)
-    }, () => {})
-  }
-
-  /** Whether loads are prepared ahead here: config.yaml's limits.prepare_ahead, and runtimes that can be. */
-  private preparesAhead (): boolean {
-    return this.deps.settings.prepareAhead !== false && this.deps.runtimes.preparesAhead?.() === true
-  }
-
-  /** Resolves once no runtime given room is starting (at the latest after SETTLE_MAX_MS). */
-  private loadsSettled (): Promise<void> {
-    const starting = (): boolean => this.list.some((i) => i.phase === 'starting')
-    if (!starting()) return Promise.resolve()
-    return new Promise<void>((resolve) => {
-      const look = (): void => { if (!starting()) done() }
-      const done = (): void => { clearTimeout(timer); this.deps.events.off('loaded', look); this.deps.events.off('loadFailed', look); resolve() }
-      const timer = setTimeout(done, SETTLE_MAX_MS)
-      this.deps.events.on('loaded', look)
-      this.deps.events.on('loadFailed', look)
-    })
+  /** A runtime made once room was given: one split across RPC workers, or one not prepared ahead. */
+  private async madeNow (instance: Instance, ctxSize: number, workers: string[]): Promise<RuntimeLife> {
+    const rpc = workers.length > 0 ? await this.maker.workerSplit(instance, workers) : {}
+    const spawn = await this.maker.spawnOptions(instance, ctxSize, rpc)
+    this.stoppedMeanwhile(instance)
+    return this.maker.make(instance, spawn, false)
   }
 
   /** @throws UnavailableError when the instance was stopped while it waited for a worker, a conversion or the cache folder */
   private stoppedMeanwhile (instance: Instance): void {
     if (instance.ending) throw new UnavailableError(`model "${instance.model.name}" was stopped while it waited to load`, 'model_stopped')
-  }
-
-  /**
-   * How an instance's runtime is spawned: its GGUF (converted first when a SafeTensors model has none of its dtype),
-   * its arguments, and where its slots are saved.
-   * @throws GatewayError 409 when there is no GGUF and no converter
-   */
-  private async spawnOptions (instance: Instance, ctxSize: number, rpc: { rpcEndpoints?: string[], tensorSplit?: number[] }): Promise<RuntimeSpawnOptions> {
-    const { model, options, purpose } = instance
-    const { store, promptCache } = this.deps
-    let path = store.ggufPath(model, options.dtype)
-    if (path === null && this.deps.ensureVariant) {
-      await this.deps.ensureVariant(model, options.dtype)
-      path = store.ggufPath(store.get(model.name), options.dtype)
-    }
-    if (path === null) {
-      throw new GatewayError(409, `model "${model.name}" has no GGUF for dtype ${options.dtype}, and no converter is available`, { code: 'no_gguf' })
-    }
-    const args = this.deps.settings.modelOptions.get(model.name)?.args
-    const caches = purpose === 'generate' ? promptCache : undefined
-    // A cache folder that cannot be used (a file in its place, say) means a runtime without saves, not no runtime.
-    const cacheDir = caches ? await caches.slotSavePath() : null
-    return {
-      modelPath: path,
-      alias: model.name,
-      ctxSize,
-      parallel: options.num_parallel,
-      nGpuLayers: options.n_gpu_layers,
-      threads: options.num_thread,
-      cacheTypeK: options.cache_type_k,
-      cacheTypeV: options.cache_type_v,
-      ...(model.template ? { chatTemplate: model.template } : {}),
-      ...purposeFlags(model, purpose, options.num_ctx, store.projectorPath(model)),
-      ...rpc,
-      ...(args?.length ? { extraArgs: modelArgs(args, model, options.dtype, store) } : {}),
-      ...(cacheDir !== null ? { slotSavePath: cacheDir } : {}),
-    }
   }
 
   /**
@@ -353,36 +273,13 @@ export class Instances {
     }
   }
 
-  /**
-   * A model split across RPC workers: each must answer now (a load on a worker that does not would hang or abort),
-   * and its memory is theirs: weights and cache go to their devices, not this machine's.
-   * @throws UnavailableError naming the worker that does not answer
-   */
-  private async prepareWorkers (instance: Instance, workers: string[]): Promise<{ rpcEndpoints: string[], tensorSplit?: number[] }> {
-    const { rpcWorkers, settings, log } = this.deps
-    if (!rpcWorkers) throw new UnavailableError(`model "${instance.model.name}" is to be split across RPC workers, and this server has none configured`, 'rpc_worker_unavailable')
-    const { endpoints, freeBytes } = await rpcWorkers.prepare(workers, instance.model.name)
-    if (instance.estimatedBytes > freeBytes) log.warn({ model: instance.model.name, needed: instance.estimatedBytes, free: freeBytes, workers }, 'model may not fit in its RPC workers\' free memory; loading anyway')
-    const tensorSplit = settings.modelOptions.get(instance.model.name)?.tensorSplit
-    return { rpcEndpoints: endpoints, ...(tensorSplit ? { tensorSplit } : {}) }
-  }
-
-  /** Its runtime died while it served: its requests hear why, those in line load the model afresh. */
-  private crashed (instance: Instance, code: number | null, signal: string | null, logTail: string[]): void {
+  /** Its runtime died while it served: its requests hear why (death-reason.ts), those in line load the model afresh. */
+  private crashed (instance: Instance, exit: ExitInfo): void {
     if (instance.state !== 'loaded') return // a failed start is reported by start() itself
     const name = instance.model.name
-    const how = signal ? `was killed by ${signal}` : `exited with code ${code}`
-    const last = logTail.filter((l) => l.trim() !== '').slice(-3).join(' | ')
-    const error = new RuntimeError(`the runtime of model "${name}" ${how}${last ? `: ${last}` : ''}`, logTail, 'runtime_died')
-    this.deps.log.error({ model: name, code, signal, logTail: logTail.slice(-10) }, 'runtime died')
+    this.deps.log.error({ model: name, code: exit.code, signal: exit.signal, logTail: exit.logTail.slice(-10) }, 'runtime died')
     this.deps.events.emit('crashed', name)
-    const workers = this.workersOf(instance.model)
-    // Split across RPC workers, llama-server aborts when one goes: the requests on it are told which one (a refused
-    // connection answers in a millisecond; the wait is bounded for a host that went silent).
-    const reason = workers.length === 0 || !this.deps.rpcWorkers
-      ? error
-      : this.deps.rpcWorkers.explainLoss(workers).catch(() => null)
-        .then((lost) => lost === null ? error : new RuntimeError(`${lost}; the runtime of model "${name}" ${how}`, logTail, 'rpc_worker_lost'))
+    const reason = deathReason(name, exit, this.workersOf(instance.model), this.deps.rpcWorkers)
     void this.end(instance, { reason, save: false, exited: true })
   }
 
@@ -397,24 +294,5 @@ export class Instances {
     this.deps.events.emit('crashed', name)
     const reason = new RuntimeError(`the runtime of model "${name}" was stuck (${why}), so it was stopped; the model loads again for the next request`, [], 'runtime_stuck')
     void this.end(instance, { reason, graceMs: 0, save: false })
-  }
-}
-
-/** What ties an instance's slot caches to the runtimes that can take them back. */
-export function cacheShape (instance: Instance): CacheShape {
-  const { model, options } = instance
-  return { model: model.name, digest: model.digest ?? '', dtype: options.dtype, cacheTypeK: options.cache_type_k, cacheTypeV: options.cache_type_v, parallel: options.num_parallel }
-}
-
-/**
- * What llama-server needs to serve a purpose: `--mmproj` for a model with a vision projector; for embeddings and
- * reranking their switch, and a physical batch as large as one slot's context, since an input to an encoder
- * must fit in one batch. A chat model embeds by its last token, as decoder-based embedders do and Ollama does.
- */
-export function purposeFlags (model: SchedulableModel, purpose: Purpose, numCtx: number, projectorPath: string | null): Partial<RuntimeSpawnOptions> {
-  switch (purpose) {
-    case 'generate': return projectorPath !== null ? { projectorPath } : {}
-    case 'embed': return { embeddings: true, batchSize: numCtx, ...((model.kind ?? 'chat') === 'chat' ? { pooling: 'last' as const } : {}) }
-    case 'rerank': return { reranking: true, batchSize: numCtx }
   }
 }

@@ -128,8 +128,8 @@ export interface PreparedRuntime {
 /** The runtimes prepared ahead now, for /api/ps: those of loads waiting for room, then those standing by. */
 export function preparedRuntimes (instances: readonly Instance[], standing: readonly StandingBy[]): PreparedRuntime[] {
   return [
-    ...instances.filter((i) => i.process === null && i.preparedProcess !== null && !i.ending)
-      .map((i) => ({ model: i.model.name, purpose: i.purpose, pid: i.preparedProcess!.pid ?? null, why: 'waiting_for_room' as const, expiresAt: null })),
-    ...standing.map(({ model, purpose, process, expiresAt }) => ({ model, purpose, pid: process.pid ?? null, why: 'standing_by' as const, expiresAt })),
+    ...instances.filter((i) => (i.life?.state === 'preparing' || i.life?.state === 'prepared') && !i.ending)
+      .map((i) => ({ model: i.model.name, purpose: i.purpose, pid: i.life!.process.pid ?? null, why: 'waiting_for_room' as const, expiresAt: null })),
+    ...standing.map(({ model, purpose, pid, expiresAt }) => ({ model, purpose, pid, why: 'standing_by' as const, expiresAt })),
   ]
 }

@@ -1,21 +1,26 @@
 import type { Logger } from '../../core/base/logger.js'
 import type { Purpose } from '../leases/lease.js'
-import type { RuntimeProcess, RuntimeSpawnOptions } from './ports.js'
+import type { RuntimeSpawnOptions } from './ports.js'
+import type { RuntimeLife } from './runtime-life.js'
+import { estimateKey, type WaitEstimate } from './wait-estimate.js'
 
 // Parked runtimes hold a process and the model's vocabulary in host memory (60-110 MB for 128k-262k tokens), nothing
 // of the room: two cover the models a one-room machine swaps between most.
 const MAX_STANDING_BY = 2
+// A runtime stands by for a model only where preparing it (spawn to gate) takes this long: what a swap to it saves.
+const MIN_GAIN_MS = 50
 
-/** A runtime standing by, for /api/ps: its model and purpose, and until when (null: kept). */
-export interface StandingBy { model: string, purpose: Purpose, process: RuntimeProcess, expiresAt: number | null }
+/** A runtime standing by, for /api/ps: its model and purpose, its process, and until when (null: kept). */
+export interface StandingBy { model: string, purpose: Purpose, pid: number | null, expiresAt: number | null }
 
-interface Standing extends StandingBy { key: string, options: string, timer: NodeJS.Timeout | null }
+interface Standing { key: string, model: string, purpose: Purpose, life: RuntimeLife, options: string, timer: NodeJS.Timeout | null, expiresAt: number | null }
 
 /**
- * Runtimes prepared ahead for models that were given up for another while their users were at work
- * (RuntimeProcess.prepare: parked before the model's memory): a request for one starts from its gate, as a load that
- * waited for room does. One per model, the most recent MAX_STANDING_BY kept; each stopped when its keep-alive passes
- * unused, when its model is stopped, or when the scheduler closes.
+ * The pool of runtimes standing by (runtime-life.ts's standing_by) for models that were given up for another while
+ * their users were at work: parked at their gate, before the model's memory, so that a request for one starts from
+ * there, as a load that waited for room does. Its budget: one per model, the most recent MAX_STANDING_BY kept, and
+ * only for a model whose preparation saves MIN_GAIN_MS; each stopped when its keep-alive passes unused, when its
+ * model is stopped, or when the scheduler closes.
  */
 export class StandbyRuntimes {
   private readonly standing = new Map<string, Standing>()
@@ -25,36 +30,54 @@ export class StandbyRuntimes {
 
   constructor (private readonly log: Pick<Logger, 'info'>) {}
 
+  /**
+   * Whether a runtime standing by for `model` serving `purpose` saves its users enough to be worth its process: its
+   * preparations (spawn to gate) measured at MIN_GAIN_MS or more, or before one was, its whole loads. A small
+   * vocabulary is read in milliseconds, and a swap there gains less than the process costs the processor.
+   */
+  static pays (estimate: WaitEstimate, model: string, purpose: Purpose): boolean {
+    const key = estimateKey(model, purpose)
+    const saved = estimate.preparationMs(key) ?? estimate.loadMs(key)
+    return saved !== null && saved >= MIN_GAIN_MS
+  }
+
   /** The runtimes standing by now, oldest first. */
-  list (): StandingBy[] { return [...this.standing.values()].map(({ model, purpose, process, expiresAt }) => ({ model, purpose, process, expiresAt })) }
+  list (): StandingBy[] {
+    return [...this.standing.values()].map(({ model, purpose, life, expiresAt }) => ({ model, purpose, pid: life.process.pid ?? null, expiresAt }))
+  }
 
   /**
-   * Parks `process` (made with `options`) for `model` serving `purpose`, which was given up, until taken or
-   * `keepAliveMs` passes; replaces one already there.
+   * Parks `life` (its process made with `options`, not started) for `model` serving `purpose`, which was given up:
+   * it goes to its gate and stands by until taken or `keepAliveMs` passes; replaces one already there.
    */
-  add (model: string, purpose: Purpose, options: RuntimeSpawnOptions, process: RuntimeProcess, keepAliveMs: number): void {
-    if (this.closed) { void process.stop(0); return }
+  add (model: string, purpose: Purpose, options: RuntimeSpawnOptions, life: RuntimeLife, keepAliveMs: number): void {
+    if (this.closed || !life.preparesAhead) { void life.stop(0); return }
     const key = keyOf(model, purpose)
     this.dropKey(key, 'replaced')
     const timer = Number.isFinite(keepAliveMs) ? setTimeout(() => this.dropKey(key, 'keep_alive expired'), keepAliveMs) : null
     timer?.unref()
-    const standing: Standing = { key, model, purpose, options: JSON.stringify(options), process, timer, expiresAt: Number.isFinite(keepAliveMs) ? Date.now() + keepAliveMs : null }
+    const standing: Standing = { key, model, purpose, options: JSON.stringify(options), life, timer, expiresAt: Number.isFinite(keepAliveMs) ? Date.now() + keepAliveMs : null }
     this.standing.set(key, standing)
-    process.onExit(() => { if (this.standing.get(key) === standing) this.forget(standing) })
-    process.prepare!().catch(() => { if (this.standing.get(key) === standing) this.dropKey(key, 'its preparation failed') })
+    life.process.onExit(() => { if (this.standing.get(key) === standing) this.forget(standing) })
+    life.standBy().catch(() => { if (this.standing.get(key) === standing) this.dropKey(key, 'its preparation failed') })
     const oldest = this.standing.size > MAX_STANDING_BY ? this.standing.keys().next().value : undefined
     if (oldest !== undefined) this.dropKey(oldest, 'others were given up since')
-    this.log.info({ model, pid: process.pid }, 'a runtime stands by for a model given up for another')
+    this.log.info({ model, pid: life.process.pid }, 'a runtime stands by for a model given up for another')
   }
 
-  /** The runtime standing by for `model` and `purpose`, if made with these very options; it stands by no more. */
-  take (model: string, purpose: string, options: RuntimeSpawnOptions): RuntimeProcess | null {
+  /**
+   * The runtime standing by for `model` and `purpose`, if made with these very options; it leaves the pool, still
+   * standing by, for the load to claim (RuntimeLife.claim).
+   */
+  take (model: string, purpose: string, options: RuntimeSpawnOptions): RuntimeLife | null {
     const key = keyOf(model, purpose)
     const standing = this.standing.get(key)
     if (standing === undefined) return null
     if (standing.options !== JSON.stringify(options)) { this.dropKey(key, 'other options asked for'); return null }
+    // Its exit forgets it at once; this only guards the table against a life that left standing by some other way.
+    if (standing.life.state !== 'standing_by') { this.forget(standing); return null }
     this.forget(standing)
-    return standing.process
+    return standing.life
   }
 
   /** Changes whenever `model`'s runtimes are dropped (stopped, deleted): compare before and after making one. */
@@ -77,7 +100,7 @@ export class StandbyRuntimes {
     if (standing === undefined) return
     this.forget(standing)
     this.log.info({ model: standing.model, why }, 'a runtime standing by stopped')
-    void standing.process.stop(0)
+    void standing.life.stop(0)
   }
 
   private forget (standing: Standing): void {

@@ -7,6 +7,7 @@ import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../ru
 import { nextServerState } from '../../../runtimes/process/llama-server.js'
 import { IllegalTransitionError, Instance } from '../../../plugins/scheduler/instance.js'
 import type { RuntimeProcess, SchedulableModel, SchedulerStore } from '../../../plugins/scheduler/ports.js'
+import { RuntimeLife } from '../../../plugins/scheduler/runtime-life.js'
 import { Scheduler } from '../../../plugins/scheduler/scheduler.js'
 
 const MODELS: Record<string, SchedulableModel> = {
@@ -82,7 +83,7 @@ t.test('the phases: only the table\'s moves, any other a thrown IllegalTransitio
   t.equal(instance.phase, 'waiting_for_room')
   t.equal(instance.state, 'loading')
   t.throws(() => instance.markLoaded(), IllegalTransitionError, 'no runtime yet: it cannot serve')
-  instance.attach(new FakeProcess({} as RuntimeSpawnOptions))
+  instance.attach(new RuntimeLife(new FakeProcess({} as RuntimeSpawnOptions)))
   t.equal(instance.phase, 'starting')
   instance.markLoaded()
   t.same([instance.phase, instance.state, instance.accepting], ['ready', 'loaded', true])
@@ -95,10 +96,10 @@ t.test('the phases: only the table\'s moves, any other a thrown IllegalTransitio
   instance.markGone()
   t.equal(instance.phase, 'gone')
   t.throws(() => instance.markGone(), IllegalTransitionError)
-  t.throws(() => instance.attach(new FakeProcess({} as RuntimeSpawnOptions)), /no move from gone to starting/)
+  t.throws(() => instance.attach(new RuntimeLife(new FakeProcess({} as RuntimeSpawnOptions))), /no move from gone to starting/)
 
   const drainedWhileLoading = new Instance(MODELS['acme/a']!, { num_parallel: 1 } as ResolvedOptions['load'], 1, Infinity)
-  drainedWhileLoading.attach(new FakeProcess({} as RuntimeSpawnOptions))
+  drainedWhileLoading.attach(new RuntimeLife(new FakeProcess({} as RuntimeSpawnOptions)))
   drainedWhileLoading.drain()
   t.equal(drainedWhileLoading.state, 'loading', 'drained before it served: still loading')
   drainedWhileLoading.markLoaded()
