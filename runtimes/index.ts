@@ -1,4 +1,5 @@
-export { LlamaServer, type LlamaServerOptions, type ExitInfo, type ServerState } from './process/llama-server.js'
+export { LlamaServer, type LlamaServerOptions, type ExitInfo } from './process/llama-server.js'
+export { RUNTIME_MOVES, nextRuntimeState, type RuntimeState } from './process/runtime-states.js'
 export { RuntimeLauncher } from './process/launcher.js'
 export { runtimeProcesses } from './process/runtime-processes.js'
 export type { RuntimeSpawnOptions } from './process/spawn-options.js'

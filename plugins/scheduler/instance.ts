@@ -1,4 +1,5 @@
 import { setMaxListeners } from 'node:events'
+import { IllegalTransitionError } from '../../core/base/illegal-transition.js'
 import type { ResolvedOptions } from '../../core/config/request-options.js'
 import type { Purpose, WaitProgress } from '../leases/lease.js'
 import type { RuntimeProcess, SchedulableModel } from './ports.js'
@@ -26,14 +27,6 @@ const PHASE_MOVES: Readonly<Record<InstancePhase, readonly InstancePhase[]>> = {
   draining: ['stopping'],
   stopping: ['gone'],
   gone: [],
-}
-
-/** An instance or a runtime asked to move where its state does not lead: a bug in the scheduler, never a request's fault. */
-export class IllegalTransitionError extends Error {
-  constructor (subject: string, from: string, to: string) {
-    super(`${subject}: no move from ${from} to ${to}`)
-    this.name = 'IllegalTransitionError'
-  }
 }
 
 /**

@@ -1,29 +1,5 @@
-import { IllegalTransitionError } from './instance.js'
+import { nextRuntimeState, type RuntimeState } from '../../runtimes/index.js'
 import type { RuntimeProcess } from './ports.js'
-
-/**
- * Where one llama-server is in its life, from its making to its exit. made: nothing spawned yet; preparing: on its way
- * to its gate (RuntimeProcess.prepare) for a load waiting for room; prepared: at its gate (the model's vocabulary read,
- * none of its memory taken), its load still waiting; standing_by: on its way to or at its gate for a model given up
- * for another, in the standby pool (standby-runtimes.ts), no load yet; starting: its load was given room and it loads
- * (on from its gate, or spawned now); ready: it serves; stopping: asked to stop; stopped: its process is gone (a stop,
- * a crash, a failed start or preparation). Only the moves in RUNTIME_MOVES happen; any other is a bug.
- */
-export type RuntimeState = 'made' | 'preparing' | 'prepared' | 'standing_by' | 'starting' | 'ready' | 'stopping' | 'stopped'
-
-export const RUNTIME_MOVES: Readonly<Record<RuntimeState, readonly RuntimeState[]>> = {
-  // Nothing runs yet: a stop has no exit to wait for, but goes through stopping like any other.
-  made: ['preparing', 'standing_by', 'starting', 'stopping'],
-  // Room may come before the gate does: the start loads on once there. A process may die on its way (stopped).
-  preparing: ['prepared', 'starting', 'stopping', 'stopped'],
-  prepared: ['starting', 'stopping', 'stopped'],
-  // A load claims it: its gate, reached or not, is that load's.
-  standing_by: ['preparing', 'stopping', 'stopped'],
-  starting: ['ready', 'stopping', 'stopped'],
-  ready: ['stopping', 'stopped'],
-  stopping: ['stopped'],
-  stopped: [],
-}
 
 export interface RuntimeLifeOptions {
   /** Its model, for the errors it throws. */
@@ -35,9 +11,9 @@ export interface RuntimeLifeOptions {
 }
 
 /**
- * The one owner of a llama-server's life on the scheduler's side: every move it makes goes through RUNTIME_MOVES. The
- * scheduler decides what should happen (prepare it, stand it by, start it, stop it); this carries it out on the
- * process (RuntimeProcess, which only runtimes/ knows how to reach) and says where it is.
+ * The one owner of a llama-server's life on the scheduler's side, on the runtimes' one table of its states
+ * (runtime-states.ts): the scheduler decides what should happen (prepare it, stand it by, start it, stop it); this
+ * carries it out on the process (RuntimeProcess, which only runtimes/ knows how to reach) and says where it is.
  */
 export class RuntimeLife {
   private current: RuntimeState = 'made'
@@ -105,8 +81,7 @@ export class RuntimeLife {
 
   /** Moves to `to`. @throws IllegalTransitionError when its state does not lead there */
   private moveTo (to: RuntimeState): void {
-    if (!RUNTIME_MOVES[this.current].includes(to)) throw new IllegalTransitionError(`runtime of model "${this.options.model ?? '?'}"`, this.current, to)
-    this.current = to
+    this.current = nextRuntimeState(`runtime of model "${this.options.model ?? '?'}"`, this.current, to)
   }
 
   /** Its one preparation, whoever asked: measured at the gate, and `prepared` once a load holds it there. */

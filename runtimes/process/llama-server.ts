@@ -11,6 +11,7 @@ import { healthStatus } from './health-probe.js'
 import { killGroup } from './kill-group.js'
 import { allocatorEnv } from './malloc-tunables.js'
 import { outputLines } from './output-lines.js'
+import { nextRuntimeState, type RuntimeState } from './runtime-states.js'
 import { runtimeProcesses } from './runtime-processes.js'
 import { serverArgs } from './server-args.js'
 import type { RuntimeSpawnOptions } from './spawn-options.js'
@@ -35,25 +36,7 @@ export interface LlamaServerOptions extends RuntimeSpawnOptions {
   log?: Logger
 }
 
-export type ServerState = 'stopped' | 'starting' | 'ready' | 'stopping'
 export interface ExitInfo { code: number | null, signal: string | null, expected: boolean, logTail: string[] }
-
-/**
- * The only moves a llama-server makes, as in llama-swap's Process. A failed start and a crash go straight back to
- * stopped; a stop asked for goes through stopping. A stop during the start wins over its readiness.
- */
-const TRANSITIONS: Readonly<Record<ServerState, readonly ServerState[]>> = {
-  stopped: ['starting'],
-  starting: ['ready', 'stopping', 'stopped'],
-  ready: ['stopping', 'stopped'],
-  stopping: ['stopped'],
-}
-
-/** `to`, when the table leads there from `from`. @throws Error for any other move: a bug in the supervisor */
-export function nextServerState (from: ServerState, to: ServerState): ServerState {
-  if (!TRANSITIONS[from].includes(to)) throw new Error(`llama-server: no move from ${from} to ${to}`)
-  return to
-}
 
 const LOG_LINES = 50
 // Small models load in tens of milliseconds: a coarse first poll would dominate the cold start. Later polls back
@@ -81,7 +64,11 @@ export class LlamaServer {
   private stopRequested = false
   private exited: Promise<ExitInfo> | null = null
   private starting: Promise<void> | null = null
-  private currentState: ServerState = 'stopped'
+  /**
+   * Where its process is, on the one table of a runtime's life (runtime-states.ts): made → preparing → prepared at its
+   * gate → starting, or made → starting; then ready, and stopping → stopped (a failure or a crash: straight to stopped).
+   */
+  private currentState: RuntimeState = 'made'
   private currentPort = 0
   /** Wakes the readiness loop early when the log says the server may be ready. */
   private readyHint: (() => void) | null = null
@@ -89,17 +76,20 @@ export class LlamaServer {
   private readyHints = 0
   private readonly usesSocket: boolean
   private currentEndpoint: RuntimeEndpoint | null = null
-  /** A start prepared up to its gate (prepare()): parked once its line came, released by start(). */
-  private gate: { path: string, parked: boolean, onParked: (() => void) | null } | null = null
-  private preparing: Promise<void> | null = null
-  private parkedAfterMs: number | null = null
+  /** The FIFO a start prepared up to its gate (prepare()) waits at until start() writes its byte; null: no gate. */
+  private gatePath: string | null = null
+  /** Wakes prepare() once the process says it waits at its gate (prepared). */
+  private onPrepared: (() => void) | null = null
+  /** The one preparation, that start() loads on from. */
+  private preparation: Promise<void> | null = null
+  private preparedAfterMs: number | null = null
 
   constructor (private readonly options: LlamaServerOptions) {
     this.usesSocket = options.socketPath !== undefined && Buffer.byteLength(options.socketPath) <= MAX_SOCKET_PATH &&
       options.socketPath.endsWith('.sock')
   }
 
-  get state (): ServerState { return this.currentState }
+  get state (): RuntimeState { return this.currentState }
   /** The loopback port it listens on; 0 before start. */
   get port (): number { return this.currentPort }
   /**
@@ -131,7 +121,7 @@ export class LlamaServer {
   args (): string[] {
     const host = this.usesSocket ? this.options.socketPath! : '127.0.0.1'
     const args = serverArgs(this.options, this.options.build, { host, port: this.currentPort })
-    return this.gate !== null ? [...args, '--load-gate', this.gate.path] : args
+    return this.gatePath !== null ? [...args, '--load-gate', this.gatePath] : args
   }
 
   /**
@@ -141,7 +131,7 @@ export class LlamaServer {
   get preparesAhead (): boolean { return this.options.build.features.loadGate && this.usesSocket }
 
   /** How long prepare() took, from the spawn to the gate (what a load prepared ahead no longer waits for); null before. */
-  get preparedInMs (): number | null { return this.parkedAfterMs }
+  get preparedInMs (): number | null { return this.preparedAfterMs }
 
   /**
    * The variables it starts with over the gateway's environment: on Linux, glibc's allocator on huge pages
@@ -155,30 +145,30 @@ export class LlamaServer {
    * Starts the process as far as it goes without taking the model's memory (preparesAhead: the model's metadata and
    * vocabulary read, no tensor allocated, the context not made) and resolves there: start() then loads on from that
    * point, so that a swap waits only for the rest. Without a gate it starts nothing and resolves at once. A process
-   * parked this way is stopped like a starting one. Once only; start() after it.
+   * prepared this way is stopped like a starting one. Once only; start() after it.
    * @throws RuntimeError when the process exits, or does not reach its gate within the start timeout
    */
   prepare (): Promise<void> {
     if (!this.preparesAhead || this.starting !== null) return Promise.resolve()
-    if (this.preparing === null) {
-      this.gate = { path: this.options.socketPath!.replace(/\.sock$/, '.gate'), parked: false, onParked: null }
+    if (this.preparation === null) {
+      this.gatePath = this.options.socketPath!.replace(/\.sock$/, '.gate')
       const began = performance.now()
-      this.preparing = runtimeProcesses.duringStart(async () => {
-        await this.spawn()
-        await this.untilParked()
-        this.parkedAfterMs = performance.now() - began
+      this.preparation = runtimeProcesses.duringStart(async () => {
+        await this.spawn('preparing')
+        await this.untilPrepared()
+        this.preparedAfterMs = performance.now() - began
       })
       // start() hears a failed preparation itself: nobody else need catch it.
-      this.preparing.catch(() => {})
+      this.preparation.catch(() => {})
     }
-    return this.preparing
+    return this.preparation
   }
 
   /** Starts the process (or, after prepare(), lets it load on) and resolves when it serves. Concurrent callers share one start. */
   start (signal?: AbortSignal): Promise<void> {
     this.starting ??= runtimeProcesses.duringStart(async () => {
-      if (this.preparing !== null) await this.goAhead()
-      else await this.spawn()
+      if (this.preparation !== null) await this.goAhead()
+      else await this.spawn('starting')
       await this.ready(signal)
     })
     return this.starting
@@ -186,27 +176,29 @@ export class LlamaServer {
 
   /** A prepared process loads on: once at its gate, the gate's FIFO gets its byte. */
   private async goAhead (): Promise<void> {
-    await this.preparing
+    await this.preparation
+    // Stopped while it waited at its gate: the start ends as the stop says (or as its exit does).
+    if (this.currentState !== 'prepared') throw this.exitError()
+    this.transition('starting')
     try {
       // Non-blocking: the process holds its FIFO open (read-write) from before its line, so this open finds it.
-      const fd = openSync(this.gate!.path, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK)
+      const fd = openSync(this.gatePath!, fsConstants.O_WRONLY | fsConstants.O_NONBLOCK)
       try { writeSync(fd, 'y') } finally { closeSync(fd) }
     } catch (err) {
-      // Stopped or gone while it waited (its FIFO is removed when it exits).
-      const error = this.currentState === 'starting' ? this.startError(`its gate took no go-ahead: ${(err as Error).message}`) : this.exitError()
+      // Gone since, its exit not yet heard: nobody holds its FIFO open to read the byte.
+      const error = this.startError(`its gate took no go-ahead: ${(err as Error).message}`)
       await this.stop()
       throw error
     }
   }
 
-  /** Resolves once the prepared process logs that it waits at its gate. @throws RuntimeError when it exits first, or past the start timeout */
-  private async untilParked (): Promise<void> {
-    const gate = this.gate!
+  /** Resolves once the process logs that it waits at its gate (prepared). @throws RuntimeError when it exits first, or past the start timeout */
+  private async untilPrepared (): Promise<void> {
     const timeoutMs = this.options.startTimeoutMs ?? 300_000
     let timer: NodeJS.Timeout | undefined
     try {
       await Promise.race([
-        new Promise<void>((resolve) => { if (gate.parked) resolve(); else gate.onParked = resolve }),
+        new Promise<void>((resolve) => { if (this.currentState === 'prepared') resolve(); else this.onPrepared = resolve }),
         this.exited!.then(() => { throw this.exitError() }),
         new Promise<never>((_resolve, reject) => { timer = setTimeout(() => reject(this.startError(`llama-server did not read its model's vocabulary within ${Math.round(timeoutMs / 1000)} s`)), timeoutMs) }),
       ])
@@ -215,7 +207,7 @@ export class LlamaServer {
       throw err
     } finally {
       clearTimeout(timer)
-      gate.onParked = null
+      this.onPrepared = null
     }
   }
 
@@ -234,9 +226,10 @@ export class LlamaServer {
     log?.debug({ pid: this.pid, port: this.currentPort, model: this.options.alias }, 'llama-server ready')
   }
 
-  private async spawn (): Promise<void> {
+  /** Spawns the process, which goes to its gate first (`preparing`) or loads at once (`starting`). */
+  private async spawn (to: 'preparing' | 'starting'): Promise<void> {
     const { build, log } = this.options
-    this.transition('starting')
+    this.transition(to)
     // Synchronous on purpose: on the cold start's path, an async file call waits for a libuv pool thread to wake.
     try {
       accessSync(build.serverPath, fsConstants.X_OK)
@@ -278,7 +271,7 @@ export class LlamaServer {
         child.stdin.destroy()
         if (this.usesSocket) rmSync(this.options.socketPath!, { force: true })
         // A process stopped at its gate leaves its FIFO behind (it removes it once it has read its byte).
-        if (this.gate !== null) rmSync(this.gate.path, { force: true })
+        if (this.gatePath !== null) rmSync(this.gatePath, { force: true })
         // Nothing is left to answer: pooled connections go, and a request asked for later fails at once.
         void this.currentEndpoint?.close()
         runtimeProcesses.exited(this)
@@ -294,9 +287,9 @@ export class LlamaServer {
     setImmediate(loadHttpClient)
   }
 
-  /** Moves to `to`. @throws Error when the table does not lead there (nextServerState) */
-  private transition (to: ServerState): void {
-    this.currentState = nextServerState(this.currentState, to)
+  /** Moves to `to`. @throws IllegalTransitionError when the table does not lead there: a bug in the supervisor */
+  private transition (to: RuntimeState): void {
+    this.currentState = nextRuntimeState(`llama-server of model "${this.options.alias}"`, this.currentState, to)
   }
 
   private keepLine (line: string): void {
@@ -304,9 +297,9 @@ export class LlamaServer {
       this.readyHints++
       this.readyHint?.()
     }
-    if (this.gate !== null && !this.gate.parked && PARKED_LINE.test(line)) {
-      this.gate.parked = true
-      this.gate.onParked?.()
+    if (this.currentState === 'preparing' && PARKED_LINE.test(line)) {
+      this.transition('prepared')
+      this.onPrepared?.()
     }
     this.lines.push(line)
     if (this.lines.length > LOG_LINES) this.lines.shift()

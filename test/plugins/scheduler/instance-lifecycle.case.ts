@@ -4,8 +4,8 @@ import t from 'tap'
 import { ModelNotFoundError, RuntimeError } from '../../../core/base/errors.js'
 import type { ResolvedOptions } from '../../../core/config/request-options.js'
 import type { ExitInfo, RuntimeEndpoint, RuntimeSpawnOptions } from '../../../runtimes/index.js'
-import { nextServerState } from '../../../runtimes/process/llama-server.js'
-import { IllegalTransitionError, Instance } from '../../../plugins/scheduler/instance.js'
+import { IllegalTransitionError } from '../../../core/base/illegal-transition.js'
+import { Instance } from '../../../plugins/scheduler/instance.js'
 import type { RuntimeProcess, SchedulableModel, SchedulerStore } from '../../../plugins/scheduler/ports.js'
 import { RuntimeLife } from '../../../plugins/scheduler/runtime-life.js'
 import { Scheduler } from '../../../plugins/scheduler/scheduler.js'
@@ -104,13 +104,6 @@ t.test('the phases: only the table\'s moves, any other a thrown IllegalTransitio
   t.equal(drainedWhileLoading.state, 'loading', 'drained before it served: still loading')
   drainedWhileLoading.markLoaded()
   t.same([drainedWhileLoading.phase, drainedWhileLoading.state], ['draining', 'loaded'], 'it serves those it has, draining')
-})
-
-t.test('llama-server\'s own machine throws on a move its table has not', async (t) => {
-  t.equal(nextServerState('stopped', 'starting'), 'starting')
-  t.equal(nextServerState('starting', 'stopping'), 'stopping')
-  t.throws(() => nextServerState('stopped', 'ready'), /no move from stopped to ready/)
-  t.throws(() => nextServerState('stopping', 'ready'), /no move from stopping to ready/)
 })
 
 t.test('a stop while the runtime starts: the start ends as stopped, the process is stopped once, the instance is gone', async (t) => {

@@ -1,11 +1,12 @@
 // A runtime's life (runtime-life.ts) with a stand-in process whose gate, start, stop and exit the test decides: every
-// move of its one table, prepared at the gate and standing by included, made and checked; any other move throws.
+// move of the runtimes' one table (runtime-states.ts), prepared at the gate and standing by included, made and
+// checked; any other move throws.
 import t from 'tap'
 import { RuntimeError } from '../../../core/base/errors.js'
-import type { ExitInfo, RuntimeEndpoint } from '../../../runtimes/index.js'
-import { IllegalTransitionError } from '../../../plugins/scheduler/instance.js'
+import { IllegalTransitionError } from '../../../core/base/illegal-transition.js'
+import { RUNTIME_MOVES, type ExitInfo, type RuntimeEndpoint, type RuntimeState } from '../../../runtimes/index.js'
 import type { RuntimeProcess } from '../../../plugins/scheduler/ports.js'
-import { RUNTIME_MOVES, RuntimeLife, type RuntimeState } from '../../../plugins/scheduler/runtime-life.js'
+import { RuntimeLife } from '../../../plugins/scheduler/runtime-life.js'
 
 interface Deferred { promise: Promise<void>, resolve: () => void, reject: (err: Error) => void }
 function deferred (): Deferred {

@@ -23,7 +23,7 @@ async function tinyModel (t: Test): Promise<string> {
 t.test('start, ready on /health, one completion, stop', async (t) => {
   const server = new LlamaServer({ build: await cpuRuntime(), modelPath: await tinyModel(t), alias: 'acme/tiny', ctxSize: 512, parallel: 1, threads: 1 })
   t.teardown(() => server.stop())
-  t.equal(server.state, 'stopped')
+  t.equal(server.state, 'made', 'nothing spawned yet')
   await server.start()
   t.equal(server.state, 'ready')
   t.ok(isAlive(server.pid!))

@@ -35,9 +35,12 @@ t.test('prepare() parks before the tensors; start() loads on from there and serv
   const { server, gate, socketPath } = await gated(t)
   t.ok(server.preparesAhead, 'the runtime the tests run has the gate')
   t.equal(server.preparedInMs, null, 'nothing prepared yet')
-  await server.prepare()
+  t.equal(server.state, 'made')
+  const preparing = server.prepare()
+  t.equal(server.state, 'preparing', 'on its way to its gate')
+  await preparing
   t.ok(server.preparedInMs! > 0, 'how long the preparation took, spawn to gate')
-  t.equal(server.state, 'starting', 'parked is still starting')
+  t.equal(server.state, 'prepared', 'at its gate: prepared, not yet loading')
   t.ok(isAlive(server.pid!))
   t.ok(statSync(gate).isFIFO(), 'its gate is a FIFO beside its socket')
   t.match(server.args().join(' '), `--load-gate ${gate}`)
@@ -59,7 +62,9 @@ t.test('prepare() parks before the tensors; start() loads on from there and serv
 t.test('a start asked for while the preparation is under way waits for the gate, then loads', async (t) => {
   const { server, gate } = await gated(t)
   const prepared = server.prepare()
-  await server.start()
+  const started = server.start()
+  t.equal(server.state, 'preparing', 'the start waits for the gate')
+  await started
   await prepared
   t.equal(server.state, 'ready')
   t.notOk(existsSync(gate), 'its gate was read: the FIFO goes once its byte came, before the tensors')
@@ -70,6 +75,7 @@ t.test('a parked process stopped: gone with its FIFO, and a later start says it 
   await server.prepare()
   const pid = server.pid!
   await server.stop(0)
+  t.equal(server.state, 'stopped')
   t.notOk(isAlive(pid), 'the parked process is gone')
   t.notOk(existsSync(gate), 'its FIFO too')
   await t.rejects(server.start(), { code: 'runtime_stopped' })
@@ -94,7 +100,7 @@ t.test('a build without the gate prepares nothing: start() does the whole start'
   t.notOk(server.preparesAhead)
   await server.prepare()
   t.equal(server.pid, undefined, 'no process yet')
-  t.equal(server.state, 'stopped')
+  t.equal(server.state, 'made', 'nothing spawned: no state but its first')
   t.notMatch(server.args().join(' '), /--load-gate/)
   await server.start()
   t.equal(server.state, 'ready')
