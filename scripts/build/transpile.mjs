@@ -20,12 +20,13 @@ export function transpile (source, sourcefile, sourcemap) {
 }
 
 /**
- * Dependencies made of many small ES modules (TypeBox 373, execa 106 with its own, the hub client 90), bundled each
+ * Dependencies made of many small ES modules (TypeBox 373, execa 106 with its own, the hub client 90, the GGUF reader 72
+ * with @huggingface/tasks), bundled each
  * into one file, dist/vendor/<name>.js: every CLI run and server start loads them, and each module costs its own
  * resolve, read and compile (several times that under a test runner's loader hooks). `llamagate run` loaded 443
  * modules, 373 of them TypeBox's; with `--parameter` its `typebox/value` brought 677.
  */
-export const VENDORED = ['typebox', 'typebox/value', 'execa', '@huggingface/hub']
+export const VENDORED = ['typebox', 'typebox/value', 'execa', '@huggingface/hub', '@huggingface/gguf']
 
 /** The file a vendored dependency is bundled into, relative to dist/. */
 export function vendorFile (name) {
