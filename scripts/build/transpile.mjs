@@ -3,7 +3,6 @@
 // a spawned dist/ process runs the same, so coverage merges their functions (two compilers map a function's end
 // differently, and every function run in only one kind of process counted half covered). Types are checked by tsc.
 import { readFileSync } from 'node:fs'
-import { transform } from 'esbuild'
 
 // esbuild reads the options that change the emitted code (target, class fields) from tsconfig.json, comments and all.
 const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url), 'utf8')
@@ -15,7 +14,9 @@ const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url)
  * @param {string} sourcefile
  * @param {'inline' | 'external'} sourcemap
  */
-export function transpile (source, sourcefile, sourcemap) {
+export async function transpile (source, sourcefile, sourcemap) {
+  // Imported on first use: a test process whose files are all in the loader's cache never needs it.
+  const { transform } = await import('esbuild')
   return transform(source, { loader: 'ts', format: 'esm', sourcemap, sourcefile, sourcesContent: false, tsconfigRaw })
 }
 

@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto'
 import { existsSync } from 'node:fs'
 import { mkdir, readFile, rename, writeFile } from 'node:fs/promises'
+import { createRequire } from 'node:module'
 import { fileURLToPath, pathToFileURL } from 'node:url'
 import { transpile, VENDORED, vendorFile } from '../../scripts/build/transpile.mjs'
 
@@ -75,7 +76,8 @@ async function transpiled (file, source) {
   return code
 }
 
+/** esbuild's version, from its package.json: importing esbuild itself is only needed on a cache miss. */
 async function esbuildVersion () {
-  const { version } = await import('esbuild')
+  const { version } = JSON.parse(await readFile(createRequire(import.meta.url).resolve('esbuild/package.json'), 'utf8'))
   return version
 }
