@@ -3,7 +3,6 @@
 // a spawned dist/ process runs the same, so coverage merges their functions (two compilers map a function's end
 // differently, and every function run in only one kind of process counted half covered). Types are checked by tsc.
 import { readFileSync } from 'node:fs'
-import { transform } from 'esbuild'
 
 // esbuild reads the options that change the emitted code (target, class fields) from tsconfig.json, comments and all.
 const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url), 'utf8')
@@ -15,17 +14,20 @@ const tsconfigRaw = readFileSync(new URL('../../tsconfig.json', import.meta.url)
  * @param {string} sourcefile
  * @param {'inline' | 'external'} sourcemap
  */
-export function transpile (source, sourcefile, sourcemap) {
+export async function transpile (source, sourcefile, sourcemap) {
+  // Imported on first use: a test process whose files are all in the loader's cache never needs it.
+  const { transform } = await import('esbuild')
   return transform(source, { loader: 'ts', format: 'esm', sourcemap, sourcefile, sourcesContent: false, tsconfigRaw })
 }
 
 /**
- * Dependencies made of many small ES modules (TypeBox 373, execa 106 with its own, the hub client 90), bundled each
+ * Dependencies made of many small ES modules (TypeBox 373, execa 106 with its own, the hub client 90, the GGUF reader 72
+ * with @huggingface/tasks), bundled each
  * into one file, dist/vendor/<name>.js: every CLI run and server start loads them, and each module costs its own
  * resolve, read and compile (several times that under a test runner's loader hooks). `llamagate run` loaded 443
  * modules, 373 of them TypeBox's; with `--parameter` its `typebox/value` brought 677.
  */
-export const VENDORED = ['typebox', 'typebox/value', 'execa', '@huggingface/hub']
+export const VENDORED = ['typebox', 'typebox/value', 'execa', '@huggingface/hub', '@huggingface/gguf']
 
 /** The file a vendored dependency is bundled into, relative to dist/. */
 export function vendorFile (name) {

@@ -34,7 +34,7 @@ t.test('no file of dist/ imports a vendored package by its name', async (t) => {
   t.match(schema, 'from "../vendor/typebox.js"', 'a rewritten import names the bundle relative to the file')
 })
 
-t.test('each bundle works as its package: TypeBox builds and checks a schema, execa runs a process, the hub client is there', async (t) => {
+t.test('each bundle works as its package: TypeBox builds and checks a schema, execa runs a process, the hub client and the GGUF reader are there', async (t) => {
   const load = async (name: string): Promise<Record<string, any>> => import(pathToFileURL(join(dist, vendorFile(name))).href)
   const { Type } = await load('typebox')
   t.same(Type.Object({ a: Type.String() }).required, ['a'], 'TypeBox')
@@ -47,6 +47,9 @@ t.test('each bundle works as its package: TypeBox builds and checks a schema, ex
   const hub = await load('@huggingface/hub')
   t.equal(typeof hub.listFiles, 'function', 'the hub client')
   t.equal(typeof hub.modelInfo, 'function')
+  const gguf = await load('@huggingface/gguf')
+  t.equal(typeof gguf.gguf, 'function', 'the GGUF reader')
+  t.equal(gguf.GGMLFileQuantizationType.Q4_K_M, 15, 'with the file types\' names the model list shows')
 })
 
 t.test('the tests\' loader gives the sources the same bundles', async (t) => {
