@@ -13,9 +13,9 @@ import { OllamaListener } from './ollama-listener.js'
 import { checkConfig } from '../platform/config-checks.js'
 import { builtinServerPlugins, registerAdminPlugins } from '../platform/plugin-loader.js'
 import { allManifests } from '../platform/plugin-manifests.js'
-import { Surfaces } from '../base/surfaces.js'
-import { Authenticators } from '../platform/authenticators.js'
-import { CallHooks } from '../platform/call-hooks.js'
+import { Surfaces } from '../base/surface-registry.js'
+import { Authenticators } from '../platform/authenticator-registry.js'
+import { CallHooks } from '../platform/call-hook-registry.js'
 
 declare module 'fastify' {
   interface FastifyInstance {

@@ -1,4 +1,5 @@
-import type { CallHook, CallHooks, CallRequest, HookLog } from '../../core/platform/call-hooks.js'
+import type { CallHooks } from '../../core/platform/call-hook-registry.js'
+import type { CallHook, CallRequest, HookLog } from '../../core/platform/call-hooks.js'
 
 /**
  * One call's `alongside` hooks (hooked-call.ts): started once the `before` hooks left the request, they run while the

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
-import type { CallHooks, HookLog } from '../../core/platform/call-hooks.js'
+import type { CallHooks } from '../../core/platform/call-hook-registry.js'
+import type { HookLog } from '../../core/platform/call-hooks.js'
 import type { Grant } from '../../core/base/grant.js'
 
 /** Who a call is, for its hooks: made by `callContext` only when some plugin registered call hooks. */

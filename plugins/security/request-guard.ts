@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify'
-import type { Authenticators } from '../../core/platform/authenticators.js'
+import type { Authenticators } from '../../core/platform/authenticator-registry.js'
 import type { ConnectionCaps } from '../../core/server/connection-caps.js'
 import { ForbiddenError, UnauthorizedError } from '../../core/base/errors.js'
 import type { OllamaListener } from '../../core/server/ollama-listener.js'

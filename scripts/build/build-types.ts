@@ -13,7 +13,7 @@ import { PACKAGE_ROOT } from '../../core/base/paths.js'
 const OUT = join(PACKAGE_ROOT, 'dist', 'types')
 const API = 'core/platform/plugin-api.ts'
 // llamagate/testing's entry: a gateway started in a plugin's own tests.
-const TESTING = 'scripts/testing/test-gateway.ts'
+const TESTING = 'core/testing/test-gateway.ts'
 
 const declarationOf = (file: string): string => file.replace(/\.ts$/, '.js')
 // A declaration file's relative imports, `import('./x.js')` types and `export ... from` included.

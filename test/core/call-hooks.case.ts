@@ -1,5 +1,6 @@
 import t from 'tap'
-import { CallHooks, HookFailedError, type CallHook } from '../../core/platform/call-hooks.js'
+import { CallHooks } from '../../core/platform/call-hook-registry.js'
+import { HookFailedError, type CallHook } from '../../core/platform/call-hooks.js'
 import { ForbiddenError } from '../../core/base/errors.js'
 
 // The registry and runner of call hooks, without a gateway: what a hook that throws, rejects or hangs becomes.

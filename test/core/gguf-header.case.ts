@@ -3,7 +3,7 @@ import { join } from 'node:path'
 import { gguf } from '@huggingface/gguf'
 import t from 'tap'
 import { readGgufHeader } from '../../core/base/gguf-header.js'
-import { writeGguf } from '../../scripts/fixtures/gguf-writer.js'
+import { writeGguf } from '../../core/testing/gguf-writer.js'
 import { tempDir } from '../helpers/app.js'
 import { runtimeSource } from '../helpers/realistic-models.js'
 

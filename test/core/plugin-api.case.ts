@@ -107,3 +107,21 @@ t.test('the published types are the entries and what they reach: no built-in plu
   const augmenting = files.filter((file) => /^declare module 'fastify'/m.test(readFileSync(join(types, file), 'utf8')))
   t.same(augmenting.map((file) => basename(file)), ['gateway-decorators.d.ts'], 'Fastify\'s instance is widened in one place only')
 })
+
+// What a plugin calls but never builds: a command's `context.client`.
+const CALLED_CLASSES = ['GatewayClient']
+
+t.test('the published classes are errors and what a plugin calls: no built-in registry\'s class', async (t) => {
+  const types = join(PACKAGE_ROOT, 'dist', 'types')
+  const files = readdirSync(types, { recursive: true, encoding: 'utf8' }).filter((file) => file.endsWith('.d.ts'))
+  const parents = new Map<string, string | null>()
+  for (const file of files) {
+    for (const [, name, parent] of readFileSync(join(types, file), 'utf8').matchAll(/^export declare (?:abstract )?class (\w+)(?:<[^>]*>)?(?: extends (\w+))?/gm)) {
+      parents.set(name!, parent ?? null)
+    }
+  }
+  t.ok(parents.has('GatewayError'), `${parents.size} classes published`)
+  const isError = (name: string | null): boolean => name === 'Error' || (name !== null && isError(parents.get(name) ?? null))
+  const others = [...parents.keys()].filter((name) => !isError(name) && !CALLED_CLASSES.includes(name))
+  t.same(others, [], 'no class a plugin neither throws, catches nor calls')
+})

@@ -1,5 +1,6 @@
 import t from 'tap'
-import { CallHooks, type CallHook } from '../../../core/platform/call-hooks.js'
+import { CallHooks } from '../../../core/platform/call-hook-registry.js'
+import type { CallHook } from '../../../core/platform/call-hooks.js'
 import { HookedCall } from '../../../plugins/call-hooks/hooked-call.js'
 import type { Lease } from '../../../plugins/leases/lease.js'
 import type { ModelEndpoint, RelayProgress, RelaySink } from '../../../runtimes/index.js'

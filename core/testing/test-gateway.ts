@@ -6,12 +6,11 @@
 import { mkdtemp, rm } from 'node:fs/promises'
 import { tmpdir } from 'node:os'
 import { join } from 'node:path'
-import type { FastifyInstance } from 'fastify'
-import { buildApp } from '../../core/server/app.js'
-import { resolveConfigAndPlugins } from '../../core/platform/plugin-manifests.js'
-import { writeTinyGguf } from '../fixtures/tiny-model.js'
-import { cpuRuntimeBuild } from './cpu-runtime.js'
-import type { ModelStore } from '../../plugins/storage/model-store.js'
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify'
+import { buildApp } from '../server/app.js'
+import { resolveConfigAndPlugins } from '../platform/plugin-manifests.js'
+import { lendRuntimes, noRuntimeError, type RuntimesAnswer } from './test-runtime.js'
+import { writeTinyGguf } from './tiny-gguf.js'
 
 export interface TestGatewayOptions {
   /**
@@ -43,11 +42,12 @@ export interface TestGateway {
  * @throws when no CPU llama-server is built (the message says how to build one), or a plugin does not load
  */
 export async function startTestGateway (options: TestGatewayOptions = {}): Promise<TestGateway> {
-  const runtime = await cpuRuntimeBuild()
   const dir = await mkdtemp(join(tmpdir(), 'llamagate-testing-'))
+  // The runtimes lent are a link: removing the folder removes the link, not the builds.
   const cleanup = (): Promise<void> => rm(dir, { recursive: true, force: true })
   let app: FastifyInstance | undefined
   try {
+    const runtimes = await lendRuntimes(dir)
     const given = options.config ?? {}
     // With the sections of the plugins' manifests, as `serve` reads config.yaml.
     const { config } = await resolveConfigAndPlugins(() => ({ configFile: join(options.cwd ?? process.cwd(), 'config.yaml'), layers: [{
@@ -59,19 +59,25 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
         ...given,
         data_dir: dir,
         runtime: 'cpu',
-        runtimes: { cpu: { bin: runtime.binDir } },
+        runtimes,
         plugins: options.plugins ?? [],
         default_options: { num_thread: 1, num_ctx: 512, max_tokens: 32, ...(given.default_options as object | undefined) },
       },
     // Package names resolve from beside config.yaml: the test's own folder stands for it.
     }] }))
     app = await buildApp(config)
+    // What only the built-in plugins know, the kit asks the gateway as a client would: which build it chose, and
+    // to import the models.
+    const ask = gatewayAsker(app, given)
+    const runtime = await ask({ url: '/api/runtimes' })
+    const missing = runtime.statusCode === 200 ? noRuntimeError(runtime.json<RuntimesAnswer>()) : null
+    if (missing) throw missing
     let seed = 1
     for (const name of options.models ?? ['test/tiny']) {
       const file = join(dir, `${name.replace('/', '--')}.gguf`)
       await writeTinyGguf({ file, seed: seed++, name })
-      // The whole store: a plugin's view of it (StoredModels) reads only.
-      await (app.store as ModelStore).import(name, file)
+      const imported = await ask({ method: 'POST', url: '/api/import', payload: { model: name, path: file } })
+      if (imported.statusCode !== 200) throw new Error(`importing the test model ${name} failed: ${imported.statusCode} ${imported.body}`)
     }
     const url = await app.listen({ host: '127.0.0.1', port: 0 })
     const running = app
@@ -81,4 +87,14 @@ export async function startTestGateway (options: TestGatewayOptions = {}): Promi
     await cleanup()
     throw err
   }
+}
+
+/**
+ * Requests to the gateway under test, with the first of config.yaml's `auth.api_keys` when the test turned keys on
+ * (its keys_file's may lack a scope the kit's requests need: then the answer says so).
+ */
+function gatewayAsker (app: FastifyInstance, given: Record<string, unknown>): (request: InjectOptions) => Promise<LightMyRequestResponse> {
+  const keys = (given.auth as { api_keys?: unknown } | undefined)?.api_keys
+  const key = Array.isArray(keys) && typeof keys[0] === 'string' ? keys[0] : undefined
+  return (request) => app.inject({ ...request, headers: { ...request.headers, ...(key !== undefined ? { authorization: `Bearer ${key}` } : {}) } })
 }
