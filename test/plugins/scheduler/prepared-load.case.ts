@@ -130,12 +130,16 @@ t.test('a model given up for another stands by, prepared: its next request loads
 
 t.test('a runtime standing by goes when its keep-alive passes unused', async (t) => {
   const { url } = await serveRealisticModels(t, TWO_VOCABULARIES, {
-    keep_alive: '2s',
+    keep_alive: '4s',
     limits: { max_loaded_models: 1, min_residency: '0s' },
     default_options: { num_ctx: 512, num_parallel: 1, max_tokens: 2 },
   })
-  for (const model of ['acme/a', 'acme/b']) await (await post(`${url}/api/generate`, { model, prompt: 'hi', stream: false })).arrayBuffer()
-  const standing = await until('acme/a standing by', async () => (await prepared(url)).find((m) => m.name === 'acme/a'))
+  await (await post(`${url}/api/generate`, { model: 'acme/a', prompt: 'hi', stream: false })).arrayBuffer()
+  // acme/a stands by from the moment acme/b's load sends it away: looked for while acme/b loads and answers, since on
+  // a busy machine its keep-alive may pass before acme/b's answer is back.
+  const standingBy = until('acme/a standing by', async () => (await prepared(url)).find((m) => m.name === 'acme/a'))
+  await (await post(`${url}/api/generate`, { model: 'acme/b', prompt: 'hi', stream: false })).arrayBuffer()
+  const standing = await standingBy
   await until('its runtime gone after the keep-alive', () => !isAlive(standing.pid!), 20_000)
   t.notOk((await prepared(url)).some((m) => m.name === 'acme/a'), 'no longer in /api/ps')
 })
