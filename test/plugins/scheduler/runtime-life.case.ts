@@ -46,16 +46,8 @@ const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolv
 /** A move whose end the test looks at through the state, not through its promise. */
 const quietly = (promise: Promise<void>): void => { promise.catch(() => {}) }
 
-/** The table, as the test reads it: every move a runtime may make. */
-const MOVES: Array<[RuntimeState, RuntimeState]> = [
-  ['made', 'preparing'], ['made', 'standing_by'], ['made', 'starting'], ['made', 'stopping'],
-  ['preparing', 'prepared'], ['preparing', 'starting'], ['preparing', 'stopping'], ['preparing', 'stopped'],
-  ['prepared', 'starting'], ['prepared', 'stopping'], ['prepared', 'stopped'],
-  ['standing_by', 'preparing'], ['standing_by', 'stopping'], ['standing_by', 'stopped'],
-  ['starting', 'ready'], ['starting', 'stopping'], ['starting', 'stopped'],
-  ['ready', 'stopping'], ['ready', 'stopped'],
-  ['stopping', 'stopped'],
-]
+/** Every move of the one table (test/runtimes/process/runtime-states.case.ts pins it to its list). */
+const MOVES = Object.entries(RUNTIME_MOVES).flatMap(([from, tos]) => tos.map((to): [RuntimeState, RuntimeState] => [from as RuntimeState, to]))
 
 /** A fresh runtime brought to `state` by the moves a scheduler makes. */
 async function reach (state: RuntimeState): Promise<{ life: RuntimeLife, process: StandIn }> {
@@ -91,12 +83,8 @@ async function move (life: RuntimeLife, process: StandIn, from: RuntimeState, to
   await settle()
 }
 
-t.test('the table is the list of moves a runtime\'s life makes', async (t) => {
-  const listed = Object.entries(RUNTIME_MOVES).flatMap(([from, tos]) => tos.map((to) => [from, to]))
-  t.same(listed, MOVES, 'every move listed, no other')
-})
-
 t.test('every move of the table, made and checked', async (t) => {
+  t.equal(MOVES.length, 20, 'the table\'s 20 moves')
   for (const [from, to] of MOVES) {
     const { life, process } = await reach(from)
     t.equal(life.state, from, `reached ${from}`)
