@@ -76,11 +76,22 @@ export function answerOf (status: number, text: string): string {
   return `${status}${found ? ` ${found[1]}` : words === '' ? '' : ` "${words.replace(/\d+/g, 'N').slice(0, 80)}"`}`
 }
 
-async function post (ctx: AttackContext, path: string, body: string): Promise<{ answer: string, status: number, ms: number }> {
+/**
+ * A POST through the soak's pool. A 408 is Node closing a connection it judged silent past limits.header_timeout,
+ * which a request sent on it at that moment reads as its answer: RFC 9110 (15.5.9) lets the client send it again,
+ * once, on another connection. The answer then says so, so that the ledger shows how often that happened.
+ */
+async function post (ctx: AttackContext, path: string, body: string): Promise<{ answer: string, ms: number, sentAgain: string }> {
   const t0 = performance.now()
-  const res = await http(`${ctx.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) })
-  const text = await res.text()
-  return { answer: res.status < 300 ? String(res.status) : answerOf(res.status, text), status: res.status, ms: performance.now() - t0 }
+  const send = async (): Promise<{ status: number, answer: string }> => {
+    const res = await http(`${ctx.base}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(60_000) })
+    const text = await res.text()
+    return { status: res.status, answer: res.status < 300 ? String(res.status) : answerOf(res.status, text) }
+  }
+  const first = await send()
+  if (first.status !== 408) return { answer: first.answer, ms: performance.now() - t0, sentAgain: '' }
+  const again = await send()
+  return { answer: again.answer, ms: performance.now() - t0, sentAgain: ', sent again after a 408 on a connection Node timed out' }
 }
 
 const SLOW_PATHS = ['/api/chat', '/v1/chat/completions', '/v1/messages'] as const
@@ -191,8 +202,8 @@ function schemaBombs (model: string): Bomb[] {
 async function schemaBomb (ctx: AttackContext): Promise<AttackResult[]> {
   bombs ??= schemaBombs(ctx.chatModels[0]!)
   const bomb = pick(ctx.rand, bombs)
-  const { answer, ms } = await post(ctx, bomb.path, bomb.body)
-  return [{ kind: 'schema_bomb', variant: bomb.variant, answer, expected: answer === bomb.expect, ms }]
+  const { answer, ms, sentAgain } = await post(ctx, bomb.path, bomb.body)
+  return [{ kind: 'schema_bomb', variant: `${bomb.variant}${sentAgain}`, answer, expected: answer === bomb.expect, ms }]
 }
 
 /** llama-server's own body fields that step around the gateway: each a 400 naming it, before a slot is taken. */
@@ -210,8 +221,8 @@ async function refusedField (ctx: AttackContext): Promise<AttackResult[]> {
   const { variant, path, fields } = pick(ctx.rand, REFUSED_FIELDS)
   const model = pick(ctx.rand, ctx.chatModels)
   const base = path === '/v1/completions' ? { model, prompt: 'Hi.' } : path === '/v1/messages' ? { model, max_tokens: 8, messages: [{ role: 'user', content: 'Hi.' }] } : { model, messages: [{ role: 'user', content: 'Hi.' }] }
-  const { answer, ms } = await post(ctx, path, JSON.stringify({ ...base, max_tokens: 8, ...fields }))
-  return [{ kind: 'refused_field', variant, answer, expected: answer === '400 unsupported_parameter', ms }]
+  const { answer, ms, sentAgain } = await post(ctx, path, JSON.stringify({ ...base, max_tokens: 8, ...fields }))
+  return [{ kind: 'refused_field', variant: `${variant}${sentAgain}`, answer, expected: answer === '400 unsupported_parameter', ms }]
 }
 
 /** The blobs the flood keeps at once: the folder's bound is this many (and one upload under way). */

@@ -12,7 +12,11 @@ export const MARK_VAR = 'LLAMAGATE_SOAK_MARK'
 
 // Every request of the soak goes through one connection pool, which the quiet measurements close: the
 // gateway's descriptors are then counted with no client connection open, at the start as at the end.
-let agent = new Agent({ connections: 64 })
+// The pool lets an idle connection go after a second, under the hostile soak's header_timeout (2 s): a spare
+// connection the pool opened and never used is answered 408 by Node at that limit, and a request sent on it
+// just then would read that 408 as its own answer (RFC 9110 lets a client send it again; fetch does not).
+const poolOptions = { connections: 64, keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 }
+let agent = new Agent(poolOptions)
 // API keys are on: every request of the soak's own (probes, faults, leavers) carries its key (the hostile soak's
 // flat one, the plain soak's ops), unless it names another (soak-clients.ts, RequestSpec.key).
 let authorization: Record<string, string> = {}
@@ -30,7 +34,7 @@ export function useApiKey (key: string): void {
 /** Closes every connection of the pool (none may be in use); the next request opens a new one. */
 export async function closeConnections (): Promise<void> {
   const old = agent
-  agent = new Agent({ connections: 64 })
+  agent = new Agent(poolOptions)
   await old.close()
 }
 
