@@ -10,11 +10,11 @@ type Json = Record<string, any>
 export const GENERATING_PATHS: ReadonlySet<string> = new Set(['/v1/chat/completions', '/v1/completions', '/completion', '/infill', '/v1/messages'])
 
 /** One piece of an event or whole answer, where it sits in it. */
-export interface PieceSlot { kind: CallPiece['kind'], text: string, set(text: string): void }
+export interface PieceSlot { kind: CallPiece['kind'], text: string, replaceText(text: string): void }
 
 function slot (kind: CallPiece['kind'], holder: Json | undefined, key: string, into: PieceSlot[]): void {
   const text = holder?.[key]
-  if (typeof text === 'string' && text !== '') into.push({ kind, text, set: (value) => { holder![key] = value } })
+  if (typeof text === 'string' && text !== '') into.push({ kind, text, replaceText: (value) => { holder![key] = value } })
 }
 
 /** The pieces a streamed event carries (a text delta, reasoning, a call's arguments), in the order they read. */
@@ -119,7 +119,7 @@ export function streamEnd (path: string): string {
 export function addReleased (path: string, answer: Json, whole: boolean, text: string): boolean {
   const last = (whole ? wholePieces(path, answer) : eventPieces(path, answer)).findLast((slot) => slot.kind === 'text')
   if (last !== undefined) {
-    last.set(last.text + text)
+    last.replaceText(last.text + text)
     return true
   }
   if (!whole) return false

@@ -292,7 +292,7 @@ export class HookedCall {
     if (cutAt !== -1) {
       this.cut = true
       // The piece it cut at and those after it are left out.
-      for (const slot of slots.slice(cutAt)) slot.set('')
+      for (const slot of slots.slice(cutAt)) slot.replaceText('')
     }
     const released = this.pieces.ends ? await this.pieces.end(true) : ''
     if (released !== '') addReleased(path, answer, true, released)

@@ -97,7 +97,7 @@ export class PieceHooks {
   /** A piece the hooks let through, as they left it. */
   private took (slot: PieceSlot, piece: CallPiece): void {
     if (piece.text !== slot.text) {
-      slot.set(piece.text)
+      slot.replaceText(piece.text)
       this.edited = true
     }
     this.firstPieceMs ??= performance.now() - this.started

@@ -34,7 +34,7 @@ export class QuickPiece implements PieceSlot {
 
   constructor (readonly text: string, readonly open: number, readonly close: number, readonly json: number) {}
 
-  set (text: string): void { this.changed = text }
+  replaceText (text: string): void { this.changed = text }
 
   /** The event (`bytes` from `start` to `end`) with its text as a hook left it, the rest as it came. */
   edited (bytes: Buffer, start: number, end: number): Buffer {
