@@ -169,7 +169,7 @@ async function step (name: string, args: string[], opts: BuildRuntimeOptions): P
     child.stdout?.setEncoding('utf8').on('data', lines.push)
     child.stderr?.setEncoding('utf8').on('data', lines.push)
   }
-  const stop = (): void => killGroup(child.pid, 'SIGKILL')
+  const stop = (): void => killGroup(child, 'SIGKILL')
   opts.signal?.addEventListener('abort', stop, { once: true })
   try {
     const result = await child

@@ -358,8 +358,8 @@ export class LlamaServer {
     // Gone already: its exit is all there is to wait for. Stopping already: asked again, maybe sooner (a grace of 0).
     if (this.currentState === 'stopped') { await this.exited; return }
     if (this.currentState !== 'stopping') this.transition('stopping')
-    killGroup(child.pid, graceMs > 0 ? 'SIGTERM' : 'SIGKILL')
-    const timer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), Math.max(graceMs, 0))
+    killGroup(child, graceMs > 0 ? 'SIGTERM' : 'SIGKILL')
+    const timer = setTimeout(() => killGroup(child, 'SIGKILL'), Math.max(graceMs, 0))
     await this.exited
     clearTimeout(timer)
   }

@@ -77,7 +77,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
     try {
       relay = await startMemoryCapRelay({ listen: { host: opts.host, port: opts.port }, target: inner, capBytes: opts.memBytes })
     } catch (err) {
-      killGroup(child.pid, 'SIGTERM')
+      killGroup(child, 'SIGTERM')
       await exited
       throw new Error(`cannot listen on ${opts.host}:${opts.port}: ${(err as Error).message}`)
     }
@@ -87,7 +87,7 @@ export async function startRpcWorker (opts: RpcWorkerOptions): Promise<RunningRp
     pid: child.pid,
     exited,
     async stop () {
-      killGroup(child.pid, 'SIGTERM')
+      killGroup(child, 'SIGTERM')
       await exited
     },
   }
