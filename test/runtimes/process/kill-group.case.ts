@@ -5,9 +5,9 @@ import t from 'tap'
 import { killGroup } from '../../../runtimes/process/kill-group.js'
 import { until } from '../../helpers/until.js'
 
-/** A `sleep` that is not a group leader (started without detached): its pid names no process group. */
-async function sleeper (t: { teardown: (fn: () => void) => void }): Promise<ChildProcess> {
-  const child = spawn('sleep', ['60'], { stdio: 'ignore' })
+/** A `sleep`: a group leader of its own when `detached`, else in this process's group (its pid names no group). */
+async function sleeper (t: { teardown: (fn: () => void) => void }, detached = false): Promise<ChildProcess> {
+  const child = spawn('sleep', ['60'], { stdio: 'ignore', detached })
   await once(child, 'spawn')
   t.teardown(() => { child.kill('SIGKILL') })
   return child
@@ -42,15 +42,18 @@ t.test('a child started without detached is signalled alone while it runs', asyn
   t.equal(await endedBy(child), 'SIGTERM')
 })
 
-t.test('a child Node saw exit is not signalled: its pid may be another process\'s by now', async (t) => {
-  // Another process stands in for the one that took the reaped child's pid. The calls that must not reach it send
-  // SIGKILL; the last, which must, SIGTERM: the one it ends by says whether any SIGKILL reached it first.
-  const stranger = await sleeper(t)
-  killGroup({ pid: stranger.pid, exitCode: 0, signalCode: null }, 'SIGKILL')
-  killGroup({ pid: stranger.pid, exitCode: null, signalCode: 'SIGTERM' }, 'SIGKILL')
-  killGroup({ pid: stranger.pid, exitCode: null, signalCode: null }, 'SIGTERM')
-  t.equal(await endedBy(stranger), 'SIGTERM', 'only the call for a child not seen to exit reached the pid')
-})
+for (const detached of [false, true]) {
+  t.test(`a child Node saw exit is not signalled, nor its group: its pid may name another ${detached ? 'group' : 'process'} by now`, async (t) => {
+    // Another process stands in for the one that took the reaped child's pid (a group leader of its own: a group that
+    // took the id). The calls that must not reach it send SIGKILL; the last, which must, SIGTERM: the signal it ends
+    // by says whether any SIGKILL reached it first.
+    const stranger = await sleeper(t, detached)
+    killGroup({ pid: stranger.pid, exitCode: 0, signalCode: null }, 'SIGKILL')
+    killGroup({ pid: stranger.pid, exitCode: null, signalCode: 'SIGTERM' }, 'SIGKILL')
+    killGroup({ pid: stranger.pid, exitCode: null, signalCode: null }, 'SIGTERM')
+    t.equal(await endedBy(stranger), 'SIGTERM', 'only the call for a child not seen to exit reached it')
+  })
+}
 
 t.test('a child that never started (no pid): nothing is signalled', async (t) => {
   t.doesNotThrow(() => killGroup({ pid: undefined, exitCode: null, signalCode: null }, 'SIGKILL'))
