@@ -12,9 +12,9 @@ export const MARK_VAR = 'LLAMAGATE_SOAK_MARK'
 
 // Every request of the soak goes through one connection pool, which the quiet measurements close: the
 // gateway's descriptors are then counted with no client connection open, at the start as at the end.
-// The pool lets an idle connection go after a second, under the hostile soak's header_timeout (2 s): a spare
-// connection the pool opened and never used is answered 408 by Node at that limit, and a request sent on it
-// just then would read that 408 as its own answer (RFC 9110 lets a client send it again; fetch does not).
+// The pool lets an idle connection go after a second, under the hostile soak's header_timeout (2 s): Node answers
+// 408 and closes a connection that has sent no whole request head for that long, and a request sent on it just
+// then reads that 408 as its own answer (soak-attackers.ts sends such a request again).
 const poolOptions = { connections: 64, keepAliveTimeout: 1_000, keepAliveMaxTimeout: 1_000 }
 let agent = new Agent(poolOptions)
 // API keys are on: every request of the soak's own (probes, faults, leavers) carries its key (the hostile soak's
