@@ -1,3 +1,5 @@
+import type { PriorityRule } from './priority.js'
+
 /**
  * What a request's credential may do: the grant an API key carries (plugins/security) or an authenticator made
  * (core/platform/authenticators.ts). Here in the core, so that a plugin's credential type is typed as a key is.
@@ -32,4 +34,6 @@ export interface Grant {
    * own name); null while every key is in one group, which then shares its caches as a server without keys does.
    */
   readonly cacheGroup: string | null
+  /** The priority classes its requests run at (core/base/priority.ts); absent: interactive, and no higher. */
+  readonly priority?: PriorityRule
 }

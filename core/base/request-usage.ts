@@ -1,3 +1,5 @@
+import type { Priority, PriorityRule } from './priority.js'
+
 /**
  * What one request used of a model, for its access log line: filled by the lease it held, read when it ends. It goes
  * with the request (`request.usage`, plugins/access-log) and with its ask for a slot (AcquireRequest's `usage`), by
@@ -28,4 +30,11 @@ export interface RequestUsage {
   queueMs?: number
   /** Milliseconds holding a slot on a runtime (summed over the leases it held). */
   runtimeMs?: number
+  /**
+   * What its credential allows of priority classes (core/base/priority.ts), set by whoever authenticated it: absent
+   * for a request without one (keys off), which may ask for any class.
+   */
+  priorityRule?: PriorityRule
+  /** The class it ran at, once it asked for a slot. */
+  priority?: Priority
 }

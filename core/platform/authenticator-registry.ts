@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify'
 import { GatewayError } from '../base/errors.js'
 import { SCOPES, type Grant, type KeyLimits } from '../base/grant.js'
 import type { AuthGrant, AuthResult, Authenticator } from './authenticators.js'
+import { PRIORITIES } from '../base/priority.js'
 
 const LIMIT_KEYS: ReadonlySet<string> = new Set<keyof KeyLimits>(['concurrent', 'requests_per_minute', 'tokens_per_day', 'queue_share'])
 
@@ -89,6 +90,7 @@ function toGrant (given: AuthGrant, plugin: string, request: FastifyRequest): Gr
     models: Object.freeze([...given.models]),
     limits: Object.freeze({ ...limits }),
     cacheGroup: given.cacheGroup ?? given.name,
+    ...(given.priority !== undefined ? { priority: Object.freeze({ ...given.priority }) } : {}),
   })
 }
 
@@ -98,6 +100,13 @@ function grantProblem (given: AuthGrant): string | null {
   if (!Array.isArray(given.scopes) || given.scopes.some((s) => !SCOPES.includes(s))) return `scopes: a list of ${SCOPES.join(', ')}`
   if (!Array.isArray(given.models) || given.models.some((m) => typeof m !== 'string')) return 'models: a list of names or patterns'
   if (given.cacheGroup !== undefined && (typeof given.cacheGroup !== 'string' || given.cacheGroup === '')) return 'cacheGroup: a non-empty string'
+  if (given.priority !== undefined) {
+    if (typeof given.priority !== 'object' || given.priority === null) return 'priority: an object of default and max'
+    for (const field of ['default', 'max'] as const) {
+      const value = given.priority[field]
+      if (value !== undefined && !PRIORITIES.includes(value)) return `priority.${field}: one of ${PRIORITIES.join(', ')}`
+    }
+  }
   const limits = given.limits ?? {}
   if (typeof limits !== 'object' || limits === null) return 'limits: an object'
   for (const [key, value] of Object.entries(limits)) {

@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify'
 import type { KeyLimits, Scope } from '../base/grant.js'
+import type { PriorityRule } from '../base/priority.js'
 
 // A plugin's credential type; the registry that asks them in order is authenticator-registry.ts.
 
@@ -15,6 +16,11 @@ export interface AuthGrant {
   limits?: KeyLimits
   /** Whose computed prompts its requests may reuse (the keys file's `cache_group`). @default its name */
   cacheGroup?: string
+  /**
+   * Its requests' priority class when they ask none, and the highest they may ask for (the keys file's `priority`
+   * and `max_priority`). @default interactive, and no higher
+   */
+  priority?: PriorityRule
 }
 
 /** An authenticator's answer: a grant (accepted), or nothing (not its credential: the next one is asked). */

@@ -41,6 +41,7 @@ export type { ErrorReply } from '../base/error-shapes.js'
 // Authenticate: credential types of a plugin's own, asked in order before the API key check (`app.authenticators.add`).
 export type { Authenticator, AuthGrant, AuthResult } from './authenticators.js'
 export type { Grant, KeyLimits, Scope } from '../base/grant.js'
+export type { Priority, PriorityRule } from '../base/priority.js'
 // CLI commands, doctor checks and config sections of a plugin's manifest (definePlugin's `manifest`); the
 // `httpErrors`, `reply.notFound()`, `reply.vary()` and `reply.cacheControl()` of @fastify/sensible come typed with it.
 export type { Command, CommandContext, OptionSpec } from './command.js'

@@ -33,6 +33,8 @@ export default fp(async (app) => {
         ms: Math.round(reply.elapsedTime * 10) / 10,
         ...(usage.firstTokenMs !== undefined ? { ttftMs: Math.round(usage.firstTokenMs * 10) / 10 } : {}),
         ...(usage.promptTokens || usage.generatedTokens ? { promptTokens: usage.promptTokens, generatedTokens: usage.generatedTokens } : {}),
+        // The class it ran at, where not the default one (core/base/priority.ts).
+        ...(usage.priority !== undefined && usage.priority !== 'interactive' ? { priority: usage.priority } : {}),
         ...(gone ? { clientGone: true } : {}),
       }, gone ? 'request ended: the client went away' : 'request')
     })

@@ -13,6 +13,7 @@ import { runLeased } from './run-leased.js'
 import { callContext } from '../call-hooks/call-context.js'
 import { OPENAI_CHAT_FIELDS, runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
+import { askedPriority } from './asked-priority.js'
 
 type Json = Record<string, unknown>
 
@@ -68,6 +69,7 @@ export async function runParsedChat (leases: LeaseSource, request: FastifyReques
     keepAliveMs: parseKeepAlive(keepAlive),
     log: request.log,
     usage: request.usage,
+    priority: askedPriority(request.body),
     call: callContext(request),
     affinity: () => conversationAffinity(chat.body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.

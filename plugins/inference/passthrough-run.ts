@@ -11,6 +11,7 @@ import { runLeased } from './run-leased.js'
 import { callContext } from '../call-hooks/call-context.js'
 import { runtimeFields } from './runtime-fields.js'
 import { checkSchemaBudget } from './schema-budget.js'
+import { askedPriority } from './asked-priority.js'
 
 const EVENT_END = Buffer.from('\n\n')
 
@@ -65,6 +66,7 @@ export async function runPassthrough (leases: LeaseSource, request: FastifyReque
     keepAliveMs: parseKeepAlive(keepAlive),
     log: request.log,
     usage: request.usage,
+    priority: askedPriority(request.body),
     call: callContext(request),
     affinity: () => conversationAffinity(body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.

@@ -1,5 +1,6 @@
 import { ContextExceededError, RuntimeError } from '../../core/base/errors.js'
 import type { Logger } from '../../core/base/logger.js'
+import type { Priority } from '../../core/base/priority.js'
 import type { RequestUsage } from '../../core/base/request-usage.js'
 import type { AcquireRequest, AskPurpose, Lease, LeaseSource } from '../leases/lease.js'
 import type { CallContext } from '../call-hooks/call-context.js'
@@ -41,6 +42,8 @@ export interface LeaseAsk {
   session?: string
   /** The request's usage record (`request.usage`), filled by its lease. */
   usage?: RequestUsage
+  /** The priority class it asks for (AcquireRequest's `priority`). */
+  priority?: Priority
   /** The plugins' call hooks it goes through (call-hooks/call-context.ts `callContext`); null or absent: none registered. */
   call?: CallContext | null
 }
@@ -69,6 +72,7 @@ export function acquireRequest (ask: LeaseAsk, signal?: AbortSignal, onWait?: Ac
   return {
     ...affinityOf(ask), options: ask.options, overrides: ask.overrides, keepAliveMs: ask.keepAliveMs,
     purpose: ask.purpose, log: ask.log, usage: ask.usage, signal, ...(onWait ? { onWait } : {}),
+    ...(ask.priority !== undefined ? { priority: ask.priority } : {}),
   }
 }
 

@@ -1,14 +1,30 @@
 import { QueueFullError } from '../../core/base/errors.js'
+import { priorityRank, type Priority } from '../../core/base/priority.js'
 import type { RequestUsage } from '../../core/base/request-usage.js'
-import type { WaitProgress } from './lease.js'
+import { PreemptedError } from './preempted.js'
 
 /** A queued request: resolved with its seat when a place is handed to it, null when the line was dismissed. */
-interface Waiter { grant: (seat: Seat | null) => void, ticket?: object, key: string, arrived: number, early: boolean }
+interface Waiter { grant: (seat: Seat | null) => void, ticket?: object, key: string, priority: Priority, arrived: number, early: boolean }
+
+/** A seated background request: cut (`preempt`) when a request of a higher class finds no free place. */
+interface BackgroundSeat { cut: AbortController, kept: boolean }
+
+/**
+ * Of the places handed over while background work waits behind others, at least one in this many goes to it, and is
+ * not taken back: under a steady load of people, background work still moves.
+ */
+export const BACKGROUND_FLOOR = 10
 
 /** A place granted on a line: one of the backend's own, or (handed on early) one in the backend's own queue first. */
 export interface Seat {
   /** Resolves once it holds one of the backend's places: at once, or, handed on early, when one frees for it. */
   readonly seated: Promise<void>
+  /**
+   * A background request's: aborted (with a PreemptedError) when a request of a higher class needs its place; its
+   * work stops and it leaves, and the place goes to that request. Absent for the other classes, and for a
+   * background request seated by the floor.
+   */
+  readonly preempted?: AbortSignal
   /** Whether it still waits in the backend's own queue (handed on early, not seated yet). */
   readonly early: boolean
   /**
@@ -32,6 +48,8 @@ export interface LineRequest {
   ticket?: object
   /** It may be handed on early, to wait in the backend's own queue (a line with early places). @default false */
   early?: boolean
+  /** Its class (core/base/priority.ts): higher classes go first; background work gives its place back. @default 'interactive' */
+  priority?: Priority
 }
 
 /** How a line is described to a key's rule (the quotas' queue share): its model, its length, one request's time. */
@@ -56,15 +74,27 @@ export interface LineTerms {
  * as waiting (`queued`) until it is seated, oldest first, when a place is given back. They go one at a time: the next
  * only once every request granted before it has begun (`Seat.begun`), since a backend takes two requests sent a moment
  * apart in the order it happens to read them, and its queue would not keep the line's order.
+ *
+ * Requests come in classes (core/base/priority.ts): a higher class is served before a lower one, the keys' turns
+ * within each. Background work takes free places only: it is never handed on early, and a request of a higher class
+ * that finds every place taken takes back the one a background request seated last holds (`Seat.preempted`): it waits
+ * for that one place's hand-back, not for a whole generation. Of the places handed over while background work waits
+ * behind others, one in BACKGROUND_FLOOR goes to it and is kept.
  */
 export class KeyLine {
   /** Requests holding one of the backend's places (seated). */
   private inFlight = 0
   /** Requests handed on early, not seated yet, in the order they went (the backend's queue is first come, first served). */
   private readonly handedOn: Array<{ seat: () => void, key: string, ticket?: object }> = []
+  /** Seated background requests, in the order they were seated. */
+  private readonly background: BackgroundSeat[] = []
+  /** Background seats cut and not given back yet: each is a place already promised to a waiting request. */
+  private preempting = 0
+  /** Places handed over while background work waited behind others, since one last went to it (the floor). */
+  private passedBackground = 0
   /** Seats granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
   private unbegun = 0
-  /** Waiting requests, one queue per key (in arrival order), and how many in all. */
+  /** Waiting requests, one queue per class and key (in arrival order; `lineId`), and how many in all. */
   private readonly lines = new Map<string, Waiter[]>()
   private waiting = 0
   /** When each key was last handed a place (a count of grants, not a time: no two are equal). */
@@ -85,13 +115,15 @@ export class KeyLine {
   /** Requests of API key `key` waiting, in line or handed on early (those without a key with `key` undefined). */
   queuedOf (key: string | undefined): number {
     const of = key ?? NO_KEY
-    return (this.lines.get(of)?.length ?? 0) + this.handedOn.filter((h) => h.key === of).length
+    let waiting = 0
+    for (const line of this.lines.values()) if (line[0]!.key === of) waiting += line.length
+    return waiting + this.handedOn.filter((h) => h.key === of).length
   }
   get idle (): boolean { return this.inFlight === 0 && this.queued === 0 }
 
-  /** Takes a place at once if one is free and nobody is ahead in line. */
-  tryTake (): boolean {
-    if (this.inFlight < this.places && this.queued === 0) {
+  /** Takes a place at once if one is free and nobody of its class or a higher one is ahead in line. */
+  tryTake (priority: Priority = 'interactive'): boolean {
+    if (this.inFlight < this.places && this.handedOn.length === 0 && this.waitingFrom(priority) === 0) {
       this.inFlight++
       return true
     }
@@ -115,14 +147,22 @@ export class KeyLine {
   async takeSeat (terms: LineTerms, request: LineRequest): Promise<Seat | null> {
     request.signal?.throwIfAborted()
     const key = request.usage?.key ?? NO_KEY
+    const priority = request.priority ?? 'interactive'
     // A place taken at once is the key's turn as much as one handed over: after an idle spell the key served last
     // goes after the others.
-    if (this.tryTake()) return this.seat(this.served(key), false)
-    if (request.early === true && this.waiting === 0 && this.mayHandOn()) return this.seat(key, true, request.ticket)
+    if (this.tryTake(priority)) return this.seat(this.served(key), false, undefined, priority)
+    const early = request.early === true && priority !== 'background'
+    if (early && this.waitingFrom(priority) === 0 && this.mayHandOn()) {
+      const seat = this.seat(key, true, request.ticket)
+      this.preemptFor()
+      return seat
+    }
     // Those handed on early wait too: the line's length and a key's share count them.
     if (this.queued >= terms.queueLength) throw new QueueFullError(terms.model)
     request.usage?.mayQueue?.({ ...terms, waitingOf: (of) => this.queuedOf(of) })
-    return this.wait(request.signal, request.ticket, request.usage?.key, request.early === true)
+    const waiting = this.wait(request.signal, request.ticket, request.usage?.key, early, priority)
+    this.preemptFor()
+    return waiting
   }
 
   /**
@@ -134,12 +174,19 @@ export class KeyLine {
     const early = this.handedOn.findIndex((h) => h.ticket === ticket)
     if (early !== -1) return early + 1
     const order = this.turnOrder()
-    for (const [rank, key] of order.entries()) {
-      const at = this.lines.get(key)!.findIndex((w) => w.ticket === ticket)
+    for (const [rank, id] of order.entries()) {
+      const line = this.lines.get(id)!
+      const at = line.findIndex((w) => w.ticket === ticket)
       if (at === -1) continue
-      // Each key ahead in this round, and every key's turns in the rounds before, come first.
+      // Every request of a higher class comes first; within its own, each key ahead in this round, and every key's
+      // turns in the rounds before.
+      const priority = line[0]!.priority
       let before = 0
-      for (const [r, other] of order.entries()) before += Math.min(this.lines.get(other)!.length, r < rank ? at + 1 : at)
+      for (const [r, other] of order.entries()) {
+        const them = this.lines.get(other)!
+        if (them[0]!.priority !== priority) before += priorityRank(them[0]!.priority) > priorityRank(priority) ? them.length : 0
+        else before += Math.min(them.length, r < rank ? at + 1 : at)
+      }
       return this.handedOn.length + before + 1
     }
     return 0
@@ -149,8 +196,10 @@ export class KeyLine {
    * Waits in line, in the queue of API key `key` (undefined: the queue of requests without one), with no rule
    * applied; `ticket` lets positionOf find it. Resolves false when the line is dismissed first.
    */
-  enqueue (signal?: AbortSignal, ticket?: object, key?: string): Promise<boolean> {
-    return this.wait(signal, ticket, key).then((seat) => seat !== null)
+  enqueue (signal?: AbortSignal, ticket?: object, key?: string, priority: Priority = 'interactive'): Promise<boolean> {
+    const waiting = this.wait(signal, ticket, key, false, priority).then((seat) => seat !== null)
+    this.preemptFor()
+    return waiting
   }
 
   /** A seated holder gave its place back (one taken by `take`, `tryTake` or `enqueue`): `Seat.leave` for a seat's. */
@@ -163,7 +212,7 @@ export class KeyLine {
     } else {
       const next = this.nextInTurn()
       if (next === null) this.inFlight--
-      else next.grant(this.seat(next.key, false))
+      else next.grant(this.seat(next.key, false, next.ticket, next.priority, next.kept))
     }
     this.handOn()
   }
@@ -176,7 +225,7 @@ export class KeyLine {
     for (const waiter of all) waiter.grant(null)
   }
 
-  private wait (signal?: AbortSignal, ticket?: object, key?: string, early = false): Promise<Seat | null> {
+  private wait (signal?: AbortSignal, ticket?: object, key?: string, early = false, priority: Priority = 'interactive'): Promise<Seat | null> {
     return new Promise<Seat | null>((resolve, reject) => {
       const onAbort = (): void => {
         this.remove(waiter)
@@ -186,12 +235,14 @@ export class KeyLine {
         grant: (seat) => { signal?.removeEventListener('abort', onAbort); resolve(seat) },
         ticket,
         key: key ?? NO_KEY,
+        priority,
         arrived: this.arrivals++,
         early,
       }
-      const line = this.lines.get(waiter.key)
+      const id = lineId(waiter)
+      const line = this.lines.get(id)
       if (line) line.push(waiter)
-      else this.lines.set(waiter.key, [waiter])
+      else this.lines.set(id, [waiter])
       this.waiting++
       signal?.addEventListener('abort', onAbort, { once: true })
     })
@@ -216,14 +267,42 @@ export class KeyLine {
    * The first in line of the key whose turn it is, out of the line and counted as served; null when nobody waits (or,
    * `early`, when that one may not be handed on early).
    */
-  private nextInTurn (early = false): Waiter | null {
-    const key = this.turnOrder()[0]
-    if (key === undefined) return null
-    const next = this.lines.get(key)![0]!
+  private nextInTurn (early = false): (Waiter & { kept?: boolean }) | null {
+    const order = this.turnOrder()
+    let id = order[0]
+    if (id === undefined) return null
+    // The floor: background work waiting behind others gets one place in BACKGROUND_FLOOR handed over (never early).
+    let kept = false
+    const background = order.find((other) => this.lines.get(other)![0]!.priority === 'background')
+    if (!early && background !== undefined && background !== id) {
+      if (++this.passedBackground >= BACKGROUND_FLOOR) { id = background; kept = true }
+    }
+    if (!early && (kept || id === background)) this.passedBackground = 0
+    const next = this.lines.get(id)![0]!
     if (early && !next.early) return null
     this.remove(next)
-    this.served(key)
-    return next
+    this.served(next.key)
+    return kept ? { ...next, kept } : next
+  }
+
+  /** Requests waiting in line at `priority` or above. */
+  private waitingFrom (priority: Priority): number {
+    let count = 0
+    for (const line of this.lines.values()) if (priorityRank(line[0]!.priority) >= priorityRank(priority)) count += line.length
+    return count
+  }
+
+  /**
+   * Requests above background wait (in line or handed on early) for more places than background seats already cut
+   * will give back: the background request seated last (not one the floor seated) is cut, and gives its place back.
+   */
+  private preemptFor (): void {
+    const waiting = this.waitingFrom('interactive') + this.handedOn.length
+    if (waiting <= this.preempting) return
+    const victim = [...this.background].reverse().find((b) => !b.kept && !b.cut.signal.aborted)
+    if (victim === undefined) return
+    this.preempting++
+    victim.cut.abort(new PreemptedError())
   }
 
   /** Counts a turn for `key`, now; returns it. */
@@ -232,9 +311,14 @@ export class KeyLine {
     return key
   }
 
-  /** A seat on a place taken now, or (`early`) handed on to the backend's queue, seated when a place frees for it. */
-  private seat (key: string, early: boolean, ticket?: object): Seat {
+  /**
+   * A seat on a place taken now, or (`early`) handed on to the backend's queue, seated when a place frees for it. A
+   * background one may be cut for a request of a higher class, unless the floor seated it (`kept`).
+   */
+  private seat (key: string, early: boolean, ticket?: object, priority: Priority = 'interactive', kept = false): Seat {
     let state: 'early' | 'seated' | 'left' = early ? 'early' : 'seated'
+    const background: BackgroundSeat | null = priority === 'background' ? { cut: new AbortController(), kept } : null
+    if (background !== null) this.background.push(background)
     let seatedNow = (): void => {}
     const seated = early ? new Promise<void>((resolve) => { seatedNow = resolve }) : Promise.resolve()
     const holder = { key, ticket, seat: () => { state = 'seated'; seatedNow() } }
@@ -250,6 +334,7 @@ export class KeyLine {
     }
     return {
       seated,
+      ...(background !== null && !kept ? { preempted: background.cut.signal } : {}),
       get early () { return state === 'early' },
       begun: () => {
         // Begun, it holds one of the backend's places, whether or not the line has seated it yet.
@@ -258,6 +343,10 @@ export class KeyLine {
       },
       leave: () => {
         if (state === 'left') return
+        if (background !== null) {
+          this.background.splice(this.background.indexOf(background), 1)
+          if (background.cut.signal.aborted) this.preempting--
+        }
         begin()
         if (state === 'seated') this.handOver()
         else if (state === 'early') {
@@ -277,44 +366,23 @@ export class KeyLine {
    */
   private turnOrder (): string[] {
     const since = (key: string): number => this.lastGrant.get(key) ?? -1
-    return [...this.lines.keys()].sort((a, b) => since(a) - since(b) || this.lines.get(a)![0]!.arrived - this.lines.get(b)![0]!.arrived)
+    const first = (id: string): Waiter => this.lines.get(id)![0]!
+    return [...this.lines.keys()].sort((a, b) => priorityRank(first(b).priority) - priorityRank(first(a).priority) ||
+      since(first(a).key) - since(first(b).key) || first(a).arrived - first(b).arrived)
   }
 
   private remove (waiter: Waiter): void {
-    const line = this.lines.get(waiter.key)
+    const id = lineId(waiter)
+    const line = this.lines.get(id)
     const at = line?.indexOf(waiter) ?? -1
     if (at === -1) return
     line!.splice(at, 1)
-    if (line!.length === 0) this.lines.delete(waiter.key)
+    if (line!.length === 0) this.lines.delete(id)
     this.waiting--
   }
 }
 
-// Often enough that a client (or a proxy's idle timer) hears something well within any usual timeout.
-const EVERY_MS = 1000
-// The first report opens the stream, after which a failure can only be an error event, not a status: a wait shorter
-// than this (a small model's load, a refusal at once) keeps its real status (a 400 "prompt is too long" that an agent
-// compacts on, a 502 for no runtime), and a client hears nothing it need not.
-const FIRST_MS = 2000
-
-/** One request's report of its wait: `ticket` marks its place in a line (`takeSeat`, `positionOf`). */
-export interface WaitReport {
-  readonly ticket: object
-  stop(): void
-}
-
-/**
- * Tells `onWait` where a request stands (as its source sees it: `whereItStands`) once it has waited two seconds, then
- * every second, until stopped: a request that does not wait, or not long, hears nothing.
- */
-export function reportWait (whereItStands: (ticket: object) => WaitProgress | null, onWait: (wait: WaitProgress) => void): WaitReport {
-  const ticket = {}
-  const tick = (): void => {
-    const wait = whereItStands(ticket)
-    // A listener's failure is its own (a closed stream): the wait goes on.
-    if (wait !== null) try { onWait(wait) } catch {}
-  }
-  let timer: NodeJS.Timeout | null = null
-  const first = setTimeout(() => { tick(); timer = setInterval(tick, EVERY_MS).unref() }, FIRST_MS).unref()
-  return { ticket, stop: () => { clearTimeout(first); if (timer !== null) clearInterval(timer) } }
+/** A key's queue of one class. */
+function lineId (waiter: Pick<Waiter, 'key' | 'priority'>): string {
+  return `${waiter.priority}\0${waiter.key}`
 }

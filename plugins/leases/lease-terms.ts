@@ -133,6 +133,8 @@ export interface LeaseGrant {
   onSeated?: () => void
   /** The source's own signal (an instance that went away, the app closing); the client's, if any. */
   signal: AbortSignal
+  /** Aborted when the line takes the place back (background work, plugins/leases/key-line.ts): the request ends with its reason. */
+  preempted?: AbortSignal
   clientSignal: AbortSignal | undefined
   /** Where every lease's first token and tokens are told (the lease router's events: metrics). */
   events: EventHub<LeaseEvents>
@@ -154,7 +156,8 @@ export function grantLease (grant: LeaseGrant): Lease {
   }, grant.seated, grant.onSeated)
   // Linked by hand and unlinked on release, not AbortSignal.any: a source's signal lives as long as it serves, and on
   // Node 20 every AbortSignal.any made from it stays on it (core/base/linked-signal.ts).
-  const linked = clientSignal === undefined ? null : linkedSignal([grant.signal, clientSignal])
+  const sources = [grant.signal, ...(clientSignal !== undefined ? [clientSignal] : []), ...(grant.preempted !== undefined ? [grant.preempted] : [])]
+  const linked = sources.length === 1 ? null : linkedSignal(sources)
   return {
     model,
     endpoint: grant.endpoint,

@@ -1,3 +1,4 @@
+import type { Priority } from '../../core/base/priority.js'
 import type { Logger } from '../../core/base/logger.js'
 import type { ResolvedOptions } from '../../core/config/request-options.js'
 import type { RequestUsage } from '../../core/base/request-usage.js'
@@ -107,6 +108,11 @@ export interface AcquireRequest {
   session?: string
   /** The request's usage record, which the lease fills (core/base/request-usage.ts); none for a preload. */
   usage?: RequestUsage
+  /**
+   * The priority class it asks for (OpenAI's `service_tier`, vLLM's `priority`); its credential caps it and gives
+   * the class of one that asks none (core/base/priority.ts `effectivePriority`).
+   */
+  priority?: Priority
   /**
    * Its answer streams from the runtime: while every slot is busy it may be sent on early, to wait in llama-server's
    * own queue. (One whose client leaves there is dropped at its first token; a whole answer would be generated to its

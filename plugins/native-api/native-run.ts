@@ -11,6 +11,7 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { cachedTokens, doneReason, ollamaStats, type OllamaStats, type RuntimeTimings } from './stats.js'
 import { logprobFields, ollamaLogprobs, type OllamaLogprob } from './logprobs.js'
 import { collectToolCalls, ollamaToolCalls, type ToolCall, type ToolCallDelta } from './tool-calls.js'
+import { askedPriority } from '../inference/asked-priority.js'
 
 /** One native generation: which runtime endpoint it uses and what the request asked for. */
 export interface NativeRun {
@@ -72,6 +73,7 @@ export async function runNative (leases: LeaseSource, request: FastifyRequest, r
     keepAliveMs: run.keepAliveMs,
     log: request.log,
     usage: request.usage,
+    priority: askedPriority(request.body),
     call: callContext(request),
     affinity: () => conversationAffinity(run.body),
     // As received: a surface's body may have been reshaped (Anthropic's to OpenAI's) without its session fields.

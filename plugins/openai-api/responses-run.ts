@@ -16,6 +16,7 @@ import type { Lease, LeaseSource } from '../leases/lease.js'
 import { ResponseBuilder, type ChatChunk, type ResponseEvent } from './response-builder.js'
 import type { ResponseItem, ResponseStore } from './response-store.js'
 import type { TranslatedChat } from './responses-to-chat.js'
+import { askedPriority } from '../inference/asked-priority.js'
 
 /** OpenAI's Responses fields that are options of the contract (they win over `options`), each with the option it sets. */
 const RESPONSES_OPTIONS: Readonly<Record<string, string>> = { temperature: 'temperature', top_p: 'top_p', max_output_tokens: 'max_tokens' }
@@ -68,6 +69,7 @@ export async function runResponses (leases: LeaseSource, request: FastifyRequest
     keepAliveMs: parseKeepAlive(body.keep_alive),
     log: request.log,
     usage: request.usage,
+    priority: askedPriority(request.body),
     call: callContext(request),
     signal: stream?.signal ?? clientGone(reply),
     stream: failable,

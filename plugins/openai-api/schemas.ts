@@ -17,6 +17,11 @@ export const OpenAiMessage = Type.Object({
 
 const Stop = Type.Union([Type.String(), Type.Array(Type.String(), { maxItems: 16 }), Type.Null()])
 
+// OpenAI's tiers: `flex` runs as background work, `priority` (`fast`) as high, the rest at the key's class
+// (core/base/priority.ts). vLLM's `priority`, an integer (lower first), is read the same way.
+const ServiceTier = Type.Optional(Type.Union([...['auto', 'default', 'flex', 'scale', 'priority', 'fast'].map((t) => Type.Literal(t)), Type.Null()]))
+const VllmPriority = Type.Optional(Type.Union([Type.Integer({ minimum: -1_000_000, maximum: 1_000_000 }), Type.Null()]))
+
 /** The OpenAI fields the gateway reads itself; the rest pass through to llama-server, which speaks them. */
 const Common = {
   model: Type.String({ minLength: 1 }),
@@ -33,6 +38,8 @@ const Common = {
   options: Type.Optional(OptionsSchema),
   // Not OpenAI's, but what users of local servers ask for: seconds or a duration string.
   keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+  service_tier: ServiceTier,
+  priority: VllmPriority,
 }
 
 export const ChatCompletionBody = Type.Object({
@@ -70,6 +77,7 @@ export const ResponsesBody = Type.Object({
   metadata: Type.Optional(Type.Union([Type.Record(Type.String(), Type.String()), Type.Null()])),
   options: Type.Optional(OptionsSchema),
   keep_alive: Type.Optional(Type.Union([Type.Number(), Type.String()])),
+  service_tier: ServiceTier,
 })
 
 export const ResponseIdParams = Type.Object({ id: Type.String({ minLength: 1 }) })

@@ -41,6 +41,10 @@ export class Instance {
   private currentPhase: InstancePhase = 'waiting_for_room'
   private wasContended = false
   private waitingForLoad = 0
+  /** Of those waiting for its load, the requests above background (people, agents): they may make room by a swap. */
+  private peopleWaitingForLoad = 0
+  /** When a request above background last took a slot on it (ms since epoch; 0: never). */
+  private lastPersonUse = 0
   private lastUse = Date.now()
   private keepAliveMs: number
   /** Scheduled unload time (ms since epoch) while idle; null while busy or kept forever. */
@@ -100,6 +104,15 @@ export class Instance {
   get queued (): number { return this.line.queued }
   /** Requests waiting for this instance to finish loading (they queue for a slot once it has). */
   get awaitingLoad (): number { return this.waitingForLoad }
+  /** Of those, the requests above background: a load only background work waits for takes free room only. */
+  get peopleAwaitingLoad (): number { return this.peopleWaitingForLoad }
+  /**
+   * Whether the room it holds is kept only for background work: idle, and no request above background has used it
+   * within its keep-alive (a model a person used a moment ago is theirs until then).
+   */
+  keptOnlyForBackground (now: number): boolean {
+    return this.idle && (this.lastPersonUse === 0 || now - this.lastPersonUse >= this.keepAliveMs)
+  }
   /** When a request last gave its slot back (ms since epoch): eviction takes the least recently used. */
   get lastUsed (): number { return this.lastUse }
   get idle (): boolean { return this.line.idle }
@@ -136,13 +149,18 @@ export class Instance {
   /** The load under way: its runtime starting (or failing to), once there is room. */
   startLoading (loading: Promise<void>): void { this.loading = loading }
 
-  /** Waits for the load, counted meanwhile as waiting (for anyone counting the queue). @throws what the load threw */
-  async waitUntilLoaded (): Promise<void> {
+  /**
+   * Waits for the load, counted meanwhile as waiting (for anyone counting the queue; `person`: a request above
+   * background). @throws what the load threw
+   */
+  async waitUntilLoaded (person = true): Promise<void> {
     this.waitingForLoad++
+    if (person) this.peopleWaitingForLoad++
     try {
       await this.loading
     } finally {
       this.waitingForLoad--
+      if (person) this.peopleWaitingForLoad--
     }
   }
 
@@ -188,8 +206,12 @@ export class Instance {
   /** Ollama's keep_alive 0 with nothing to generate: it goes once the requests on it are done. */
   expireWhenIdle (): void { this.keepAliveMs = 0 }
 
-  /** A request got a slot: the unload clock stops, and the request's keep-alive, if it set one, applies from now. */
-  claim (keepAliveMs?: number): void {
+  /**
+   * A request got a slot: the unload clock stops, and the request's keep-alive, if it set one, applies from now.
+   * `person`: a request above background.
+   */
+  claim (keepAliveMs?: number, person = true): void {
+    if (person) this.lastPersonUse = Date.now()
     this.clearTimer()
     this.expiresAt = null
     if (keepAliveMs !== undefined) this.keepAliveMs = keepAliveMs

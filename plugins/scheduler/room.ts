@@ -202,7 +202,10 @@ export class Room {
     const name = instance.model.name
     const swapIn = this.awaiting.get(instance) ?? { instance, arrived: turn.arrived, passedOver: 0 }
     const now = Date.now()
-    const movable = swaps.evictionOrder(others.filter((i) => i.state === 'loaded' && !swaps.isPinned(i.model.name)))
+    // A load only background work waits for takes free room: an idle model kept for nobody but background work, never
+    // one a person used within its keep-alive, nor a busy one.
+    const backgroundOnly = instance.peopleAwaitingLoad === 0 && instance.awaitingLoad > 0
+    const movable = swaps.evictionOrder(others.filter((i) => i.state === 'loaded' && !swaps.isPinned(i.model.name) && (!backgroundOnly || i.keptOnlyForBackground(now))))
     let lookAgainAt = turn.deadline
     const idle = movable.find((i) => i.idle)
     if (idle !== undefined) {
@@ -217,7 +220,7 @@ export class Room {
       if (decision !== null && !decision.go) lookAgainAt = Math.min(lookAgainAt, decision.until)
     }
     const busy = movable.find((i) => !i.idle && i.model.name !== name)
-    if (!busy || this.swapOuts.has(busy)) return lookAgainAt
+    if (!busy || this.swapOuts.has(busy) || backgroundOnly) return lookAgainAt
     const decision = costs.decide(busy, swapIn, now)
     if (decision.go) {
       log.info({ model: busy.model.name, for: name, active: busy.active, queued: busy.queued, reason: decision.reason, waitCostMs: decision.waitCostMs, swapCostMs: decision.swapCostMs }, `${busy.model.name} takes no new requests: it is swapped out for ${name} once those it has are done (${decision.reason})`)

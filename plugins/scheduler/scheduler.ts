@@ -1,4 +1,5 @@
 import { EventHub } from '../../core/base/event-hub.js'
+import { effectivePriority } from '../../core/base/priority.js'
 import { RuntimeError, UnavailableError } from '../../core/base/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
@@ -6,7 +7,8 @@ import { contextWindow, type ContextWindow } from './context-window.js'
 import { whereItStands, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
-import { reportWait, type Seat, type WaitReport } from '../leases/key-line.js'
+import type { Seat } from '../leases/key-line.js'
+import { reportWait, type WaitReport } from '../leases/wait-report.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { answerWatched } from '../leases/answer-begun.js'
@@ -183,18 +185,21 @@ export class Scheduler implements LeaseSource {
       ? reportWait((ticket) => whereItStands(instance, ticket, this.estimate, started), (wait) => onWait(wait.stage === 'room' ? withRoomEstimate(wait, this.room.expectedRoomMs(instance)) : wait))
       : null
     let seat: Seat | null = null
+    const usage = request.usage
+    const priority = effectivePriority(request.priority, usage?.key === undefined ? null : usage.priorityRule ?? {})
+    if (usage) usage.priority = priority
     try {
-      const loaded = instance.waitUntilLoaded()
+      const loaded = instance.waitUntilLoaded(priority !== 'background')
       // One more request waiting for room raises what its wait costs: the swap decision looks again.
       if (instance.process === null) this.room.wake()
       await loaded
       if (instance.state !== 'loaded') return null
-      // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns.
+      // One line for every lease source (plugins/leases): the queue's length, the key's own rules, its turns, its class.
       seat = await instance.line.takeSeat({
         model: instance.model.name,
         queueLength: this.deps.settings.queueLength,
         oneRequestMs: () => this.estimate.queueMs(estimateKey(instance.model.name, instance.purpose), 1, instance.options.num_parallel) ?? 1000,
-      }, { signal: request.signal, usage: request.usage, ticket: waiting?.ticket, early: request.streams === true })
+      }, { signal: request.signal, usage, ticket: waiting?.ticket, early: request.streams === true, priority })
       return seat === null ? null : { seat, waiting }
     } finally {
       // One handed on early still waits (in llama-server's queue): it hears where it stands until it is seated.
@@ -203,7 +208,7 @@ export class Scheduler implements LeaseSource {
   }
 
   private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat, waiting: WaitReport | null): Lease {
-    instance.claim(plan.keepAliveMs)
+    instance.claim(plan.keepAliveMs, request.usage?.priority !== 'background')
     // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
     // read the cache there: the groups' salts differ). One handed on early goes where llama-server puts it: no slot
     // is known to be free for it.
@@ -225,6 +230,8 @@ export class Scheduler implements LeaseSource {
       ...(seat.early ? { seated: seat.seated, onSeated: () => waiting?.stop() } : {}),
       usage: request.usage,
       signal: instance.signal,
+      // Background work taken back for a request of a higher class ends as the instance's end would end it.
+      ...(seat.preempted !== undefined ? { preempted: seat.preempted } : {}),
       clientSignal: request.signal,
       events: this.leaseEvents,
       fitPrompt: (promptTokens) => this.growth.fit(instance, plan.resolved, promptTokens, () => this.room.memoryBudget(instance)),

@@ -113,7 +113,7 @@ export class KeyRing {
       ...this.configKeys.map((key, i) => ({ digest: sha256(key), grant: { ...full, name: `config-${i + 1}`, cacheGroup: groups.of(`config-${i + 1}`) } })),
       ...entries.map((e) => ({
         digest: Buffer.from(e.hash.slice('sha256:'.length), 'hex'),
-        grant: e.revoked === undefined ? { name: e.name, scopes: new Set(e.scopes), models: e.models, limits: e.limits, cacheGroup: groups.of(e.name, e.cache_group) } : null,
+        grant: e.revoked === undefined ? { name: e.name, scopes: new Set(e.scopes), models: e.models, limits: e.limits, cacheGroup: groups.of(e.name, e.cache_group), ...priorityOf(e) } : null,
         ...(e.revoked !== undefined ? { revokedName: e.name } : {}),
       })),
     ]
@@ -150,4 +150,10 @@ function cacheGroups (configKeys: number, entries: readonly KeyEntry[]): { of: (
 
 function sha256 (text: string): Buffer {
   return createHash('sha256').update(text).digest()
+}
+
+/** A key's priority classes as its grant carries them: absent when the keys file names none. */
+function priorityOf (entry: KeyEntry): Pick<Grant, 'priority'> {
+  if (entry.priority === undefined && entry.max_priority === undefined) return {}
+  return { priority: { ...(entry.priority !== undefined ? { default: entry.priority } : {}), ...(entry.max_priority !== undefined ? { max: entry.max_priority } : {}) } }
 }

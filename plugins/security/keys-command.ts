@@ -3,13 +3,14 @@ import { dirname } from 'node:path'
 import type { Command, OptionValues } from '../../core/cli/commands/command.js'
 import { relativeTime, table } from '../../core/cli/commands/human.js'
 import { UsageError } from '../../core/platform/usage-error.js'
+import type { Priority } from '../../core/base/priority.js'
 import type { KeyEntry, KeyLimits, KeysFile, Scope } from './keys-file.js'
 
 type Action = 'add' | 'list' | 'revoke'
 
 /** The flags each action takes besides --config; any other is refused rather than silently ignored. */
 const ACTION_FLAGS: Record<Action, readonly string[]> = {
-  add: ['scope', 'models', 'concurrent', 'rpm', 'tokens-per-day', 'queue-share', 'cache-group'],
+  add: ['scope', 'models', 'concurrent', 'rpm', 'tokens-per-day', 'queue-share', 'cache-group', 'priority', 'max-priority'],
   list: ['json'],
   revoke: [],
 }
@@ -27,7 +28,7 @@ export const keysCommand: Command = {
   name: 'keys',
   summary: 'hand out API keys with scopes, models and limits; list and revoke them',
   usage: [
-    'llamagate keys add <name> [--scope LIST] [--models LIST] [--concurrent N] [--rpm N] [--tokens-per-day N] [--queue-share F] [--cache-group NAME]',
+    'llamagate keys add <name> [--scope LIST] [--models LIST] [--concurrent N] [--rpm N] [--tokens-per-day N] [--queue-share F] [--cache-group NAME] [--priority CLASS] [--max-priority CLASS]',
     'llamagate keys list [--json]',
     'llamagate keys revoke <name>',
   ],
@@ -44,6 +45,8 @@ export const keysCommand: Command = {
     '--queue-share F       add: the part (0-1] of a model\'s queue its waiting requests may fill',
     '--cache-group NAME    add: the team whose keys may reuse each other\'s prompt caches (default: the',
     '                      key\'s own name: it shares with no other key)',
+    '--priority CLASS      add: its requests\' class when they ask none: background, interactive (default) or high',
+    '--max-priority CLASS  add: the highest class its requests may ask for (default: interactive, or --priority if higher)',
     '--json                list: the entries as JSON (never the hashes)',
     '--config FILE         config file naming the keys file, auth.keys_file (default: $LLAMAGATE_CONFIG, else the shipped one)',
     'add prints the new secret alone on stdout, once (KEY=$(llamagate keys add bob)); only its hash is kept.',
@@ -59,6 +62,8 @@ export const keysCommand: Command = {
     'tokens-per-day': { type: 'string' },
     'queue-share': { type: 'string' },
     'cache-group': { type: 'string' },
+    priority: { type: 'string' },
+    'max-priority': { type: 'string' },
     json: { type: 'boolean' },
   },
   positionals: { min: 1, max: 2 },
@@ -147,7 +152,14 @@ function newEntry (keysFile: KeysFileModule, name: string, values: OptionValues)
   }
   const group = values['cache-group'] as string | undefined
   if (group !== undefined && !keysFile.validName(group)) throw new UsageError(`--cache-group "${group}": 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`)
-  return { name, scopes: [...new Set(scopes as Scope[])], models: listFlag(values, 'models') ?? ['*'], limits, ...(group !== undefined ? { cache_group: group } : {}), created: new Date().toISOString() }
+  const classes: Pick<KeyEntry, 'priority' | 'max_priority'> = {}
+  for (const [field, flag] of [['priority', 'priority'], ['max_priority', 'max-priority']] as const) {
+    const text = values[flag] as string | undefined
+    if (text === undefined) continue
+    if (!keysFile.PRIORITIES.includes(text as Priority)) throw new UsageError(`--${flag} "${text}": one of ${keysFile.PRIORITIES.join(', ')}`)
+    classes[field] = text as Priority
+  }
+  return { name, scopes: [...new Set(scopes as Scope[])], models: listFlag(values, 'models') ?? ['*'], limits, ...(group !== undefined ? { cache_group: group } : {}), ...classes, created: new Date().toISOString() }
 }
 
 /** A comma-separated flag's items; undefined when it was not given. */
@@ -170,10 +182,16 @@ function list (contents: KeysFile, file: string, json: boolean, stdout: NodeJS.W
     stdout.write(`no API keys in ${file} yet (llamagate keys add <name> makes one)\n`)
     return 0
   }
-  stdout.write(table(['NAME', 'SCOPES', 'MODELS', 'LIMITS', 'CACHE GROUP', 'CREATED', 'REVOKED'], entries.map((e) => [
-    e.name, e.scopes.join(','), e.models.join(','), describeLimits(e.limits), e.cache_group ?? e.name, e.created ? relativeTime(e.created) : '-', e.revoked ? relativeTime(e.revoked) : '-',
+  stdout.write(table(['NAME', 'SCOPES', 'MODELS', 'LIMITS', 'CACHE GROUP', 'PRIORITY', 'CREATED', 'REVOKED'], entries.map((e) => [
+    e.name, e.scopes.join(','), e.models.join(','), describeLimits(e.limits), e.cache_group ?? e.name, describePriority(e), e.created ? relativeTime(e.created) : '-', e.revoked ? relativeTime(e.revoked) : '-',
   ])))
   return 0
+}
+
+/** A key's class, and the highest it may ask for where that is another. */
+function describePriority (entry: Pick<KeyEntry, 'priority' | 'max_priority'>): string {
+  const own = entry.priority ?? 'interactive'
+  return entry.max_priority !== undefined && entry.max_priority !== own ? `${own} (up to ${entry.max_priority})` : own
 }
 
 function describeLimits (limits: KeyLimits): string {

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto'
 import { readFileSync } from 'node:fs'
 import { parse, stringify } from 'yaml'
 import { SCOPES, type KeyLimits, type Scope } from '../../core/base/grant.js'
+import { PRIORITIES, type Priority } from '../../core/base/priority.js'
 import { writeWhole } from '../../core/base/write-whole.js'
 
 /**
@@ -10,7 +11,7 @@ import { writeWhole } from '../../core/base/write-whole.js'
  */
 
 // The core's (core/base/grant.ts): a plugin's credential type carries the same scopes and limits as a key.
-export { SCOPES, type KeyLimits, type Scope }
+export { PRIORITIES, SCOPES, type KeyLimits, type Scope }
 
 export interface KeyEntry {
   name: string
@@ -25,6 +26,13 @@ export interface KeyEntry {
    * other's, in memory or on disk. @default the key's own name: a group of one
    */
   cache_group?: string
+  /**
+   * The class its requests run at when they ask none (core/base/priority.ts): `background` for a key that only ever
+   * does bulk work. @default interactive
+   */
+  priority?: Priority
+  /** The highest class its requests may ask for (OpenAI's `service_tier: "priority"` is `high`). @default interactive, or `priority` if higher */
+  max_priority?: Priority
   created: string
   /** When it was revoked (ISO time): it stays listed, refused. */
   revoked?: string
@@ -114,6 +122,9 @@ export function checkKeysFile (file: string, raw: unknown): KeysFile {
     }
     const group = e.cache_group
     if (group !== undefined && (typeof group !== 'string' || !NAME.test(group))) problems.push(`${at} (${name}).cache_group: 1-64 characters of A-Z a-z 0-9 . _ -, starting with a letter or digit`)
+    for (const field of ['priority', 'max_priority'] as const) {
+      if (e[field] !== undefined && !PRIORITIES.includes(e[field] as Priority)) problems.push(`${at} (${name}).${field}: one of ${PRIORITIES.join(', ')}`)
+    }
     keys.push({
       name,
       hash: String(e.hash),
@@ -121,6 +132,8 @@ export function checkKeysFile (file: string, raw: unknown): KeysFile {
       models: models as string[],
       limits: limits as KeyLimits,
       ...(typeof group === 'string' ? { cache_group: group } : {}),
+      ...(typeof e.priority === 'string' ? { priority: e.priority as Priority } : {}),
+      ...(typeof e.max_priority === 'string' ? { max_priority: e.max_priority as Priority } : {}),
       created: typeof e.created === 'string' ? e.created : '',
       ...(typeof e.revoked === 'string' ? { revoked: e.revoked } : {}),
     })

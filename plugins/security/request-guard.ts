@@ -119,7 +119,10 @@ export class RequestGuard {
     request.keyHolder = true
     // Its usage is counted under the key's name, and the scheduler takes turns between keys by it.
     const usage = request.usage
-    if (usage) usage.key = grant.name
+    if (usage) {
+      usage.key = grant.name
+      usage.priorityRule = grant.priority ?? {}
+    }
     // Its connection is no longer one of those held without a key, which are capped (core/server/connection-caps.ts).
     this.options.connections.authenticate(request.raw.socket)
     if (request.method === 'OPTIONS' || request.routeOptions.config.public === true || request.is404) return

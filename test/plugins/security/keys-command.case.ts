@@ -32,20 +32,25 @@ t.test('add prints the secret alone, once; list never shows it; revoke keeps the
   t.equal((await stat(keys)).mode & 0o777, 0o600, 'the file is for its owner only')
 
   const carol = await runCliHere(['keys', 'add', 'carol', '--config', config, '--scope', 'infer, manage,admin', '--models', 'acme/*,coder',
-    '--concurrent', '2', '--rpm', '60', '--tokens-per-day', '100000', '--queue-share', '0.25', '--cache-group', 'red-team'])
+    '--concurrent', '2', '--rpm', '60', '--tokens-per-day', '100000', '--queue-share', '0.25', '--cache-group', 'red-team',
+    '--priority', 'background', '--max-priority', 'high'])
   t.equal(carol.code, 0, carol.stderr)
   t.not(carol.stdout.trim(), secret, 'each key has its own secret')
   t.same(readKeysFile(keys).keys[1], {
     name: 'carol', hash: hashSecret(carol.stdout.trim()), scopes: ['infer', 'manage', 'admin'], models: ['acme/*', 'coder'],
-    limits: { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 }, cache_group: 'red-team', created: readKeysFile(keys).keys[1]!.created,
+    limits: { concurrent: 2, requests_per_minute: 60, tokens_per_day: 100000, queue_share: 0.25 }, cache_group: 'red-team',
+    priority: 'background', max_priority: 'high', created: readKeysFile(keys).keys[1]!.created,
   })
+  const badClass = await runCliHere(['keys', 'add', 'dave', '--config', config, '--priority', 'urgent'])
+  t.equal(badClass.code, 2, 'an unknown class is bad usage')
+  t.match(badClass.stderr, /--priority "urgent": one of background, interactive, high/)
 
   const table = await runCliHere(['keys', 'list', '--config', config])
   t.equal(table.code, 0)
   const lines = table.stdout.trimEnd().split('\n')
-  t.match(lines[0], /^NAME +SCOPES +MODELS +LIMITS +CACHE GROUP +CREATED +REVOKED$/)
-  t.match(lines[1], /^bob +infer +\* +none +bob +(now|\d+ seconds? ago) +-$/, 'a key\'s cache group is its own name unless given')
-  t.match(lines[2], /^carol +infer,manage,admin +acme\/\*,coder +2 at once, 60\/min, 100000 tokens\/day, 0\.25 of queue +red-team +/)
+  t.match(lines[0], /^NAME +SCOPES +MODELS +LIMITS +CACHE GROUP +PRIORITY +CREATED +REVOKED$/)
+  t.match(lines[1], /^bob +infer +\* +none +bob +interactive +(now|\d+ seconds? ago) +-$/, 'a key\'s cache group is its own name unless given; its class interactive')
+  t.match(lines[2], /^carol +infer,manage,admin +acme\/\*,coder +2 at once, 60\/min, 100000 tokens\/day, 0\.25 of queue +red-team +background \(up to high\) +/)
   const listed = (await runCliHere(['keys', 'list', '--json', '--config', config])).stdout
   for (const shown of [table.stdout, listed]) {
     t.notMatch(shown, secret, 'no secret in a listing')
