@@ -33,14 +33,15 @@ export class Authenticators {
    * request (the key check's then). A refusal (any of llamagate/plugin's errors) is thrown as it was made; anything
    * else an authenticator throws or rejects, a grant that is not one, or no answer within `timeoutMs`, is logged
    * naming it and thrown as a 500 (504 for the bound) that names nothing of it. So is a grant under a name `taken`
-   * says an API key has: it would share that key's usage, limits and cached prompts.
+   * says an API key has (it would share that key's usage, limits and cached prompts), unless the authenticator says
+   * it acts for keys.
    */
   async run (request: FastifyRequest, timeoutMs: number, taken: (name: string) => boolean = () => false): Promise<Grant | null> {
     for (const authenticator of this.list) {
       const given = await ask(authenticator, request, timeoutMs)
       if (given === null || given === undefined) continue
       const grant = toGrant(given, authenticator.name, request)
-      if (taken(grant.name)) {
+      if (authenticator.actsForKeys !== true && taken(grant.name)) {
         request.log.error({ plugin: authenticator.name }, `authenticator "${authenticator.name}" granted the name "${grant.name}", which an API key has: refused`)
         throw failed()
       }

@@ -33,6 +33,12 @@ export interface Authenticator {
   /** Lower runs first; equal orders keep the order they were added in. @default 0 */
   order?: number
   /**
+   * Its grants may carry an API key's name, sharing that key's usage, limits and cached prompts: it vouches for the
+   * key (a credential the key itself made, as a batch's requests run under the key that made the batch). Without it,
+   * a grant in a key's name is refused as a bug. @default false
+   */
+  actsForKeys?: boolean
+  /**
    * Judges the request at the door, its headers read but not its body: returns a grant, or nothing when the request
    * carries no credential of its kind. Throws UnauthorizedError (401) or ForbiddenError (403) to refuse it. `signal`
    * aborts when `limits.hook_timeout` has passed (the request has been answered 504 then).

@@ -11,7 +11,7 @@ import { PACKAGE_ROOT, SHIPPED_CONFIG } from '../../core/base/paths.js'
 // The plugins' sections of config.yaml, handed to the core through their manifests (core/config/config-section.ts).
 
 t.test('each built-in plugin section: keys of its own, variables the server reads, a doc that names its keys', async (t) => {
-  t.same(BUILTIN_SECTIONS.map((s) => s.plugin).sort(), ['convert', 'download', 'inference', 'lifecycle', 'llama-cpp', 'metrics', 'models-api', 'prompt-cache', 'scheduler', 'security', 'storage', 'upstreams'])
+  t.same(BUILTIN_SECTIONS.map((s) => s.plugin).sort(), ['batches', 'convert', 'download', 'inference', 'lifecycle', 'llama-cpp', 'metrics', 'models-api', 'prompt-cache', 'scheduler', 'security', 'storage', 'upstreams'])
   for (const section of BUILTIN_SECTIONS) {
     for (const key of Object.keys(section.keys)) t.notOk(key in ConfigSchema.properties, `${key} (${section.plugin}) is not the core's`)
     for (const key of Object.keys(section.limits ?? {})) t.notOk(key in ConfigSchema.properties.limits.properties, `limits.${key} (${section.plugin}) is not the core's`)

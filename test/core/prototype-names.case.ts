@@ -37,6 +37,11 @@ const NO_MODEL = new Set([
   'POST /api/blobs/:digest', 'DELETE /api/blobs/:digest', 'GET /models',
   // Its model is in the query (?model=), which these calls do not send: the router's own /props.
   'GET /props',
+  // The Batch APIs: a batch's lines name models, and run later through the routes above, as the batch's key.
+  'POST /v1/files', 'GET /v1/files', 'GET /v1/files/:id', 'DELETE /v1/files/:id', 'GET /v1/files/:id/content',
+  'POST /v1/batches', 'GET /v1/batches', 'GET /v1/batches/:id', 'POST /v1/batches/:id/cancel',
+  'POST /v1/messages/batches', 'GET /v1/messages/batches', 'GET /v1/messages/batches/:id',
+  'POST /v1/messages/batches/:id/cancel', 'GET /v1/messages/batches/:id/results',
 ])
 
 const NARROW = 'lg-test-prototype-narrow-0123456789'
