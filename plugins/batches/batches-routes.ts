@@ -5,7 +5,7 @@ import { parseDuration } from '../../core/base/units.js'
 import type { BatchRunner } from './batch-runner.js'
 import { BatchStore, type BatchObject, type BatchRecord, type GrantSnapshot } from './batch-store.js'
 import { ownerOf, page } from './files-routes.js'
-import { BatchCreateBody, BatchListQuery, IdParams } from './schemas.js'
+import { BatchCreateBody, BatchListQuery, IdParams, limitOf } from './schemas.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -69,7 +69,7 @@ const batchesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   app.get('/v1/batches', { config: { scope: 'infer' }, schema: { querystring: BatchListQuery } }, async (request) => {
     const owner = ownerOf(request)
     const mine = [...app.batches.records.values()].filter((r) => r.owner === owner && r.api === 'openai').map((r) => (app.batches.runner.live(r.batch.id) ?? r).batch)
-    return page(mine, 'desc', request.query.limit ?? 20, request.query.after)
+    return page(mine, 'desc', limitOf(request.query.limit, 20, 100), request.query.after)
   })
 
   app.get('/v1/batches/:id', { config: { scope: 'infer' }, schema: { params: IdParams } }, async (request) => {

@@ -4,7 +4,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { BadRequestError, GatewayError } from '../../core/base/errors.js'
 import type { FileObject, FileStore } from './file-store.js'
-import { FileListQuery, IdParams } from './schemas.js'
+import { FileListQuery, IdParams, limitOf } from './schemas.js'
 
 declare module 'fastify' {
   interface FastifyInstance {
@@ -54,8 +54,8 @@ const filesRoutes: FastifyPluginAsyncTypebox = async (app) => {
   })
 
   app.get('/v1/files', { config: { scope: 'infer' }, schema: { querystring: FileListQuery } }, async (request) => {
-    const { purpose, limit = 10_000, after, order = 'desc' } = request.query
-    return page(files.list(ownerOf(request), purpose), order, limit, after)
+    const { purpose, limit, after, order = 'desc' } = request.query
+    return page(files.list(ownerOf(request), purpose), order, limitOf(limit, 10_000, 10_000), after)
   })
 
   app.get('/v1/files/:id', { config: { scope: 'infer' }, schema: { params: IdParams } }, async (request) => {

@@ -23,7 +23,7 @@ const CreateBody = Type.Object({
 })
 const Params = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
 const ListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  limit: Type.Optional(Type.String({ pattern: '^[1-9][0-9]{0,3}$' })),
   after_id: Type.Optional(Type.String({ maxLength: 200 })),
   before_id: Type.Optional(Type.String({ maxLength: 200 })),
 })
@@ -93,7 +93,8 @@ const messageBatchesRoutes: FastifyPluginAsyncTypebox = async (app) => {
     const owner = ownerOf(request)
     const mine = [...app.batches.records.values()].filter((r) => r.owner === owner && r.api === 'anthropic')
       .map((r) => app.batches.runner.live(r.batch.id) ?? r).sort((a, b) => b.batch.created_at - a.batch.created_at || (a.batch.id < b.batch.id ? 1 : -1))
-    const { limit = 20, after_id: after, before_id: before } = request.query
+    const { after_id: after, before_id: before } = request.query
+    const limit = Math.min(Number(request.query.limit ?? 20), 1000)
     let start = 0
     if (after !== undefined) start = mine.findIndex((r) => toAnthropic(r.batch.id) === after) + 1
     let list = mine.slice(start)

@@ -2,16 +2,22 @@ import { Type } from 'typebox'
 
 export const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) })
 
-/** The list pages of OpenAI's files and batches: `after` an id, `limit` 1-10,000 (files) or 1-100 (batches). */
+// A query string's values are text (the server coerces no type): a count is its digits.
+const Count = Type.String({ pattern: '^[1-9][0-9]{0,4}$' })
+
+/** A list's `limit` as a number, within `max`. */
+export const limitOf = (text: string | undefined, fallback: number, max: number): number => Math.min(text === undefined ? fallback : Number(text), max)
+
+/** The list pages of OpenAI's files and batches: `after` an id, `limit` up to 10,000 (files) or 100 (batches). */
 export const FileListQuery = Type.Object({
   purpose: Type.Optional(Type.String({ maxLength: 64 })),
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 10_000 })),
+  limit: Type.Optional(Count),
   after: Type.Optional(Type.String({ maxLength: 200 })),
   order: Type.Optional(Type.Union([Type.Literal('asc'), Type.Literal('desc')])),
 })
 
 export const BatchListQuery = Type.Object({
-  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  limit: Type.Optional(Count),
   after: Type.Optional(Type.String({ maxLength: 200 })),
 })
 

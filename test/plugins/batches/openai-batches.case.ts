@@ -102,6 +102,11 @@ t.test('the Batch API with keys: chat, embeddings and responses batches; bad lin
   t.same(responsesDone.request_counts, { total: 2, completed: 2, failed: 0 })
   for (const line of await results(alice, responsesDone.output_file_id)) t.match(line.response, { status_code: 200, body: { object: 'response', status: 'incomplete' } })
 
+  const firstPage = await alice.batches.list({ limit: 1 })
+  t.equal(firstPage.data.length, 1, 'a page of one (the newest)')
+  t.ok([embedBatch.id, responsesBatch.id].includes(firstPage.data[0]!.id), 'one of the two made last (the same second)')
+  t.ok(firstPage.has_more)
+  t.equal((await alice.files.list({ limit: 2 } as never)).data.length, 2, 'files, two a page')
   await alice.files.delete(file.id)
   await refused(t, alice.files.retrieve(file.id), 404, 'a deleted file is gone')
   t.equal((await alice.batches.retrieve(batch.id)).status, 'completed', 'its batch stays, with its results')
