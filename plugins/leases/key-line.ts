@@ -1,7 +1,9 @@
 import { QueueFullError } from '../../core/base/errors.js'
 import { priorityRank, type Priority } from '../../core/base/priority.js'
-import type { RequestUsage } from '../../core/base/request-usage.js'
+import type { LineRequest, LineTerms, Seat } from './line-seat.js'
 import { PreemptedError } from './preempted.js'
+
+export type { LineRequest, LineTerms, Seat }
 
 /** A queued request: resolved with its seat when a place is handed to it, null when the line was dismissed. */
 interface Waiter { grant: (seat: Seat | null) => void, ticket?: object, key: string, priority: Priority, arrived: number, early: boolean }
@@ -15,51 +17,15 @@ interface BackgroundSeat { cut: AbortController, kept: boolean }
  */
 export const BACKGROUND_FLOOR = 10
 
-/** A place granted on a line: one of the backend's own, or (handed on early) one in the backend's own queue first. */
-export interface Seat {
-  /** Resolves once it holds one of the backend's places: at once, or, handed on early, when one frees for it. */
-  readonly seated: Promise<void>
-  /**
-   * A background request's: aborted (with a PreemptedError) when a request of a higher class needs its place; its
-   * work stops and it leaves, and the place goes to that request. Absent for the other classes, and for a
-   * background request seated by the floor.
-   */
-  readonly preempted?: AbortSignal
-  /** Whether it still waits in the backend's own queue (handed on early, not seated yet). */
-  readonly early: boolean
-  /**
-   * Its answer began at the backend (its head came back, or the call ended): the backend took it out of its own queue.
-   * On a line with early places, nothing more is handed on early until every seat granted has begun. Once; also
-   * resolves `seated`.
-   */
-  begun(): void
-  /** Gives the place back (once; later calls do nothing): the next in turn takes it. */
-  leave(): void
-}
+/**
+ * On a backend with more than one place, background work leaves one free while people have asked for a place within
+ * this long: their next request (an agent's next turn, a chat's next message) finds it free rather than taking one
+ * back, and only the first after a quiet spell waits for a hand-back.
+ */
+export const PEOPLE_HOLD_MS = 10_000
 
 /** The line of requests without an API key (keys off, a preload): one key among the others, in arrival order. */
 const NO_KEY = ''
-
-/** What a request brings to a line: its key's usage record (the key, its rules), its client's signal, its ticket. */
-export interface LineRequest {
-  signal?: AbortSignal
-  usage?: RequestUsage
-  /** Lets `positionOf` find it while it waits. */
-  ticket?: object
-  /** It may be handed on early, to wait in the backend's own queue (a line with early places). @default false */
-  early?: boolean
-  /** Its class (core/base/priority.ts): higher classes go first; background work gives its place back. @default 'interactive' */
-  priority?: Priority
-}
-
-/** How a line is described to a key's rule (the quotas' queue share): its model, its length, one request's time. */
-export interface LineTerms {
-  model: string
-  /** limits.queue_length: the most requests waiting. */
-  queueLength: number
-  /** About how long one request holds a place (ms): what a refusal says to wait. */
-  oneRequestMs(): number
-}
 
 /**
  * Places on a backend (a local instance's slots, an upstream's max_concurrent) and the requests waiting for one: the
@@ -92,6 +58,10 @@ export class KeyLine {
   private preempting = 0
   /** Places handed over while background work waited behind others, since one last went to it (the floor). */
   private passedBackground = 0
+  /** When a request above background last asked for a place (ms since epoch; 0: never). */
+  private lastPerson = 0
+  /** Set while background work waits for the hold on the last free place to pass. */
+  private holdTimer: NodeJS.Timeout | null = null
   /** Seats granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
   private unbegun = 0
   /** Waiting requests, one queue per class and key (in arrival order; `lineId`), and how many in all. */
@@ -104,9 +74,10 @@ export class KeyLine {
 
   /**
    * `places`: how many requests it holds at once (at least one); `early`: how many more may be handed on to wait in
-   * its own queue (a line with any is used through `takeSeat` and its seats). @default early 0
+   * its own queue (a line with any is used through `takeSeat` and its seats); `peopleHoldMs`: how long the last free
+   * place stays held for people after one asked. @default early 0, peopleHoldMs PEOPLE_HOLD_MS
    */
-  constructor (readonly places: number, readonly early = 0) {}
+  constructor (readonly places: number, readonly early = 0, private readonly peopleHoldMs = PEOPLE_HOLD_MS) {}
 
   /** Requests holding a place. */
   get active (): number { return this.inFlight }
@@ -123,7 +94,8 @@ export class KeyLine {
 
   /** Takes a place at once if one is free and nobody of its class or a higher one is ahead in line. */
   tryTake (priority: Priority = 'interactive'): boolean {
-    if (this.inFlight < this.places && this.handedOn.length === 0 && this.waitingFrom(priority) === 0) {
+    const room = priority === 'background' && this.peopleHold() ? this.places - 1 : this.places
+    if (this.inFlight < room && this.handedOn.length === 0 && this.waitingFrom(priority) === 0) {
       this.inFlight++
       return true
     }
@@ -148,6 +120,7 @@ export class KeyLine {
     request.signal?.throwIfAborted()
     const key = request.usage?.key ?? NO_KEY
     const priority = request.priority ?? 'interactive'
+    if (priority !== 'background') this.lastPerson = Date.now()
     // A place taken at once is the key's turn as much as one handed over: after an idle spell the key served last
     // goes after the others.
     if (this.tryTake(priority)) return this.seat(this.served(key), false, undefined, priority)
@@ -209,6 +182,10 @@ export class KeyLine {
     const oldest = this.handedOn.shift()
     if (oldest !== undefined) {
       oldest.seat()
+    } else if (this.firstInTurn()?.priority === 'background' && this.peopleHold()) {
+      // The last free place is held for people a while: background work takes it once the hold has passed.
+      this.inFlight--
+      this.wakeAfterHold()
     } else {
       const next = this.nextInTurn()
       if (next === null) this.inFlight--
@@ -283,6 +260,32 @@ export class KeyLine {
     this.remove(next)
     this.served(next.key)
     return kept ? { ...next, kept } : next
+  }
+
+  /** Whether the last free place is held for people now: they asked for one within PEOPLE_HOLD_MS (more than one place). */
+  private peopleHold (): boolean {
+    return this.places > 1 && this.inFlight >= this.places - 1 && Date.now() - this.lastPerson < this.peopleHoldMs
+  }
+
+  /** The first in line of the key whose turn it is, left in line. */
+  private firstInTurn (): Waiter | undefined {
+    const id = this.turnOrder()[0]
+    return id === undefined ? undefined : this.lines.get(id)![0]
+  }
+
+  /** Once the hold has passed, free places go to the background work waiting for them. */
+  private wakeAfterHold (): void {
+    if (this.holdTimer !== null) return
+    this.holdTimer = setTimeout(() => {
+      this.holdTimer = null
+      while (this.inFlight < this.places && this.handedOn.length === 0 && this.firstInTurn() !== undefined) {
+        if (this.firstInTurn()!.priority === 'background' && this.peopleHold()) { this.wakeAfterHold(); return }
+        this.inFlight++
+        const next = this.nextInTurn()!
+        next.grant(this.seat(next.key, false, next.ticket, next.priority, next.kept))
+      }
+    }, Math.max(1, this.lastPerson + this.peopleHoldMs - Date.now()))
+    this.holdTimer.unref()
   }
 
   /** Requests waiting in line at `priority` or above. */

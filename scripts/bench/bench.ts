@@ -10,6 +10,7 @@ import { runtimeProcesses } from '../../runtimes/process/runtime-processes.js'
 import { RuntimeRegistry } from '../../runtimes/registry.js'
 import { ensureBenchModels, parseBenchModel, QUANTS, SHAPES, type ShapeName } from './bench-models.js'
 import { benchCacheGroups } from './bench-cache-groups.js'
+import { benchBatches } from './bench-batches.js'
 import { benchDecisions } from './bench-decisions.js'
 import { benchLongPrompt } from './bench-long-prompt.js'
 import { benchMixed } from './bench-mixed.js'
@@ -48,7 +49,11 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
   (bench-mixed.ts);
 - decisions: one 4-question System One decision through llamagate against one 1-token /completion of its first
   prompt through llama-server and its router, side by side, and decisions per second at 1 and 4 at once, on the tiny
-  openjev fixture (bench-decisions.ts).
+  openjev fixture (bench-decisions.ts);
+- batches: on tiny models with 4 slots, a person's streamed request every \`--batch-every\` ms (\`--batch-people\` a
+  round), alone and beside a background batch of \`--batch-requests\` (500) on the same model, \`--batch-rounds\` (2)
+  side by side: time to first token, median and p95; the batch alone against its requests sent straight at the
+  gateway 4 at once; a batch of 60 across three models that do not fit together: loads per model (bench-batches.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
 llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
 hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts; \`empty\`: none, its control); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
@@ -59,7 +64,7 @@ prefix, ~1.3 tokens a word, on two models that do not fit together; bench-swap-c
 docs/benchmarks[-<backend>].json; the others merge their sections into docs/benchmarks-realistic[-<backend>].json.
 `
 
-const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed', 'decisions'] as const
+const SCENARIOS = ['throughput', 'swap', 'long-prompt', 'multi-turn', 'swap-cache', 'upstreams', 'cache-groups', 'mixed', 'decisions', 'batches'] as const
 type Scenario = (typeof SCENARIOS)[number]
 const TINY = { tiny: { nEmbd: 64, nLayer: 2, nFf: 128 }, large: { nEmbd: 1024, nLayer: 8, nFf: 4096 } } as const
 const PARALLEL = 8
@@ -78,6 +83,7 @@ async function main (): Promise<void> {
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
+      'batch-requests': { type: 'string', default: '500' }, 'batch-people': { type: 'string', default: '20' }, 'batch-every': { type: 'string', default: '300' }, 'batch-rounds': { type: 'string', default: '2' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
       'tags-models': { type: 'string', default: '1000' },
       users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '0.3,1.5' }, 'keep-logs': { type: 'string' },
@@ -195,6 +201,15 @@ async function main (): Promise<void> {
       })
     }
     const main = `${shape}-q4_k_m`
+    if (scenarios.includes('batches')) {
+      say('\n== batches: a person beside a background batch, the batch against the same requests sent straight, three models')
+      const modelDir = join(dir, 'batches')
+      await mkdir(modelDir, { recursive: true })
+      report.batches = await benchBatches({
+        build, dir: modelDir, requests: Number(values['batch-requests']), people: Number(values['batch-people']), everyMs: Number(values['batch-every']),
+        rounds: Number(values['batch-rounds']), ...(threads !== undefined ? { threads } : {}), say,
+      })
+    }
     if (scenarios.includes('decisions')) {
       say('\n== decisions: a 4-question decision against a 1-token completion of its prompt, tiny openjev')
       const modelDir = join(dir, 'decisions')

@@ -134,3 +134,31 @@ t.test('a request\'s class: asked by service_tier or vLLM\'s priority, capped by
   t.equal(effectivePriority('high', { max: 'high' }), 'high')
   t.equal(effectivePriority(undefined, { default: 'high' }), 'high', 'a key whose class is high may use it')
 })
+
+t.test('while people use a backend of several places, background work leaves one free for them; once they are quiet it takes it', async (t) => {
+  const HOLD_MS = 200
+  const line = new KeyLine(2, 0, HOLD_MS)
+  const granted: string[] = []
+  const person = (await ask(line, granted, 'person', 'interactive').seat)!
+  const bg = ask(line, granted, 'bg', 'background')
+  await settle()
+  t.same(granted, ['person'], 'the other place is held for people, not given to background work')
+  t.equal(line.positionOf(bg.ticket), 1)
+  const next = ask(line, granted, 'next', 'interactive')
+  await settle()
+  t.same(granted, ['person', 'next'], 'the next person finds it free: no slot taken back, no wait')
+  person.leave()
+  ;(await next.seat)!.leave()
+  await settle()
+  t.same(granted, ['person', 'next'], 'freed places stay held while people were here a moment ago')
+  // The line's timer does not keep a process alive (a server has its sockets): this test's does, meanwhile.
+  const alive = setTimeout(() => {}, 10_000)
+  const seat = await bg.seat
+  clearTimeout(alive)
+  t.same(granted, ['person', 'next', 'bg'], 'once the hold has passed, background work takes a place')
+  t.ok(seat!.preempted !== undefined)
+  const alone = new KeyLine(1, 0, HOLD_MS)
+  const held = (await ask(alone, [], 'p', 'interactive').seat)!
+  held.leave()
+  t.ok(alone.tryTake('background'), 'a backend of one place holds nothing back: background work takes it when free')
+})
