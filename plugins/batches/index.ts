@@ -40,7 +40,7 @@ export default fp(async (app) => {
   app.decorate('batches', { records, store, runner })
   // In /metrics where it is on (the metrics plugin comes first): the batches by status, their requests by state.
   if (app.metrics !== undefined) registerBatchSeries(app.metrics.registry, () => [...records.values()].map((r) => runner.live(r.batch.id) ?? r))
-  app.authenticators.add(batchCredential(token, (id) => { const record = records.get(id); return record === undefined ? undefined : record.grant }))
+  app.authenticators.add(batchCredential(token, (id) => { const record = records.get(id); return record === undefined ? undefined : record.grant }, (name) => app.keyRing.grantOf(name)))
   await app.register(filesRoutes)
   await app.register(batchesRoutes)
   await app.register(messageBatchesRoutes)
@@ -51,4 +51,4 @@ export default fp(async (app) => {
     runner.resume(loaded)
   })
   app.addHook('onClose', async () => { await runner.close() })
-}, { name: 'batches', dependencies: ['openai-api', 'anthropic-api'] })
+}, { name: 'batches', dependencies: ['security', 'openai-api', 'anthropic-api'] })

@@ -71,6 +71,17 @@ export class KeyRing {
     return this.known.some((k) => (k.grant?.name ?? k.revokedName) === name)
   }
 
+  /**
+   * The grant of the key named `name` as the keys file has it now (after a refresh): 'revoked', or null when there is
+   * none by that name. For what a key made and runs later (its batches).
+   */
+  grantOf (name: string): Grant | 'revoked' | null {
+    this.refresh()
+    const known = this.known.find((k) => (k.grant?.name ?? k.revokedName) === name)
+    if (known === undefined) return null
+    return known.grant ?? 'revoked'
+  }
+
   /** The limits of the key named `name` (a revoked one's too); null when there is none by that name. */
   limitsOf (name: string): Readonly<KeyLimits> | null {
     const known = this.known.find((k) => (k.grant?.name ?? k.revokedName) === name)

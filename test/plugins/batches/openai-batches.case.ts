@@ -4,7 +4,7 @@
 import { join } from 'node:path'
 import OpenAI, { toFile } from 'openai'
 import t, { type Test } from 'tap'
-import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.js'
+import { hashSecret, readKeysFile, writeKeysFile } from '../../../plugins/security/keys-file.js'
 import { tempDir } from '../../helpers/app.js'
 import { serveRealisticModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
@@ -43,7 +43,7 @@ t.test('the Batch API with keys: chat, embeddings and responses batches; bad lin
   await writeKeysFile(keysFile, {
     keys: (['alice', 'bob'] as const).map((name) => ({ name, hash: hashSecret(SECRETS[name]), scopes: ['infer' as const], models: ['*'], limits: {}, created: new Date().toISOString() })),
   })
-  const { url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25', 'acme/bge': 'bert' }, { auth: { keys_file: keysFile }, default_options: { num_parallel: 2, ignore_eos: true } })
+  const { app, url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25', 'acme/bge': 'bert' }, { auth: { keys_file: keysFile }, default_options: { num_parallel: 2, ignore_eos: true } })
   const alice = new OpenAI({ baseURL: `${url}/v1`, apiKey: SECRETS.alice })
   const bob = new OpenAI({ baseURL: `${url}/v1`, apiKey: SECRETS.bob })
 
@@ -107,6 +107,22 @@ t.test('the Batch API with keys: chat, embeddings and responses batches; bad lin
   t.ok([embedBatch.id, responsesBatch.id].includes(firstPage.data[0]!.id), 'one of the two made last (the same second)')
   t.ok(firstPage.has_more)
   t.equal((await alice.files.list({ limit: 2 } as never)).data.length, 2, 'files, two a page')
+  // A key revoked while its batch runs: its requests are refused from then on, as the key's own would be.
+  const longer = jsonl(Array.from({ length: 8 }, (_, i) => chat(`late${i}`, `question ${i}`, { max_tokens: 64 })))
+  const bobFile = await bob.files.create({ file: await toFile(Buffer.from(longer), 'bob.jsonl'), purpose: 'batch' })
+  const bobBatch = await bob.batches.create({ input_file_id: bobFile.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
+  const keys = readKeysFile(keysFile)
+  keys.keys.find((k) => k.name === 'bob')!.revoked = new Date().toISOString()
+  await writeKeysFile(keysFile, keys)
+  // Bob can no longer ask: the batch is read as the gateway holds it.
+  const revokedBatch = await until('bob\'s batch over', () => {
+    const record = app.batches.runner.live(bobBatch.id) ?? app.batches.records.get(bobBatch.id)
+    return record?.batch.status === 'completed' ? record.batch : null
+  }, 60_000, 50)
+  await refused(t, bob.batches.retrieve(bobBatch.id), 401, 'bob\'s key is refused at the door')
+  await refused(t, alice.batches.retrieve(bobBatch.id), 404, 'alice cannot see bob\'s batch')
+  t.ok(revokedBatch.request_counts.failed > 0, `the revoked key's requests were refused (${revokedBatch.request_counts.failed} of 8)`)
+  t.equal(revokedBatch.request_counts.completed + revokedBatch.request_counts.failed, 8)
   await alice.files.delete(file.id)
   await refused(t, alice.files.retrieve(file.id), 404, 'a deleted file is gone')
   t.equal((await alice.batches.retrieve(batch.id)).status, 'completed', 'its batch stays, with its results')
