@@ -8,7 +8,7 @@ import { percentile } from '../stats.js'
 import { killAll, startGateway } from './bench-setups.js'
 
 /**
- * The batches scenario, on tiny models with 4 slots: a person's short streamed request every `everyMs`, alone and
+ * The batches scenario, on tiny models with 4 slots: a person's short streamed chat every `everyMs`, alone and
  * beside a background batch of `requests` on the same model (time to first token, p50 and p95, the rounds side by
  * side); the batch alone against the same requests sent straight at the gateway, 4 at once (wall time); and a batch
  * across three models that do not fit together (how many times each loads).
@@ -49,7 +49,7 @@ export async function benchBatches (o: BatchesOptions): Promise<Record<string, u
       alone.push(...await person(url, o.people, o.everyMs))
       // Beside a batch that is running (longer answers: it still runs when the person is done), in the slots the
       // person does not take.
-      const running = await submit(url, lines(`beside${round}`, 128))
+      const running = await submit(url, lines(`beside${round}`, 512))
       await waitFor(url, running, (b) => b.request_counts.completed >= SLOTS)
       beside.push(...await person(url, o.people, o.everyMs))
       // The person's requests ran beside the batch only if it was still running when they ended.
@@ -93,10 +93,31 @@ async function person (url: string, count: number, everyMs: number): Promise<num
   const times: number[] = []
   for (let i = 0; i < count; i++) {
     const started = performance.now()
-    times.push(await complete(url, 'acme/a', `a person's question ${i}`, 8, true))
+    times.push(await chat(url, 'acme/a', `a person's question ${i}`))
     await sleep(Math.max(0, everyMs - (performance.now() - started)))
   }
   return times
+}
+
+/** A person's short streamed chat (8 tokens): the ms to its first token. */
+async function chat (url: string, model: string, content: string): Promise<number> {
+  const started = performance.now()
+  const res = await fetch(`${url}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, messages: [{ role: 'user', content }], max_tokens: 8, stream: true }) })
+  if (res.status !== 200) throw new Error(`a chat answered ${res.status}: ${await res.text()}`)
+  return await firstToken(res, started, '"content"')
+}
+
+/** Reads a stream to its end: the ms from `started` to the first chunk holding `marker`. */
+async function firstToken (res: Response, started: number, marker: string): Promise<number> {
+  const reader = res.body!.getReader()
+  let first = 0
+  let text = ''
+  for (;;) {
+    const { value, done } = await reader.read()
+    if (done) return first
+    text += Buffer.from(value).toString()
+    if (first === 0 && text.includes(marker)) first = performance.now() - started
+  }
 }
 
 /** One completion; streamed, the ms to its first token, else to its end. */
@@ -105,16 +126,7 @@ async function complete (url: string, model: string, prompt: string, maxTokens: 
   const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, prompt, max_tokens: maxTokens, stream }) })
   if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${await res.text()}`)
   if (!stream) { await res.arrayBuffer(); return performance.now() - started }
-  const reader = res.body!.getReader()
-  let first = 0
-  let text = ''
-  for (;;) {
-    const { value, done } = await reader.read()
-    if (done) break
-    text += Buffer.from(value).toString()
-    if (first === 0 && text.includes('"text"')) first = performance.now() - started
-  }
-  return first
+  return await firstToken(res, started, '"text"')
 }
 
 async function submit (url: string, lines: string[]): Promise<Batch> {
