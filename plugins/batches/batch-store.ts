@@ -115,10 +115,6 @@ export class BatchStore {
     await (await open(this.resultPath(id, which), 'a')).close()
   }
 
-  async remove (id: string): Promise<void> {
-    await rm(join(this.dir, id), { recursive: true, force: true })
-  }
-
   /** The custom_ids of a results file's whole lines; a partial last line (a crash mid-append) is cut off the file. */
   private async repaired (id: string, which: ResultFile): Promise<{ ids: string[], lines: number }> {
     let text: string

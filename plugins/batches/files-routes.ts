@@ -3,7 +3,7 @@ import multipart from '@fastify/multipart'
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox'
 import type { FastifyRequest } from 'fastify'
 import { BadRequestError, GatewayError } from '../../core/base/errors.js'
-import type { FileObject, FileStore } from './file-store.js'
+import type { FileStore } from './file-store.js'
 import { FileListQuery, IdParams, limitOf } from './schemas.js'
 
 declare module 'fastify' {
@@ -83,5 +83,4 @@ export function page<T extends { id: string, created_at: number }> (items: T[], 
   return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: start + limit < sorted.length }
 }
 
-export type { FileObject }
 export default filesRoutes

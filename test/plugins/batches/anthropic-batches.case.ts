@@ -34,7 +34,7 @@ t.test('messages.batches: create, retrieve until ended, results per custom_id; c
   t.match(results.find((r) => r.custom_id === 'c')!.result, { type: 'errored', error: { type: 'error', error: { type: 'not_found_error' } } }, 'a request that failed says why, in Anthropic\'s shape')
   t.ok((await client.messages.batches.list()).data.some((b) => b.id === created.id), 'listed')
 
-  const many = await client.messages.batches.create({ requests: Array.from({ length: 12 }, (_, i) => ({ custom_id: `m${i}`, params: params(`request ${i}`, 16) })) })
+  const many = await client.messages.batches.create({ requests: Array.from({ length: 12 }, (_, i) => ({ custom_id: `m${i}`, params: params(`request ${i}`, 128) })) })
   await until('a first answer', async () => (await client.messages.batches.retrieve(many.id)).request_counts.succeeded > 0, 60_000, 50)
   const canceling = await client.messages.batches.cancel(many.id)
   t.ok(['canceling', 'ended'].includes(canceling.processing_status), `canceling (${canceling.processing_status})`)

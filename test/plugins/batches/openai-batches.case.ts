@@ -131,7 +131,7 @@ t.test('the Batch API with keys: chat, embeddings and responses batches; bad lin
 t.test('cancel mid-batch: nothing more is sent, and every request is accounted for once', async (t) => {
   const { url } = await serveRealisticModels(t, { 'acme/chat': 'qwen25' }, { default_options: { num_parallel: 1, ignore_eos: true } })
   const client = new OpenAI({ baseURL: `${url}/v1`, apiKey: 'unused' })
-  const lines = Array.from({ length: 20 }, (_, i) => chat(`r${i}`, `request ${i}`, { max_tokens: 16 }))
+  const lines = Array.from({ length: 20 }, (_, i) => chat(`r${i}`, `request ${i}`, { max_tokens: 128 }))
   const file = await client.files.create({ file: await toFile(Buffer.from(jsonl(lines)), 'many.jsonl'), purpose: 'batch' })
   const created = await client.batches.create({ input_file_id: file.id, endpoint: '/v1/chat/completions', completion_window: '24h' })
   await until('a first answer', async () => (await client.batches.retrieve(created.id)).request_counts!.completed > 0, 60_000, 50)
