@@ -29,6 +29,7 @@ const CONVERSION_BUCKETS = [1, 5, 10, 30, 60, 120, 300, 600, 1200, 1800, 3600]
 export class GatewayMetrics {
   readonly registry = new Registry()
   private readonly requests: Counter<'surface' | 'model' | 'status'>
+  private readonly classRequests: Counter<'priority' | 'model'>
   private readonly requestSeconds: Histogram<'surface' | 'model'>
   private readonly firstTokenSeconds: Histogram<'model'>
   private readonly promptTokens: Counter<'model'>
@@ -54,6 +55,7 @@ export class GatewayMetrics {
     // second); every 100 ms still catches any stall long enough to matter.
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: EVENT_LOOP_SAMPLE_MS })
     this.requests = new Counter({ name: 'llamagate_requests_total', help: 'HTTP requests answered, by API surface, model and status code', labelNames: ['surface', 'model', 'status'], registers })
+    this.classRequests = new Counter({ name: 'llamagate_class_requests_total', help: 'Requests that asked for a slot, by the priority class they ran at (interactive, background: batches and service_tier flex, high) and model', labelNames: ['priority', 'model'], registers })
     this.requestSeconds = new Histogram({ name: 'llamagate_request_duration_seconds', help: 'Time from a request\'s arrival to the end of its answer (a stream\'s last byte)', labelNames: ['surface', 'model'], buckets: REQUEST_BUCKETS, registers })
     this.firstTokenSeconds = new Histogram({ name: 'llamagate_time_to_first_token_seconds', help: 'Time from a streamed request asking for a slot (load and queue included) to its first token', labelNames: ['model'], buckets: FIRST_TOKEN_BUCKETS, registers })
     this.promptTokens = new Counter({ name: 'llamagate_prompt_tokens_total', help: 'Prompt tokens of finished requests, cached ones included, as the runtime reported them', labelNames: ['model'], registers })
@@ -107,8 +109,10 @@ export class GatewayMetrics {
     this.promptCacheTokens = new Counter({ name: 'llamagate_prompt_cache_tokens_total', help: 'Tokens in slot prompt caches saved and restored; of the restores judged, those a follow-up did not evaluate again (action reused) and those no request used (action unused)', labelNames: cacheLabels, registers })
   }
 
-  request (surface: string, model: string, status: number, seconds: number): void {
+  /** A request answered; `priority`, the class it asked for a slot at (none: it took none). */
+  request (surface: string, model: string, status: number, seconds: number, priority?: string): void {
     this.requests.inc({ surface, model, status: String(status) })
+    if (priority !== undefined) this.classRequests.inc({ priority, model })
     this.requestSeconds.observe({ surface, model }, seconds)
   }
 

@@ -53,7 +53,7 @@ export default fp(async (app) => {
   app.addHook('onResponse', (request, reply, done) => {
     const route = request.routeOptions.url
     // A scrape counting itself would only measure the scraper.
-    if (route !== '/metrics') metrics.request(app.surfaces.labelOf(route ?? request.url), modelOf(request), reply.statusCode, reply.elapsedTime / 1000)
+    if (route !== '/metrics') metrics.request(app.surfaces.labelOf(route ?? request.url), modelOf(request), reply.statusCode, reply.elapsedTime / 1000, request.usage?.priority)
     done()
   })
 

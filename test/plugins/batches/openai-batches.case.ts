@@ -148,6 +148,8 @@ t.test('cancel mid-batch: nothing more is sent, and every request is accounted f
   t.match(metrics, /^llamagate_batches\{status="cancelled"\} 1$/m, '/metrics counts the batch by its status')
   t.match(metrics, /^llamagate_batches\{status="in_progress"\} 0$/m, 'every status listed')
   t.match(metrics, /^llamagate_batch_requests\{state="queued"\} 0$/m, 'no request of a batch left to run')
+  const byClass = metrics.split('\n').filter((l) => l.startsWith('llamagate_class_requests_total{'))
+  t.same(byClass, [`llamagate_class_requests_total{priority="background",model="acme/chat"} ${batch.request_counts!.completed}`], 'each request the batch ran, counted as background work, and nothing else')
 })
 
 t.test('refusals: a file of another purpose, a batch of an unknown file, a bad window, an endpoint not served', async (t) => {
