@@ -91,6 +91,15 @@ export class KeyLine {
     return waiting + this.handedOn.filter((h) => h.key === of).length
   }
   get idle (): boolean { return this.inFlight === 0 && this.queued === 0 }
+  /** Whether it holds requests and every one, seated or waiting, is background work. */
+  get onlyBackground (): boolean {
+    return this.inFlight > 0 && this.background.length === this.inFlight && this.handedOn.length === 0 && this.waitingFrom('interactive') === 0
+  }
+
+  /** Cuts every background request seated here but the floor's: a person waits for the room it holds, for another model. */
+  cutBackground (): void {
+    for (const b of this.background.filter((b) => !b.kept && !b.cut.signal.aborted)) { this.preempting++; b.cut.abort(new PreemptedError()) }
+  }
 
   /** Takes a place at once if one is free and nobody of its class or a higher one is ahead in line. */
   tryTake (priority: Priority = 'interactive'): boolean {

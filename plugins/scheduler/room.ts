@@ -221,6 +221,17 @@ export class Room {
     }
     const busy = movable.find((i) => !i.idle && i.model.name !== name)
     if (!busy || this.swapOuts.has(busy) || backgroundOnly) return lookAgainAt
+    if (busy.line.onlyBackground) {
+      // A person waits for room only background work holds: it gives way at once, its requests cut (a batch sends
+      // them again later) and those in its line sent to wait for its next load, so the wait is one hand-back, not a
+      // whole generation.
+      log.info({ model: busy.model.name, for: name, active: busy.active }, `${busy.model.name} runs only background work: it is swapped out for ${name}, its requests cut`)
+      this.swapOuts.set(busy, { into: instance, reason: 'background' })
+      events.emit('swapOut', busy.model.name, name, 'background')
+      busy.line.cutBackground()
+      busy.line.dismiss()
+      return lookAgainAt
+    }
     const decision = costs.decide(busy, swapIn, now)
     if (decision.go) {
       log.info({ model: busy.model.name, for: name, active: busy.active, queued: busy.queued, reason: decision.reason, waitCostMs: decision.waitCostMs, swapCostMs: decision.swapCostMs }, `${busy.model.name} takes no new requests: it is swapped out for ${name} once those it has are done (${decision.reason})`)

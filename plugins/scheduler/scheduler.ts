@@ -97,6 +97,8 @@ export class Scheduler implements LeaseSource {
       const instance = this.instances.find(plan.model, plan.resolved, plan.purpose, plan.minContext) ?? this.instances.start(plan.model, plan.resolved, plan.keepAliveMs, plan.purpose)
       const taken = await this.takeSlot(instance, request, started)
       if (taken !== null) return this.lease(instance, plan, started, request, taken.seat, taken.waiting)
+      // Sent away from the line of one swapped out for a person's load: it waits for the model's next load.
+      if (!instance.ending && this.room.isSwappedOut(instance)) continue
       // The instance went away while we waited. After a crash the next request starts a fresh one; after a stop
       // (or shutdown) the waiting requests end with the reason.
       const reason: unknown = instance.signal.reason

@@ -10,7 +10,7 @@ import { estimateKey, type WaitEstimate } from './wait-estimate.js'
  * swaps; `swap-wait`: a request waited limits.swap_wait (or its load timeout); `priority`: a higher-priority model
  * asked; `replaced`: its own model loads with other options; `rpc-workers`: another model needs its RPC workers.
  */
-export type SwapReason = 'idle-given-up' | 'queue-cost' | 'bound-reached' | 'swap-wait' | 'priority' | 'replaced' | 'rpc-workers'
+export type SwapReason = 'idle-given-up' | 'queue-cost' | 'bound-reached' | 'swap-wait' | 'priority' | 'replaced' | 'rpc-workers' | 'background'
 
 /** A load waiting for room: since when, and how many swaps of other models went ahead of it meanwhile. */
 export interface SwapIn {

@@ -91,6 +91,37 @@ t.test('free room only: a load only background work waits for never unloads a mo
   t.same(await ps(), ['acme/b'])
 })
 
+t.test('room held only by background work: a person\'s load for another model swaps it out at once, its requests cut', async (t) => {
+  const { app, url } = await serveTinyModels(t, ['acme/tiny'], {
+    default_options: { num_ctx: 4096, num_parallel: 1, max_tokens: 2 },
+    models: { [MODEL]: { options: { num_ctx: 32_768 } } },
+    limits: { max_loaded_models: 1 },
+  })
+  await importLongContextModel(t, app, MODEL)
+  // Background work on acme/long that would run for its whole 32k-token context, a stream and a whole answer.
+  const bg = await post(`${url}/v1/chat/completions`, { model: MODEL, stream: true, service_tier: 'flex', max_tokens: 32_000, messages: [{ role: 'user', content: 'go on' }] })
+  const background = streamText(bg)
+  await background.readUntil('its first chunk', (text) => text.includes('data: {'))
+  const gone = new AbortController()
+  t.teardown(() => gone.abort())
+  let settled = false
+  void post(`${url}/v1/chat/completions`, { model: MODEL, service_tier: 'flex', messages: [{ role: 'user', content: 'and on' }] }, {}, gone.signal)
+    .then(() => { settled = true }, () => {})
+  await until('the second in line', () => app.scheduler.requestCounts().get(MODEL)?.queued === 1)
+
+  const person = await post(`${url}/v1/chat/completions`, { model: 'acme/tiny', messages: [{ role: 'user', content: 'hi' }] })
+  t.equal(person.status, 200, 'the person is answered on acme/tiny')
+  await person.arrayBuffer()
+  t.match(await background.rest(), /resource_unavailable/, 'the background stream was cut: its error event says so')
+  const models = ((await (await fetch(`${url}/api/ps`)).json()) as { models: Array<{ name: string }> }).models.map((m) => m.name)
+  t.same(models, ['acme/tiny'], 'acme/long was unloaded for the person')
+  const metrics = await (await fetch(`${url}/metrics`)).text()
+  t.match(metrics, /^llamagate_model_evictions_total\{model="acme\/long",reason="background"\} 1$/m, 'the swap counted as made for background work')
+  // What waited in acme/long's line waits for its next load, in free room only: acme/tiny is the person's for its keep-alive.
+  t.same(app.scheduler.requestCounts().get(MODEL), { inFlight: 0, queued: 1 }, 'the background request that was in line waits for acme/long\'s next load')
+  t.notOk(settled, 'unanswered')
+})
+
 t.test('a key whose class is background: its requests give their slot back without asking; another key\'s are served', async (t) => {
   const dir = await tempDir(t)
   const keysFile = join(dir, 'keys.yaml')
