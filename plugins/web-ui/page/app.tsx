@@ -1,6 +1,7 @@
 import { useCallback, useEffect, useRef, useState } from 'preact/hooks'
 import { ApiError, getJson, onKeyNeeded, sendJson, setApiKey, stream, type ChatEvent, type ChatMessage, type LoadedModel, type ModelRecord, type PullEvent } from './api.js'
 import { base64Of } from './attachments.js'
+import { BatchesView } from './batches.js'
 import { ChatView } from './chat.js'
 import { DecideView } from './decide.js'
 import {
@@ -65,7 +66,7 @@ export function App () {
   const [problem, setProblem] = useState<string | null>(null)
   const [conversations, setConversations] = useState<Conversation[]>(loadConversations)
   const [currentId, setCurrentId] = useState<string | null>(loadCurrentId)
-  const [view, setView] = useState<'chat' | 'models' | 'decide' | 'usage'>('chat')
+  const [view, setView] = useState<'chat' | 'models' | 'decide' | 'usage' | 'batches'>('chat')
   const [menuOpen, setMenuOpen] = useState(false)
   const [theme, setTheme] = useState<Theme>(() => document.documentElement.dataset.theme === 'dark' ? 'dark' : 'light')
   const [keyPrompt, setKeyPrompt] = useState<string | null>(null)
@@ -311,6 +312,7 @@ export function App () {
           <button type="button" aria-current={view === 'models' ? 'page' : undefined} onClick={() => setView('models')}>Models</button>
           <button type="button" aria-current={view === 'decide' ? 'page' : undefined} onClick={() => setView('decide')}>Decide</button>
           <button type="button" aria-current={view === 'usage' ? 'page' : undefined} onClick={() => setView('usage')}>Usage</button>
+          <button type="button" aria-current={view === 'batches' ? 'page' : undefined} onClick={() => setView('batches')}>Batches</button>
         </nav>
         <div class="model-picker">
           <label for="model">Model</label>
@@ -358,6 +360,7 @@ export function App () {
               onChat={(m) => startChat(m)}
               onRefresh={() => { void refreshModels(); void refreshLoaded() }} />
           : view === 'usage' ? <UsageView />
+          : view === 'batches' ? <BatchesView />
           : view === 'decide' ? <DecideView records={models} />
           : current
             ? <ChatView conversation={current} capabilities={capabilities.get(current.model) ?? []} streaming={streaming}
