@@ -18,9 +18,9 @@ interface BackgroundSeat { cut: AbortController, kept: boolean }
 export const BACKGROUND_FLOOR = 10
 
 /**
- * On a backend with more than one place, background work leaves one free while people have asked for a place within
- * this long: their next request (an agent's next turn, a chat's next message) finds it free rather than taking one
- * back, and only the first after a quiet spell waits for a hand-back.
+ * On a backend of several places, background work leaves half (one of two) to people while they asked for one within
+ * this long: their next request finds one free rather than taking one back, and the runtime's steps, which all its
+ * requests share, carry less background work beside theirs. Only the first after a quiet spell waits for a hand-back.
  */
 export const PEOPLE_HOLD_MS = 10_000
 
@@ -60,7 +60,7 @@ export class KeyLine {
   private passedBackground = 0
   /** When a request above background last asked for a place (ms since epoch; 0: never). */
   private lastPerson = 0
-  /** Set while background work waits for the hold on the last free place to pass. */
+  /** Set while background work waits for the hold on people's places to pass. */
   private holdTimer: NodeJS.Timeout | null = null
   /** Seats granted (on a line with early places) whose answer has not begun yet: one handed on early could pass them. */
   private unbegun = 0
@@ -103,7 +103,7 @@ export class KeyLine {
 
   /** Takes a place at once if one is free and nobody of its class or a higher one is ahead in line. */
   tryTake (priority: Priority = 'interactive'): boolean {
-    const room = priority === 'background' && this.peopleHold() ? this.places - 1 : this.places
+    const room = priority === 'background' && this.peopleHold() ? Math.floor(this.places / 2) : this.places
     if (this.inFlight < room && this.handedOn.length === 0 && this.waitingFrom(priority) === 0) {
       this.inFlight++
       return true
@@ -192,7 +192,7 @@ export class KeyLine {
     if (oldest !== undefined) {
       oldest.seat()
     } else if (this.firstInTurn()?.priority === 'background' && this.peopleHold()) {
-      // The last free place is held for people a while: background work takes it once the hold has passed.
+      // People's places are held a while: background work takes them once the hold has passed.
       this.inFlight--
       this.wakeAfterHold()
     } else {
@@ -271,9 +271,9 @@ export class KeyLine {
     return kept ? { ...next, kept } : next
   }
 
-  /** Whether the last free place is held for people now: they asked for one within PEOPLE_HOLD_MS (more than one place). */
+  /** Whether background work is held to half the places now: people asked for one within PEOPLE_HOLD_MS (more than one place). */
   private peopleHold (): boolean {
-    return this.places > 1 && this.inFlight >= this.places - 1 && Date.now() - this.lastPerson < this.peopleHoldMs
+    return this.places > 1 && this.inFlight >= Math.floor(this.places / 2) && Date.now() - this.lastPerson < this.peopleHoldMs
   }
 
   /** The first in line of the key whose turn it is, left in line. */

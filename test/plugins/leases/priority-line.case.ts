@@ -135,7 +135,7 @@ t.test('a request\'s class: asked by service_tier or vLLM\'s priority, capped by
   t.equal(effectivePriority(undefined, { default: 'high' }), 'high', 'a key whose class is high may use it')
 })
 
-t.test('while people use a backend of several places, background work leaves one free for them; once they are quiet it takes it', async (t) => {
+t.test('while people use a backend of several places, background work leaves half of them free; once they are quiet it takes them', async (t) => {
   const HOLD_MS = 200
   const line = new KeyLine(2, 0, HOLD_MS)
   const granted: string[] = []
@@ -157,6 +157,16 @@ t.test('while people use a backend of several places, background work leaves one
   clearTimeout(alive)
   t.same(granted, ['person', 'next', 'bg'], 'once the hold has passed, background work takes a place')
   t.ok(seat!.preempted !== undefined)
+  // Four places: half of them stay with people a moment after one asked; background work takes the other two.
+  const four = new KeyLine(4, 0, HOLD_MS)
+  const fourGranted: string[] = []
+  ;(await ask(four, fourGranted, 'person', 'interactive').seat)!.leave()
+  const waiting = ['bg1', 'bg2', 'bg3'].map((name) => ask(four, fourGranted, name, 'background'))
+  await settle()
+  t.same(fourGranted, ['person', 'bg1', 'bg2'], 'two of four places go to background work while people were here a moment ago')
+  t.equal(four.positionOf(waiting[2]!.ticket), 1, 'the third waits for the hold to pass')
+  t.notOk(four.tryTake('background'), 'nor does one take a place at once')
+  t.ok(four.tryTake('interactive'), 'a person finds one free')
   const alone = new KeyLine(1, 0, HOLD_MS)
   const held = (await ask(alone, [], 'p', 'interactive').seat)!
   held.leave()
