@@ -50,8 +50,8 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
 - decisions: one 4-question System One decision through llamagate against one 1-token /completion of its first
   prompt through llama-server and its router, side by side, and decisions per second at 1 and 4 at once, on the tiny
   openjev fixture (bench-decisions.ts);
-- batches: on tiny models with 4 slots, a person's short streamed chat every \`--batch-every\` ms (2000; \`--batch-people\`, 10, a
-  round), alone and beside a background batch of \`--batch-requests\` (500) on the same model, \`--batch-rounds\` (2)
+- batches: on tiny models with 4 slots, a person's short streamed chat every \`--batch-every\` ms (2000; \`--batch-people\`, 30, a
+  round), alone and beside a background batch of \`--batch-requests\` (500) on the same model, \`--batch-rounds\` (3)
   side by side: time to first token, median and p95; the batch alone against its requests sent straight at the
   gateway 4 at once; a batch of 60 across three models that do not fit together: loads per model (bench-batches.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
@@ -83,7 +83,7 @@ async function main (): Promise<void> {
       switches: { type: 'string', default: '6' }, conversations: { type: 'string', default: '4' }, turns: { type: 'string' },
       words: { type: 'string', default: '120' }, reply: { type: 'string', default: '16' },
       'prefix-words': { type: 'string', default: '7400' }, 'swap-ins': { type: 'string', default: '3' }, 'flash-attn': { type: 'string' }, repack: { type: 'string' },
-      'batch-requests': { type: 'string', default: '500' }, 'batch-people': { type: 'string', default: '10' }, 'batch-every': { type: 'string', default: '2000' }, 'batch-rounds': { type: 'string', default: '2' },
+      'batch-requests': { type: 'string', default: '500' }, 'batch-people': { type: 'string', default: '30' }, 'batch-every': { type: 'string', default: '2000' }, 'batch-rounds': { type: 'string', default: '3' },
       'upstream-turns': { type: 'string', default: '10' }, 'system-words': { type: 'string', default: '300' }, 'ttft-rounds': { type: 'string', default: '40' }, 'ttft-warmup': { type: 'string', default: '200' },
       'tags-models': { type: 'string', default: '1000' },
       users: { type: 'string', default: '6' }, seed: { type: 'string', default: '1' }, think: { type: 'string', default: '0.3,1.5' }, 'keep-logs': { type: 'string' },
