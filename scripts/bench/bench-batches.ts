@@ -167,8 +167,11 @@ async function direct (url: string, lines: string[], concurrency: number): Promi
   let next = 0
   await Promise.all(Array.from({ length: concurrency }, async () => {
     for (let i = next++; i < lines.length; i = next++) {
-      const { body } = JSON.parse(lines[i]!) as { body: { model: string, prompt: string, max_tokens: number } }
-      await complete(url, body.model, body.prompt, body.max_tokens, false)
+      // The line's whole body, as the batch sends it.
+      const { body } = JSON.parse(lines[i]!) as { body: Record<string, unknown> }
+      const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...body, stream: false }) })
+      if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${await res.text()}`)
+      await res.arrayBuffer()
     }
   }))
   return performance.now() - started
