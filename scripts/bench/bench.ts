@@ -53,7 +53,7 @@ const USAGE = `\`npm run bench\`: llamagate side by side with llama-server itsel
 - batches: on tiny models with 4 slots, a person's short streamed chat every \`--batch-every\` ms (2000; \`--batch-people\`, 30, a
   round), alone and beside a background batch of \`--batch-requests\` (500) on the same model, \`--batch-rounds\` (3)
   side by side: time to first token, median and p95; the batch alone against its requests sent straight at the
-  gateway 4 at once; a batch of 60 across three models that do not fit together: loads per model (bench-batches.ts).
+  gateway 4 at once (twice as many rounds, in turns of order); a batch of 60 across three models that do not fit together: loads per model (bench-batches.ts).
 \`--backend cuda\` (or rocm, metal, vulkan) runs every setup on that build; \`--baseline DIR\` adds another built
 llamagate checkout to the throughput rotation, \`--plugin FILE\` this llamagate with that plugin loaded (\`noop\`: a call
 hook in every phase that does nothing, scripts/bench/noop-hooks-plugin.ts; \`empty\`: none, its control); \`--reps N\`, \`--tokens N\`, \`--cold N\`, \`--threads N\` (0:
