@@ -74,8 +74,8 @@ export class KeyLine {
 
   /**
    * `places`: how many requests it holds at once (at least one); `early`: how many more may be handed on to wait in
-   * its own queue (a line with any is used through `takeSeat` and its seats); `peopleHoldMs`: how long the last free
-   * place stays held for people after one asked. @default early 0, peopleHoldMs PEOPLE_HOLD_MS
+   * its own queue (a line with any is used through `takeSeat` and its seats); `peopleHoldMs`: how long half the places
+   * stay held for people after one asked. @default early 0, peopleHoldMs PEOPLE_HOLD_MS
    */
   constructor (readonly places: number, readonly early = 0, private readonly peopleHoldMs = PEOPLE_HOLD_MS) {}
 

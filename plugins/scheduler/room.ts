@@ -39,8 +39,8 @@ export interface RoomDeps {
  * Room for a load: at most max_loaded_models, within the free memory. Loads take room by priority, then in order of
  * arrival (one passed over limits.max_passed_over times first); idle instances are unloaded in swap-policy.ts's
  * order (pinned ones stay) when swap-costs.ts says so, at once unless holding one is cheaper; a busy one in the way
- * stops taking new requests once the waiting costs more than the swap; pinned models that found none load again
- * when room comes.
+ * stops taking new requests once the waiting costs more than the swap (at once, its requests cut, when it runs only
+ * background work and a person waits); pinned models that found none load again when room comes.
  */
 export class Room {
   /** Woken whenever room may have appeared (an unload, an instance going idle). */

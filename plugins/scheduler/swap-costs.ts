@@ -8,7 +8,8 @@ import { estimateKey, type WaitEstimate } from './wait-estimate.js'
  * `idle-given-up`: it had nothing to do and no request for it was expected soon; `queue-cost`: the waiting requests'
  * cost passed what holding it saves; `bound-reached`: a waiting request was passed over by limits.max_passed_over
  * swaps; `swap-wait`: a request waited limits.swap_wait (or its load timeout); `priority`: a higher-priority model
- * asked; `replaced`: its own model loads with other options; `rpc-workers`: another model needs its RPC workers.
+ * asked; `replaced`: its own model loads with other options; `rpc-workers`: another model needs its RPC workers;
+ * `background`: it ran only background work and a person's load needed its room.
  */
 export type SwapReason = 'idle-given-up' | 'queue-cost' | 'bound-reached' | 'swap-wait' | 'priority' | 'replaced' | 'rpc-workers' | 'background'
 

@@ -40,7 +40,6 @@ export async function benchBatches (o: BatchesOptions): Promise<Record<string, u
   const report: Record<string, unknown> = {}
   try {
     const url = one.url
-    await complete(url, 'acme/a', 'warm up', 4, false)
     const lines = (tag: string, maxTokens = 32): string[] => Array.from({ length: o.requests }, (_, i) =>
       JSON.stringify({ custom_id: `${tag}-${i}`, method: 'POST', url: '/v1/completions', body: { model: 'acme/a', prompt: `background request ${tag} ${i}: summarise the ticket`, max_tokens: maxTokens, ignore_eos: true } }))
     const alone: number[] = []
@@ -51,9 +50,10 @@ export async function benchBatches (o: BatchesOptions): Promise<Record<string, u
     // The batch's wall time with nobody else on the machine, against the same requests sent straight: twice as many
     // rounds as the person's, each pair in turns of order (a machine's drift falls on both); the batch after a quiet
     // spell as long as the people hold (a person's recent request keeps half the slots free of background work).
-    // Both paths warm first (a first batch after a start paid 10-20 % more: code not yet compiled hot).
-    await waitFor(url, await submit(url, lines('warm').slice(0, 100)), (b) => b.status === 'completed')
+    // Both paths warm first, the model loaded by the first (a first batch after a start paid 10-20 % more: code not
+    // yet compiled hot).
     await direct(url, lines('warm-direct').slice(0, 100), SLOTS)
+    await waitFor(url, await submit(url, lines('warm').slice(0, 100)), (b) => b.status === 'completed')
     for (let round = 0; round < 2 * o.rounds; round++) {
       const timeBatch = async (): Promise<void> => {
         await sleep(PEOPLE_HOLD_MS)
@@ -139,15 +139,6 @@ async function firstToken (res: Response, started: number, marker: string): Prom
     text += Buffer.from(value).toString()
     if (first === 0 && text.includes(marker)) first = performance.now() - started
   }
-}
-
-/** One completion; streamed, the ms to its first token, else to its end. */
-async function complete (url: string, model: string, prompt: string, maxTokens: number, stream: boolean): Promise<number> {
-  const started = performance.now()
-  const res = await fetch(`${url}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model, prompt, max_tokens: maxTokens, stream }) })
-  if (res.status !== 200) throw new Error(`completion answered ${res.status}: ${await res.text()}`)
-  if (!stream) { await res.arrayBuffer(); return performance.now() - started }
-  return await firstToken(res, started, '"text"')
 }
 
 async function submit (url: string, lines: string[]): Promise<Batch> {
