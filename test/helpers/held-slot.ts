@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify'
 import type { Test } from 'tap'
+import { lowPriorityWhileHeld } from './held-priority.js'
 import { importLongContextModel, post, serveTinyModels } from './inference.js'
 import { sseComments, streamText } from './stream-text.js'
 import { until } from './until.js'
@@ -24,7 +25,8 @@ export async function heldSlot (t: Test): Promise<{ app: FastifyInstance, url: s
   const hold = { model: 'acme/long', messages: [{ role: 'user', content: 'go on' }], max_tokens: 32_000, stream: true }
   const running = streamText(await post(`${url}/v1/chat/completions`, hold, {}, holder.signal))
   await running.readUntil('its first chunk', (text) => text.includes('data: '))
-  return { app, url, release: async () => { holder.abort(); await running.rest().catch(() => {}) } }
+  const restore = await lowPriorityWhileHeld(t, url, 'acme/long')
+  return { app, url, release: async () => { restore(); holder.abort(); await running.rest().catch(() => {}) } }
 }
 
 /**

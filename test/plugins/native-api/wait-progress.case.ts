@@ -2,6 +2,7 @@ import t from 'tap'
 import { importLongContextModel, ndjsonEvents, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { beforeFirstData, sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 // A streamed request that waits (for a load, for a slot) hears where it stands before its first token, as
 // SSE comments that clients skip; one that does not wait hears nothing extra; /api/ps shows the queue and its wait.
@@ -42,6 +43,7 @@ t.test('/api/chat: progress comments before the first token while it loads and w
   t.teardown(() => holder.abort())
   const running = streamText(await post(`${url}/api/chat`, chat('acme/long', 'go on', { max_tokens: 32_000 }), SSE, holder.signal))
   await running.readUntil('its first token', (text) => text.includes('data: '))
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/long')
 
   const first = streamText(await post(`${url}/api/chat`, chat('acme/long', 'first in line'), SSE))
   const firstText = await first.readUntil('a queue position', (text) => sseComments(text).length > 0)
@@ -62,6 +64,7 @@ t.test('/api/chat: progress comments before the first token while it loads and w
   const secondLater = await second.readUntil('a report counting the third', (text) => sseComments(text).some(countsThree))
   t.match(sseComments(secondLater).find(countsThree), /^queued: position 2 of 3 /, 'reports go on while it waits, the line counted anew')
 
+  restoreHolder()
   holder.abort()
   await running.rest().catch(() => {})
   for (const [name, stream] of [['first', first], ['second', second]] as const) {

@@ -4,6 +4,7 @@ import { watchedFetch } from '../../helpers/held-slot.js'
 import { importLongContextModel, post, serveTinyModels, sseEvents } from '../../helpers/inference.js'
 import { beforeFirstData, sseComments, streamText } from '../../helpers/stream-text.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 // Progress while waiting, on /v1: a streamed completion that waits says so in SSE comments before its first chunk, which the
 // official openai client skips; one that does not wait gets nothing extra.
@@ -34,6 +35,7 @@ t.test('/v1/chat/completions: progress before the first chunk while it loads and
   t.teardown(() => holder.abort())
   const running = streamText(await post(`${url}/v1/chat/completions`, chat('acme/long', 'go on', { max_tokens: 32_000 }), {}, holder.signal))
   await running.readUntil('its first chunk', (text) => text.includes('data: '))
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/long')
   const queued = streamText(await post(`${url}/v1/chat/completions`, chat('acme/long', 'in line')))
   const queuedText = await queued.readUntil('a queue position', (text) => sseComments(text).length > 0)
   // No request of acme/long has ended yet: no expected wait to tell.
@@ -60,6 +62,7 @@ t.test('/v1/chat/completions: progress before the first chunk while it loads and
   // Its own first report read before the line moves: on a busy machine it may go out after the three.
   await (await watched.sent()).readUntil('the client\'s first report', (text) => sseComments(text).length > 0)
 
+  restoreHolder()
   holder.abort()
   await running.rest().catch(() => {})
   t.equal((await sseEvents(new Response(await queued.rest()))).at(-1), '[DONE]', 'the first in line served')

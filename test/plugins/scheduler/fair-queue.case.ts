@@ -6,6 +6,7 @@ import { hashSecret, writeKeysFile } from '../../../plugins/security/keys-file.j
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
 import { tempDir } from '../../helpers/app.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 const SECRETS = { flood: 'lg-test-flood-0123456789abcdef', single: 'lg-test-single-0123456789abcde' }
 
@@ -26,6 +27,7 @@ t.test('a real runtime: key B\'s one request is served within two grants while k
   const long = await post(`${url}/v1/chat/completions`, { model: 'acme/long', stream: true, max_tokens: 32_000, messages: [{ role: 'user', content: 'go on' }] }, as('flood'), holder.signal)
   t.equal(long.status, 200)
   const streaming = await firstEvent(long)
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/long', as('flood'))
   const finished: string[] = []
   const ask = (name: string, key: keyof typeof SECRETS): Promise<number> =>
     post(`${url}/api/chat`, { model: 'acme/long', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 4 } }, as(key))
@@ -38,6 +40,7 @@ t.test('a real runtime: key B\'s one request is served within two grants while k
   }
   const single = ask('b', 'single')
   await until('B\'s request to be in line', () => queued() === 9)
+  restoreHolder()
   holder.abort()
   await streaming.rest().catch(() => {})
   t.same(await Promise.all([...flood, single]), Array(9).fill(200), 'every request answered')

@@ -6,6 +6,7 @@ import { isAlive } from '../../../core/base/process-alive.js'
 import { tempDir } from '../../helpers/app.js'
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 // limits.max_loaded_models and limits.load_timeout (config.yaml: "How long a model may take to load (or a
 // request may wait for room) before the request fails"); docs/api.md: "503 ... no room to load".
@@ -25,6 +26,7 @@ t.test('no room: with max_loaded_models 1 and a busy model, another model\'s req
   const holding = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
   t.equal(holding.status, 200)
   const first = await firstEvent(holding) // acme/a is loaded and busy
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/a')
   const message = [{ role: 'user', content: 'hi' }]
   const started = Date.now()
   const timed = async (request: Promise<Response>): Promise<{ res: Response, ms: number }> => { const res = await request; return { res, ms: Date.now() - started } }
@@ -52,6 +54,7 @@ t.test('no room: with max_loaded_models 1 and a busy model, another model\'s req
   t.match(await openai.res.json(), { error: { message: NO_ROOM, type: 'server_error' } }, '/v1: OpenAI\'s shape, server_error')
   t.match(await anthropic.res.json(), { type: 'error', error: { type: 'overloaded_error', message: NO_ROOM } }, '/v1/messages: Anthropic\'s overloaded_error')
   t.match(await first.next(), /^data: \{"model":"acme\/a".*"done":false\}/, 'the busy model\'s generation still streams: the 503s cut nothing')
+  restoreHolder()
   holder.abort()
   await first.rest().catch(() => {})
   const after = await post(`${url}/api/chat`, { model: 'acme/b', messages: message, stream: false, options: { max_tokens: 2 } })

@@ -7,6 +7,7 @@ import { writeTinyGguf } from '../../../scripts/fixtures/tiny-model.js'
 import { tempDir } from '../../helpers/app.js'
 import { firstEvent, importLongContextModel, post, serveRealisticModels, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 // A load waiting for room has its runtime started as far as it goes without the memory (llama.cpp patch 0010's
 // --load-gate: the process up, the model's metadata and vocabulary read), once it is first in line; when the model
@@ -46,6 +47,7 @@ t.test('a load waiting for a busy model is prepared meanwhile, then loads from i
   const holder = new AbortController()
   const long = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
   await firstEvent(long)
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/a')
   const b = post(`${url}/api/chat`, { model: 'acme/b', stream: false, messages: [{ role: 'user', content: 'hi' }], options: { max_tokens: 2 } })
 
   const waiting = await until('acme/b prepared while acme/a serves', async () => (await prepared(url)).find((m) => m.name === 'acme/b'))
@@ -58,6 +60,7 @@ t.test('a load waiting for a busy model is prepared meanwhile, then loads from i
   t.same((await ps(url)).filter((m) => m.name === 'acme/a').map((m) => m.state), ['loaded'], 'acme/a still holds the room and serves')
   t.same(loads.map((l) => l.model), ['acme/a'], 'acme/b has not loaded')
 
+  restoreHolder()
   holder.abort()
   const answer = await b
   t.equal(answer.status, 200, 'acme/b answers once acme/a went')
@@ -87,6 +90,7 @@ t.test('a model whose runtime fails while prepared fails its requests at once, a
   t.teardown(() => holder.abort())
   const long = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
   await firstEvent(long)
+  await lowPriorityWhileHeld(t, url, 'acme/a')
   const res = await post(`${url}/api/chat`, { model: 'acme/bad', stream: false, messages: [{ role: 'user', content: 'hi' }] })
   const body = await res.json() as { error: string }
   t.equal(res.status, 502, `the request fails (${body.error})`)

@@ -1,6 +1,7 @@
 import t from 'tap'
 import { firstEvent, importLongContextModel, post, serveTinyModels } from '../../helpers/inference.js'
 import { until } from '../../helpers/until.js'
+import { lowPriorityWhileHeld } from '../../helpers/held-priority.js'
 
 // config.yaml: limits.swap_wait ("requests for the loaded one go before a swap away from it, for at most this long"; the
 // measured costs decide within it: plugins/scheduler/swap-costs.ts), limits.min_residency, and models.<name>.priority /
@@ -60,6 +61,7 @@ t.test('a model kept busy is closed to new requests once the waiting costs more 
   const holder = new AbortController()
   const long = await post(`${url}/api/chat`, { model: 'acme/a', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
   const streaming = await firstEvent(long)
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/a')
   // A client of acme/a asking again and again in the other slot.
   let stop = false
   const answers: Array<{ status: number, asked: number, done: number }> = []
@@ -86,6 +88,7 @@ t.test('a model kept busy is closed to new requests once the waiting costs more 
   // before the close and left waiting.)
   await until('acme/a\'s client to ask after the close', () => lastAsked > closed.at || app.scheduler.requestCounts().get('acme/a')?.queued)
   const ended = performance.now()
+  restoreHolder()
   holder.abort()
   await streaming.rest().catch(() => {})
   const answered = await b
@@ -154,12 +157,14 @@ t.test('priority: of two loads waiting for room, the higher-priority one goes fi
   const holder = new AbortController()
   const long = await post(`${url}/api/chat`, { model: 'acme/busy', messages: [{ role: 'user', content: 'go on' }], options: { max_tokens: 32_000 } }, {}, holder.signal)
   const streaming = await firstEvent(long)
+  const restoreHolder = await lowPriorityWhileHeld(t, url, 'acme/busy')
   const order: string[] = []
   app.scheduler.events.on('loaded', (model) => order.push(model))
   const low = ask(url, 'acme/low')
   await until('acme/low to wait for room', () => app.scheduler.requestCounts().get('acme/low')?.queued)
   const high = ask(url, 'acme/high')
   await until('acme/high to wait for room', () => app.scheduler.requestCounts().get('acme/high')?.queued)
+  restoreHolder()
   holder.abort()
   await streaming.rest().catch(() => {})
   t.same([(await low).status, (await high).status], [200, 200])
