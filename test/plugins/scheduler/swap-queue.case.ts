@@ -111,6 +111,8 @@ t.test('min_residency: a model two clients want at once is not swapped out soone
   const { app, url } = await serveTinyModels(t, ['acme/a', 'acme/b'], {
     // A residency of 6 s: a switch held for it is told from one that was not at any machine's speed.
     limits: { max_loaded_models: 1, min_residency: `${RESIDENCY_MS}ms`, swap_wait: '0s' },
+    // Room in a slot for acme/a's long answer below (the helper's 512 split in two would end it near 250 tokens).
+    default_options: { num_ctx: 4096 },
   })
   let loadedAt = 0
   let evictedAt = 0
@@ -124,8 +126,9 @@ t.test('min_residency: a model two clients want at once is not swapped out soone
   // Two clients at once: b's load waits while a has a request, so a stays its min_residency.
   await app.scheduler.stop('acme/b')
   evictedAt = 0
-  // Long enough (hundreds of tokens) that b's load is sure to find a's request still there, loading or running.
-  const asking = ask(url, 'acme/a', { options: { max_tokens: 400 } })
+  // Long enough (1,500 tokens, ignore_eos from the helper's defaults) that b's load is sure to find a's request still
+  // there, loading or running: ~250 tokens were done before b asked once, on a machine with a busy core.
+  const asking = ask(url, 'acme/a', { options: { max_tokens: 1500 } })
   await until('acme/a to be loading', () => app.scheduler.snapshot().some((m) => m.model.name === 'acme/a'))
   const [a, b] = await Promise.all([asking, ask(url, 'acme/b')])
   t.equal(a.status, 200)
