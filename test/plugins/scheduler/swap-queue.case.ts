@@ -81,7 +81,6 @@ t.test('a model kept busy is closed to new requests once the waiting costs more 
   const waited = closed.at - Math.min(await waiting, closed.at)
   t.ok(waited <= SWAP_WAIT_MS + 500, `acme/a took new requests no longer than swap_wait (${Math.round(waited)} ms after acme/b waited, ${Math.round(closed.at - asked)} ms after it was sent)`)
   t.same(reasons, ['queue-cost'], 'closed when acme/b\'s wait cost more than the swap and the way back')
-  t.ok(answers.filter((a) => a.done > asked && a.done < closed.at).length >= 1, 'acme/a\'s requests were served meanwhile')
   // What is in flight is never cut: the long answer ends here, as its client goes.
   // (Asked, not answered: that answer waits for acme/a's next load, after acme/b's; as does a request asked just
   // before the close and left waiting.)
@@ -94,6 +93,10 @@ t.test('a model kept busy is closed to new requests once the waiting costs more 
   await client
   t.equal(answered.status, 200, 'acme/b answered')
   const bLoaded = events.find((e) => e.what === 'acme/b loaded')!
+  // Served first: a request of acme/a's under way or asked while acme/b waited ended on acme/a, before acme/b's load.
+  // Whether one ends before the close too is the machine's speed against the measured swap costs, not a choice.
+  const servedFirst = answers.filter((a) => a.status === 200 && a.asked < closed.at && a.done > asked && a.done < bLoaded.at)
+  t.ok(servedFirst.length >= 1, `acme/a's requests were served meanwhile, before acme/b's load (${servedFirst.length}, ${answers.filter((a) => a.done > asked && a.done < closed.at).length} of them before the close)`)
   // Once, not after a timer: a load that waited for swap_wait (2 s) again would come past half of it. Two cold
   // requests alone were too tight a bound on two busy cores (140 ms against 108 once, in a full suite).
   const loadBound = Math.max(2 * cold.ms, SWAP_WAIT_MS / 2)
