@@ -4,6 +4,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url'
 import t from 'tap'
 import { PACKAGE_ROOT } from '../../core/base/paths.js'
 import { cpuSeconds } from '../loader/cpu-time.mjs'
+import { watchLinger } from './linger-report.js'
 
 /** The suffix of a test file that runs in its folder's group (`cases.test.ts`) rather than in a process of its own. */
 export const CASE_SUFFIX = '.case.ts'
@@ -26,10 +27,12 @@ export function caseFiles (dir: string): string[] {
 export async function runCases (groupUrl: string): Promise<void> {
   const group = fileURLToPath(groupUrl)
   const timing = timeCases(group)
+  const imported = watchLinger()
   for (const file of caseFiles(dirname(group))) {
     timing.current = relative(PACKAGE_ROOT, file)
     await import(pathToFileURL(file).href)
   }
+  imported()
 }
 
 /**
