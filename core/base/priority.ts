@@ -22,18 +22,6 @@ export interface PriorityRule {
   readonly max?: Priority
 }
 
-/**
- * The class a request runs at: the one it asked for (else its credential's default), no higher than its credential
- * allows. Without a credential (keys off) any class may be asked for: everyone on such a server is trusted alike.
- */
-export function effectivePriority (asked: Priority | undefined, rule: PriorityRule | null): Priority {
-  if (rule === null) return asked ?? 'interactive'
-  const own = rule.default ?? 'interactive'
-  const max = rule.max ?? (priorityRank(own) > priorityRank('interactive') ? own : 'interactive')
-  const wanted = asked ?? own
-  return priorityRank(wanted) > priorityRank(max) ? max : wanted
-}
-
 /** OpenAI's `service_tier` as a class: `flex` is background, `priority` (and `fast`) high; `auto`, `default`, `scale` ask none. */
 export function priorityOfServiceTier (tier: unknown): Priority | undefined {
   return tier === 'flex' ? 'background' : tier === 'priority' || tier === 'fast' ? 'high' : undefined

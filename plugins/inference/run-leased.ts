@@ -95,7 +95,7 @@ function affinityOf (ask: LeaseAsk): Pick<AcquireRequest, 'affinity' | 'session'
 export async function runLeased<T> (leases: LeaseSource, run: LeasedRun<T>): Promise<T | undefined> {
   // The model first (a bad or unknown name is the first thing to hear about), as the store names it: an alias's.
   let model = leases.modelName(run.model)
-  // A stream that has waited two seconds says so, then every second (the line's reportWait, wait-text.ts), before its first token.
+  // A stream that has waited two seconds says so, then every second (the scheduler's reportWait, wait-text.ts), before its first token.
   const stream = run.stream
   const request = { ...acquireRequest(run, run.signal, stream?.comment ? (wait) => stream.comment!(waitText(wait)) : undefined), streams: stream !== null }
   // Only where a plugin registered call hooks: the lease's endpoint then goes through them.

@@ -110,7 +110,7 @@ export interface AcquireRequest {
   usage?: RequestUsage
   /**
    * The priority class it asks for (OpenAI's `service_tier`, vLLM's `priority`); its credential caps it and gives
-   * the class of one that asks none (core/base/priority.ts `effectivePriority`).
+   * the class of one that asks none (plugins/scheduler/request-plan.ts `effectivePriority`).
    */
   priority?: Priority
   /**

@@ -260,7 +260,7 @@ export class Instance {
 }
 
 /**
- * Where an acquire waiting on `instance` stands (plugins/leases/key-line.ts `reportWait` asks): waiting for room, for
+ * Where an acquire waiting on `instance` stands (scheduler.ts `reportWait` asks): waiting for room, for
  * the load (with the median of its earlier loads), or in line (`ticket` marks its place there); null once seated.
  */
 export function whereItStands (instance: Instance, ticket: object, estimate: WaitEstimate, startedMs: number): WaitProgress | null {

@@ -1,4 +1,5 @@
 import { BadRequestError } from '../../core/base/errors.js'
+import { PRIORITIES, type Priority, type PriorityRule } from '../../core/base/priority.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/config/request-options.js'
 import { reserveTokens } from '../leases/lease-terms.js'
 import type { ContextGrowth } from './context-growth.js'
@@ -14,17 +15,21 @@ export interface RequestPlan {
   /** A context grown for an earlier prompt of the model, which a smaller instance no longer serves (0: none). */
   minContext: number
   keepAliveMs: number | undefined
+  /** The class it runs at: the one it asked for, within what its key allows (core/base/priority.ts). */
+  priority: Priority
 }
 
 /**
  * The request's plan: its purpose checked, its options resolved once (core/config/request-options.ts, then the purpose's
  * caps), its key's daily tokens reserved (reserveTokens, below), its context at least the model's grown one, and its
- * keep-alive (a pinned model stays). @throws BadRequestError, TooManyRequestsError
+ * keep-alive (a pinned model stays), and its class. @throws BadRequestError, TooManyRequestsError
  */
 export function planRequest (model: SchedulableModel, request: AcquireRequest, deps: { settings: SchedulerSettings, growth: ContextGrowth, swaps: SwapPolicy }): RequestPlan {
   const { settings } = deps
   const asked = request.purpose ?? 'generate'
   checkPurpose(model, asked)
+  const usage = request.usage
+  const priority = effectivePriority(request.priority, usage?.key === undefined ? null : usage.priorityRule ?? {})
   const purpose = runtimePurpose(asked)
   let resolved = purposeOptions(model, purpose, resolveOptions({
     defaults: settings.defaultOptions,
@@ -39,7 +44,22 @@ export function planRequest (model: SchedulableModel, request: AcquireRequest, d
   if (floor) resolved.load = { ...resolved.load, num_ctx: floor.numCtx, num_parallel: floor.numParallel }
   // A pinned model stays: no request's keep_alive unloads it (an explicit unload, expire or stop, still does).
   const keepAliveMs = deps.swaps.isPinned(model.name) ? Infinity : request.keepAliveMs
-  return { model, purpose, resolved, minContext: floor?.numCtx ?? 0, keepAliveMs }
+  return { model, purpose, resolved, minContext: floor?.numCtx ?? 0, keepAliveMs, priority }
+}
+
+/** A class's rank: a higher one goes first. */
+const rank = (priority: Priority): number => PRIORITIES.indexOf(priority)
+
+/**
+ * The class a request runs at: the one it asked for (else its credential's default), no higher than its credential
+ * allows. Without a credential (keys off) any class may be asked for: everyone on such a server is trusted alike.
+ */
+export function effectivePriority (asked: Priority | undefined, rule: PriorityRule | null): Priority {
+  if (rule === null) return asked ?? 'interactive'
+  const own = rule.default ?? 'interactive'
+  const max = rule.max ?? (rank(own) > rank('interactive') ? own : 'interactive')
+  const wanted = asked ?? own
+  return rank(wanted) > rank(max) ? max : wanted
 }
 
 const ENDPOINTS: Record<AskPurpose, string> = {

@@ -1,5 +1,4 @@
 import { EventHub } from '../../core/base/event-hub.js'
-import { effectivePriority } from '../../core/base/priority.js'
 import { RuntimeError, UnavailableError } from '../../core/base/errors.js'
 import { withBodyFields, type RuntimeEndpoint } from '../../runtimes/index.js'
 import { ContextGrowth } from './context-growth.js'
@@ -8,7 +7,6 @@ import { whereItStands, type Instance } from './instance.js'
 import { Instances } from './instances.js'
 import type { AcquireRequest, Lease, LeaseSource, Purpose, WaitProgress } from '../leases/lease.js'
 import type { Seat } from '../leases/key-line.js'
-import { reportWait, type WaitReport } from '../leases/wait-report.js'
 import type { LeaseEvents } from '../leases/lease-events.js'
 import { cacheGroupFields, grantLease } from '../leases/lease-terms.js'
 import { answerWatched } from '../leases/answer-begun.js'
@@ -95,7 +93,7 @@ export class Scheduler implements LeaseSource {
       if (this.closing) throw new UnavailableError('the server is shutting down')
       request.signal?.throwIfAborted()
       const instance = this.instances.find(plan.model, plan.resolved, plan.purpose, plan.minContext) ?? this.instances.start(plan.model, plan.resolved, plan.keepAliveMs, plan.purpose)
-      const taken = await this.takeSlot(instance, request, started)
+      const taken = await this.takeSlot(instance, request, plan, started)
       if (taken !== null) return this.lease(instance, plan, started, request, taken.seat, taken.waiting)
       // Sent away from the line of one swapped out for a person's load: it waits for the model's next load.
       if (!instance.ending && this.room.isSwappedOut(instance)) continue
@@ -180,7 +178,7 @@ export class Scheduler implements LeaseSource {
    * round the keys (plugins/leases/key-line.ts). Only a request that has to wait hears about it (reportWait). Null when the
    * instance went away meanwhile.
    */
-  private async takeSlot (instance: Instance, request: AcquireRequest, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
+  private async takeSlot (instance: Instance, request: AcquireRequest, plan: RequestPlan, started: number): Promise<{ seat: Seat, waiting: WaitReport | null } | null> {
     const onWait = request.onWait
     // Waiting for room, a request hears the costs' estimate of when its model loads.
     const waiting = onWait
@@ -188,7 +186,7 @@ export class Scheduler implements LeaseSource {
       : null
     let seat: Seat | null = null
     const usage = request.usage
-    const priority = effectivePriority(request.priority, usage?.key === undefined ? null : usage.priorityRule ?? {})
+    const priority = plan.priority
     if (usage) usage.priority = priority
     try {
       const loaded = instance.waitUntilLoaded(priority !== 'background')
@@ -210,7 +208,7 @@ export class Scheduler implements LeaseSource {
   }
 
   private lease (instance: Instance, plan: RequestPlan, started: number, request: AcquireRequest, seat: Seat, waiting: WaitReport | null): Lease {
-    instance.claim(plan.keepAliveMs, request.usage?.priority !== 'background')
+    instance.claim(plan.keepAliveMs, plan.priority !== 'background')
     // A session is its cache group's: another group's session of the same id never reaches its slot (nor could it
     // read the cache there: the groups' salts differ). One handed on early goes where llama-server puts it: no slot
     // is known to be free for it.
@@ -268,4 +266,33 @@ export class Scheduler implements LeaseSource {
 /** A room-stage report with the costs' estimate of the rest of its wait, when there is one. */
 function withRoomEstimate (wait: WaitProgress, expectedMs: number | null): WaitProgress {
   return expectedMs === null ? wait : { ...wait, expectedMs }
+}
+
+// Often enough that a client (or a proxy's idle timer) hears something well within any usual timeout.
+const EVERY_MS = 1000
+// The first report opens the stream, after which a failure can only be an error event, not a status: a wait shorter
+// than this (a small model's load, a refusal at once) keeps its real status (a 400 "prompt is too long" that an agent
+// compacts on, a 502 for no runtime), and a client hears nothing it need not.
+const FIRST_MS = 2000
+
+/** One request's report of its wait: `ticket` marks its place in a line (`takeSeat`, `positionOf`). */
+interface WaitReport {
+  readonly ticket: object
+  stop(): void
+}
+
+/**
+ * Tells `onWait` where a request stands (as its source sees it: `whereItStands`) once it has waited two seconds, then
+ * every second, until stopped: a request that does not wait, or not long, hears nothing.
+ */
+function reportWait (whereItStands: (ticket: object) => WaitProgress | null, onWait: (wait: WaitProgress) => void): WaitReport {
+  const ticket = {}
+  const tick = (): void => {
+    const wait = whereItStands(ticket)
+    // A listener's failure is its own (a closed stream): the wait goes on.
+    if (wait !== null) try { onWait(wait) } catch {}
+  }
+  let timer: NodeJS.Timeout | null = null
+  const first = setTimeout(() => { tick(); timer = setInterval(tick, EVERY_MS).unref() }, FIRST_MS).unref()
+  return { ticket, stop: () => { clearTimeout(first); if (timer !== null) clearInterval(timer) } }
 }

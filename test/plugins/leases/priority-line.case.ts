@@ -2,7 +2,8 @@
 // turns within each; background work takes free places only, is never handed on early, and gives its place back to a
 // request of a higher class that finds none free; a floor keeps it moving under a steady load of people.
 import t from 'tap'
-import { effectivePriority, priorityOfServiceTier, priorityOfVllm, type Priority } from '../../../core/base/priority.js'
+import { priorityOfServiceTier, priorityOfVllm, type Priority } from '../../../core/base/priority.js'
+import { effectivePriority } from '../../../plugins/scheduler/request-plan.js'
 import { BACKGROUND_FLOOR, KeyLine, type Seat } from '../../../plugins/leases/key-line.js'
 import { PreemptedError } from '../../../plugins/leases/preempted.js'
 import { askedPriority } from '../../../plugins/inference/asked-priority.js'
