@@ -1,5 +1,5 @@
 import { BadRequestError } from '../../core/base/errors.js'
-import { PRIORITIES, type Priority, type PriorityRule } from '../../core/base/priority.js'
+import { priorityRank, type Priority, type PriorityRule } from '../../core/base/priority.js'
 import { resolveOptions, type ResolvedOptions } from '../../core/config/request-options.js'
 import { reserveTokens } from '../leases/lease-terms.js'
 import type { ContextGrowth } from './context-growth.js'
@@ -47,9 +47,6 @@ export function planRequest (model: SchedulableModel, request: AcquireRequest, d
   return { model, purpose, resolved, minContext: floor?.numCtx ?? 0, keepAliveMs, priority }
 }
 
-/** A class's rank: a higher one goes first. */
-const rank = (priority: Priority): number => PRIORITIES.indexOf(priority)
-
 /**
  * The class a request runs at: the one it asked for (else its credential's default), no higher than its credential
  * allows. Without a credential (keys off) any class may be asked for: everyone on such a server is trusted alike.
@@ -57,9 +54,9 @@ const rank = (priority: Priority): number => PRIORITIES.indexOf(priority)
 export function effectivePriority (asked: Priority | undefined, rule: PriorityRule | null): Priority {
   if (rule === null) return asked ?? 'interactive'
   const own = rule.default ?? 'interactive'
-  const max = rule.max ?? (rank(own) > rank('interactive') ? own : 'interactive')
+  const max = rule.max ?? (priorityRank(own) > priorityRank('interactive') ? own : 'interactive')
   const wanted = asked ?? own
-  return rank(wanted) > rank(max) ? max : wanted
+  return priorityRank(wanted) > priorityRank(max) ? max : wanted
 }
 
 const ENDPOINTS: Record<AskPurpose, string> = {
